@@ -1,0 +1,158 @@
+# Lemuria: one Makefile for the whole tree (GNU make).
+#
+#   make            build everything under build/
+#   make check      unit + loopback tests, then the same under ASan/UBSan
+#   make asan       the sanitizer build alone, under build/asan/
+#   make bench-transport   transport round trip vs bare UDP
+#   make install PREFIX=/usr/local
+#   make deps       install the Debian packages the build needs
+
+PREFIX ?= /usr/local
+BUILD ?= build
+SANITIZE ?=
+
+CC ?= cc
+PKGS := libevent inih cunit libsodium
+CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow \
+	-Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
+	-D_GNU_SOURCE
+ifeq ($(SANITIZE),1)
+CFLAGS_BASE += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+LDFLAGS_SAN := -fsanitize=address,undefined
+endif
+
+# pkg-config is asked lazily so that `make deps` works before the packages
+# exist.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs libevent inih libsodium 2>/dev/null) \
+	-lpthread
+CUNIT_LIBS = $(shell pkg-config --libs cunit 2>/dev/null)
+
+INCLUDES := -Icommon -Iliblemuria
+CFLAGS_ALL = $(CFLAGS_BASE) $(INCLUDES) $(PKG_CFLAGS) $(CFLAGS)
+LDFLAGS_ALL = $(LDFLAGS_SAN) $(LDFLAGS)
+
+# Modules: every .c except the mains.
+COMMON_SRC := $(wildcard common/*.c)
+CLIENT_SRC := $(filter-out %/main.c,$(wildcard liblemuria/*.c))
+LEMURIAD_SRC := $(filter-out %/main.c,$(wildcard lemuriad/*.c))
+REFLECTOR_SRC := $(filter-out %/main.c,$(wildcard reflector/*.c))
+TEST_SRC := $(wildcard tests/*.c)
+LIB_SRC := $(COMMON_SRC) $(CLIENT_SRC)
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+pic = $(patsubst %.c,$(BUILD)/pic/%.o,$(1))
+
+LIB_A := $(BUILD)/lib/liblemuria.a
+LIB_SO := $(BUILD)/lib/liblemuria.so
+BINS := $(BUILD)/bin/reflector $(BUILD)/bin/lemuriad $(BUILD)/bin/lemuriactl
+UNIT := $(BUILD)/tests/unit
+BENCH_TRANSPORT := $(BUILD)/bench/transport
+BENCH_DIFF := $(BUILD)/bench/diff
+SPLASH2_BINS :=
+-include splash2/splash2.mk
+
+.PHONY: all check unit asan asan-unit bench-transport bench-diff bench install deps \
+	check-deps clean demo
+.DEFAULT_GOAL := all
+
+all: check-deps
+	@$(MAKE) --no-print-directory build-all
+
+.PHONY: build-all
+build-all: $(LIB_A) $(LIB_SO) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
+	$(BENCH_DIFF) $(SPLASH2_BINS)
+
+# Installs the Debian packages when pkg-config cannot find them.
+check-deps:
+	@{ pkg-config --exists $(PKGS) && command -v m4; } >/dev/null 2>&1 || \
+		$(MAKE) --no-print-directory deps
+
+deps:
+	@sh tools/install-deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
+
+$(LIB_A): $(call obj,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(call pic,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,liblemuria.so.0 -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
+$(BUILD)/bin/reflector: $(call obj,reflector/main.c $(REFLECTOR_SRC)) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
+$(BUILD)/bin/lemuriad: $(call obj,lemuriad/main.c $(LEMURIAD_SRC)) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
+$(BUILD)/bin/lemuriactl: $(call obj,tools/lemuriactl.c) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
+# The test binary links the modules, never a main.
+$(UNIT): $(call obj,$(TEST_SRC) $(LEMURIAD_SRC) $(REFLECTOR_SRC)) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(CUNIT_LIBS) $(PKG_LIBS)
+
+$(BENCH_TRANSPORT): $(call obj,bench/transport.c) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
+unit: $(UNIT)
+	$(UNIT)
+
+# The sanitizer build lives in its own tree so both can coexist.
+asan: check-deps
+	@$(MAKE) --no-print-directory BUILD=build/asan SANITIZE=1 build/asan/tests/unit
+
+asan-unit: asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	build/asan/tests/unit
+
+check: all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory asan-unit
+	@sh tests/run-integration.sh $(BUILD)
+
+$(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
+bench-transport: all
+	$(BENCH_TRANSPORT) -o bench/results/transport.csv
+
+bench-diff: all
+	$(BENCH_DIFF)
+
+bench: bench-transport bench-diff
+
+demo: all
+	@sh tools/demo.sh conf/4+4.ini
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/liblemuria.so.0
+	ln -sf liblemuria.so.0 $(DESTDIR)$(PREFIX)/lib/liblemuria.so
+	install -m 644 liblemuria/lemuria.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' liblemuria/lemuria.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/lemuria.pc
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,69 @@
+/* Runner for every CUnit suite linked into the test binary.
+ *
+ * Usage: unit [SUITE...]   (no argument: all suites)
+ * Exits 1 when any assertion failed, 2 on a CUnit error. */
+#include "unit.h"
+
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LM_TEST_MAX_SUITES 64
+
+struct lm_suite_entry {
+	const char *name;
+	const struct lm_test *tests;
+	size_t ntests;
+};
+
+static struct lm_suite_entry lm_suites[LM_TEST_MAX_SUITES];
+static size_t lm_nsuites;
+
+void lm_test_suite_add(const char *suite, const struct lm_test *tests,
+		       size_t ntests)
+{
+	if (lm_nsuites == LM_TEST_MAX_SUITES) {
+		fprintf(stderr, "unit: too many suites, %s ignored\n", suite);
+		return;
+	}
+	lm_suites[lm_nsuites++] = (struct lm_suite_entry){ suite, tests, ntests };
+}
+
+static int lm_suite_wanted(const char *name, int argc, char **argv)
+{
+	if (argc < 2)
+		return 1;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	for (size_t i = 0; i < lm_nsuites; i++) {
+		CU_pSuite s;
+
+		if (!lm_suite_wanted(lm_suites[i].name, argc, argv))
+			continue;
+		s = CU_add_suite(lm_suites[i].name, NULL, NULL);
+		if (!s)
+			return 2;
+		for (size_t t = 0; t < lm_suites[i].ntests; t++)
+			if (!CU_add_test(s, lm_suites[i].tests[t].name,
+					 lm_suites[i].tests[t].fn))
+				return 2;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	if (CU_basic_run_tests() != CUE_SUCCESS)
+		return 2;
+	failures = CU_get_number_of_failures() +
+		   CU_get_number_of_suites_failed() +
+		   CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}
