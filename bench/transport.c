@@ -1,0 +1,483 @@
+/* Transport benchmark: request/reply round trip of the reliable transport
+ * (lm_rpc client -> lm_evnode echo server) against bare UDP on loopback,
+ * with and without the MAC, all measured in one run so that the ratios
+ * compare like with like (DESIGN.md section 7).
+ *
+ *   transport [-n ITER] [-r ROUNDS] [-o FILE.csv] */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "evnode.h"
+#include "lm_error.h"
+#include "rpc.h"
+#include "udp.h"
+
+#define SERVER_ID 1
+#define CLIENT_ID 100
+#define BENCH_MTU 65000
+#define WARMUP 200
+#define CALL_TIMEOUT_MS 5000
+
+static const size_t payloads[] = { 64, 4096, 8192 };
+#define NPAYLOADS (sizeof(payloads) / sizeof(payloads[0]))
+
+enum mode {
+	MODE_BARE,    /* blocking send + recv on a connected UDP socket */
+	MODE_AUTH,    /* lm_rpc, MAC on every datagram */
+	MODE_NOAUTH,  /* lm_rpc, no MAC */
+	MODE_COUNT
+};
+
+static const char *const mode_names[MODE_COUNT] = { "bare_udp",
+						    "transport_auth",
+						    "transport_noauth" };
+
+static const uint8_t bench_key[LM_KEY_BYTES] = {
+	'l', 'e', 'm', 'u', 'r', 'i', 'a', '-', 'b', 'e', 'n', 'c', 'h', 0, 0, 1,
+	2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+};
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* --- bare UDP echo thread ---------------------------------------------- */
+
+struct bare_echo {
+	int fd;
+	struct sockaddr_in addr;
+	pthread_t thread;
+};
+
+/* Echoes until it receives an empty datagram. */
+static void *bare_echo_main(void *arg)
+{
+	struct bare_echo *b = arg;
+	static uint8_t buf[65536];
+	struct sockaddr_in src;
+	socklen_t slen;
+	ssize_t n;
+
+	for (;;) {
+		slen = sizeof(src);
+		n = recvfrom(b->fd, buf, sizeof(buf), 0,
+			     (struct sockaddr *)&src, &slen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		sendto(b->fd, buf, (size_t)n, 0, (struct sockaddr *)&src,
+		       slen);
+	}
+	return NULL;
+}
+
+static int bare_echo_start(struct bare_echo *b)
+{
+	socklen_t alen = sizeof(b->addr);
+
+	memset(&b->addr, 0, sizeof(b->addr));
+	b->addr.sin_family = AF_INET;
+	b->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	b->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (b->fd < 0)
+		return -1;
+	if (bind(b->fd, (struct sockaddr *)&b->addr, sizeof(b->addr)) < 0)
+		return -1;
+	if (getsockname(b->fd, (struct sockaddr *)&b->addr, &alen) < 0)
+		return -1;
+	return pthread_create(&b->thread, NULL, bare_echo_main, b) ? -1 : 0;
+}
+
+/* An empty datagram ends the echo loop. */
+static void bare_echo_stop(struct bare_echo *b)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 && sendto(fd, "", 0, 0, (struct sockaddr *)&b->addr,
+			      sizeof(b->addr)) == 0)
+		pthread_join(b->thread, NULL);
+	if (fd >= 0)
+		close(fd);
+	close(b->fd);
+}
+
+/* --- transport echo servers (auth and no auth) on one loop thread ------ */
+
+struct echo_servers {
+	struct event_base *base;
+	lm_evnode *node[2]; /* [0]: auth on, [1]: auth off */
+	struct sockaddr_in addr[2];
+	struct event *stop_ev;
+	int stop_pipe[2];
+	pthread_t thread;
+};
+
+static void echo_deliver(void *ctx, const struct lm_rel_msg *msg)
+{
+	lm_evnode **node = ctx;
+
+	if (msg->kind == LM_REL_REQUEST)
+		lm_evnode_reply(*node, msg->peer, msg->req_id, msg->data,
+				msg->len);
+}
+
+static void stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(arg);
+}
+
+static void *servers_main(void *arg)
+{
+	struct echo_servers *s = arg;
+
+	event_base_dispatch(s->base);
+	return NULL;
+}
+
+static void server_config(struct lm_rel_config *cfg, uint16_t self,
+			  const lm_auth *auth)
+{
+	lm_rel_config_default(cfg, self);
+	cfg->max_peer_id = CLIENT_ID;
+	cfg->auth = auth;
+	cfg->transport.mtu = BENCH_MTU;
+}
+
+static int servers_start(struct echo_servers *s, const lm_auth *auth)
+{
+	struct lm_evnode_callbacks cbs = { .deliver = echo_deliver };
+	struct lm_rel_config cfg;
+	char err[256];
+
+	/* A plain base, as the daemons create it. */
+	s->base = event_base_new();
+	if (!s->base)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		server_config(&cfg, SERVER_ID, i == 0 ? auth : NULL);
+		memset(&s->addr[i], 0, sizeof(s->addr[i]));
+		s->addr[i].sin_family = AF_INET;
+		s->addr[i].sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		s->node[i] = lm_evnode_create(s->base, &s->addr[i], &cfg, NULL,
+					      &cbs, &s->node[i], err,
+					      sizeof(err));
+		if (!s->node[i]) {
+			fprintf(stderr, "transport: server: %s\n", err);
+			return -1;
+		}
+	}
+	if (pipe(s->stop_pipe) < 0)
+		return -1;
+	s->stop_ev = event_new(s->base, s->stop_pipe[0], EV_READ, stop_cb,
+			       s->base);
+	if (!s->stop_ev || event_add(s->stop_ev, NULL) < 0)
+		return -1;
+	return pthread_create(&s->thread, NULL, servers_main, s) ? -1 : 0;
+}
+
+static void servers_stop(struct echo_servers *s)
+{
+	if (write(s->stop_pipe[1], "x", 1) == 1)
+		pthread_join(s->thread, NULL);
+	for (int i = 0; i < 2; i++)
+		lm_evnode_destroy(s->node[i]);
+	event_free(s->stop_ev);
+	event_base_free(s->base);
+	close(s->stop_pipe[0]);
+	close(s->stop_pipe[1]);
+}
+
+/* --- clients and measurement ------------------------------------------- */
+
+struct clients {
+	int bare_fd;
+	lm_rpc *rpc[2]; /* [0]: auth, [1]: no auth */
+	uint8_t *buf;
+	uint8_t *rbuf;
+};
+
+/* One round trip; returns 0 or an LM_E* code / -1 for bare UDP errors. */
+static int round_trip(struct clients *c, enum mode m, size_t size)
+{
+	void *rep;
+	size_t rlen;
+	ssize_t n;
+	int rc;
+
+	if (m == MODE_BARE) {
+		if (send(c->bare_fd, c->buf, size, 0) != (ssize_t)size)
+			return -1;
+		do {
+			n = recv(c->bare_fd, c->rbuf, 65536, 0);
+		} while (n < 0 && errno == EINTR);
+		return n == (ssize_t)size ? 0 : -1;
+	}
+	rc = lm_rpc_call(c->rpc[m == MODE_AUTH ? 0 : 1], c->buf, size, &rep,
+			 &rlen, CALL_TIMEOUT_MS);
+	if (rc)
+		return rc;
+	free(rep);
+	return rlen == size ? 0 : LM_EBADMSG;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct result {
+	double round_median[64]; /* per round, microseconds */
+	double median, min, max;
+};
+
+static int run(struct clients *c, int iters, int rounds,
+	       struct result res[NPAYLOADS][MODE_COUNT])
+{
+	double *samples = malloc((size_t)iters * sizeof(*samples));
+	int rc = 0;
+
+	if (!samples)
+		return LM_ENOMEM;
+	for (size_t p = 0; p < NPAYLOADS; p++)
+		for (int m = 0; m < MODE_COUNT; m++)
+			for (int i = 0; i < WARMUP && !rc; i++)
+				rc = round_trip(c, (enum mode)m, payloads[p]);
+	/* Rounds interleave the modes, so slow drift of the machine shows
+	 * in every column alike. */
+	for (int r = 0; r < rounds && !rc; r++) {
+		for (size_t p = 0; p < NPAYLOADS && !rc; p++) {
+			for (int m = 0; m < MODE_COUNT && !rc; m++) {
+				for (int i = 0; i < iters && !rc; i++) {
+					double t0 = now_us();
+
+					rc = round_trip(c, (enum mode)m,
+							payloads[p]);
+					samples[i] = now_us() - t0;
+				}
+				res[p][m].round_median[r] =
+					median(samples, (size_t)iters);
+			}
+		}
+	}
+	free(samples);
+	if (rc)
+		return rc;
+	for (size_t p = 0; p < NPAYLOADS; p++) {
+		for (int m = 0; m < MODE_COUNT; m++) {
+			struct result *x = &res[p][m];
+			double sorted[64];
+
+			memcpy(sorted, x->round_median,
+			       (size_t)rounds * sizeof(double));
+			x->median = median(sorted, (size_t)rounds);
+			x->min = sorted[0];
+			x->max = sorted[rounds - 1];
+		}
+	}
+	return 0;
+}
+
+static void print_table(struct result res[NPAYLOADS][MODE_COUNT], int iters,
+			int rounds)
+{
+	printf("Round trip on 127.0.0.1, microseconds: median of %d round "
+	       "medians (%d round trips each) [min-max of round medians]\n\n",
+	       rounds, iters);
+	printf("%8s  %-22s %-22s %-22s %8s %8s %9s\n", "payload", "bare UDP",
+	       "transport, auth", "transport, no auth", "auth/", "noauth/",
+	       "MAC cost");
+	printf("%8s  %-22s %-22s %-22s %8s %8s %9s\n", "", "", "", "", "bare",
+	       "bare", "");
+	for (size_t p = 0; p < NPAYLOADS; p++) {
+		char cell[MODE_COUNT][32];
+		double bare = res[p][MODE_BARE].median;
+		double a = res[p][MODE_AUTH].median;
+		double na = res[p][MODE_NOAUTH].median;
+
+		for (int m = 0; m < MODE_COUNT; m++)
+			snprintf(cell[m], sizeof(cell[m]), "%7.2f [%.2f-%.2f]",
+				 res[p][m].median, res[p][m].min,
+				 res[p][m].max);
+		printf("%6zu B  %-22s %-22s %-22s %7.2fx %7.2fx %8.1f%%\n",
+		       payloads[p], cell[MODE_BARE], cell[MODE_AUTH],
+		       cell[MODE_NOAUTH], a / bare, na / bare,
+		       100.0 * (a - na) / a);
+	}
+	printf("\nMAC cost = (auth - no auth) / auth: the share of a round "
+	       "trip spent on authentication.\n");
+}
+
+static int write_csv(const char *path,
+		     struct result res[NPAYLOADS][MODE_COUNT], int iters,
+		     int rounds)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		fprintf(stderr, "transport: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "payload_bytes,mode,iters,rounds,median_us,round_min_us,"
+		   "round_max_us,ratio_to_bare,ratio_to_noauth\n");
+	for (size_t p = 0; p < NPAYLOADS; p++)
+		for (int m = 0; m < MODE_COUNT; m++)
+			fprintf(f, "%zu,%s,%d,%d,%.3f,%.3f,%.3f,%.4f,%.4f\n",
+				payloads[p], mode_names[m], iters, rounds,
+				res[p][m].median, res[p][m].min,
+				res[p][m].max,
+				res[p][m].median / res[p][MODE_BARE].median,
+				res[p][m].median /
+					res[p][MODE_NOAUTH].median);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "transport: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: transport [-n ITER] [-r ROUNDS] [-o FILE.csv]\n"
+		     "  -n ITER    round trips per round (default 2000)\n"
+		     "  -r ROUNDS  rounds (default 5, at most 64)\n"
+		     "  -o FILE    also write the results as CSV\n");
+}
+
+static int parse_count(const char *s, int max, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 1 || v > max)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct result res[NPAYLOADS][MODE_COUNT];
+	struct lm_rel_config cfg;
+	struct echo_servers srv = { 0 };
+	struct bare_echo bare;
+	struct clients c = { .bare_fd = -1 };
+	const char *csv = NULL;
+	int iters = 2000, rounds = 5, opt, rc, status = 1;
+	lm_auth *auth;
+	char err[256];
+
+	while ((opt = getopt(argc, argv, "n:r:o:h")) != -1) {
+		switch (opt) {
+		case 'n':
+			if (parse_count(optarg, 10000000, &iters) < 0) {
+				fprintf(stderr, "transport: bad -n '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			if (parse_count(optarg, 64, &rounds) < 0) {
+				fprintf(stderr, "transport: bad -r '%s' "
+						"(1..64)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'o':
+			csv = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	auth = lm_auth_create(bench_key);
+	c.buf = calloc(1, 65536);
+	c.rbuf = malloc(65536);
+	if (!auth || !c.buf || !c.rbuf) {
+		fprintf(stderr, "transport: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < 65536; i++)
+		c.buf[i] = (uint8_t)(i * 7);
+	if (bare_echo_start(&bare) < 0 || servers_start(&srv, auth) < 0) {
+		fprintf(stderr, "transport: cannot start the echo servers: "
+				"%s\n", strerror(errno));
+		return 1;
+	}
+	c.bare_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (c.bare_fd < 0 || connect(c.bare_fd, (struct sockaddr *)&bare.addr,
+				     sizeof(bare.addr)) < 0) {
+		fprintf(stderr, "transport: bare client: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < 2; i++) {
+		lm_rel_config_default(&cfg, CLIENT_ID);
+		cfg.max_peer_id = CLIENT_ID;
+		cfg.auth = i == 0 ? auth : NULL;
+		cfg.transport.mtu = BENCH_MTU;
+		cfg.transport.ack_delay_us = 0;
+		c.rpc[i] = lm_rpc_create(&srv.addr[i], SERVER_ID, &cfg, NULL,
+					 err, sizeof(err));
+		if (!c.rpc[i]) {
+			fprintf(stderr, "transport: client: %s\n", err);
+			goto out;
+		}
+	}
+	rc = run(&c, iters, rounds, res);
+	if (rc) {
+		fprintf(stderr, "transport: round trip failed: %s\n",
+			rc == -1 ? strerror(errno) : lm_strerror(rc));
+		goto out;
+	}
+	print_table(res, iters, rounds);
+	if (csv && write_csv(csv, res, iters, rounds) < 0)
+		goto out;
+	status = 0;
+out:
+	if (c.bare_fd >= 0)
+		close(c.bare_fd);
+	bare_echo_stop(&bare);
+	for (int i = 0; i < 2; i++)
+		lm_rpc_destroy(c.rpc[i]);
+	servers_stop(&srv);
+	lm_auth_destroy(auth);
+	free(c.buf);
+	free(c.rbuf);
+	return status;
+}

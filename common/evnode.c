@@ -1,0 +1,388 @@
+/* Transport driver for the daemons: runs a reliability engine on a UDP
+ * socket from a libevent loop.  Reads are batched per wake-up, one timer
+ * tracks the engine's (and the fault injector's) next deadline, and peer
+ * addresses come from the layout or from the first authentic datagram.
+ *
+ * Threading: everything here, the callbacks included, runs on the thread
+ * of the event_base; call lm_evnode_* only from that thread. */
+#include "evnode.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "fault.h"
+#include "lm_error.h"
+#include "udp.h"
+#include "wire.h"
+
+/* Datagrams read per wake-up: a flood must not starve the timers. */
+#define LM_EVNODE_READ_BATCH 256
+/* One buffer holds any IPv4 UDP payload; larger reads mean truncation. */
+#define LM_EVNODE_BUF 65536
+/* Datagrams the fault injector may hold back at once. */
+#define LM_EVNODE_FAULT_HOLD 4096
+
+enum lm_evnode_addr_state {
+	LM_EVNODE_ADDR_NONE,     /* nothing known: transmissions are dropped */
+	LM_EVNODE_ADDR_LEARNED,  /* source of its last authentic datagram */
+	LM_EVNODE_ADDR_DECLARED, /* from lm_evnode_add_peer; never changes */
+	LM_EVNODE_ADDR_STATE_COUNT
+};
+
+struct lm_evnode_peer {
+	struct sockaddr_in addr;
+	enum lm_evnode_addr_state state;
+};
+
+struct lm_evnode {
+	struct event_base *base;
+	int fd;
+	lm_rel *rel;
+	lm_fault *fault; /* NULL without fault injection */
+	struct event *read_ev;
+	struct event *timer_ev;
+	uint64_t timer_at; /* absolute deadline armed, UINT64_MAX: none */
+	struct lm_evnode_callbacks cbs;
+	void *ctx;
+	struct lm_evnode_peer *peers; /* indexed by node id */
+	size_t npeers;
+	/* While lm_rel_input runs: who sent the datagram and from where, so
+	 * that an answer to a peer not yet learned can still go out. */
+	bool in_input;
+	uint16_t input_sender;
+	struct sockaddr_in input_src;
+	uint64_t drops;    /* refused before the engine saw them */
+	uint64_t tx_drops; /* sendto refused, or no address for the peer */
+	uint8_t *rxbuf;    /* one reusable receive buffer */
+	uint8_t *fxbuf;    /* datagrams released by the fault injector */
+};
+
+static bool same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr &&
+	       a->sin_port == b->sin_port;
+}
+
+static const struct sockaddr_in *peer_addr(const struct lm_evnode *node,
+					   uint16_t peer)
+{
+	const struct lm_evnode_peer *p;
+
+	if (peer >= node->npeers)
+		return NULL;
+	p = &node->peers[peer];
+	if (p->state == LM_EVNODE_ADDR_DECLARED)
+		return &p->addr;
+	/* A reply produced while its request is being input goes where the
+	 * request came from, even before the engine has accepted it. */
+	if (node->in_input && node->input_sender == peer)
+		return &node->input_src;
+	if (p->state == LM_EVNODE_ADDR_LEARNED)
+		return &p->addr;
+	return NULL;
+}
+
+static void send_now(struct lm_evnode *node, uint16_t peer, const uint8_t *dg,
+		     size_t len)
+{
+	const struct sockaddr_in *to = peer_addr(node, peer);
+	ssize_t n;
+
+	if (!to) {
+		node->tx_drops++;
+		return;
+	}
+	do {
+		n = sendto(node->fd, dg, len, 0, (const struct sockaddr *)to,
+			   sizeof(*to));
+	} while (n < 0 && errno == EINTR);
+	/* EAGAIN, ENOBUFS and the like: the engine retransmits. */
+	if (n < 0)
+		node->tx_drops++;
+}
+
+static void drain_faults(struct lm_evnode *node, uint64_t now)
+{
+	uint32_t peer;
+	size_t len;
+
+	if (!node->fault)
+		return;
+	while (lm_fault_pop(node->fault, now, &peer, node->fxbuf,
+			    LM_EVNODE_BUF, &len))
+		send_now(node, (uint16_t)peer, node->fxbuf, len);
+}
+
+static void arm_timer(struct lm_evnode *node)
+{
+	uint64_t when = lm_rel_next_deadline(node->rel);
+	uint64_t now, delta;
+	struct timeval tv;
+
+	if (node->fault) {
+		uint64_t f = lm_fault_next_deadline(node->fault);
+
+		if (f < when)
+			when = f;
+	}
+	if (when == node->timer_at)
+		return;
+	node->timer_at = when;
+	if (when == UINT64_MAX) {
+		event_del(node->timer_ev);
+		return;
+	}
+	now = lm_now_us();
+	delta = when > now ? when - now : 0;
+	tv.tv_sec = (time_t)(delta / 1000000u);
+	tv.tv_usec = (suseconds_t)(delta % 1000000u);
+	event_add(node->timer_ev, &tv);
+}
+
+static void on_transmit(void *ctx, uint16_t peer, const uint8_t *dg,
+			size_t len)
+{
+	struct lm_evnode *node = ctx;
+	uint64_t now;
+
+	if (!node->fault) {
+		send_now(node, peer, dg, len);
+		return;
+	}
+	now = lm_now_us();
+	lm_fault_push(node->fault, peer, dg, len, now);
+	drain_faults(node, now);
+}
+
+static void on_deliver(void *ctx, const struct lm_rel_msg *msg)
+{
+	struct lm_evnode *node = ctx;
+
+	node->cbs.deliver(node->ctx, msg);
+}
+
+static void on_peer_event(void *ctx, uint16_t peer,
+			  enum lm_rel_peer_event event)
+{
+	struct lm_evnode *node = ctx;
+
+	if (node->cbs.peer_event)
+		node->cbs.peer_event(node->ctx, peer, event);
+}
+
+/* One datagram from `src`.  The header is peeked only to learn who claims
+ * to have sent it; authenticity is the engine's business. */
+static void input_one(struct lm_evnode *node, size_t len,
+		      const struct sockaddr_in *src, uint64_t now)
+{
+	struct lm_dg_header h;
+	const uint8_t *payload;
+	struct lm_evnode_peer *p = NULL;
+	int rc;
+
+	if (lm_wire_decode(node->rxbuf, len, &h, &payload) == 0 &&
+	    h.sender < node->npeers) {
+		p = &node->peers[h.sender];
+		if (p->state == LM_EVNODE_ADDR_DECLARED &&
+		    !same_addr(&p->addr, src)) {
+			node->drops++;
+			return;
+		}
+		node->in_input = true;
+		node->input_sender = h.sender;
+		node->input_src = *src;
+	}
+	/* Undecodable datagrams still go in, to be counted by reason. */
+	rc = lm_rel_input(node->rel, node->rxbuf, len, now);
+	node->in_input = false;
+	if (rc == 0 && p && p->state != LM_EVNODE_ADDR_DECLARED) {
+		p->addr = *src;
+		p->state = LM_EVNODE_ADDR_LEARNED;
+	}
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct lm_evnode *node = arg;
+	struct sockaddr_in src;
+	socklen_t slen;
+	ssize_t n;
+	uint64_t now = 0;
+
+	(void)what;
+	for (int i = 0; i < LM_EVNODE_READ_BATCH; i++) {
+		slen = sizeof(src);
+		n = recvfrom(fd, node->rxbuf, LM_EVNODE_BUF, MSG_TRUNC,
+			     (struct sockaddr *)&src, &slen);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				node->drops++;
+			break;
+		}
+		if ((size_t)n > LM_EVNODE_BUF || slen != sizeof(src) ||
+		    src.sin_family != AF_INET) {
+			node->drops++;
+			continue;
+		}
+		now = lm_now_us();
+		input_one(node, (size_t)n, &src, now);
+	}
+	if (now)
+		drain_faults(node, now);
+	arm_timer(node);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct lm_evnode *node = arg;
+	uint64_t now = lm_now_us();
+
+	(void)fd;
+	(void)what;
+	node->timer_at = UINT64_MAX; /* the event is no longer pending */
+	lm_rel_tick(node->rel, now);
+	drain_faults(node, now);
+	arm_timer(node);
+}
+
+lm_evnode *lm_evnode_create(struct event_base *base, struct sockaddr_in *addr,
+			    const struct lm_rel_config *rcfg,
+			    const struct lm_fault_cfg *faults,
+			    const struct lm_evnode_callbacks *cbs, void *ctx,
+			    char *err, size_t errlen)
+{
+	struct lm_rel_callbacks rcbs = {
+		.transmit = on_transmit,
+		.deliver = on_deliver,
+		.peer_event = on_peer_event,
+	};
+	struct lm_evnode *node;
+
+	if (!base || !addr || !rcfg || !cbs || !cbs->deliver) {
+		snprintf(err, errlen, "evnode: missing argument");
+		return NULL;
+	}
+	node = calloc(1, sizeof(*node));
+	if (!node)
+		goto nomem;
+	node->fd = -1;
+	node->base = base;
+	node->cbs = *cbs;
+	node->ctx = ctx;
+	node->timer_at = UINT64_MAX;
+	node->npeers = (size_t)rcfg->max_peer_id + 1;
+	node->peers = calloc(node->npeers, sizeof(*node->peers));
+	node->rxbuf = malloc(LM_EVNODE_BUF);
+	node->fxbuf = malloc(LM_EVNODE_BUF);
+	if (!node->peers || !node->rxbuf || !node->fxbuf)
+		goto nomem;
+	if (faults && lm_fault_cfg_active(faults)) {
+		node->fault = lm_fault_create(faults, LM_EVNODE_FAULT_HOLD);
+		if (!node->fault)
+			goto nomem;
+	}
+	node->rel = lm_rel_create(rcfg, &rcbs, node);
+	if (!node->rel) {
+		snprintf(err, errlen, "evnode: invalid transport settings");
+		goto err;
+	}
+	node->fd = lm_udp_bind(addr, err, errlen);
+	if (node->fd < 0)
+		goto err;
+	node->read_ev = event_new(base, node->fd, EV_READ | EV_PERSIST,
+				  on_readable, node);
+	node->timer_ev = evtimer_new(base, on_timer, node);
+	if (!node->read_ev || !node->timer_ev)
+		goto nomem;
+	if (event_add(node->read_ev, NULL) < 0) {
+		snprintf(err, errlen, "evnode: cannot register the socket");
+		goto err;
+	}
+	return node;
+nomem:
+	snprintf(err, errlen, "evnode: out of memory");
+err:
+	lm_evnode_destroy(node);
+	return NULL;
+}
+
+void lm_evnode_destroy(lm_evnode *node)
+{
+	if (!node)
+		return;
+	if (node->read_ev)
+		event_free(node->read_ev);
+	if (node->timer_ev)
+		event_free(node->timer_ev);
+	/* The engine goes first: it may still call back into the node. */
+	lm_rel_destroy(node->rel);
+	lm_fault_destroy(node->fault);
+	if (node->fd >= 0)
+		close(node->fd);
+	free(node->peers);
+	free(node->rxbuf);
+	free(node->fxbuf);
+	free(node);
+}
+
+int lm_evnode_add_peer(lm_evnode *node, uint16_t peer,
+		       const struct sockaddr_in *addr)
+{
+	if (!node || !addr || peer >= node->npeers ||
+	    addr->sin_family != AF_INET)
+		return LM_EINVAL;
+	node->peers[peer].addr = *addr;
+	node->peers[peer].state = LM_EVNODE_ADDR_DECLARED;
+	return 0;
+}
+
+int lm_evnode_send(lm_evnode *node, uint16_t peer, const void *msg,
+		   size_t len)
+{
+	int rc = lm_rel_send(node->rel, peer, msg, len, lm_now_us());
+
+	arm_timer(node);
+	return rc;
+}
+
+int lm_evnode_request(lm_evnode *node, uint16_t peer, uint32_t req_id,
+		      const void *msg, size_t len)
+{
+	int rc = lm_rel_request(node->rel, peer, req_id, msg, len,
+				lm_now_us());
+
+	arm_timer(node);
+	return rc;
+}
+
+int lm_evnode_reply(lm_evnode *node, uint16_t peer, uint32_t req_id,
+		    const void *msg, size_t len)
+{
+	int rc = lm_rel_reply(node->rel, peer, req_id, msg, len, lm_now_us());
+
+	arm_timer(node);
+	return rc;
+}
+
+lm_rel *lm_evnode_engine(lm_evnode *node)
+{
+	return node->rel;
+}
+
+uint64_t lm_evnode_drops(const lm_evnode *node)
+{
+	return node->drops;
+}
+
+uint64_t lm_evnode_tx_drops(const lm_evnode *node)
+{
+	return node->tx_drops;
+}

@@ -1,0 +1,54 @@
+/* A transport endpoint driven by libevent, for the daemons.
+ *
+ * Owns a UDP socket (EV_READ|EV_PERSIST, recvfrom until EAGAIN), a
+ * reliability engine and its timer, an optional fault injector on the
+ * transmit path, and the table of peer addresses.  Peers are either
+ * declared (lm_evnode_add_peer) or learned from their first authentic
+ * datagram (clients bind ephemeral ports). */
+#ifndef LM_EVNODE_H
+#define LM_EVNODE_H
+
+#include <event2/event.h>
+#include <netinet/in.h>
+
+#include "reliable.h"
+
+typedef struct lm_evnode lm_evnode;
+
+struct lm_evnode_callbacks {
+	void (*deliver)(void *ctx, const struct lm_rel_msg *msg);
+	void (*peer_event)(void *ctx, uint16_t peer,
+			   enum lm_rel_peer_event event); /* optional */
+};
+
+/* Binds `addr` (port 0: any; written back) and registers with `base`.
+ * `faults` may be NULL.  Returns NULL with the reason in err. */
+lm_evnode *lm_evnode_create(struct event_base *base, struct sockaddr_in *addr,
+			    const struct lm_rel_config *rcfg,
+			    const struct lm_fault_cfg *faults,
+			    const struct lm_evnode_callbacks *cbs, void *ctx,
+			    char *err, size_t errlen);
+/* Accepts NULL. */
+void lm_evnode_destroy(lm_evnode *node);
+
+/* Declares where `peer` listens.  Returns 0 or LM_EINVAL. */
+int lm_evnode_add_peer(lm_evnode *node, uint16_t peer,
+		       const struct sockaddr_in *addr);
+
+/* As lm_rel_send/request/reply, with the current time. */
+int lm_evnode_send(lm_evnode *node, uint16_t peer, const void *msg,
+		   size_t len);
+int lm_evnode_request(lm_evnode *node, uint16_t peer, uint32_t req_id,
+		      const void *msg, size_t len);
+int lm_evnode_reply(lm_evnode *node, uint16_t peer, uint32_t req_id,
+		    const void *msg, size_t len);
+
+lm_rel *lm_evnode_engine(lm_evnode *node);
+/* Datagrams the socket layer refused before the engine saw them (address
+ * not matching the claimed peer, oversized, recvfrom errors). */
+uint64_t lm_evnode_drops(const lm_evnode *node);
+/* Datagrams the engine handed over that could not be sent (socket buffer
+ * full, no address known for the peer); the engine retransmits them. */
+uint64_t lm_evnode_tx_drops(const lm_evnode *node);
+
+#endif

@@ -1,0 +1,548 @@
+/* Transport driver for the client library: a blocking request/reply
+ * endpoint on top of the reliability engine, talking to one server.
+ *
+ * There is no I/O thread.  A thread that waits (in lm_rpc_call or
+ * lm_rpc_recv) becomes the "driver" when nobody else is: it polls the
+ * socket, feeds the engine and ticks it, and wakes the others through one
+ * condition variable when their replies are in.  A lone caller thus gets
+ * its reply without any thread switch.  When the driver leaves it hands
+ * the role to whoever still waits; an eventfd pulls the driver out of its
+ * poll when another thread's send moves the engine's deadline earlier. */
+#include "rpc.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "fault.h"
+#include "lm_error.h"
+#include "udp.h"
+
+/* Datagrams read per poll round before the engine is ticked. */
+#define LM_RPC_READ_BATCH 256
+#define LM_RPC_BUF 65536
+#define LM_RPC_FAULT_HOLD 4096
+/* Bounds on messages the server sent unasked and nobody has read yet.
+ * Beyond them new ones are dropped (and counted): memory stays bounded
+ * (I5) even when the application never calls lm_rpc_recv. */
+#define LM_RPC_QUEUE_MSGS 1024
+#define LM_RPC_QUEUE_BYTES (16u << 20)
+
+/* A call waiting for its reply; lives on the caller's stack and is linked
+ * into lm_rpc.pending while the caller waits. */
+struct lm_rpc_pending {
+	struct lm_rpc_pending *next;
+	uint32_t req_id;
+	bool done;
+	int rc;
+	void *reply; /* malloc'd; handed to the caller on success */
+	size_t len;
+};
+
+struct lm_rpc_queued {
+	struct lm_rpc_queued *next;
+	void *data; /* malloc'd; handed to the lm_rpc_recv caller */
+	size_t len;
+};
+
+struct lm_rpc {
+	pthread_mutex_t lock; /* guards everything below but the fds */
+	pthread_cond_t cond;  /* "something a waiter may want happened" */
+	int fd;               /* connected to the server */
+	int wake_fd;          /* eventfd: interrupts the driver's poll */
+	uint16_t server_id;
+	lm_rel *rel;
+	lm_fault *fault;      /* NULL without fault injection */
+	uint32_t last_req_id;
+	bool driving;         /* a thread is driving the socket */
+	uint64_t driver_until; /* end of the driver's poll; 0: not polling */
+	bool progress;        /* waiters should re-check their condition */
+	struct lm_rpc_pending *pending;
+	struct lm_rpc_queued *q_head, **q_tail;
+	size_t q_count, q_bytes;
+	uint64_t q_drops, tx_drops;
+	uint64_t events;      /* peer events so far (wakes lm_rpc_recv) */
+	int last_event_rc;    /* LM_EUNREACH or LM_ERESET */
+	uint8_t *rxbuf;       /* used by the driver only */
+	uint8_t *fxbuf;       /* datagrams released by the fault injector */
+};
+
+static uint64_t next_wake_locked(const struct lm_rpc *rpc)
+{
+	uint64_t when = lm_rel_next_deadline(rpc->rel);
+
+	if (rpc->fault) {
+		uint64_t f = lm_fault_next_deadline(rpc->fault);
+
+		if (f < when)
+			when = f;
+	}
+	return when;
+}
+
+/* Called after this thread changed the engine while another drives: the
+ * driver's poll must end no later than the engine now needs a tick. */
+static void kick_driver_locked(struct lm_rpc *rpc)
+{
+	uint64_t one = 1;
+
+	if (!rpc->driving || !rpc->driver_until ||
+	    next_wake_locked(rpc) >= rpc->driver_until)
+		return;
+	rpc->driver_until = 0;
+	if (write(rpc->wake_fd, &one, sizeof(one)) < 0) {
+		/* The counter is saturated: a wake-up is pending anyway. */
+	}
+}
+
+static void send_now(struct lm_rpc *rpc, const uint8_t *dg, size_t len)
+{
+	ssize_t n;
+
+	do {
+		n = send(rpc->fd, dg, len, 0);
+	} while (n < 0 && errno == EINTR);
+	/* EAGAIN, ENOBUFS, ECONNREFUSED: the engine retransmits or, in the
+	 * end, declares the server unreachable. */
+	if (n < 0)
+		rpc->tx_drops++;
+}
+
+static void drain_faults_locked(struct lm_rpc *rpc, uint64_t now)
+{
+	uint32_t peer;
+	size_t len;
+
+	if (!rpc->fault)
+		return;
+	while (lm_fault_pop(rpc->fault, now, &peer, rpc->fxbuf, LM_RPC_BUF,
+			    &len))
+		send_now(rpc, rpc->fxbuf, len);
+}
+
+/* Engine callbacks: all run with rpc->lock held. */
+
+static void on_transmit(void *ctx, uint16_t peer, const uint8_t *dg,
+			size_t len)
+{
+	struct lm_rpc *rpc = ctx;
+	uint64_t now;
+
+	if (peer != rpc->server_id) {
+		rpc->tx_drops++;
+		return;
+	}
+	if (!rpc->fault) {
+		send_now(rpc, dg, len);
+		return;
+	}
+	now = lm_now_us();
+	lm_fault_push(rpc->fault, peer, dg, len, now);
+	drain_faults_locked(rpc, now);
+}
+
+static struct lm_rpc_pending *find_pending(struct lm_rpc *rpc, uint32_t id)
+{
+	for (struct lm_rpc_pending *p = rpc->pending; p; p = p->next)
+		if (p->req_id == id)
+			return p;
+	return NULL;
+}
+
+static void queue_message(struct lm_rpc *rpc, const struct lm_rel_msg *msg)
+{
+	struct lm_rpc_queued *q;
+
+	if (rpc->q_count >= LM_RPC_QUEUE_MSGS ||
+	    rpc->q_bytes + msg->len > LM_RPC_QUEUE_BYTES)
+		goto drop;
+	q = malloc(sizeof(*q));
+	if (!q)
+		goto drop;
+	q->data = malloc(msg->len ? msg->len : 1);
+	if (!q->data) {
+		free(q);
+		goto drop;
+	}
+	memcpy(q->data, msg->data, msg->len);
+	q->len = msg->len;
+	q->next = NULL;
+	*rpc->q_tail = q;
+	rpc->q_tail = &q->next;
+	rpc->q_count++;
+	rpc->q_bytes += msg->len;
+	rpc->progress = true;
+	return;
+drop:
+	rpc->q_drops++;
+}
+
+static void on_deliver(void *ctx, const struct lm_rel_msg *msg)
+{
+	struct lm_rpc *rpc = ctx;
+	struct lm_rpc_pending *p;
+
+	if (msg->kind != LM_REL_REPLY) {
+		/* The API has no way to answer the server, so a request
+		 * from it is handed over like a one-way message. */
+		queue_message(rpc, msg);
+		return;
+	}
+	p = find_pending(rpc, msg->req_id);
+	if (!p || p->done)
+		return; /* its caller gave up: the late reply is dropped */
+	p->reply = malloc(msg->len ? msg->len : 1);
+	if (p->reply) {
+		memcpy(p->reply, msg->data, msg->len);
+		p->len = msg->len;
+		p->rc = 0;
+	} else {
+		p->rc = LM_ENOMEM;
+	}
+	p->done = true;
+	rpc->progress = true;
+}
+
+static void on_peer_event(void *ctx, uint16_t peer,
+			  enum lm_rel_peer_event event)
+{
+	struct lm_rpc *rpc = ctx;
+	int rc = event == LM_REL_PEER_RESET ? LM_ERESET : LM_EUNREACH;
+
+	if (peer != rpc->server_id)
+		return;
+	/* The engine dropped what it had queued: nothing will answer the
+	 * calls in progress. */
+	for (struct lm_rpc_pending *p = rpc->pending; p; p = p->next) {
+		if (!p->done) {
+			p->done = true;
+			p->rc = rc;
+		}
+	}
+	rpc->events++;
+	rpc->last_event_rc = rc;
+	rpc->progress = true;
+}
+
+/* Reads what the socket holds and feeds it to the engine. */
+static void read_socket_locked(struct lm_rpc *rpc, uint64_t now)
+{
+	ssize_t n;
+
+	for (int i = 0; i < LM_RPC_READ_BATCH; i++) {
+		n = recv(rpc->fd, rpc->rxbuf, LM_RPC_BUF, MSG_TRUNC);
+		if (n < 0) {
+			/* ECONNREFUSED reports an earlier send; go on. */
+			if (errno == EINTR || errno == ECONNREFUSED)
+				continue;
+			break;
+		}
+		if ((size_t)n > LM_RPC_BUF)
+			continue; /* truncated: cannot be one of ours */
+		lm_rel_input(rpc->rel, rpc->rxbuf, (size_t)n, now);
+	}
+}
+
+/* One round of driving: poll until data, the engine's next deadline or
+ * `deadline`, whichever comes first, then input, tick and wake waiters.
+ * Entered and left with the lock held; the poll runs without it. */
+static void drive_locked(struct lm_rpc *rpc, uint64_t deadline)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = rpc->fd, .events = POLLIN },
+		{ .fd = rpc->wake_fd, .events = POLLIN },
+	};
+	uint64_t until = next_wake_locked(rpc);
+	uint64_t now = lm_now_us(), delta, count;
+	struct timespec ts, *tsp = NULL;
+
+	if (deadline < until)
+		until = deadline;
+	if (until != UINT64_MAX) {
+		delta = until > now ? until - now : 0;
+		ts.tv_sec = (time_t)(delta / 1000000u);
+		ts.tv_nsec = (long)(delta % 1000000u) * 1000;
+		tsp = &ts;
+	}
+	rpc->driver_until = until ? until : 1;
+	pthread_mutex_unlock(&rpc->lock);
+	if (ppoll(pfd, 2, tsp, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+		if (read(rpc->wake_fd, &count, sizeof(count)) < 0) {
+			/* Already drained: nothing to do. */
+		}
+	}
+	pthread_mutex_lock(&rpc->lock);
+	rpc->driver_until = 0;
+	now = lm_now_us();
+	if (pfd[0].revents)
+		read_socket_locked(rpc, now);
+	lm_rel_tick(rpc->rel, now);
+	drain_faults_locked(rpc, now);
+	if (rpc->progress) {
+		rpc->progress = false;
+		pthread_cond_broadcast(&rpc->cond);
+	}
+}
+
+static void cond_wait_until(struct lm_rpc *rpc, uint64_t deadline)
+{
+	struct timespec ts;
+
+	if (deadline == UINT64_MAX) {
+		pthread_cond_wait(&rpc->cond, &rpc->lock);
+		return;
+	}
+	ts.tv_sec = (time_t)(deadline / 1000000u);
+	ts.tv_nsec = (long)(deadline % 1000000u) * 1000;
+	pthread_cond_timedwait(&rpc->cond, &rpc->lock, &ts);
+}
+
+typedef bool (*lm_rpc_ready_fn)(const struct lm_rpc *rpc, const void *arg);
+
+/* Waits, lock held, until ready() or the deadline; drives the socket
+ * whenever nobody else does. */
+static void wait_locked(struct lm_rpc *rpc, lm_rpc_ready_fn ready,
+			const void *arg, uint64_t deadline)
+{
+	while (!ready(rpc, arg) && lm_now_us() < deadline) {
+		if (rpc->driving) {
+			cond_wait_until(rpc, deadline);
+			continue;
+		}
+		rpc->driving = true;
+		while (!ready(rpc, arg) && lm_now_us() < deadline)
+			drive_locked(rpc, deadline);
+		rpc->driving = false;
+		/* Hand the role over to any thread still waiting. */
+		pthread_cond_broadcast(&rpc->cond);
+	}
+}
+
+static uint64_t deadline_from_ms(int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return UINT64_MAX;
+	return lm_now_us() + (uint64_t)timeout_ms * 1000u;
+}
+
+static bool call_ready(const struct lm_rpc *rpc, const void *arg)
+{
+	const struct lm_rpc_pending *p = arg;
+
+	(void)rpc;
+	return p->done;
+}
+
+struct lm_rpc_recv_wait {
+	uint64_t events_at_start;
+};
+
+static bool recv_ready(const struct lm_rpc *rpc, const void *arg)
+{
+	const struct lm_rpc_recv_wait *w = arg;
+
+	return rpc->q_head || rpc->events != w->events_at_start;
+}
+
+lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
+		      const struct lm_rel_config *rcfg,
+		      const struct lm_fault_cfg *faults, char *err,
+		      size_t errlen)
+{
+	struct lm_rel_callbacks rcbs = {
+		.transmit = on_transmit,
+		.deliver = on_deliver,
+		.peer_event = on_peer_event,
+	};
+	struct sockaddr_in local;
+	pthread_condattr_t ca;
+	struct lm_rpc *rpc;
+	char a[32];
+
+	if (!server || !rcfg || server->sin_family != AF_INET) {
+		snprintf(err, errlen, "rpc: missing or non-IPv4 server");
+		return NULL;
+	}
+	rpc = calloc(1, sizeof(*rpc));
+	if (!rpc) {
+		snprintf(err, errlen, "rpc: out of memory");
+		return NULL;
+	}
+	rpc->fd = -1;
+	rpc->wake_fd = -1;
+	rpc->server_id = server_id;
+	rpc->q_tail = &rpc->q_head;
+	pthread_mutex_init(&rpc->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rpc->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	rpc->rxbuf = malloc(LM_RPC_BUF);
+	rpc->fxbuf = malloc(LM_RPC_BUF);
+	if (!rpc->rxbuf || !rpc->fxbuf)
+		goto nomem;
+	if (faults && lm_fault_cfg_active(faults)) {
+		rpc->fault = lm_fault_create(faults, LM_RPC_FAULT_HOLD);
+		if (!rpc->fault)
+			goto nomem;
+	}
+	rpc->rel = lm_rel_create(rcfg, &rcbs, rpc);
+	if (!rpc->rel) {
+		snprintf(err, errlen, "rpc: invalid transport settings");
+		goto err;
+	}
+	rpc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (rpc->wake_fd < 0) {
+		snprintf(err, errlen, "rpc: eventfd: %s", strerror(errno));
+		goto err;
+	}
+	memset(&local, 0, sizeof(local));
+	local.sin_family = AF_INET;
+	rpc->fd = lm_udp_bind(&local, err, errlen);
+	if (rpc->fd < 0)
+		goto err;
+	/* Connected: the kernel drops datagrams from anyone but the
+	 * server, and send() needs no address. */
+	if (connect(rpc->fd, (const struct sockaddr *)server,
+		    sizeof(*server)) < 0) {
+		snprintf(err, errlen, "rpc: connect %s: %s",
+			 lm_addr_str(server, a, sizeof(a)), strerror(errno));
+		goto err;
+	}
+	return rpc;
+nomem:
+	snprintf(err, errlen, "rpc: out of memory");
+err:
+	lm_rpc_destroy(rpc);
+	return NULL;
+}
+
+void lm_rpc_destroy(lm_rpc *rpc)
+{
+	struct lm_rpc_queued *q, *next;
+
+	if (!rpc)
+		return;
+	lm_rel_destroy(rpc->rel);
+	lm_fault_destroy(rpc->fault);
+	for (q = rpc->q_head; q; q = next) {
+		next = q->next;
+		free(q->data);
+		free(q);
+	}
+	if (rpc->fd >= 0)
+		close(rpc->fd);
+	if (rpc->wake_fd >= 0)
+		close(rpc->wake_fd);
+	pthread_cond_destroy(&rpc->cond);
+	pthread_mutex_destroy(&rpc->lock);
+	free(rpc->rxbuf);
+	free(rpc->fxbuf);
+	free(rpc);
+}
+
+int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
+		size_t *reply_len, int timeout_ms)
+{
+	uint64_t deadline = deadline_from_ms(timeout_ms);
+	struct lm_rpc_pending p = { 0 }, **pp;
+	int rc;
+
+	if (!rpc || (!req && len) || !reply || !reply_len)
+		return LM_EINVAL;
+	pthread_mutex_lock(&rpc->lock);
+	if (++rpc->last_req_id == 0)
+		rpc->last_req_id = 1;
+	p.req_id = rpc->last_req_id;
+	rc = lm_rel_request(rpc->rel, rpc->server_id, p.req_id, req, len,
+			    lm_now_us());
+	if (rc) {
+		pthread_mutex_unlock(&rpc->lock);
+		return rc;
+	}
+	kick_driver_locked(rpc);
+	p.next = rpc->pending;
+	rpc->pending = &p;
+	wait_locked(rpc, call_ready, &p, deadline);
+	for (pp = &rpc->pending; *pp != &p; pp = &(*pp)->next)
+		;
+	*pp = p.next;
+	pthread_mutex_unlock(&rpc->lock);
+	if (!p.done)
+		return LM_ETIMEDOUT;
+	if (p.rc)
+		return p.rc;
+	*reply = p.reply;
+	*reply_len = p.len;
+	return 0;
+}
+
+int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len)
+{
+	int rc;
+
+	if (!rpc || (!msg && len))
+		return LM_EINVAL;
+	pthread_mutex_lock(&rpc->lock);
+	rc = lm_rel_send(rpc->rel, rpc->server_id, msg, len, lm_now_us());
+	if (rpc->driving) {
+		kick_driver_locked(rpc);
+	} else {
+		/* Nobody drives: take in what has arrived (acks that open
+		 * the window) without waiting. */
+		rpc->driving = true;
+		drive_locked(rpc, lm_now_us());
+		rpc->driving = false;
+		pthread_cond_broadcast(&rpc->cond);
+	}
+	pthread_mutex_unlock(&rpc->lock);
+	return rc;
+}
+
+int lm_rpc_recv(lm_rpc *rpc, void **msg, size_t *len, int timeout_ms)
+{
+	uint64_t deadline = deadline_from_ms(timeout_ms);
+	struct lm_rpc_recv_wait w;
+	struct lm_rpc_queued *q;
+	int rc;
+
+	if (!rpc || !msg || !len)
+		return LM_EINVAL;
+	pthread_mutex_lock(&rpc->lock);
+	w.events_at_start = rpc->events;
+	wait_locked(rpc, recv_ready, &w, deadline);
+	q = rpc->q_head;
+	if (q) {
+		rpc->q_head = q->next;
+		if (!rpc->q_head)
+			rpc->q_tail = &rpc->q_head;
+		rpc->q_count--;
+		rpc->q_bytes -= q->len;
+		rc = 0;
+	} else {
+		rc = rpc->events != w.events_at_start ? rpc->last_event_rc
+						      : LM_ETIMEDOUT;
+	}
+	pthread_mutex_unlock(&rpc->lock);
+	if (!q)
+		return rc;
+	*msg = q->data;
+	*len = q->len;
+	free(q);
+	return 0;
+}
+
+void lm_rpc_stats(lm_rpc *rpc, struct lm_rel_stats *out)
+{
+	pthread_mutex_lock(&rpc->lock);
+	*out = *lm_rel_stats(rpc->rel);
+	pthread_mutex_unlock(&rpc->lock);
+}

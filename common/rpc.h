@@ -1,0 +1,44 @@
+/* A blocking transport endpoint for the client library.
+ *
+ * Talks to exactly one server (the cluster's lemuriad).  Safe to call from
+ * several threads: whichever thread is waiting drives the socket (poll,
+ * lm_rel_input, lm_rel_tick) and hands replies to the other waiters, so a
+ * single-threaded caller pays no thread wake-up.  Data the server sends
+ * unasked is queued for lm_rpc_recv. */
+#ifndef LM_RPC_H
+#define LM_RPC_H
+
+#include <netinet/in.h>
+
+#include "reliable.h"
+
+typedef struct lm_rpc lm_rpc;
+
+/* Binds an ephemeral port on the server's address family and declares the
+ * server.  `faults` may be NULL.  Returns NULL with the reason in err. */
+lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
+		      const struct lm_rel_config *rcfg,
+		      const struct lm_fault_cfg *faults, char *err,
+		      size_t errlen);
+/* Accepts NULL. */
+void lm_rpc_destroy(lm_rpc *rpc);
+
+/* Sends a request and waits for its reply.  On success *reply is a
+ * malloc'd buffer owned by the caller (free it) of *reply_len bytes.
+ * timeout_ms < 0 waits for ever (still failing with LM_EUNREACH when the
+ * transport gives up).  Returns 0, LM_ETIMEDOUT, LM_EUNREACH, LM_ERESET,
+ * LM_EMSGSIZE, LM_ENOBUFS, LM_ENOMEM.  On LM_ETIMEDOUT the reply, should
+ * it come later, is discarded. */
+int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
+		size_t *reply_len, int timeout_ms);
+
+/* One-way message to the server. */
+int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len);
+
+/* Waits for a message the server sent unasked; ownership as lm_rpc_call. */
+int lm_rpc_recv(lm_rpc *rpc, void **msg, size_t *len, int timeout_ms);
+
+/* Copies the engine's counters (taken under the endpoint's lock). */
+void lm_rpc_stats(lm_rpc *rpc, struct lm_rel_stats *out);
+
+#endif

@@ -1,0 +1,632 @@
+/* The transport end to end over real sockets on 127.0.0.1: an lm_evnode
+ * echo server in its own thread, lm_rpc clients in the test thread(s),
+ * with fault injection, authentication and the failure paths. */
+#include "unit.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "clock.h"
+#include "evnode.h"
+#include "lm_error.h"
+#include "rpc.h"
+#include "udp.h"
+#include "wire.h"
+
+#define SERVER_ID 1
+#define CLIENT_ID 100
+#define MAX_PEER 200
+
+#if defined(__SANITIZE_ADDRESS__)
+#define LM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LM_TEST_ASAN 1
+#endif
+#endif
+
+static const uint8_t test_key[LM_KEY_BYTES] = {
+	0x4c, 0x65, 0x6d, 0x75, 0x72, 0x69, 0x61, 0x20, 0x74, 0x65, 0x73,
+	0x74, 0x20, 0x6b, 0x65, 0x79, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06,
+	0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10,
+};
+
+/* Timeouts small enough that a dropped datagram costs about a millisecond:
+ * the acceptance test repairs thousands of them. */
+static void fast_config(struct lm_rel_config *cfg, uint16_t self,
+			const lm_auth *auth, uint32_t mtu)
+{
+	lm_rel_config_default(cfg, self);
+	cfg->max_peer_id = MAX_PEER;
+	cfg->auth = auth;
+	cfg->transport.mtu = mtu;
+	cfg->transport.rto_initial_us = 5000;
+	cfg->transport.rto_min_us = 1000;
+	cfg->transport.rto_max_us = 100000;
+	cfg->transport.max_retries = 30;
+	cfg->transport.ack_delay_us = 0;
+}
+
+/* --- an echo server on its own thread --------------------------------- */
+
+struct server {
+	struct event_base *base;
+	lm_evnode *node;
+	struct event *stop_ev;
+	struct event *push_ev; /* sends one message to the client, later */
+	struct event *late_ev; /* answers the held request, late */
+	uint16_t late_peer;
+	uint32_t late_req;
+	int stop_pipe[2];
+	pthread_t thread;
+	bool echo;           /* answer requests with their own bytes */
+	uint64_t requests;   /* requests delivered (atomic) */
+	struct sockaddr_in addr;
+};
+
+static void server_deliver(void *ctx, const struct lm_rel_msg *msg)
+{
+	struct server *s = ctx;
+	struct timeval soon = { 0, 1000 }, late = { 0, 100000 };
+
+	if (msg->kind != LM_REL_REQUEST)
+		return;
+	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
+	if (!s->echo)
+		return;
+	if (msg->len == 4 && memcmp(msg->data, "slow", 4) == 0) {
+		s->late_peer = msg->peer;
+		s->late_req = msg->req_id;
+		evtimer_add(s->late_ev, &late);
+		return;
+	}
+	lm_evnode_reply(s->node, msg->peer, msg->req_id, msg->data, msg->len);
+	if (msg->len == 4 && memcmp(msg->data, "push", 4) == 0)
+		evtimer_add(s->push_ev, &soon);
+}
+
+static void server_late(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd;
+	(void)what;
+	lm_evnode_reply(s->node, s->late_peer, s->late_req, "late", 4);
+}
+
+/* Runs outside any input, so the client's address must have been
+ * remembered. */
+static void server_push(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd;
+	(void)what;
+	lm_evnode_send(s->node, CLIENT_ID, "pushed", 6);
+}
+
+static void server_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(s->base);
+}
+
+static void *server_main(void *arg)
+{
+	struct server *s = arg;
+
+	event_base_dispatch(s->base);
+	return NULL;
+}
+
+static int server_init(struct server *s, const struct lm_rel_config *cfg,
+		       const struct lm_fault_cfg *faults, bool echo)
+{
+	struct lm_evnode_callbacks cbs = { .deliver = server_deliver };
+	struct event_config *ecfg;
+	char err[256];
+
+	memset(s, 0, sizeof(*s));
+	s->stop_pipe[0] = s->stop_pipe[1] = -1;
+	s->echo = echo;
+	s->addr.sin_family = AF_INET;
+	s->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ecfg = event_config_new();
+	if (!ecfg)
+		return -1;
+	event_config_set_flag(ecfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+	s->base = event_base_new_with_config(ecfg);
+	event_config_free(ecfg);
+	if (!s->base)
+		return -1;
+	s->node = lm_evnode_create(s->base, &s->addr, cfg, faults, &cbs, s,
+				   err, sizeof(err));
+	if (!s->node) {
+		fprintf(stderr, "server: %s\n", err);
+		return -1;
+	}
+	if (pipe(s->stop_pipe) < 0)
+		return -1;
+	s->stop_ev = event_new(s->base, s->stop_pipe[0], EV_READ,
+			       server_stop_cb, s);
+	s->push_ev = evtimer_new(s->base, server_push, s);
+	s->late_ev = evtimer_new(s->base, server_late, s);
+	if (!s->stop_ev || !s->push_ev || !s->late_ev ||
+	    event_add(s->stop_ev, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+/* From here on only the server thread touches the node until
+ * server_stop. */
+static int server_run(struct server *s)
+{
+	return pthread_create(&s->thread, NULL, server_main, s) ? -1 : 0;
+}
+
+static int server_start(struct server *s, const struct lm_rel_config *cfg,
+			const struct lm_fault_cfg *faults, bool echo)
+{
+	if (server_init(s, cfg, faults, echo) < 0)
+		return -1;
+	return server_run(s);
+}
+
+/* Stops the loop and joins; the node may be inspected afterwards. */
+static void server_stop(struct server *s)
+{
+	if (write(s->stop_pipe[1], "x", 1) != 1)
+		return;
+	pthread_join(s->thread, NULL);
+}
+
+static void server_free(struct server *s)
+{
+	lm_evnode_destroy(s->node);
+	if (s->stop_ev)
+		event_free(s->stop_ev);
+	if (s->push_ev)
+		event_free(s->push_ev);
+	if (s->late_ev)
+		event_free(s->late_ev);
+	if (s->base)
+		event_base_free(s->base);
+	for (int i = 0; i < 2; i++)
+		if (s->stop_pipe[i] >= 0)
+			close(s->stop_pipe[i]);
+}
+
+static lm_rpc *client_new(const struct server *s,
+			  const struct lm_rel_config *cfg,
+			  const struct lm_fault_cfg *faults)
+{
+	char err[256];
+	lm_rpc *rpc = lm_rpc_create(&s->addr, SERVER_ID, cfg, faults, err,
+				    sizeof(err));
+
+	if (!rpc)
+		fprintf(stderr, "client: %s\n", err);
+	return rpc;
+}
+
+static void fill(uint8_t *buf, size_t len, uint32_t seed)
+{
+	for (size_t j = 0; j < len; j++)
+		buf[j] = (uint8_t)(seed * 131u + j * 7u + (j >> 8));
+}
+
+/* --- tests -------------------------------------------------------------- */
+
+static void test_udp_bind_and_addr_str(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET }, b;
+	char err[256] = "", s[32];
+	int fd, fd2;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&a, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_NOT_EQUAL(a.sin_port, 0);
+	snprintf(err, sizeof(err), "127.0.0.1:%u", ntohs(a.sin_port));
+	CU_ASSERT_STRING_EQUAL(lm_addr_str(&a, s, sizeof(s)), err);
+	/* The same port again: refused, with the address in the message. */
+	b = a;
+	fd2 = lm_udp_bind(&b, err, sizeof(err));
+	CU_ASSERT_EQUAL(fd2, -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, s));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, strerror(EADDRINUSE)));
+	close(fd);
+}
+
+/* The acceptance test: every size from 1 byte to 64 KiB, lossy links in
+ * both directions, authentication on; each reply exact and each request
+ * executed exactly once.  Its time goes into waiting for retransmission
+ * timeouts (about 0.7 per call at 10% loss): some 15 s on 2 idle cores in
+ * the normal build.  ASan makes each call slower still, so the sanitizer
+ * build runs a smaller count to keep its suite short; the normal build
+ * always runs the full 10,000. */
+static void test_echo_10000_under_faults(void)
+{
+#ifdef LM_TEST_ASAN
+	const int n = 4000;
+#else
+	const int n = 10000;
+#endif
+	struct lm_fault_cfg sf = { .drop = 0.10, .dup = 0.05, .reorder = 0.05,
+				   .seed = 11 };
+	struct lm_fault_cfg cf = sf;
+	struct lm_rel_config scfg, ccfg;
+	struct lm_rel_stats st;
+	struct server srv;
+	lm_auth *auth = lm_auth_create(test_key);
+	uint8_t *buf = malloc(65536);
+	uint64_t start = lm_now_us();
+	int replies = 0, matched = 0;
+	lm_rpc *rpc;
+
+	CU_ASSERT_FATAL(auth && buf);
+	cf.seed = 12;
+	fast_config(&scfg, SERVER_ID, auth, 8192);
+	fast_config(&ccfg, CLIENT_ID, auth, 8192);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, &sf, true) == 0);
+	rpc = client_new(&srv, &ccfg, &cf);
+	CU_ASSERT_FATAL(rpc != NULL);
+	for (int i = 0; i < n; i++) {
+		size_t size = i == 0 ? 1 : i == 1 ? 4096 : i == 2 ? 65536
+			    : 1 + ((size_t)i * 7919u) % 65536u;
+		void *rep = NULL;
+		size_t rlen = 0;
+		int rc;
+
+		fill(buf, size, (uint32_t)i);
+		rc = lm_rpc_call(rpc, buf, size, &rep, &rlen, 10000);
+		if (rc != 0) {
+			fprintf(stderr, "call %d (%zu bytes): %s\n", i, size,
+				lm_strerror(rc));
+			break;
+		}
+		replies++;
+		if (rlen == size && memcmp(rep, buf, size) == 0)
+			matched++;
+		free(rep);
+		if (lm_now_us() - start > 50000000u) {
+			fprintf(stderr, "acceptance: out of time at %d\n", i);
+			break;
+		}
+	}
+	lm_rpc_stats(rpc, &st);
+	server_stop(&srv);
+	CU_ASSERT_EQUAL(replies, n);
+	CU_ASSERT_EQUAL(matched, n);
+	CU_ASSERT_EQUAL(__atomic_load_n(&srv.requests, __ATOMIC_RELAXED),
+			(uint64_t)n);
+	/* The faults were real: losses had to be repaired. */
+	CU_ASSERT(st.retransmits + st.fast_retransmits > 0);
+	CU_ASSERT(lm_rel_stats(lm_evnode_engine(srv.node))->drop_duplicate > 0);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+	lm_auth_destroy(auth);
+	free(buf);
+}
+
+#define CONC_THREADS 4
+#define CONC_CALLS 500
+
+struct conc_arg {
+	lm_rpc *rpc;
+	uint32_t id;
+	int ok;
+	int failed;
+};
+
+static void *conc_main(void *p)
+{
+	struct conc_arg *a = p;
+	uint8_t buf[2048];
+
+	for (uint32_t i = 0; i < CONC_CALLS; i++) {
+		size_t size = 8 + (i * 37u + a->id * 101u) % (sizeof(buf) - 8);
+		void *rep;
+		size_t rlen;
+
+		lm_put32(buf, a->id);
+		lm_put32(buf + 4, i);
+		fill(buf + 8, size - 8, a->id * 100000u + i);
+		if (lm_rpc_call(a->rpc, buf, size, &rep, &rlen, 10000) != 0) {
+			a->failed++;
+			break;
+		}
+		if (rlen == size && memcmp(rep, buf, size) == 0)
+			a->ok++;
+		free(rep);
+	}
+	return NULL;
+}
+
+/* Several threads share one endpoint: whoever drives must hand each reply
+ * to its own caller, and the role must pass on when a driver leaves. */
+static void test_concurrent_callers_get_their_own_replies(void)
+{
+	struct lm_fault_cfg f = { .drop = 0.05, .reorder = 0.05, .seed = 3 };
+	struct conc_arg args[CONC_THREADS];
+	pthread_t th[CONC_THREADS];
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	lm_auth *auth = lm_auth_create(test_key);
+	lm_rpc *rpc;
+
+	CU_ASSERT_FATAL(auth != NULL);
+	fast_config(&scfg, SERVER_ID, auth, 1400);
+	fast_config(&ccfg, CLIENT_ID, auth, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, &f, true) == 0);
+	rpc = client_new(&srv, &ccfg, &f);
+	CU_ASSERT_FATAL(rpc != NULL);
+	for (int t = 0; t < CONC_THREADS; t++) {
+		args[t] = (struct conc_arg){ .rpc = rpc, .id = (uint32_t)t };
+		CU_ASSERT_FATAL(pthread_create(&th[t], NULL, conc_main,
+					       &args[t]) == 0);
+	}
+	for (int t = 0; t < CONC_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		CU_ASSERT_EQUAL(args[t].failed, 0);
+		CU_ASSERT_EQUAL(args[t].ok, CONC_CALLS);
+	}
+	server_stop(&srv);
+	CU_ASSERT_EQUAL(__atomic_load_n(&srv.requests, __ATOMIC_RELAXED),
+			(uint64_t)CONC_THREADS * CONC_CALLS);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+	lm_auth_destroy(auth);
+}
+
+/* Nobody listens: the engine gives up after its retries and the call
+ * says so even though its own timeout is far away. */
+static void test_call_to_missing_server_is_unreachable(void)
+{
+	struct sockaddr_in gone = { .sin_family = AF_INET };
+	struct lm_rel_config ccfg;
+	char err[256];
+	void *rep = NULL;
+	size_t rlen;
+	uint64_t t0, elapsed;
+	lm_rpc *rpc;
+	int fd, rc;
+
+	gone.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&gone, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd); /* the port is now (almost surely) free */
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.max_retries = 3;
+	ccfg.transport.rto_initial_us = 5000;
+	ccfg.transport.rto_min_us = 5000;
+	rpc = lm_rpc_create(&gone, SERVER_ID, &ccfg, NULL, err, sizeof(err));
+	CU_ASSERT_FATAL(rpc != NULL);
+	t0 = lm_now_us();
+	rc = lm_rpc_call(rpc, "hello", 5, &rep, &rlen, 5000);
+	elapsed = lm_now_us() - t0;
+	CU_ASSERT_EQUAL(rc, LM_EUNREACH);
+	CU_ASSERT(elapsed < 2000000u);
+	CU_ASSERT_PTR_NULL(rep);
+	lm_rpc_destroy(rpc);
+}
+
+/* The server acknowledges but never answers: the caller's timeout. */
+static void test_call_timeout_without_reply(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	void *rep = NULL;
+	size_t rlen;
+	uint64_t t0, elapsed;
+	lm_rpc *rpc;
+	int rc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, false) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	t0 = lm_now_us();
+	rc = lm_rpc_call(rpc, "anyone?", 7, &rep, &rlen, 50);
+	elapsed = lm_now_us() - t0;
+	CU_ASSERT_EQUAL(rc, LM_ETIMEDOUT);
+	CU_ASSERT(elapsed >= 50000u);
+	CU_ASSERT(elapsed < 1000000u);
+	CU_ASSERT_PTR_NULL(rep);
+	server_stop(&srv);
+	CU_ASSERT_EQUAL(__atomic_load_n(&srv.requests, __ATOMIC_RELAXED), 1);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
+/* A reply that comes after its caller gave up is freed, never handed to
+ * a later call nor queued as a message from the server. */
+static void test_late_reply_after_timeout_is_discarded(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	void *rep = NULL, *msg = NULL;
+	size_t rlen = 0, mlen;
+	lm_rpc *rpc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	/* The server answers "slow" after 100 ms. */
+	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "slow", 4, &rep, &rlen, 20),
+			LM_ETIMEDOUT);
+	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "fast", 4, &rep, &rlen, 5000), 0);
+	CU_ASSERT_EQUAL(rlen, 4);
+	if (rep)
+		CU_ASSERT_EQUAL(memcmp(rep, "fast", 4), 0);
+	free(rep);
+	/* Drives the socket past the late reply's arrival. */
+	CU_ASSERT_EQUAL(lm_rpc_recv(rpc, &msg, &mlen, 300), LM_ETIMEDOUT);
+	CU_ASSERT_PTR_NULL(msg);
+	server_stop(&srv);
+	/* It was sent, and the client acknowledged it. */
+	CU_ASSERT_EQUAL(lm_rel_pending(lm_evnode_engine(srv.node), CLIENT_ID),
+			0);
+	CU_ASSERT(lm_rel_stats(lm_evnode_engine(srv.node))->msgs_sent >= 2);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
+/* A forged datagram (right header, wrong MAC) claiming to come from the
+ * client: dropped and counted, not answered, and it must not redirect
+ * the client's traffic to the forger. */
+static void test_bad_mac_dropped_server_keeps_serving(void)
+{
+	struct lm_dg_header h = {
+		.type = LM_DG_DATA,
+		.flags = LM_DGF_MAC | LM_DGF_REQUEST,
+		.sender = CLIENT_ID,
+		.receiver = SERVER_ID,
+		.payload_len = 8,
+		.session = 12345,
+		.stamp = 1,
+		.seq = 1,
+		.req_id = 1,
+		.msg_len = 8,
+		.frag_count = 1,
+	};
+	uint8_t dg[LM_WIRE_HDR_SIZE + 8 + LM_WIRE_MAC_SIZE], back[64];
+	struct lm_rel_config scfg, ccfg;
+	struct lm_dg_header check;
+	const uint8_t *payload;
+	struct server srv;
+	lm_auth *auth = lm_auth_create(test_key);
+	void *rep = NULL;
+	size_t rlen = 0;
+	lm_rpc *rpc;
+	int raw;
+
+	CU_ASSERT_FATAL(auth != NULL);
+	lm_wire_encode_header(&h, dg);
+	memcpy(dg + LM_WIRE_HDR_SIZE, "forgery!", 8);
+	memset(dg + LM_WIRE_HDR_SIZE + 8, 0xa5, LM_WIRE_MAC_SIZE);
+	/* Well-formed: only the MAC is wrong. */
+	CU_ASSERT_FATAL(lm_wire_decode(dg, sizeof(dg), &check, &payload) == 0);
+	fast_config(&scfg, SERVER_ID, auth, 1400);
+	fast_config(&ccfg, CLIENT_ID, auth, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	raw = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	CU_ASSERT_FATAL(raw >= 0);
+	CU_ASSERT_EQUAL(sendto(raw, dg, sizeof(dg), 0,
+			       (const struct sockaddr *)&srv.addr,
+			       sizeof(srv.addr)),
+			(ssize_t)sizeof(dg));
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "still there", 11, &rep, &rlen, 5000),
+			0);
+	CU_ASSERT_EQUAL(rlen, 11);
+	if (rep)
+		CU_ASSERT_EQUAL(memcmp(rep, "still there", 11), 0);
+	free(rep);
+	CU_ASSERT_EQUAL(recv(raw, back, sizeof(back), MSG_DONTWAIT), -1);
+	server_stop(&srv);
+	CU_ASSERT_EQUAL(lm_rel_stats(lm_evnode_engine(srv.node))->drop_auth,
+			1);
+	CU_ASSERT_EQUAL(__atomic_load_n(&srv.requests, __ATOMIC_RELAXED), 1);
+	close(raw);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+	lm_auth_destroy(auth);
+}
+
+/* No add_peer for the client: the server answers it from its first
+ * authentic datagram on, and can still reach it later, outside any
+ * input. */
+static void test_evnode_learns_client_address(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	lm_auth *auth = lm_auth_create(test_key);
+	void *rep = NULL, *msg = NULL;
+	size_t rlen = 0, mlen = 0;
+	lm_rpc *rpc;
+
+	CU_ASSERT_FATAL(auth != NULL);
+	fast_config(&scfg, SERVER_ID, auth, 1400);
+	fast_config(&ccfg, CLIENT_ID, auth, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "push", 4, &rep, &rlen, 5000), 0);
+	CU_ASSERT_EQUAL(rlen, 4);
+	free(rep);
+	CU_ASSERT_EQUAL(lm_rpc_recv(rpc, &msg, &mlen, 5000), 0);
+	CU_ASSERT_EQUAL(mlen, 6);
+	if (msg)
+		CU_ASSERT_EQUAL(memcmp(msg, "pushed", 6), 0);
+	free(msg);
+	server_stop(&srv);
+	CU_ASSERT_EQUAL(lm_evnode_drops(srv.node), 0);
+	CU_ASSERT_EQUAL(lm_evnode_tx_drops(srv.node), 0);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+	lm_auth_destroy(auth);
+}
+
+/* A peer declared at one address cannot be spoken for from another. */
+static void test_evnode_drops_wrong_source_for_declared_peer(void)
+{
+	struct sockaddr_in elsewhere = { .sin_family = AF_INET };
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	char err[256];
+	void *rep = NULL;
+	size_t rlen;
+	lm_rpc *rpc;
+	int fd, rc;
+
+	elsewhere.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&elsewhere, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.max_retries = 3;
+	ccfg.transport.rto_min_us = 5000;
+	CU_ASSERT_FATAL(server_init(&srv, &scfg, NULL, true) == 0);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(srv.node, CLIENT_ID, &elsewhere), 0);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(srv.node, MAX_PEER + 1, &elsewhere),
+			LM_EINVAL);
+	CU_ASSERT_FATAL(server_run(&srv) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	rc = lm_rpc_call(rpc, "me", 2, &rep, &rlen, 2000);
+	CU_ASSERT(rc == LM_EUNREACH || rc == LM_ETIMEDOUT);
+	server_stop(&srv);
+	CU_ASSERT(lm_evnode_drops(srv.node) >= 1);
+	CU_ASSERT_EQUAL(__atomic_load_n(&srv.requests, __ATOMIC_RELAXED), 0);
+	close(fd);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
+LM_TEST_SUITE("loopback",
+	      LM_TEST(test_udp_bind_and_addr_str),
+	      LM_TEST(test_echo_10000_under_faults),
+	      LM_TEST(test_concurrent_callers_get_their_own_replies),
+	      LM_TEST(test_call_to_missing_server_is_unreachable),
+	      LM_TEST(test_call_timeout_without_reply),
+	      LM_TEST(test_late_reply_after_timeout_is_discarded),
+	      LM_TEST(test_bad_mac_dropped_server_keeps_serving),
+	      LM_TEST(test_evnode_learns_client_address),
+	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer))
