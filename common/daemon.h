@@ -1,0 +1,54 @@
+/* The shell shared by the reflector and lemuriad programs: options, layout,
+ * transport endpoint, control requests (PING), signals and the event loop.
+ *
+ * A daemon finds its own section of the layout by name, binds the address
+ * given there, declares the peers it may talk to and answers control tools.
+ * The role-specific protocol plugs in through lm_daemon_set_handler. */
+#ifndef LM_DAEMON_H
+#define LM_DAEMON_H
+
+#include <event2/event.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "evnode.h"
+#include "log.h"
+#include "proto.h"
+
+typedef struct lm_daemon lm_daemon;
+
+struct lm_daemon_opts {
+	const char *layout;        /* -c FILE */
+	const char *name;          /* -n NAME */
+	enum lm_log_level level;   /* -l LEVEL (default info) */
+};
+
+/* Parses argv for `prog`.  Returns 0 when the daemon should run, 1 when
+ * help was printed to `out`, 2 on a usage error (message on `out`). */
+int lm_daemon_parse_args(int argc, char **argv, const char *prog,
+			 struct lm_daemon_opts *opts, FILE *out);
+
+/* Creates the daemon of `role` named `name` in `layout` (borrowed; must
+ * outlive the daemon).  NULL with the reason in err. */
+lm_daemon *lm_daemon_create(struct event_base *base,
+			    const struct lm_layout *layout, enum lm_role role,
+			    const char *name, char *err, size_t errlen);
+/* Accepts NULL. */
+void lm_daemon_destroy(lm_daemon *d);
+
+/* The endpoint, for the role's protocol code. */
+lm_evnode *lm_daemon_node(lm_daemon *d);
+/* The bound address (useful when the layout says port 0 in tests). */
+const struct sockaddr_in *lm_daemon_addr(const lm_daemon *d);
+
+/* The whole program: parse, load, create, run until SIGTERM/SIGINT,
+ * destroy.  Returns the process exit status (2 for usage and layout
+ * errors, 1 for run-time failures). */
+int lm_daemon_main(int argc, char **argv, enum lm_role role);
+
+/* Transport settings of `level` from the layout for node `self_id`. */
+void lm_daemon_rel_config(const struct lm_layout *layout, enum lm_level level,
+			  uint16_t self_id, const lm_auth *auth,
+			  struct lm_rel_config *cfg);
+
+#endif

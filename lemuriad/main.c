@@ -1,0 +1,7 @@
+/* lemuriad: the cluster daemon.  Thin main; see common/daemon.c. */
+#include "daemon.h"
+
+int main(int argc, char **argv)
+{
+	return lm_daemon_main(argc, argv, LM_ROLE_LEMURIAD);
+}

@@ -1,0 +1,186 @@
+/* lemuriactl: asks the daemons of a layout how they are.
+ *
+ *   lemuriactl -c LAYOUT status        one line per daemon: up or down
+ *   lemuriactl -c LAYOUT -n N ping     round-trip times through the transport
+ *
+ * Exit status: 0 when every daemon answered, 1 when some did not, 2 on a
+ * usage or layout error. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "clock.h"
+#include "config.h"
+#include "daemon.h"
+#include "lm_error.h"
+#include "proto.h"
+#include "rpc.h"
+#include "udp.h"
+
+struct lm_ctl_target {
+	const char *name;
+	enum lm_role role;
+	uint16_t id;
+	const struct sockaddr_in *addr;
+};
+
+static int lm_ctl_ping_one(const struct lm_layout *l, const lm_auth *auth,
+			   const struct lm_ctl_target *t, int count,
+			   int timeout_ms, struct lm_msg_pong *pong,
+			   double *median_us, const char **why)
+{
+	struct lm_rel_config rcfg;
+	double *rtts = calloc((size_t)count, sizeof(double));
+	uint8_t req[16];
+	char err[256];
+	lm_rpc *rpc;
+	int rc = 0, len = lm_msg_encode_ping(req, sizeof(req));
+
+	lm_daemon_rel_config(l, LM_LEVEL_CLIENT, LM_NODE_CONTROL, auth, &rcfg);
+	/* Give up on a silent daemon quickly: a few retries, short RTO. */
+	rcfg.transport.max_retries = 4;
+	rcfg.transport.rto_initial_us = 50000;
+	rcfg.transport.ack_delay_us = 0;
+	rpc = lm_rpc_create(t->addr, t->id, &rcfg, NULL, err, sizeof(err));
+	if (!rpc || !rtts || len < 0) {
+		*why = "cannot open a socket";
+		rc = LM_EIO;
+		goto out;
+	}
+	for (int i = 0; i < count && rc == 0; i++) {
+		uint64_t t0 = lm_now_us();
+		void *reply = NULL;
+		size_t rlen = 0;
+
+		rc = lm_rpc_call(rpc, req, (size_t)len, &reply, &rlen,
+				 timeout_ms);
+		rtts[i] = (double)(lm_now_us() - t0);
+		if (rc == 0 && lm_msg_decode_pong(reply, rlen, pong) != 0)
+			rc = LM_EBADMSG;
+		free(reply);
+	}
+	if (rc) {
+		*why = lm_strerror(rc);
+	} else {
+		for (int i = 1; i < count; i++) /* insertion sort: count is small */
+			for (int j = i; j > 0 && rtts[j] < rtts[j - 1]; j--) {
+				double x = rtts[j];
+
+				rtts[j] = rtts[j - 1];
+				rtts[j - 1] = x;
+			}
+		*median_us = rtts[count / 2];
+	}
+out:
+	lm_rpc_destroy(rpc);
+	free(rtts);
+	return rc;
+}
+
+static void lm_ctl_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: lemuriactl -c LAYOUT [-t TIMEOUT_MS] [-n COUNT] "
+		"status|ping\n"
+		"  status  which daemons of the layout answer\n"
+		"  ping    the same, with the median of COUNT round trips\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *layout_path = NULL, *cmd;
+	struct lm_layout *l = NULL;
+	struct lm_ctl_target *targets;
+	lm_auth *auth = NULL;
+	int timeout_ms = 2000, count = 1, c, down = 0;
+	size_t ntargets = 0;
+	char err[512], abuf[32];
+
+	while ((c = getopt(argc, argv, "+c:t:n:h")) != -1) {
+		switch (c) {
+		case 'c':
+			layout_path = optarg;
+			break;
+		case 't':
+			timeout_ms = atoi(optarg);
+			break;
+		case 'n':
+			count = atoi(optarg);
+			if (count <= 0 || count > 100000) {
+				fprintf(stderr, "lemuriactl: -n takes a count "
+						"from 1 to 100000, not \"%s\"\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			lm_ctl_usage(stdout);
+			return 0;
+		default:
+			lm_ctl_usage(stderr);
+			return 2;
+		}
+	}
+	if (!layout_path || optind >= argc || timeout_ms <= 0) {
+		lm_ctl_usage(stderr);
+		return 2;
+	}
+	cmd = argv[optind++];
+	if (optind < argc || (strcmp(cmd, "ping") && strcmp(cmd, "status"))) {
+		fprintf(stderr, "lemuriactl: unknown command \"%s\"\n", cmd);
+		lm_ctl_usage(stderr);
+		return 2;
+	}
+	if (lm_layout_load(layout_path, &l, err, sizeof(err))) {
+		fprintf(stderr, "lemuriactl: %s\n", err);
+		return 2;
+	}
+	if (l->auth && !(auth = lm_auth_create(l->key))) {
+		fprintf(stderr, "lemuriactl: cannot initialise authentication\n");
+		lm_layout_free(l);
+		return 1;
+	}
+	targets = calloc(l->nreflectors + l->nclusters, sizeof(*targets));
+	for (size_t i = 0; targets && i < l->nreflectors; i++)
+		targets[ntargets++] = (struct lm_ctl_target){
+			l->reflectors[i].name, LM_ROLE_REFLECTOR,
+			l->reflectors[i].id, &l->reflectors[i].addr };
+	for (size_t i = 0; targets && i < l->nclusters; i++)
+		targets[ntargets++] = (struct lm_ctl_target){
+			l->clusters[i].name, LM_ROLE_LEMURIAD,
+			l->clusters[i].id, &l->clusters[i].addr };
+
+	printf("%-10s %-16s %-22s %-5s %12s %12s\n", "role", "name", "address",
+	       "state", "uptime_s", "rtt_us");
+	for (size_t i = 0; i < ntargets; i++) {
+		const struct lm_ctl_target *t = &targets[i];
+		struct lm_msg_pong pong = { 0 };
+		const char *why = NULL;
+		double rtt = 0;
+		int rc = lm_ctl_ping_one(l, auth, t, count, timeout_ms, &pong,
+					 &rtt, &why);
+
+		lm_addr_str(t->addr, abuf, sizeof(abuf));
+		if (rc == 0 && (pong.role != t->role ||
+				strcmp(pong.name, t->name) != 0)) {
+			rc = LM_EBADMSG;
+			why = "another daemon answers at this address";
+		}
+		if (rc) {
+			down++;
+			printf("%-10s %-16s %-22s %-5s %12s %12s  (%s)\n",
+			       lm_role_name(t->role), t->name, abuf, "down",
+			       "-", "-", why);
+		} else {
+			printf("%-10s %-16s %-22s %-5s %12.1f %12.1f\n",
+			       lm_role_name(t->role), t->name, abuf, "up",
+			       (double)pong.uptime_us / 1e6, rtt);
+		}
+	}
+	free(targets);
+	lm_auth_destroy(auth);
+	lm_layout_free(l);
+	return down ? 1 : 0;
+}
