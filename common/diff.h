@@ -1,0 +1,131 @@
+/* Twins, diffs and cluster deltas: the data-plane codec of the
+ * multiple-writer protocol (DESIGN.md §2).  Pure computation, no I/O.
+ *
+ * A writer keeps a twin (a copy of the page taken at its first write in an
+ * interval).  At release it encodes a diff: the byte runs where the page now
+ * differs from the twin.  Diffs of one interval touch disjoint bytes in a
+ * race-free program, so a diff must carry ONLY bytes that changed: a byte
+ * that was left as it was would, when applied, overwrite what another
+ * writer put there.
+ *
+ * Diff encoding (all integers little-endian), a sequence of zero or more
+ * runs with nothing before, between or after them:
+ *
+ *   u32 offset | u32 length | length bytes
+ *
+ * A well-formed diff has runs with length > 0, inside the page
+ * (offset + length <= page_size, computed without overflow), in ascending
+ * order and not overlapping (each offset >= the end of the run before).
+ * The encoders below also never emit two adjacent runs.  The empty diff
+ * (length 0) means "nothing changed".
+ *
+ * A cluster delta is what a lemuriad accumulates for one page over an
+ * epoch: the newest value of every byte any diff wrote (bytes) and which
+ * bytes those are (mask, one bit per byte).  It encodes to the same run
+ * format, so a delta travels and applies like one big diff. */
+#ifndef LM_DIFF_H
+#define LM_DIFF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LM_DIFF_RUN_HDR 8 /* u32 offset + u32 length */
+
+/* Largest page a diff can describe (offsets and lengths are u32). */
+#define LM_DIFF_MAX_PAGE ((size_t)UINT32_MAX)
+
+/* Worst-case encoded size of a diff or delta of a page of page_size bytes
+ * (about 4.5 bytes per page byte, when every other byte changed); the
+ * bound is reached, so it is exact as a buffer size. */
+size_t lm_diff_bound(size_t page_size);
+
+/* Encodes the diff between twin (before) and page (now), both page_size
+ * bytes, into out (cap bytes, caller-owned).  On success sets *out_len
+ * (0 when nothing changed) and returns 0.  Returns LM_ENOBUFS when the
+ * diff does not fit in cap (out then holds a partial encoding and must not
+ * be used; lm_diff_bound(page_size) bytes are always enough) or LM_EINVAL
+ * when page_size exceeds LM_DIFF_MAX_PAGE.  A clean page costs one memcmp;
+ * a dirty one is compared 64 bytes at a time.  twin and page are only
+ * read and need no particular alignment. */
+int lm_diff_encode(const void *twin, const void *page, size_t page_size,
+		   uint8_t *out, size_t cap, size_t *out_len);
+
+/* Checks that diff (len bytes) is well formed for a page of page_size
+ * bytes (see the top of this file).  Returns 0 or LM_EBADMSG. */
+int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size);
+
+/* Writes the runs of diff into page.  The whole diff is validated first:
+ * on LM_EBADMSG the page is untouched, never half-applied, so a malformed
+ * diff from the network cannot write out of bounds.  The diff is only
+ * read. */
+int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff,
+		  size_t len);
+
+/* True when the diff changes nothing. */
+static inline bool lm_diff_is_empty(size_t len)
+{
+	return len == 0;
+}
+
+/* Called once per run; `bytes` points into the diff (borrowed, valid
+ * during the call).  A nonzero return stops the walk. */
+typedef int (*lm_diff_run_fn)(void *ctx, size_t offset, const uint8_t *bytes,
+			      size_t len);
+
+/* Validates diff like lm_diff_apply, then calls fn for each run in order.
+ * Returns LM_EBADMSG (fn never called), the first nonzero value fn
+ * returned, or 0. */
+int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
+			lm_diff_run_fn fn, void *ctx);
+
+/* Accumulated writes to one page.  Fields are readable; change them only
+ * through the functions below.  bytes[i] is meaningful only where bit i of
+ * mask is set (bit i%64 of mask[i/64]); dirty counts the set bits. */
+struct lm_delta {
+	size_t page_size;
+	uint8_t *bytes; /* page_size bytes, owned */
+	uint64_t *mask; /* (page_size + 63) / 64 words, owned */
+	size_t dirty;	/* bytes written so far */
+};
+
+/* Allocates an empty delta for pages of page_size bytes.  Returns 0,
+ * LM_EINVAL (page_size 0 or above LM_DIFF_MAX_PAGE) or LM_ENOMEM; on error
+ * *d owns nothing (lm_delta_free is still safe). */
+int lm_delta_init(struct lm_delta *d, size_t page_size);
+
+/* Empties the delta (the start of a new epoch); keeps the buffers. */
+void lm_delta_reset(struct lm_delta *d);
+
+/* Frees the buffers; accepts NULL and a delta already freed. */
+void lm_delta_free(struct lm_delta *d);
+
+static inline bool lm_delta_is_empty(const struct lm_delta *d)
+{
+	return d->dirty == 0;
+}
+
+/* Records the runs of diff (len bytes, only read) as newer than what the
+ * delta holds: for a byte written twice, the later write wins.  Validated
+ * first; on LM_EBADMSG the delta is unchanged. */
+int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len);
+
+/* Exact size lm_delta_encode will produce. */
+size_t lm_delta_encoded_len(const struct lm_delta *d);
+
+/* Encodes the delta's masked bytes as a diff (maximal runs of set mask
+ * bits) into out (cap bytes, caller-owned).  Returns 0 with *out_len set,
+ * or LM_ENOBUFS (out holds a partial encoding; see lm_delta_encoded_len). */
+int lm_delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,
+		    size_t *out_len);
+
+/* Writes the masked bytes into page (d->page_size bytes); leaves every
+ * other byte alone. */
+void lm_delta_apply_to(const struct lm_delta *d, void *page);
+
+/* Folds src into dst, src being the newer: where both wrote a byte, src's
+ * value wins.  src is unchanged.  Returns 0, or LM_EINVAL when the page
+ * sizes differ (dst unchanged). */
+int lm_delta_merge(struct lm_delta *dst, const struct lm_delta *src);
+
+#endif

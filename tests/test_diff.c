@@ -1,0 +1,868 @@
+/* Diffs and cluster deltas (common/diff.c): exact round trips on random
+ * pages, the "only changed bytes" rule that lets disjoint writers merge,
+ * rejection of malformed diffs without touching the page, and delta
+ * accumulation and merging. */
+#include "unit.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+#include "lm_error.h"
+#include "wire.h"
+
+#define PAGE 4096
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t s)
+{
+	rng_state = s * 0x9e3779b97f4a7c15ull + 1;
+}
+
+static uint64_t rng(void)
+{
+	/* xorshift64*: deterministic, so a failure can be replayed */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+static size_t rng_below(size_t n)
+{
+	return n ? (size_t)(rng() % n) : 0;
+}
+
+static void fill_random(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)rng();
+}
+
+/* Makes byte i of page differ from the twin. */
+static void change(uint8_t *page, const uint8_t *twin, size_t i)
+{
+	page[i] = (uint8_t)(twin[i] ^ (1 + rng_below(255)));
+}
+
+enum pattern {
+	PAT_NONE,
+	PAT_FIRST,
+	PAT_LAST,
+	PAT_WHOLE,
+	PAT_SPARSE,
+	PAT_RUNS,     /* random runs, many crossing word boundaries */
+	PAT_ALTERNATE, /* every other byte: the most runs */
+	PAT_DENSE,
+	PAT_WORD_PER_64,
+	PAT_LONG_RUNS, /* runs of up to 300 bytes, over several words */
+	PAT_EDGES,    /* first and last 9 bytes */
+	PAT_COUNT
+};
+
+static void make_change(uint8_t *page, const uint8_t *twin, size_t n,
+			enum pattern pat)
+{
+	memcpy(page, twin, n);
+	switch (pat) {
+	case PAT_NONE:
+		break;
+	case PAT_FIRST:
+		change(page, twin, 0);
+		break;
+	case PAT_LAST:
+		change(page, twin, n - 1);
+		break;
+	case PAT_WHOLE:
+		for (size_t i = 0; i < n; i++)
+			change(page, twin, i);
+		break;
+	case PAT_SPARSE:
+		for (size_t i = 0; i < n; i++)
+			if (rng_below(40) == 0)
+				change(page, twin, i);
+		break;
+	case PAT_RUNS:
+		for (int r = 0; r < 12; r++) {
+			size_t off = rng_below(n), len = 1 + rng_below(40);
+
+			for (size_t i = off; i < n && i < off + len; i++)
+				change(page, twin, i);
+		}
+		break;
+	case PAT_LONG_RUNS:
+		for (int r = 0; r < 4; r++) {
+			size_t off = rng_below(n), len = 1 + rng_below(300);
+
+			for (size_t i = off; i < n && i < off + len; i++)
+				change(page, twin, i);
+		}
+		break;
+	case PAT_ALTERNATE:
+		for (size_t i = 0; i < n; i += 2)
+			change(page, twin, i);
+		break;
+	case PAT_DENSE:
+		for (size_t i = 0; i < n; i++)
+			if (rng_below(2))
+				change(page, twin, i);
+		break;
+	case PAT_WORD_PER_64:
+		for (size_t i = 0; i + 8 <= n; i += 64)
+			for (size_t k = 0; k < 8; k++)
+				change(page, twin, i + k);
+		break;
+	case PAT_EDGES:
+		for (size_t i = 0; i < n && i < 9; i++) {
+			change(page, twin, i);
+			change(page, twin, n - 1 - i);
+		}
+		break;
+	case PAT_COUNT:
+		break;
+	}
+}
+
+/* Runs seen by lm_diff_foreach_run, for checks. */
+struct runs {
+	uint8_t *covered; /* 1 where a run wrote */
+	size_t count;
+	size_t prev_end;
+	int adjacent;     /* a run started right where the last ended */
+	size_t first_off[4];
+	size_t first_len[4];
+};
+
+static int note_run(void *ctx, size_t off, const uint8_t *bytes, size_t len)
+{
+	struct runs *r = ctx;
+
+	(void)bytes;
+	if (r->count > 0 && off == r->prev_end)
+		r->adjacent = 1;
+	if (r->count < 4) {
+		r->first_off[r->count] = off;
+		r->first_len[r->count] = len;
+	}
+	if (r->covered)
+		memset(r->covered + off, 1, len);
+	r->prev_end = off + len;
+	r->count++;
+	return 0;
+}
+
+/* The diff holds exactly the changed bytes, in maximal runs, and turns a
+ * copy of the twin into the page. */
+static void check_exact_diff(const uint8_t *twin, const uint8_t *page,
+			     size_t n, const uint8_t *diff, size_t len)
+{
+	uint8_t *covered = calloc(1, n);
+	uint8_t *copy = malloc(n);
+	struct runs r = { .covered = covered };
+	int exact = 1;
+
+	CU_ASSERT_EQUAL_FATAL(lm_diff_foreach_run(diff, len, n, note_run, &r),
+			      0);
+	for (size_t i = 0; i < n; i++)
+		if (covered[i] != (twin[i] != page[i]))
+			exact = 0;
+	CU_ASSERT(exact);
+	CU_ASSERT_FALSE(r.adjacent);
+	CU_ASSERT(len <= lm_diff_bound(n));
+	memcpy(copy, twin, n);
+	CU_ASSERT_EQUAL(lm_diff_apply(copy, n, diff, len), 0);
+	CU_ASSERT_EQUAL(memcmp(copy, page, n), 0);
+	free(covered);
+	free(copy);
+}
+
+static void test_round_trip_random_patterns(void)
+{
+	static const size_t sizes[] = { PAGE, 8192, 1, 7, 8, 9, 63,
+					64, 65, 100, 4097 };
+	uint8_t *twin_buf = malloc(8192 + 8), *page_buf = malloc(8192 + 8);
+	uint8_t *out = malloc(lm_diff_bound(8192));
+
+	rng_seed(1);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s];
+
+		for (int pat = 0; pat < PAT_COUNT; pat++) {
+			for (int trial = 0; trial < 4; trial++) {
+				/* misaligned buffers on odd trials: the word
+				 * loads must not depend on alignment */
+				uint8_t *twin = twin_buf + (trial & 1) * 3;
+				uint8_t *page = page_buf + (trial & 1) * 5;
+				size_t len = 12345;
+
+				fill_random(twin, n);
+				make_change(page, twin, n, (enum pattern)pat);
+				CU_ASSERT_EQUAL_FATAL(
+					lm_diff_encode(twin, page, n, out,
+						       lm_diff_bound(n), &len),
+					0);
+				check_exact_diff(twin, page, n, out, len);
+				if (pat == PAT_NONE)
+					CU_ASSERT_EQUAL(len, 0);
+			}
+		}
+	}
+	free(twin_buf);
+	free(page_buf);
+	free(out);
+}
+
+static void test_encoding_layout(void)
+{
+	uint8_t twin[32] = { 0 }, page[32] = { 0 }, out[64];
+	size_t len = 0;
+
+	page[0] = 0xaa;
+	for (int i = 7; i <= 17; i++) /* crosses two word boundaries */
+		page[i] = (uint8_t)i;
+	page[31] = 0x55;
+	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, 32, out, sizeof(out),
+					     &len),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(len, 3 * LM_DIFF_RUN_HDR + 1 + 11 + 1);
+	CU_ASSERT_EQUAL(lm_get32(out), 0);
+	CU_ASSERT_EQUAL(lm_get32(out + 4), 1);
+	CU_ASSERT_EQUAL(out[8], 0xaa);
+	CU_ASSERT_EQUAL(lm_get32(out + 9), 7);
+	CU_ASSERT_EQUAL(lm_get32(out + 13), 11);
+	CU_ASSERT_EQUAL(memcmp(out + 17, page + 7, 11), 0);
+	CU_ASSERT_EQUAL(lm_get32(out + 28), 31);
+	CU_ASSERT_EQUAL(lm_get32(out + 32), 1);
+	CU_ASSERT_EQUAL(out[36], 0x55);
+}
+
+static void test_clean_page_gives_empty_diff(void)
+{
+	uint8_t *twin = malloc(PAGE), *page = malloc(PAGE);
+	uint8_t out[1];
+	size_t len = 99;
+
+	rng_seed(2);
+	fill_random(twin, PAGE);
+	memcpy(page, twin, PAGE);
+	/* writing a byte with the value it had is no change */
+	page[100] = twin[100];
+	CU_ASSERT_EQUAL(lm_diff_encode(twin, page, PAGE, out, 0, &len), 0);
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT(lm_diff_is_empty(len));
+	CU_ASSERT_EQUAL(lm_diff_apply(page, PAGE, out, 0), 0);
+	CU_ASSERT_EQUAL(memcmp(page, twin, PAGE), 0);
+	free(twin);
+	free(page);
+}
+
+/* Offsets and lengths are u32; a larger page is refused before any byte
+ * is read (the NULL pages would crash otherwise). */
+static void test_oversized_page_rejected(void)
+{
+	size_t huge = LM_DIFF_MAX_PAGE + 1, len = 0;
+	struct lm_delta d;
+	uint8_t out[16];
+
+	if (huge == 0) /* 32-bit size_t: no page can be too large */
+		return;
+	CU_ASSERT_EQUAL(lm_diff_encode(NULL, NULL, huge, out, sizeof(out),
+				       &len),
+			LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_delta_init(&d, huge), LM_EINVAL);
+	CU_ASSERT_PTR_NULL(d.bytes);
+	lm_delta_free(&d);
+}
+
+/* Two writers of one interval change disjoint (often neighbouring) bytes
+ * of the same page; their diffs must commute. */
+static void test_disjoint_writers_commute(void)
+{
+	uint8_t *twin = malloc(PAGE), *a = malloc(PAGE), *b = malloc(PAGE);
+	uint8_t *want = malloc(PAGE), *c = malloc(PAGE);
+	size_t cap = lm_diff_bound(PAGE);
+	uint8_t *da = malloc(cap), *db = malloc(cap);
+
+	rng_seed(3);
+	for (int trial = 0; trial < 20; trial++) {
+		size_t la, lb;
+
+		fill_random(twin, PAGE);
+		memcpy(a, twin, PAGE);
+		memcpy(b, twin, PAGE);
+		memcpy(want, twin, PAGE);
+		for (size_t i = 0; i < PAGE; i++) {
+			/* owner changes in short stretches, so A's and B's
+			 * bytes interleave inside words */
+			size_t who = rng_below(trial % 2 ? 3 : 8);
+
+			if (who == 1) {
+				change(a, twin, i);
+				want[i] = a[i];
+			} else if (who == 2) {
+				change(b, twin, i);
+				want[i] = b[i];
+			}
+		}
+		CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, a, PAGE, da, cap,
+						     &la),
+				      0);
+		CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, b, PAGE, db, cap,
+						     &lb),
+				      0);
+		memcpy(c, twin, PAGE);
+		CU_ASSERT_EQUAL(lm_diff_apply(c, PAGE, da, la), 0);
+		CU_ASSERT_EQUAL(lm_diff_apply(c, PAGE, db, lb), 0);
+		CU_ASSERT_EQUAL(memcmp(c, want, PAGE), 0);
+		memcpy(c, twin, PAGE);
+		CU_ASSERT_EQUAL(lm_diff_apply(c, PAGE, db, lb), 0);
+		CU_ASSERT_EQUAL(lm_diff_apply(c, PAGE, da, la), 0);
+		CU_ASSERT_EQUAL(memcmp(c, want, PAGE), 0);
+	}
+	free(twin);
+	free(a);
+	free(b);
+	free(want);
+	free(c);
+	free(da);
+	free(db);
+}
+
+static void test_bound_is_tight(void)
+{
+	static const size_t sizes[] = { 1, 2, 3, 8, 9, 64, PAGE, 4097 };
+
+	rng_seed(4);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s], bound = lm_diff_bound(n), len = 0;
+		uint8_t *twin = malloc(n), *page = malloc(n);
+		uint8_t *out = malloc(bound);
+
+		/* one-byte runs with one-byte gaps, the last run 2 long
+		 * when n is even: the most header bytes possible */
+		fill_random(twin, n);
+		make_change(page, twin, n, PAT_ALTERNATE);
+		change(page, twin, n - 1);
+		CU_ASSERT_EQUAL(lm_diff_encode(twin, page, n, out, bound, &len),
+				0);
+		CU_ASSERT_EQUAL(len, bound);
+		CU_ASSERT_EQUAL(lm_diff_encode(twin, page, n, out, bound - 1,
+					       &len),
+				LM_ENOBUFS);
+		free(twin);
+		free(page);
+		free(out);
+	}
+	CU_ASSERT_EQUAL(lm_diff_bound(0), 0);
+}
+
+static void test_small_cap_gives_enobufs(void)
+{
+	uint8_t *twin = malloc(PAGE), *page = malloc(PAGE);
+	uint8_t *out = malloc(lm_diff_bound(PAGE));
+	size_t full = 0, len;
+	int bad = 0;
+
+	rng_seed(5);
+	fill_random(twin, PAGE);
+	make_change(page, twin, PAGE, PAT_RUNS);
+	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, PAGE, out,
+					     lm_diff_bound(PAGE), &full),
+			      0);
+	CU_ASSERT_FATAL(full > 0);
+	for (size_t cap = 0; cap < full; cap++) {
+		len = 777;
+		if (lm_diff_encode(twin, page, PAGE, out, cap, &len) !=
+		    LM_ENOBUFS)
+			bad++;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(lm_diff_encode(twin, page, PAGE, out, full, &len), 0);
+	CU_ASSERT_EQUAL(len, full);
+	free(twin);
+	free(page);
+	free(out);
+}
+
+/* Builds a diff from (offset, length) pairs without any check, writing at
+ * most data_cap fill bytes per run. */
+static size_t raw_diff(uint8_t *out, const uint32_t (*runs)[2], size_t nruns,
+		       size_t data_cap)
+{
+	size_t pos = 0;
+
+	for (size_t r = 0; r < nruns; r++) {
+		size_t len = runs[r][1] < data_cap ? runs[r][1] : data_cap;
+
+		lm_put32(out + pos, runs[r][0]);
+		lm_put32(out + pos + 4, runs[r][1]);
+		memset(out + pos + 8, 0xee, len);
+		pos += 8 + len;
+	}
+	return pos;
+}
+
+/* Applies diff to a random page and checks it is rejected with the page
+ * left exactly as it was. */
+static void expect_rejected(const uint8_t *diff, size_t len, size_t n)
+{
+	uint8_t *page = malloc(n), *before = malloc(n);
+	struct lm_delta d;
+	struct runs r = { 0 };
+
+	fill_random(page, n);
+	memcpy(before, page, n);
+	CU_ASSERT_EQUAL(lm_diff_validate(diff, len, n), LM_EBADMSG);
+	CU_ASSERT_EQUAL(lm_diff_apply(page, n, diff, len), LM_EBADMSG);
+	CU_ASSERT_EQUAL(memcmp(page, before, n), 0);
+	CU_ASSERT_EQUAL(lm_diff_foreach_run(diff, len, n, note_run, &r),
+			LM_EBADMSG);
+	CU_ASSERT_EQUAL(r.count, 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, n), 0);
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, len), LM_EBADMSG);
+	CU_ASSERT_EQUAL(d.dirty, 0);
+	CU_ASSERT_EQUAL(lm_delta_encoded_len(&d), 0);
+	lm_delta_free(&d);
+	free(page);
+	free(before);
+}
+
+static void test_malformed_runs_rejected(void)
+{
+	/* each case: the last run is the bad one, earlier runs are valid so
+	 * a half-applying decoder would be caught */
+	static const uint32_t past_end[][2] = { { 0, 4 }, { PAGE - 4, 8 } };
+	static const uint32_t at_end[][2] = { { PAGE, 1 } };
+	static const uint32_t wrap[][2] = { { 0, 2 }, { 0xfffffff8u, 16 } };
+	static const uint32_t huge_len[][2] = { { 8, 0xffffffffu } };
+	static const uint32_t empty_run[][2] = { { 0, 1 }, { 10, 0 } };
+	static const uint32_t overlap[][2] = { { 0, 10 }, { 9, 2 } };
+	static const uint32_t descending[][2] = { { 100, 2 }, { 10, 2 } };
+	uint8_t buf[256];
+	size_t len;
+
+	rng_seed(6);
+	len = raw_diff(buf, past_end, 2, 64);
+	expect_rejected(buf, len, PAGE);
+	len = raw_diff(buf, at_end, 1, 64);
+	expect_rejected(buf, len, PAGE);
+	len = raw_diff(buf, wrap, 2, 64);
+	expect_rejected(buf, len, PAGE);
+	/* the data is short too, but the length alone must be refused */
+	len = raw_diff(buf, huge_len, 1, 64);
+	expect_rejected(buf, len, PAGE);
+	len = raw_diff(buf, empty_run, 2, 64);
+	expect_rejected(buf, len, PAGE);
+	len = raw_diff(buf, overlap, 2, 64);
+	expect_rejected(buf, len, PAGE);
+	len = raw_diff(buf, descending, 2, 64);
+	expect_rejected(buf, len, PAGE);
+	/* a run claiming more data than the diff holds */
+	len = raw_diff(buf, overlap, 1, 64);
+	expect_rejected(buf, len - 1, PAGE);
+	/* trailing bytes too short for a run header */
+	len = raw_diff(buf, overlap, 1, 64);
+	memset(buf + len, 0, 3);
+	expect_rejected(buf, len + 3, PAGE);
+	/* valid for a big page, out of bounds for a small one */
+	len = raw_diff(buf, descending, 1, 64);
+	CU_ASSERT_EQUAL(lm_diff_validate(buf, len, PAGE), 0);
+	expect_rejected(buf, len, 101);
+}
+
+static void test_truncated_at_every_byte(void)
+{
+	uint8_t *twin = malloc(PAGE), *page = malloc(PAGE);
+	uint8_t *base = malloc(PAGE), *copy = malloc(PAGE);
+	uint8_t *diff = malloc(lm_diff_bound(PAGE)), *cut;
+	uint8_t *boundary;
+	size_t len = 0, pos = 0;
+	int wrong = 0, touched = 0;
+
+	rng_seed(7);
+	fill_random(twin, PAGE);
+	fill_random(base, PAGE);
+	memcpy(page, twin, PAGE);
+	for (size_t i = 0; i < 5; i++) /* five runs of 3 bytes */
+		for (size_t k = 0; k < 3; k++)
+			change(page, twin, 700 * i + 13 + k);
+	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, PAGE, diff,
+					     lm_diff_bound(PAGE), &len),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(len, 5 * (LM_DIFF_RUN_HDR + 3));
+	boundary = calloc(1, len + 1);
+	while (pos <= len) { /* prefixes ending between runs are diffs too */
+		boundary[pos] = 1;
+		pos += LM_DIFF_RUN_HDR + 3;
+	}
+	for (size_t l = 0; l < len; l++) {
+		int rc;
+
+		/* a fresh allocation of exactly l bytes, so ASan catches a
+		 * read past the end */
+		cut = malloc(l ? l : 1);
+		memcpy(cut, diff, l);
+		memcpy(copy, base, PAGE);
+		rc = lm_diff_apply(copy, PAGE, cut, l);
+		if (boundary[l]) {
+			if (rc != 0)
+				wrong++;
+		} else {
+			if (rc != LM_EBADMSG)
+				wrong++;
+			if (memcmp(copy, base, PAGE) != 0)
+				touched++;
+		}
+		free(cut);
+	}
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_EQUAL(touched, 0);
+	free(boundary);
+	free(twin);
+	free(page);
+	free(base);
+	free(copy);
+	free(diff);
+}
+
+static int stop_at_second(void *ctx, size_t off, const uint8_t *bytes,
+			  size_t len)
+{
+	int *calls = ctx;
+
+	(void)off;
+	(void)bytes;
+	(void)len;
+	return ++*calls == 2 ? 42 : 0;
+}
+
+static void test_foreach_run_order_and_stop(void)
+{
+	uint8_t twin[64] = { 0 }, page[64] = { 0 }, out[128];
+	struct runs r = { 0 };
+	size_t len;
+	int calls = 0;
+
+	page[3] = 1;
+	page[20] = page[21] = 2;
+	page[63] = 3;
+	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, 64, out, sizeof(out),
+					     &len),
+			      0);
+	CU_ASSERT_EQUAL(lm_diff_foreach_run(out, len, 64, note_run, &r), 0);
+	CU_ASSERT_EQUAL(r.count, 3);
+	CU_ASSERT_EQUAL(r.first_off[0], 3);
+	CU_ASSERT_EQUAL(r.first_len[0], 1);
+	CU_ASSERT_EQUAL(r.first_off[1], 20);
+	CU_ASSERT_EQUAL(r.first_len[1], 2);
+	CU_ASSERT_EQUAL(r.first_off[2], 63);
+	CU_ASSERT_EQUAL(lm_diff_foreach_run(out, len, 64, stop_at_second,
+					    &calls),
+			42);
+	CU_ASSERT_EQUAL(calls, 2);
+}
+
+/* ---- deltas ------------------------------------------------------------ */
+
+#define VERSIONS 7
+
+/* A page's history over one epoch: v[0] -> v[1] -> ... with one diff per
+ * interval; intervals overwrite each other's bytes. */
+struct history {
+	size_t n;
+	uint8_t *v[VERSIONS];
+	uint8_t *diff[VERSIONS - 1];
+	size_t len[VERSIONS - 1];
+};
+
+static void history_make(struct history *h, size_t n)
+{
+	h->n = n;
+	for (int k = 0; k < VERSIONS; k++)
+		h->v[k] = malloc(n);
+	fill_random(h->v[0], n);
+	for (int k = 1; k < VERSIONS; k++) {
+		enum pattern pat = k == 1 ? PAT_EDGES
+					  : (enum pattern)(PAT_SPARSE +
+							   rng_below(6));
+
+		make_change(h->v[k], h->v[k - 1], n, pat);
+		h->diff[k - 1] = malloc(lm_diff_bound(n));
+		CU_ASSERT_EQUAL_FATAL(lm_diff_encode(h->v[k - 1], h->v[k], n,
+						     h->diff[k - 1],
+						     lm_diff_bound(n),
+						     &h->len[k - 1]),
+				      0);
+	}
+}
+
+static void history_free(struct history *h)
+{
+	for (int k = 0; k < VERSIONS; k++)
+		free(h->v[k]);
+	for (int k = 0; k < VERSIONS - 1; k++)
+		free(h->diff[k]);
+}
+
+/* Same mask, same dirty count and the same bytes under the mask. */
+static int deltas_equal(const struct lm_delta *a, const struct lm_delta *b)
+{
+	size_t n = a->page_size;
+
+	if (n != b->page_size || a->dirty != b->dirty)
+		return 0;
+	if (memcmp(a->mask, b->mask, (n + 63) / 64 * 8) != 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((a->mask[i / 64] >> (i % 64) & 1) &&
+		    a->bytes[i] != b->bytes[i])
+			return 0;
+	return 1;
+}
+
+static void test_delta_accumulates_like_diffs_in_order(void)
+{
+	static const size_t sizes[] = { PAGE, 100, 4097, 64, 1 };
+
+	rng_seed(8);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s], written = 0;
+		struct history h;
+		struct lm_delta d;
+		uint8_t *x = malloc(n), *y = malloc(n), *z = malloc(n);
+		uint8_t *covered = calloc(1, n);
+		int mask_ok = 1;
+
+		history_make(&h, n);
+		CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, n), 0);
+		CU_ASSERT(lm_delta_is_empty(&d));
+		/* apply to an unrelated base: the delta must carry exactly
+		 * the written bytes, not v[last] wholesale */
+		fill_random(x, n);
+		memcpy(y, x, n);
+		for (int k = 0; k < VERSIONS - 1; k++) {
+			struct runs r = { .covered = covered };
+
+			CU_ASSERT_EQUAL(lm_delta_add_diff(&d, h.diff[k],
+							  h.len[k]),
+					0);
+			CU_ASSERT_EQUAL(lm_diff_apply(y, n, h.diff[k],
+						      h.len[k]),
+					0);
+			lm_diff_foreach_run(h.diff[k], h.len[k], n, note_run,
+					    &r);
+		}
+		memcpy(z, x, n);
+		lm_delta_apply_to(&d, z);
+		CU_ASSERT_EQUAL(memcmp(y, z, n), 0);
+		memcpy(z, h.v[0], n);
+		lm_delta_apply_to(&d, z);
+		CU_ASSERT_EQUAL(memcmp(z, h.v[VERSIONS - 1], n), 0);
+		for (size_t i = 0; i < n; i++) {
+			written += covered[i];
+			if ((d.mask[i / 64] >> (i % 64) & 1) != covered[i])
+				mask_ok = 0;
+		}
+		CU_ASSERT(mask_ok);
+		CU_ASSERT_EQUAL(d.dirty, written);
+		CU_ASSERT_FALSE(lm_delta_is_empty(&d));
+		lm_delta_free(&d);
+		history_free(&h);
+		free(x);
+		free(y);
+		free(z);
+		free(covered);
+	}
+}
+
+static void test_delta_encode_round_trip(void)
+{
+	static const size_t sizes[] = { PAGE, 100, 4097, 65 };
+
+	rng_seed(9);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s], len = 0, want;
+		struct history h;
+		struct lm_delta d, back;
+		uint8_t *out = malloc(lm_diff_bound(n));
+		uint8_t *y = malloc(n), *z = malloc(n);
+		struct runs r = { 0 };
+
+		history_make(&h, n);
+		CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, n), 0);
+		CU_ASSERT_EQUAL_FATAL(lm_delta_init(&back, n), 0);
+		for (int k = 0; k < VERSIONS - 1; k++)
+			lm_delta_add_diff(&d, h.diff[k], h.len[k]);
+		want = lm_delta_encoded_len(&d);
+		CU_ASSERT(want <= lm_diff_bound(n));
+		CU_ASSERT_EQUAL(lm_delta_encode(&d, out, want - 1, &len),
+				LM_ENOBUFS);
+		CU_ASSERT_EQUAL_FATAL(lm_delta_encode(&d, out,
+						      lm_diff_bound(n), &len),
+				      0);
+		CU_ASSERT_EQUAL(len, want);
+		/* maximal runs, accepted by every diff consumer */
+		CU_ASSERT_EQUAL(lm_diff_foreach_run(out, len, n, note_run, &r),
+				0);
+		CU_ASSERT_FALSE(r.adjacent);
+		fill_random(y, n);
+		memcpy(z, y, n);
+		CU_ASSERT_EQUAL(lm_diff_apply(y, n, out, len), 0);
+		lm_delta_apply_to(&d, z);
+		CU_ASSERT_EQUAL(memcmp(y, z, n), 0);
+		CU_ASSERT_EQUAL(lm_delta_add_diff(&back, out, len), 0);
+		CU_ASSERT(deltas_equal(&d, &back));
+		lm_delta_free(&d);
+		lm_delta_free(&back);
+		history_free(&h);
+		free(out);
+		free(y);
+		free(z);
+	}
+}
+
+static void test_delta_merge_newer_wins(void)
+{
+	struct history h;
+	struct lm_delta older, newer, all, copy, other;
+	uint8_t d1[16], d2[16];
+	size_t dirty;
+
+	rng_seed(10);
+	history_make(&h, PAGE);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&older, PAGE), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&newer, PAGE), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&all, PAGE), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&copy, PAGE), 0);
+	for (int k = 0; k < VERSIONS - 1; k++) {
+		lm_delta_add_diff(k < 3 ? &older : &newer, h.diff[k],
+				  h.len[k]);
+		lm_delta_add_diff(&all, h.diff[k], h.len[k]);
+	}
+	lm_delta_merge(&copy, &newer); /* into an empty delta: a copy */
+	CU_ASSERT(deltas_equal(&copy, &newer));
+	CU_ASSERT_EQUAL(lm_delta_merge(&older, &newer), 0);
+	CU_ASSERT(deltas_equal(&older, &all));
+	CU_ASSERT(deltas_equal(&copy, &newer)); /* src untouched */
+	dirty = older.dirty;
+	lm_delta_reset(&copy);
+	CU_ASSERT_EQUAL(lm_delta_merge(&older, &copy), 0); /* empty src */
+	CU_ASSERT(deltas_equal(&older, &all));
+	CU_ASSERT_EQUAL(older.dirty, dirty);
+
+	/* the same byte in both: the src value wins, either orientation */
+	lm_delta_reset(&older);
+	lm_delta_reset(&newer);
+	lm_put32(d1, 10);
+	lm_put32(d1 + 4, 2);
+	d1[8] = 'a';
+	d1[9] = 'a';
+	lm_put32(d2, 11);
+	lm_put32(d2 + 4, 2);
+	d2[8] = 'b';
+	d2[9] = 'b';
+	lm_delta_add_diff(&older, d1, 10);
+	lm_delta_add_diff(&newer, d2, 10);
+	lm_delta_reset(&copy);
+	lm_delta_merge(&copy, &newer);
+	lm_delta_merge(&older, &newer);
+	CU_ASSERT_EQUAL(older.dirty, 3);
+	CU_ASSERT_EQUAL(older.bytes[10], 'a');
+	CU_ASSERT_EQUAL(older.bytes[11], 'b');
+	CU_ASSERT_EQUAL(older.bytes[12], 'b');
+	lm_delta_reset(&older);
+	lm_delta_add_diff(&older, d1, 10);
+	lm_delta_merge(&copy, &older);
+	CU_ASSERT_EQUAL(copy.dirty, 3);
+	CU_ASSERT_EQUAL(copy.bytes[11], 'a');
+	CU_ASSERT_EQUAL(copy.bytes[12], 'b');
+
+	/* mismatched page sizes leave dst alone */
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&other, PAGE / 2), 0);
+	lm_delta_add_diff(&other, d2, 10);
+	CU_ASSERT_EQUAL(lm_delta_merge(&older, &other), LM_EINVAL);
+	CU_ASSERT_EQUAL(older.dirty, 2);
+	CU_ASSERT_EQUAL(older.bytes[11], 'a');
+
+	lm_delta_free(&older);
+	lm_delta_free(&newer);
+	lm_delta_free(&all);
+	lm_delta_free(&copy);
+	lm_delta_free(&other);
+	history_free(&h);
+}
+
+static void test_delta_later_write_wins_in_add(void)
+{
+	struct lm_delta d;
+	uint8_t diff[16], page[8] = { 0 };
+
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, 8), 0);
+	lm_put32(diff, 0);
+	lm_put32(diff + 4, 8);
+	memset(diff + 8, 1, 8);
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 16), 0);
+	lm_put32(diff, 7);
+	lm_put32(diff + 4, 1);
+	diff[8] = 2;
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 9), 0);
+	CU_ASSERT_EQUAL(d.dirty, 8);
+	lm_delta_apply_to(&d, page);
+	CU_ASSERT_EQUAL(page[0], 1);
+	CU_ASSERT_EQUAL(page[6], 1);
+	CU_ASSERT_EQUAL(page[7], 2);
+	lm_delta_free(&d);
+}
+
+static void test_delta_reset_init_free(void)
+{
+	struct lm_delta d;
+	uint8_t diff[9], page[PAGE], out[1];
+	size_t len = 5;
+
+	CU_ASSERT_EQUAL(lm_delta_init(&d, 0), LM_EINVAL);
+	lm_delta_free(&d);
+	lm_delta_free(NULL);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, PAGE), 0);
+	lm_put32(diff, PAGE - 1);
+	lm_put32(diff + 4, 1);
+	diff[8] = 0x77;
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 9), 0);
+	CU_ASSERT_EQUAL(d.dirty, 1);
+	CU_ASSERT_EQUAL(lm_delta_encoded_len(&d), 9);
+	lm_delta_reset(&d);
+	CU_ASSERT(lm_delta_is_empty(&d));
+	CU_ASSERT_EQUAL(lm_delta_encoded_len(&d), 0);
+	CU_ASSERT_EQUAL(lm_delta_encode(&d, out, 0, &len), 0);
+	CU_ASSERT_EQUAL(len, 0);
+	memset(page, 0x11, PAGE);
+	lm_delta_apply_to(&d, page);
+	CU_ASSERT_EQUAL(page[PAGE - 1], 0x11);
+	/* usable again after the reset */
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 9), 0);
+	lm_delta_apply_to(&d, page);
+	CU_ASSERT_EQUAL(page[PAGE - 1], 0x77);
+	CU_ASSERT_EQUAL(page[PAGE - 2], 0x11);
+	lm_delta_free(&d);
+	lm_delta_free(&d); /* a second free is harmless */
+	CU_ASSERT_PTR_NULL(d.bytes);
+}
+
+LM_TEST_SUITE("diff",
+	      LM_TEST(test_round_trip_random_patterns),
+	      LM_TEST(test_encoding_layout),
+	      LM_TEST(test_clean_page_gives_empty_diff),
+	      LM_TEST(test_oversized_page_rejected),
+	      LM_TEST(test_disjoint_writers_commute),
+	      LM_TEST(test_bound_is_tight),
+	      LM_TEST(test_small_cap_gives_enobufs),
+	      LM_TEST(test_malformed_runs_rejected),
+	      LM_TEST(test_truncated_at_every_byte),
+	      LM_TEST(test_foreach_run_order_and_stop),
+	      LM_TEST(test_delta_accumulates_like_diffs_in_order),
+	      LM_TEST(test_delta_encode_round_trip),
+	      LM_TEST(test_delta_merge_newer_wins),
+	      LM_TEST(test_delta_later_write_wins_in_add),
+	      LM_TEST(test_delta_reset_init_free))
