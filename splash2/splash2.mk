@@ -1,0 +1,31 @@
+# SPLASH-2 programs, included by the root Makefile after it has defined
+# BUILD, CC, CFLAGS_ALL and LDFLAGS_ALL.  Each program is one PARMACS m4
+# source; m4 with a macro file turns it into C under $(BUILD)/splash2/gen/
+# and the C is compiled with the project flags.  See docs/splash2.md.
+
+SPLASH2_M4 ?= m4
+
+# $(call splash2_pthread,NAME,SOURCE): $(BUILD)/splash2/NAME-pthread from
+# SOURCE with the pthreads macros.  The C is written to a temporary file
+# first so a failed m4 run leaves nothing that looks up to date.
+define splash2_pthread
+$(BUILD)/splash2/gen/$(1)-pthread.c: $(2) splash2/macros/pthread.m4
+	@mkdir -p $$(dir $$@)
+	$(SPLASH2_M4) splash2/macros/pthread.m4 $(2) > $$@.tmp
+	mv $$@.tmp $$@
+
+$(BUILD)/splash2/$(1)-pthread: $(BUILD)/splash2/gen/$(1)-pthread.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_ALL) -o $$@ $$< $$(LDFLAGS_ALL) -lpthread -lm
+
+SPLASH2_BINS += $(BUILD)/splash2/$(1)-pthread
+endef
+
+$(eval $(call splash2_pthread,lu,splash2/lu/lu.C))
+
+# Quick correctness run of the baselines (a few seconds).
+.PHONY: splash2-check
+splash2-check: $(BUILD)/splash2/lu-pthread
+	$(BUILD)/splash2/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
+	$(BUILD)/splash2/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
+	$(BUILD)/splash2/lu-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
