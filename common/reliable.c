@@ -28,7 +28,8 @@
  *
  * Unreachable peers.  When the timer expires max_retries times in a row
  * without the cumulative ack moving (the same datagram resent that often)
- * and expires once more, the peer's state is dropped as on a reset and
+ * and expires once more, the channel fails (peer_fail, also used for a
+ * reassembly timeout): the peer's state is dropped as on a reset and
  * the session we show to that peer (only) is raised by one.  The peer sees
  * that as our restart and drops its state of us too, so both directions
  * start again from seq 1 and nobody waits for a hole that will never be
@@ -56,9 +57,14 @@
  * has the size of the first, so each has a fixed place) and only marked;
  * others are copied and count against reasm_bytes, as does each partial
  * message for its whole length.  A partial message untouched for
- * reasm_timeout_us is dropped with everything held early, and the rest of
- * that message is discarded when it comes: the message is lost, silently
- * (the sender saw its fragments acknowledged).
+ * reasm_timeout_us cannot be completed: its first fragments were
+ * acknowledged and will never come again.  Dropping it silently would
+ * break I4, so the channel fails as for an unreachable peer: all state of
+ * the peer is dropped, the session we show it is raised (both directions
+ * restart, and the peer reports our "restart" when it next hears from
+ * us) and LM_REL_PEER_RESET is reported.  Early datagrams alone, with no
+ * partial message, are merely freed: they were never acknowledged
+ * cumulatively, so the sender still holds them and sends them again.
  *
  * Exactly once (I4 of DESIGN.md): a datagram is consumed only at seq ==
  * rcv_next, each seq once; requests are additionally filtered by the reply
@@ -1186,7 +1192,7 @@ static int rx_consume(struct lm_rel *rel, struct peer *p,
 		pm->next_frag = 0;
 		rel->reasm_held += pm->len;
 	} else if (!pm->buf) {
-		/* The rest of a message that timed out or was abandoned. */
+		/* The rest of a message dropped as malformed. */
 		goto skip;
 	}
 	if (!rx_fits(pm, f, pm->next_frag)) {
@@ -1443,13 +1449,16 @@ int lm_rel_input(lm_rel *rel, const uint8_t *dg, size_t len, uint64_t now_us)
 
 /* ---- timers -------------------------------------------------------- */
 
-static void peer_unreachable(struct lm_rel *rel, struct peer *p)
+/* The channel with p cannot go on (Unreachable peers in the file
+ * comment): drop its state and restart both directions, then tell the
+ * caller what was lost.  The caller has counted the cause. */
+static void peer_fail(struct lm_rel *rel, struct peer *p,
+		      enum lm_rel_peer_event ev)
 {
 	peer_reset(rel, p);
 	/* Restart both channels: the peer takes this for our restart. */
 	p->my_session++;
-	rel->stats.peers_unreachable++;
-	peer_event(rel, p, LM_REL_PEER_UNREACHABLE);
+	peer_event(rel, p, ev);
 }
 
 /* RFC 6298, 5.4-5.6: resend the oldest hole, back off, restart the timer.
@@ -1464,7 +1473,8 @@ static void tx_timeout(struct lm_rel *rel, struct peer *p)
 
 	rel->stats.timeouts++;
 	if (p->backoff >= t->max_retries) {
-		peer_unreachable(rel, p);
+		rel->stats.peers_unreachable++;
+		peer_fail(rel, p, LM_REL_PEER_UNREACHABLE);
 		return;
 	}
 	p->backoff++;
@@ -1491,9 +1501,13 @@ static void peer_tick(struct lm_rel *rel, struct peer *p)
 
 	if ((p->partial.buf || p->early_count) &&
 	    p->rcv_touch + rel->cfg.reasm_timeout_us <= now) {
-		rx_free_partial(rel, p);
-		rx_free_early(rel, p);
 		rel->stats.reasm_timeouts++;
+		if (p->partial.buf) {
+			/* A message we acknowledged in part is lost (I4). */
+			peer_fail(rel, p, LM_REL_PEER_RESET);
+			return;
+		}
+		rx_free_early(rel, p);
 	}
 	if (p->ack_at && p->ack_at <= now)
 		send_ack(rel, p);

@@ -29,7 +29,10 @@
  * it grows across restarts).  A datagram from a peer with a newer session
  * means the peer restarted: its old state is dropped and LM_REL_PEER_RESET
  * reported.  Datagrams addressed to an older session of ours are answered
- * with a pure ACK that tells the peer our current session. */
+ * with a pure ACK that tells the peer our current session.  A channel that
+ * cannot go on (peer unreachable, or a partial message that timed out) is
+ * restarted the same way: we drop our state, report the event and show
+ * the peer a new session, so the peer sees our restart. */
 #ifndef LM_RELIABLE_H
 #define LM_RELIABLE_H
 
@@ -60,7 +63,9 @@ struct lm_rel_msg {
 
 enum lm_rel_peer_event {
 	LM_REL_PEER_UNREACHABLE, /* retry limit reached; queued messages lost */
-	LM_REL_PEER_RESET,       /* peer restarted (new session) */
+	LM_REL_PEER_RESET,       /* peer restarted (new session), or a
+				  * partial message from it timed out:
+				  * messages both ways may be lost */
 	LM_REL_PEER_EVENT_COUNT
 };
 
@@ -85,7 +90,8 @@ struct lm_rel_config {
 	size_t send_queue_bytes;      /* per peer, queued + in flight */
 	size_t reasm_bytes;           /* all peers: early datagrams + partial
 					 messages held for reassembly */
-	uint64_t reasm_timeout_us;    /* partial message freed after this */
+	uint64_t reasm_timeout_us;    /* a partial message untouched this
+					 long resets the peer's channel */
 	size_t reply_cache_entries;   /* per peer */
 	size_t reply_cache_bytes;     /* per peer */
 };

@@ -964,44 +964,110 @@ static int drop_seq1_once(struct sim *s, int from, const struct lm_dg_header *h)
 	return 1;
 }
 
-static void test_reassembly_timeout(void)
+static bool a_reset(struct sim *s)
+{
+	return s->ep[0].events[LM_REL_PEER_RESET] > 0;
+}
+
+/* After a channel restart: fresh messages both ways, one to several
+ * fragments long, arrive exactly once, intact and in order. */
+static void streams_flow_again(struct sim *s)
+{
+	static const size_t lens[] = {4, 0, 3000, 1, 10000, 7};
+	enum { N = sizeof(lens) / sizeof(lens[0]) };
+
+	for (int d = 0; d < 2; d++) {
+		s->ep[d].delivered = 0;
+		s->ep[d].errors = 0;
+		s->ep[d].expect_next = 0;
+		s->ep[d].check_stream = true;
+		s->lens[d] = lens;
+		s->nmsgs[d] = N;
+	}
+	send_stream(s, 0);
+	send_stream(s, 1);
+	CU_ASSERT_TRUE(sim_run(s, streams_done, 5000000));
+	sim_run(s, NULL, 1000000);
+	for (int d = 0; d < 2; d++) {
+		CU_ASSERT_EQUAL(s->ep[d].delivered, N);
+		CU_ASSERT_EQUAL(s->ep[d].errors, 0);
+	}
+}
+
+/* B holds three of five fragments of A's message, their receipt
+ * acknowledged; the other two never come until B times out. */
+static void partial_times_out(struct sim *s)
 {
 	struct lm_rel_config c;
 	uint8_t *m = gen_msg(0, 0, 5000);
-	struct sim s;
 
-	memset(&s, 0, sizeof(s));
-	s.now = 1000;
-	s.latency = 1000;
+	memset(s, 0, sizeof(*s));
+	s->now = 1000;
+	s->latency = 1000;
 	test_cfg(&c, ID_A, 1000);
 	c.transport.max_retries = 100;
 	c.transport.rto_max_us = 100000;
-	ep_open(&s, 0, &c, NULL);
+	ep_open(s, 0, &c, NULL);
 	test_cfg(&c, ID_B, 2000);
 	c.reasm_timeout_us = 200000;
-	ep_open(&s, 1, &c, NULL);
+	ep_open(s, 1, &c, NULL);
 
-	/* Partial message: the last two of five fragments never come. */
-	s.filter = drop_after;
-	s.fstate = 3;
-	CU_ASSERT_EQUAL(lm_rel_send(s.ep[0].rel, ID_B, m, 5000, s.now), 0);
-	sim_run(&s, NULL, 100000);
-	CU_ASSERT_EQUAL(lm_rel_reasm_held(s.ep[1].rel), 5000);
-	sim_run(&s, NULL, 200000);
+	s->filter = drop_after;
+	s->fstate = 3;
+	CU_ASSERT_EQUAL(lm_rel_send(s->ep[0].rel, ID_B, m, 5000, s->now), 0);
+	sim_run(s, NULL, 100000);
+	CU_ASSERT_EQUAL(lm_rel_reasm_held(s->ep[1].rel), 5000);
+	CU_ASSERT_EQUAL(st(s, 1)->reasm_timeouts, 0);
+	sim_run(s, NULL, 200000);
+	free(m);
+}
+
+static void test_reassembly_timeout(void)
+{
+	struct sim s;
+
+	partial_times_out(&s);
 	CU_ASSERT_EQUAL(st(&s, 1)->reasm_timeouts, 1);
 	CU_ASSERT_EQUAL(lm_rel_reasm_held(s.ep[1].rel), 0);
-	/* The rest, when it finally comes, is discarded; what follows is
-	 * delivered. */
+	/* B gives up the channel and says so, once. */
+	CU_ASSERT_EQUAL(s.ep[1].events[LM_REL_PEER_RESET], 1);
+	CU_ASSERT_EQUAL(s.ep[1].events[LM_REL_PEER_UNREACHABLE], 0);
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 0);
+	/* A's next retransmission is refused under B's new session; A
+	 * takes that for B's restart, drops the message and reports it. */
 	s.filter = NULL;
-	CU_ASSERT_EQUAL(lm_rel_send(s.ep[0].rel, ID_B, "next", 4, s.now), 0);
-	CU_ASSERT_TRUE(sim_run(&s, b_got_one, 5000000));
-	CU_ASSERT_EQUAL(s.ep[1].delivered, 1);
-	CU_ASSERT_EQUAL(s.ep[1].last_len, 4);
-	CU_ASSERT(memcmp(s.ep[1].last, "next", 4) == 0);
-	sim_run(&s, NULL, 1000000);
+	CU_ASSERT_TRUE(sim_run(&s, a_reset, 5000000));
 	CU_ASSERT_EQUAL(lm_rel_pending(s.ep[0].rel, ID_B), 0);
+	CU_ASSERT(st(&s, 1)->drop_stale_session >= 1);
+	streams_flow_again(&s);
+	CU_ASSERT_EQUAL(s.ep[0].events[LM_REL_PEER_RESET], 1);
+	CU_ASSERT_EQUAL(s.ep[1].events[LM_REL_PEER_RESET], 1);
+	CU_ASSERT_EQUAL(s.ep[0].events[LM_REL_PEER_UNREACHABLE], 0);
+	CU_ASSERT_EQUAL(st(&s, 1)->reasm_timeouts, 1);
+	CU_ASSERT_EQUAL(lm_rel_pending(s.ep[0].rel, ID_B), 0);
+	CU_ASSERT_EQUAL(lm_rel_pending(s.ep[1].rel, ID_A), 0);
+	sim_close(&s);
+}
 
-	free(m);
+/* Regression: a timed-out partial message used to be dropped without a
+ * word, and the message after it delivered as if nothing had happened
+ * (a lost diff, corrupt shared memory).  Whatever A sent that B did not
+ * deliver must be reported on both sides. */
+static void test_reasm_timeout_is_reported_not_silent(void)
+{
+	struct sim s;
+
+	partial_times_out(&s);
+	CU_ASSERT_EQUAL(lm_rel_send(s.ep[0].rel, ID_B, "next", 4, s.now), 0);
+	s.filter = NULL;
+	sim_run(&s, NULL, 2000000);
+	/* The 5000-byte message never arrived, so "next" must not arrive
+	 * after it as though the channel were intact. */
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 0);
+	CU_ASSERT_EQUAL(s.ep[1].events[LM_REL_PEER_RESET], 1);
+	CU_ASSERT_EQUAL(s.ep[0].events[LM_REL_PEER_RESET], 1);
+	CU_ASSERT_EQUAL(lm_rel_pending(s.ep[0].rel, ID_B), 0);
+	streams_flow_again(&s);
 	sim_close(&s);
 }
 
@@ -1044,10 +1110,14 @@ static void test_reassembly_timeout_frees_early(void)
 	CU_ASSERT_EQUAL(lm_rel_reasm_held(s.ep[1].rel), 0);
 	s.fstate = 1;
 	/* The sender learns that B let go of what it had selectively
-	 * acked and sends it again: the message still arrives whole. */
+	 * acked and sends it again: the message still arrives whole.
+	 * Nothing acknowledged was lost, so the channel goes on. */
 	CU_ASSERT_TRUE(sim_run(&s, b_got_all, 10000000));
 	CU_ASSERT_EQUAL(s.ep[1].delivered, 1);
 	CU_ASSERT_EQUAL(s.ep[1].errors, 0);
+	for (int d = 0; d < 2; d++)
+		for (int ev = 0; ev < LM_REL_PEER_EVENT_COUNT; ev++)
+			CU_ASSERT_EQUAL(s.ep[d].events[ev], 0);
 	free(m);
 	sim_close(&s);
 }
@@ -1366,6 +1436,7 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_auth_rejects_tampering),
 	      LM_TEST(test_auth_wrong_key_and_missing_mac),
 	      LM_TEST(test_reply_cache), LM_TEST(test_reassembly_timeout),
+	      LM_TEST(test_reasm_timeout_is_reported_not_silent),
 	      LM_TEST(test_reassembly_timeout_frees_early),
 	      LM_TEST(test_reassembly_limit),
 	      LM_TEST(test_early_fragments_fill_partial_in_place),
