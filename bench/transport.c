@@ -61,9 +61,19 @@ struct bare_echo {
 	int fd;
 	struct sockaddr_in addr;
 	pthread_t thread;
+	bool stop; /* atomic */
 };
 
-/* Echoes until it receives an empty datagram. */
+/* Bounds every blocking receive, so that a lost datagram cannot hang the
+ * benchmark. */
+static int set_recv_timeout(int fd, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/* Echoes until told to stop (an empty datagram wakes it at once). */
 static void *bare_echo_main(void *arg)
 {
 	struct bare_echo *b = arg;
@@ -76,7 +86,9 @@ static void *bare_echo_main(void *arg)
 		slen = sizeof(src);
 		n = recvfrom(b->fd, buf, sizeof(buf), 0,
 			     (struct sockaddr *)&src, &slen);
-		if (n < 0 && errno == EINTR)
+		if (__atomic_load_n(&b->stop, __ATOMIC_RELAXED))
+			break;
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
 			break;
@@ -90,13 +102,14 @@ static int bare_echo_start(struct bare_echo *b)
 {
 	socklen_t alen = sizeof(b->addr);
 
-	memset(&b->addr, 0, sizeof(b->addr));
+	memset(b, 0, sizeof(*b));
 	b->addr.sin_family = AF_INET;
 	b->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	b->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (b->fd < 0)
 		return -1;
-	if (bind(b->fd, (struct sockaddr *)&b->addr, sizeof(b->addr)) < 0)
+	if (bind(b->fd, (struct sockaddr *)&b->addr, sizeof(b->addr)) < 0 ||
+	    set_recv_timeout(b->fd, 200) < 0)
 		return -1;
 	if (getsockname(b->fd, (struct sockaddr *)&b->addr, &alen) < 0)
 		return -1;
@@ -108,11 +121,13 @@ static void bare_echo_stop(struct bare_echo *b)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
-	if (fd >= 0 && sendto(fd, "", 0, 0, (struct sockaddr *)&b->addr,
-			      sizeof(b->addr)) == 0)
-		pthread_join(b->thread, NULL);
-	if (fd >= 0)
+	__atomic_store_n(&b->stop, true, __ATOMIC_RELAXED);
+	if (fd >= 0) {
+		sendto(fd, "", 0, 0, (struct sockaddr *)&b->addr,
+		       sizeof(b->addr));
 		close(fd);
+	}
+	pthread_join(b->thread, NULL);
 	close(b->fd);
 }
 
@@ -222,6 +237,7 @@ static int round_trip(struct clients *c, enum mode m, size_t size)
 	int rc;
 
 	if (m == MODE_BARE) {
+		/* A receive timeout (1 s) ends the run with an error. */
 		if (send(c->bare_fd, c->buf, size, 0) != (ssize_t)size)
 			return -1;
 		do {
@@ -386,7 +402,7 @@ int main(int argc, char **argv)
 	static struct result res[NPAYLOADS][MODE_COUNT];
 	struct lm_rel_config cfg;
 	struct echo_servers srv = { 0 };
-	struct bare_echo bare;
+	struct bare_echo bare = { .fd = -1 };
 	struct clients c = { .bare_fd = -1 };
 	const char *csv = NULL;
 	int iters = 2000, rounds = 5, opt, rc, status = 1;
@@ -440,8 +456,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	c.bare_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (c.bare_fd < 0 || connect(c.bare_fd, (struct sockaddr *)&bare.addr,
-				     sizeof(bare.addr)) < 0) {
+	if (c.bare_fd < 0 || set_recv_timeout(c.bare_fd, 1000) < 0 ||
+	    connect(c.bare_fd, (struct sockaddr *)&bare.addr,
+		    sizeof(bare.addr)) < 0) {
 		fprintf(stderr, "transport: bare client: %s\n",
 			strerror(errno));
 		goto out;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -63,9 +64,10 @@ struct server {
 	lm_evnode *node;
 	struct event *stop_ev;
 	struct event *push_ev; /* sends one message to the client, later */
-	struct event *late_ev; /* answers the held request, late */
-	uint16_t late_peer;
-	uint32_t late_req;
+	struct event *late_ev; /* answers the held requests, late */
+	uint16_t late_peer[8];
+	uint32_t late_req[8];
+	int nlate;
 	int stop_pipe[2];
 	pthread_t thread;
 	bool echo;           /* answer requests with their own bytes */
@@ -84,9 +86,12 @@ static void server_deliver(void *ctx, const struct lm_rel_msg *msg)
 	if (!s->echo)
 		return;
 	if (msg->len == 4 && memcmp(msg->data, "slow", 4) == 0) {
-		s->late_peer = msg->peer;
-		s->late_req = msg->req_id;
-		evtimer_add(s->late_ev, &late);
+		if (s->nlate == 8)
+			return;
+		s->late_peer[s->nlate] = msg->peer;
+		s->late_req[s->nlate++] = msg->req_id;
+		if (!evtimer_pending(s->late_ev, NULL))
+			evtimer_add(s->late_ev, &late);
 		return;
 	}
 	lm_evnode_reply(s->node, msg->peer, msg->req_id, msg->data, msg->len);
@@ -100,7 +105,10 @@ static void server_late(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	lm_evnode_reply(s->node, s->late_peer, s->late_req, "late", 4);
+	for (int i = 0; i < s->nlate; i++)
+		lm_evnode_reply(s->node, s->late_peer[i], s->late_req[i],
+				"late", 4);
+	s->nlate = 0;
 }
 
 /* Runs outside any input, so the client's address must have been
@@ -487,6 +495,111 @@ static void test_late_reply_after_timeout_is_discarded(void)
 	server_free(&srv);
 }
 
+struct bg_call {
+	lm_rpc *rpc;
+	const char *req; /* NULL: lm_rpc_recv instead of a call */
+	int timeout_ms;
+	int rc;
+};
+
+static void *bg_call_main(void *p)
+{
+	struct bg_call *b = p;
+	void *rep = NULL;
+	size_t len;
+
+	if (b->req)
+		b->rc = lm_rpc_call(b->rpc, b->req, strlen(b->req), &rep, &len,
+				    b->timeout_ms);
+	else
+		b->rc = lm_rpc_recv(b->rpc, &rep, &len, b->timeout_ms);
+	free(rep);
+	return NULL;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* A driver that gives up (its own timeout) hands the socket to a thread
+ * still waiting, which then gets its reply long before its deadline. */
+static void test_driver_role_passes_to_remaining_waiter(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	struct bg_call a;
+	pthread_t th;
+	void *rep = NULL;
+	size_t rlen = 0;
+	uint64_t t0;
+	lm_rpc *rpc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	/* A drives and leaves at 30 ms; both answers come at 100 ms. */
+	a = (struct bg_call){ .rpc = rpc, .req = "slow", .timeout_ms = 30 };
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, bg_call_main, &a) == 0);
+	sleep_ms(10);
+	t0 = lm_now_us();
+	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "slow", 4, &rep, &rlen, 1000), 0);
+	CU_ASSERT(lm_now_us() - t0 < 700000u);
+	CU_ASSERT_EQUAL(rlen, 4);
+	if (rep)
+		CU_ASSERT_EQUAL(memcmp(rep, "late", 4), 0);
+	free(rep);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(a.rc, LM_ETIMEDOUT);
+	server_stop(&srv);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
+/* Another thread drives, asleep until its own distant deadline, when a
+ * call queues a datagram that must go out soon (here: held back 2 ms by
+ * the reorder injector, which holds every datagram).  The driver has to
+ * wake up for it. */
+static void test_driver_wakes_for_new_send(void)
+{
+	struct lm_fault_cfg f = { .reorder = 1.0, .seed = 5 };
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	struct bg_call a;
+	pthread_t th;
+	void *rep = NULL;
+	size_t rlen = 0;
+	uint64_t t0;
+	lm_rpc *rpc;
+	int rc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.rto_initial_us = 300000;
+	ccfg.transport.rto_min_us = 300000;
+	ccfg.transport.rto_max_us = 1000000;
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, &f);
+	CU_ASSERT_FATAL(rpc != NULL);
+	a = (struct bg_call){ .rpc = rpc, .req = NULL, .timeout_ms = 600 };
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, bg_call_main, &a) == 0);
+	sleep_ms(10);
+	t0 = lm_now_us();
+	rc = lm_rpc_call(rpc, "quick", 5, &rep, &rlen, 250);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(lm_now_us() - t0 < 200000u);
+	free(rep);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(a.rc, LM_ETIMEDOUT);
+	server_stop(&srv);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
 /* A forged datagram (right header, wrong MAC) claiming to come from the
  * client: dropped and counted, not answered, and it must not redirect
  * the client's traffic to the forger. */
@@ -627,6 +740,8 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_call_to_missing_server_is_unreachable),
 	      LM_TEST(test_call_timeout_without_reply),
 	      LM_TEST(test_late_reply_after_timeout_is_discarded),
+	      LM_TEST(test_driver_role_passes_to_remaining_waiter),
+	      LM_TEST(test_driver_wakes_for_new_send),
 	      LM_TEST(test_bad_mac_dropped_server_keeps_serving),
 	      LM_TEST(test_evnode_learns_client_address),
 	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer))
