@@ -1,6 +1,51 @@
-/* Encoding and decoding of Lemuria messages (see proto.h). */
+/* Message layer: encoding and decoding of Lemuria messages (proto.h),
+ * between the transport below (whole messages as bytes) and the protocol
+ * state machines above (struct lm_msg).  Knows nothing of sockets.
+ *
+ * DSM bodies.  After the 4-byte prefix every DSM message carries u64 run,
+ * then the fields its type uses, always in this order (little-endian):
+ *
+ *   i32 status | u32 id | u32 rank | u32 page | u32 version | u32 pid |
+ *   u64 layout_hash | u64 size | u64 align | u64 offset |
+ *   data:    u32 length, length bytes
+ *   diffs:   u32 count, u32 length, length bytes of {u32 page, u32 len,
+ *            len bytes of diff (common/diff.h)} repeated count times
+ *   notices: u32 count, count * {u32 page, u32 version}
+ *
+ *   type       fields after run
+ *   JOIN       rank, pid, layout_hash
+ *   FETCH      page
+ *   PAGE       page, version, data (the page)
+ *   FLUSH      diffs
+ *   BARRIER    id
+ *   RELEASE    id, notices
+ *   LOCK       id, rank
+ *   GRANT      id, notices
+ *   UNLOCK     id, rank
+ *   ALLOC      id (kind of id reservation, 0 for memory), size, align
+ *   ALLOC_OK   status, offset
+ *   FREE       offset
+ *   CREATE     rank (target), offset (function), data (data-segment image)
+ *   WAIT_WORK  (nothing)
+ *   END        status, rank, notices (empty unless R forwards it)
+ *   WAIT_END   id (the count)
+ *   LEAVE      (nothing)
+ *   ABORT      rank, data (reason, at most LM_MSG_REASON_MAX bytes)
+ *   JOIN_OK, FLUSH_OK, UNLOCK_OK, FREE_OK, CREATE_OK, END_OK, LEAVE_OK:
+ *              status
+ *
+ * The encoding is canonical (no padding, no optional parts), so a buffer
+ * that decodes re-encodes to the same bytes.  Fields a type does not use
+ * are neither encoded nor read, and decode as 0/NULL.  An empty data or
+ * notice list decodes as NULL with length 0.  The decoder checks every
+ * length against what is left before it reads and rejects trailing bytes;
+ * it checks the diff list's entry headers (they must add up exactly to its
+ * length and count) but not the diffs themselves, which the receiver
+ * checks with lm_diff_validate against its page size. */
 #include "proto.h"
 
+#include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "lm_error.h"
@@ -83,4 +128,419 @@ const char *lm_role_name(enum lm_role role)
 	default:
 		return "unknown";
 	}
+}
+
+/* ---- DSM messages ----------------------------------------------------- */
+
+enum {
+	F_STATUS = 1u << 0,
+	F_ID = 1u << 1,
+	F_RANK = 1u << 2,
+	F_PAGE = 1u << 3,
+	F_VERSION = 1u << 4,
+	F_PID = 1u << 5,
+	F_HASH = 1u << 6,
+	F_SIZE = 1u << 7,
+	F_ALIGN = 1u << 8,
+	F_OFFSET = 1u << 9,
+	F_DATA = 1u << 10,
+	F_DIFFS = 1u << 11,
+	F_NOTICES = 1u << 12,
+};
+
+#define LM_MSG_RUN 8        /* u64 run id */
+#define LM_DIFF_ENTRY_HDR 8 /* u32 page + u32 len */
+#define LM_NOTICE_SIZE 8    /* u32 page + u32 version */
+
+struct msg_kind {
+	const char *name;
+	unsigned fields; /* F_*; 0 for PING/PONG, which are not DSM */
+	bool dsm;
+};
+
+static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
+	[LM_MSG_PING] = { "PING", 0, false },
+	[LM_MSG_PONG] = { "PONG", 0, false },
+	[LM_MSG_JOIN] = { "JOIN", F_RANK | F_PID | F_HASH, true },
+	[LM_MSG_JOIN_OK] = { "JOIN_OK", F_STATUS, true },
+	[LM_MSG_FETCH] = { "FETCH", F_PAGE, true },
+	[LM_MSG_PAGE] = { "PAGE", F_PAGE | F_VERSION | F_DATA, true },
+	[LM_MSG_FLUSH] = { "FLUSH", F_DIFFS, true },
+	[LM_MSG_FLUSH_OK] = { "FLUSH_OK", F_STATUS, true },
+	[LM_MSG_BARRIER] = { "BARRIER", F_ID, true },
+	[LM_MSG_RELEASE] = { "RELEASE", F_ID | F_NOTICES, true },
+	[LM_MSG_LOCK] = { "LOCK", F_ID | F_RANK, true },
+	[LM_MSG_GRANT] = { "GRANT", F_ID | F_NOTICES, true },
+	[LM_MSG_UNLOCK] = { "UNLOCK", F_ID | F_RANK, true },
+	[LM_MSG_UNLOCK_OK] = { "UNLOCK_OK", F_STATUS, true },
+	[LM_MSG_ALLOC] = { "ALLOC", F_ID | F_SIZE | F_ALIGN, true },
+	[LM_MSG_ALLOC_OK] = { "ALLOC_OK", F_STATUS | F_OFFSET, true },
+	[LM_MSG_FREE] = { "FREE", F_OFFSET, true },
+	[LM_MSG_FREE_OK] = { "FREE_OK", F_STATUS, true },
+	[LM_MSG_CREATE] = { "CREATE", F_RANK | F_OFFSET | F_DATA, true },
+	[LM_MSG_CREATE_OK] = { "CREATE_OK", F_STATUS, true },
+	[LM_MSG_WAIT_WORK] = { "WAIT_WORK", 0, true },
+	[LM_MSG_END] = { "END", F_STATUS | F_RANK | F_NOTICES, true },
+	[LM_MSG_END_OK] = { "END_OK", F_STATUS, true },
+	[LM_MSG_WAIT_END] = { "WAIT_END", F_ID, true },
+	[LM_MSG_LEAVE] = { "LEAVE", 0, true },
+	[LM_MSG_LEAVE_OK] = { "LEAVE_OK", F_STATUS, true },
+	[LM_MSG_ABORT] = { "ABORT", F_RANK | F_DATA, true },
+};
+
+/* Fields of a DSM type, or NULL when type is not one. */
+static const struct msg_kind *dsm_kind(unsigned type)
+{
+	if (type >= LM_MSG_TYPE_COUNT || !msg_kinds[type].dsm)
+		return NULL;
+	return &msg_kinds[type];
+}
+
+const char *lm_msg_name(int type)
+{
+	if (type <= 0 || type >= LM_MSG_TYPE_COUNT || !msg_kinds[type].name)
+		return "?";
+	return msg_kinds[type].name;
+}
+
+size_t lm_msg_encoded_len(const struct lm_msg *m)
+{
+	const struct msg_kind *k = dsm_kind(m->type);
+	size_t n = LM_MSG_PREFIX + LM_MSG_RUN;
+	unsigned f;
+
+	if (!k)
+		return 0;
+	f = k->fields;
+	n += 4 * !!(f & F_STATUS) + 4 * !!(f & F_ID) + 4 * !!(f & F_RANK) +
+	     4 * !!(f & F_PAGE) + 4 * !!(f & F_VERSION) + 4 * !!(f & F_PID);
+	n += 8 * !!(f & F_HASH) + 8 * !!(f & F_SIZE) + 8 * !!(f & F_ALIGN) +
+	     8 * !!(f & F_OFFSET);
+	if (f & F_DATA)
+		n += 4 + m->data_len;
+	if (f & F_DIFFS)
+		n += 8 + m->diffs.len;
+	if (f & F_NOTICES)
+		n += 4 + (size_t)m->nnotices * LM_NOTICE_SIZE;
+	return n;
+}
+
+/* Checks that a diff list holds exactly d->count well-formed entry headers
+ * spanning exactly d->len bytes. */
+static bool diffs_consistent(const struct lm_msg_diffs *d)
+{
+	size_t pos = 0, len;
+	const uint8_t *diff;
+	uint32_t page, n = 0;
+	int rc;
+
+	while ((rc = lm_msg_diffs_next(d, &pos, &page, &diff, &len)) == 1) {
+		if (n == d->count)
+			return false;
+		n++;
+	}
+	return rc == 0 && n == d->count;
+}
+
+/* Rejects what the wire cannot express or the decoder would refuse. */
+static int check_encodable(const struct lm_msg *m, unsigned f)
+{
+	if ((f & F_DATA) &&
+	    ((!m->data && m->data_len) || m->data_len > UINT32_MAX))
+		return LM_EINVAL;
+	if (m->type == LM_MSG_ABORT && m->data_len > LM_MSG_REASON_MAX)
+		return LM_EINVAL;
+	if ((f & F_NOTICES) && !m->notices && m->nnotices)
+		return LM_EINVAL;
+	if ((f & F_DIFFS) &&
+	    ((!m->diffs.data && m->diffs.len) || m->diffs.len > UINT32_MAX ||
+	     !diffs_consistent(&m->diffs)))
+		return LM_EINVAL;
+	return 0;
+}
+
+/* Appends bytes at *p; the caller has checked the capacity. */
+static void put_bytes(uint8_t **p, const void *src, size_t n)
+{
+	if (n)
+		memcpy(*p, src, n);
+	*p += n;
+}
+
+static void put32(uint8_t **p, uint32_t v)
+{
+	lm_put32(*p, v);
+	*p += 4;
+}
+
+static void put64(uint8_t **p, uint64_t v)
+{
+	lm_put64(*p, v);
+	*p += 8;
+}
+
+int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap)
+{
+	const struct msg_kind *k = dsm_kind(m->type);
+	uint8_t *p = out;
+	size_t need;
+	unsigned f;
+	int rc;
+
+	if (!k)
+		return LM_EINVAL;
+	f = k->fields;
+	rc = check_encodable(m, f);
+	if (rc < 0)
+		return rc;
+	need = lm_msg_encoded_len(m);
+	if (need > INT_MAX)
+		return LM_EINVAL;
+	if (need > cap)
+		return LM_ENOBUFS;
+
+	lm_msg_prefix(p, m->type);
+	p += LM_MSG_PREFIX;
+	put64(&p, m->run);
+	if (f & F_STATUS)
+		put32(&p, (uint32_t)m->status);
+	if (f & F_ID)
+		put32(&p, m->id);
+	if (f & F_RANK)
+		put32(&p, m->rank);
+	if (f & F_PAGE)
+		put32(&p, m->page);
+	if (f & F_VERSION)
+		put32(&p, m->version);
+	if (f & F_PID)
+		put32(&p, m->pid);
+	if (f & F_HASH)
+		put64(&p, m->layout_hash);
+	if (f & F_SIZE)
+		put64(&p, m->size);
+	if (f & F_ALIGN)
+		put64(&p, m->align);
+	if (f & F_OFFSET)
+		put64(&p, m->offset);
+	if (f & F_DATA) {
+		put32(&p, (uint32_t)m->data_len);
+		put_bytes(&p, m->data, m->data_len);
+	}
+	if (f & F_DIFFS) {
+		put32(&p, m->diffs.count);
+		put32(&p, (uint32_t)m->diffs.len);
+		put_bytes(&p, m->diffs.data, m->diffs.len);
+	}
+	if (f & F_NOTICES) {
+		put32(&p, m->nnotices);
+		for (uint32_t i = 0; i < m->nnotices; i++) {
+			put32(&p, m->notices[i].page);
+			put32(&p, m->notices[i].version);
+		}
+	}
+	return (int)(p - out);
+}
+
+/* A read cursor over a received body: every take checks what is left. */
+struct cursor {
+	const uint8_t *p;
+	size_t left;
+};
+
+static const uint8_t *take(struct cursor *c, size_t n)
+{
+	const uint8_t *at = c->p;
+
+	if (n > c->left)
+		return NULL;
+	c->p += n;
+	c->left -= n;
+	return at;
+}
+
+static int get32(struct cursor *c, uint32_t *v)
+{
+	const uint8_t *at = take(c, 4);
+
+	if (!at)
+		return LM_EBADMSG;
+	*v = lm_get32(at);
+	return 0;
+}
+
+static int get64(struct cursor *c, uint64_t *v)
+{
+	const uint8_t *at = take(c, 8);
+
+	if (!at)
+		return LM_EBADMSG;
+	*v = lm_get64(at);
+	return 0;
+}
+
+/* Reads u32 length + bytes; the bytes stay in the received buffer. */
+static int get_data(struct cursor *c, const uint8_t **data, size_t *len)
+{
+	uint32_t n;
+
+	if (get32(c, &n) < 0 || !(*data = take(c, n)))
+		return LM_EBADMSG;
+	*len = n;
+	if (n == 0)
+		*data = NULL;
+	return 0;
+}
+
+static int get_diffs(struct cursor *c, struct lm_msg_diffs *d)
+{
+	uint32_t count, len;
+
+	if (get32(c, &count) < 0 || get32(c, &len) < 0 ||
+	    !(d->data = take(c, len)))
+		return LM_EBADMSG;
+	d->len = len;
+	d->count = count;
+	if (len == 0)
+		d->data = NULL;
+	return diffs_consistent(d) ? 0 : LM_EBADMSG;
+}
+
+/* Notices are copied out since their wire form is not aligned.  Returns
+ * LM_ENOBUFS only for a well-formed list longer than cap, so that the
+ * caller can still tell a malformed message from a small buffer. */
+static int get_notices(struct cursor *c, struct lm_msg *m,
+		       struct lm_notice *buf, size_t cap)
+{
+	const uint8_t *at;
+	uint32_t n;
+
+	if (get32(c, &n) < 0 || (size_t)n > c->left / LM_NOTICE_SIZE)
+		return LM_EBADMSG;
+	at = take(c, (size_t)n * LM_NOTICE_SIZE);
+	if (n == 0)
+		return 0;
+	if (n > cap || !buf)
+		return LM_ENOBUFS;
+	for (uint32_t i = 0; i < n; i++, at += LM_NOTICE_SIZE) {
+		buf[i].page = lm_get32(at);
+		buf[i].version = lm_get32(at + 4);
+	}
+	m->notices = buf;
+	m->nnotices = n;
+	return 0;
+}
+
+/* Reads the fields f of a DSM body after the run id, in wire order.
+ * A notice list longer than cap sets *nobufs and is skipped, so that the
+ * caller still checks the rest of the message. */
+static int decode_fields(struct cursor *c, struct lm_msg *m, unsigned f,
+			 struct lm_notice *notice_buf, size_t notice_cap,
+			 bool *nobufs)
+{
+	uint32_t status = 0;
+	int rc;
+
+	if ((f & F_STATUS) && get32(c, &status) < 0)
+		return LM_EBADMSG;
+	m->status = (int32_t)status;
+	if (((f & F_ID) && get32(c, &m->id) < 0) ||
+	    ((f & F_RANK) && get32(c, &m->rank) < 0) ||
+	    ((f & F_PAGE) && get32(c, &m->page) < 0) ||
+	    ((f & F_VERSION) && get32(c, &m->version) < 0) ||
+	    ((f & F_PID) && get32(c, &m->pid) < 0) ||
+	    ((f & F_HASH) && get64(c, &m->layout_hash) < 0) ||
+	    ((f & F_SIZE) && get64(c, &m->size) < 0) ||
+	    ((f & F_ALIGN) && get64(c, &m->align) < 0) ||
+	    ((f & F_OFFSET) && get64(c, &m->offset) < 0))
+		return LM_EBADMSG;
+	if ((f & F_DATA) && get_data(c, &m->data, &m->data_len) < 0)
+		return LM_EBADMSG;
+	if (m->type == LM_MSG_ABORT && m->data_len > LM_MSG_REASON_MAX)
+		return LM_EBADMSG;
+	if ((f & F_DIFFS) && get_diffs(c, &m->diffs) < 0)
+		return LM_EBADMSG;
+	if (f & F_NOTICES) {
+		rc = get_notices(c, m, notice_buf, notice_cap);
+		if (rc == LM_ENOBUFS)
+			*nobufs = true;
+		else if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* On any error *m is left zeroed, so nothing half-decoded is acted on. */
+int lm_msg_decode(const uint8_t *buf, size_t len, struct lm_msg *m,
+		  struct lm_notice *notice_buf, size_t notice_cap)
+{
+	const struct msg_kind *k;
+	struct cursor c;
+	bool nobufs = false;
+	int type, rc;
+
+	memset(m, 0, sizeof(*m));
+	type = lm_msg_type(buf, len);
+	if (type < 0)
+		return type;
+	k = dsm_kind((unsigned)type);
+	if (!k)
+		return LM_ETYPE;
+	m->type = (uint16_t)type;
+	c.p = buf + LM_MSG_PREFIX;
+	c.left = len - LM_MSG_PREFIX;
+
+	rc = get64(&c, &m->run);
+	if (!rc)
+		rc = decode_fields(&c, m, k->fields, notice_buf, notice_cap,
+				   &nobufs);
+	if (!rc && c.left != 0)
+		rc = LM_EBADMSG; /* trailing bytes */
+	if (!rc && nobufs)
+		rc = LM_ENOBUFS;
+	if (rc < 0)
+		memset(m, 0, sizeof(*m));
+	return rc;
+}
+
+int lm_msg_diffs_next(const struct lm_msg_diffs *d, size_t *pos,
+		      uint32_t *page, const uint8_t **diff, size_t *len)
+{
+	size_t left;
+	uint32_t n;
+
+	if (*pos == d->len)
+		return 0;
+	if (*pos > d->len || !d->data)
+		return LM_EBADMSG;
+	left = d->len - *pos;
+	if (left < LM_DIFF_ENTRY_HDR)
+		return LM_EBADMSG;
+	n = lm_get32(d->data + *pos + 4);
+	if (n > left - LM_DIFF_ENTRY_HDR)
+		return LM_EBADMSG;
+	*page = lm_get32(d->data + *pos);
+	*diff = n ? d->data + *pos + LM_DIFF_ENTRY_HDR : NULL;
+	*len = n;
+	*pos += LM_DIFF_ENTRY_HDR + n;
+	return 1;
+}
+
+int lm_msg_diffs_append(uint8_t *buf, size_t cap, size_t *len,
+			uint32_t page, const uint8_t *diff, size_t diff_len)
+{
+	size_t room;
+
+	/* A list must stay expressible in FLUSH's u32 length. */
+	if (*len > cap || diff_len > UINT32_MAX - LM_DIFF_ENTRY_HDR)
+		return LM_ENOBUFS;
+	room = cap - *len;
+	if (room < LM_DIFF_ENTRY_HDR || diff_len > room - LM_DIFF_ENTRY_HDR ||
+	    *len + LM_DIFF_ENTRY_HDR + diff_len > UINT32_MAX)
+		return LM_ENOBUFS;
+	lm_put32(buf + *len, page);
+	lm_put32(buf + *len + 4, (uint32_t)diff_len);
+	if (diff_len)
+		memcpy(buf + *len + LM_DIFF_ENTRY_HDR, diff, diff_len);
+	*len += LM_DIFF_ENTRY_HDR + diff_len;
+	return 0;
 }

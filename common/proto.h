@@ -18,8 +18,38 @@
 #define LM_NODE_CONTROL 0xffffu
 
 enum lm_msg_type {
-	LM_MSG_PING = 1, /* request: are you up?  body: none */
-	LM_MSG_PONG = 2, /* reply to PING: struct lm_msg_pong */
+	LM_MSG_PING = 1,        /* tool -> daemon request: are you up? */
+	LM_MSG_PONG = 2,        /* reply to PING: struct lm_msg_pong */
+	/* DSM messages (docs/dsm.md): every body starts with the u64 run id. */
+	LM_MSG_JOIN = 3,        /* C->L req: rank, pid, layout hash */
+	LM_MSG_JOIN_OK = 4,     /* L->C reply, R->L reply: status */
+	LM_MSG_FETCH = 5,       /* C->L, L->R req: page */
+	LM_MSG_PAGE = 6,        /* reply to FETCH: page, version, data */
+	LM_MSG_FLUSH = 7,       /* C->L req, L->R one-way: diffs */
+	LM_MSG_FLUSH_OK = 8,    /* L->C reply: status */
+	LM_MSG_BARRIER = 9,     /* C->L req, L->R one-way (ARRIVE): id */
+	LM_MSG_RELEASE = 10,    /* R->L one-way, L->C reply: id, notices */
+	LM_MSG_LOCK = 11,       /* C->L req, L->R req: id, rank */
+	LM_MSG_GRANT = 12,      /* reply to LOCK: id, notices */
+	LM_MSG_UNLOCK = 13,     /* C->L req, L->R one-way: id, rank */
+	LM_MSG_UNLOCK_OK = 14,  /* L->C reply: status */
+	LM_MSG_ALLOC = 15,      /* C->L req, L->R req: size, align, kind */
+	LM_MSG_ALLOC_OK = 16,   /* reply to ALLOC: status, offset */
+	LM_MSG_FREE = 17,       /* C->L req, L->R req: offset */
+	LM_MSG_FREE_OK = 18,    /* reply to FREE: status */
+	LM_MSG_CREATE = 19,     /* C->L req, L->R, R->L one-way: target rank,
+				   function offset, data-segment image */
+	LM_MSG_CREATE_OK = 20,  /* L->C reply to CREATE: status */
+	LM_MSG_WAIT_WORK = 21,  /* C->L req: a worker waits for its CREATE;
+				   answered by a CREATE */
+	LM_MSG_END = 22,        /* C->L req, L->R, R->L one-way: rank, status */
+	LM_MSG_END_OK = 23,     /* L->C reply to END */
+	LM_MSG_WAIT_END = 24,   /* C->L req: count; answered by RELEASE
+				   (id 0) when `count` ENDs arrived */
+	LM_MSG_LEAVE = 25,      /* C->L req: the client finishes */
+	LM_MSG_LEAVE_OK = 26,
+	LM_MSG_ABORT = 27,      /* any direction, one-way: the run failed;
+				   rank and reason */
 	LM_MSG_TYPE_COUNT
 };
 
@@ -48,5 +78,99 @@ int lm_msg_encode_pong(const struct lm_msg_pong *p, uint8_t *out, size_t cap);
 int lm_msg_decode_pong(const uint8_t *buf, size_t len, struct lm_msg_pong *p);
 
 const char *lm_role_name(enum lm_role role);
+
+/* ---- DSM messages (docs/dsm.md) ---------------------------------------
+ *
+ * One decoded form for all of them: struct lm_msg.  Variable-length parts
+ * (page data, diffs, notices, images) are borrowed pointers: into the
+ * received buffer after lm_msg_decode (valid while it is), into the
+ * caller's memory for lm_msg_encode. */
+
+/* A write notice: the home holds `page` at `version` (I3). */
+struct lm_notice {
+	uint32_t page;
+	uint32_t version;
+};
+
+/* Diffs are carried as a packed list: repeated {u32 page, u32 len, len
+ * bytes of common/diff.h run format}.  lm_msg_diffs_next walks it. */
+struct lm_msg_diffs {
+	const uint8_t *data;
+	size_t len;
+	uint32_t count;
+};
+
+struct lm_msg {
+	uint16_t type;         /* enum lm_msg_type */
+	uint64_t run;          /* run id, on every DSM message */
+	int32_t status;        /* *_OK, JOIN_OK, ALLOC_OK, END: 0 or LM_E* */
+	uint32_t rank;         /* JOIN, LOCK, UNLOCK, CREATE (target), END,
+				  ABORT */
+	uint32_t id;           /* BARRIER, RELEASE, LOCK, GRANT, UNLOCK: the
+				  barrier or lock id; WAIT_END: count */
+	uint32_t page;         /* FETCH, PAGE */
+	uint32_t version;      /* PAGE */
+	uint32_t pid;          /* JOIN */
+	uint64_t layout_hash;  /* JOIN */
+	uint64_t size;         /* ALLOC: bytes */
+	uint64_t align;        /* ALLOC: power of two; 0 = default */
+	uint64_t offset;       /* ALLOC_OK, FREE: from the region's base;
+				  CREATE: function offset from the
+				  executable's load base */
+	const uint8_t *data;   /* PAGE: page_size bytes; CREATE: image;
+				  ABORT: reason text (not NUL-terminated) */
+	size_t data_len;
+	struct lm_msg_diffs diffs;          /* FLUSH */
+	const struct lm_notice *notices;    /* RELEASE, GRANT (see below) */
+	uint32_t nnotices;
+};
+
+/* ALLOC with align 0 reserves ids of kind `id` instead of memory. */
+#define LM_ALLOC_KIND_LOCK 1u
+#define LM_ALLOC_KIND_BARRIER 2u
+
+/* Longest ABORT reason text, in bytes. */
+#define LM_MSG_REASON_MAX 256
+
+/* Bytes lm_msg_encode needs for m (exact); 0 when m->type is not a DSM
+ * message. */
+size_t lm_msg_encoded_len(const struct lm_msg *m);
+/* Encodes m into out.  Returns the length or LM_ENOBUFS / LM_EINVAL
+ * (type not a DSM message, or fields inconsistent). */
+int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap);
+/* Decodes buf.  Returns 0, LM_EBADMSG (truncated, trailing bytes, a
+ * length that does not fit) or LM_ETYPE.  Notices are decoded into
+ * `notice_buf` (capacity `notice_cap` entries; LM_ENOBUFS if more) since
+ * their wire form is not aligned. */
+int lm_msg_decode(const uint8_t *buf, size_t len, struct lm_msg *m,
+		  struct lm_notice *notice_buf, size_t notice_cap);
+
+/* Iterates a diff list: *pos starts at 0.  Returns 1 with page, diff and
+ * len filled, 0 at the end, LM_EBADMSG when the list is malformed. */
+int lm_msg_diffs_next(const struct lm_msg_diffs *d, size_t *pos,
+		      uint32_t *page, const uint8_t **diff, size_t *len);
+/* Appends one entry to a diff list being built in buf (capacity cap,
+ * current length *len).  Returns 0 or LM_ENOBUFS. */
+int lm_msg_diffs_append(uint8_t *buf, size_t cap, size_t *len,
+			uint32_t page, const uint8_t *diff, size_t diff_len);
+
+/* How a protocol state machine (lemuriad/cluster.c, reflector/home.c)
+ * emits messages.  The daemon glue encodes each message during the call,
+ * so borrowed pointers in m need only live until the callback returns. */
+struct lm_msg_out {
+	/* One-way message to `node`. */
+	void (*send)(void *ctx, uint16_t node, const struct lm_msg *m);
+	/* Request to `node`; its reply comes back through the state
+	 * machine's handle function as kind LM_REL_REPLY with this req_id.
+	 * req_id must grow with every request (one counter per machine). */
+	void (*request)(void *ctx, uint16_t node, uint32_t req_id,
+			const struct lm_msg *m);
+	/* Reply to a request received earlier (possibly much later). */
+	void (*reply)(void *ctx, uint16_t node, uint32_t req_id,
+		      const struct lm_msg *m);
+};
+
+/* Name of a message type for logs ("FETCH"), "?" when unknown. */
+const char *lm_msg_name(int type);
 
 #endif
