@@ -1,0 +1,69 @@
+/* The reflector's protocol state machine (docs/dsm.md, role R): master
+ * copies of pages with their versions, the epoch's write notices, barrier
+ * and lock managers, the allocator, CREATE/END routing and run ids.
+ *
+ * Decoded messages go in through lm_home_handle; messages come out through
+ * the struct lm_msg_out callbacks during that call.  No sockets, no clock,
+ * no threads. */
+#ifndef LM_REFLECTOR_HOME_H
+#define LM_REFLECTOR_HOME_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "proto.h"
+#include "reliable.h"
+
+typedef struct lm_home lm_home;
+
+/* ALLOC with align == 0 and id != 0 reserves `size` consecutive ids of the
+ * kind given in id (LM_ALLOC_KIND_*, common/proto.h) instead of memory;
+ * ALLOC_OK.offset is the first id.  Each kind has its own counter,
+ * starting at 1 (0 is never handed out).  Kinds 1..LM_HOME_ID_KINDS - 1
+ * are accepted. */
+#define LM_HOME_ID_KINDS 8u
+
+/* Default alignment of shared allocations, bytes; allocations of a page or
+ * more are page aligned. */
+#define LM_HOME_ALIGN 64u
+
+/* Barriers that may be pending (some cluster arrived, not all) at once. */
+#define LM_HOME_BARRIERS_MAX 16u
+
+/* Creates the home of reflector `self_id` of `layout`.  The layout is
+ * borrowed and must outlive the home; *out is copied; ctx is passed to
+ * every callback.  Serves the clusters whose reflector is self_id.  NULL
+ * when self_id is not a reflector of the layout or memory runs out. */
+lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
+			const struct lm_msg_out *out, void *ctx);
+/* Frees everything; accepts NULL. */
+void lm_home_destroy(lm_home *h);
+
+/* Executes one message from node `from`.  m and what it points to are
+ * borrowed for the call.  Bad input is dropped and counted, never fatal. */
+void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
+		    uint32_t req_id, const struct lm_msg *m);
+
+struct lm_home_stats {
+	uint64_t fetches;          /* FETCH requests answered with a page */
+	uint64_t flushes;          /* FLUSH lists applied */
+	uint64_t diffs_applied;    /* page diffs applied */
+	uint64_t diffs_rejected;   /* diffs of FLUSH lists rejected whole */
+	uint64_t barriers;         /* barriers completed */
+	uint64_t lock_grants;
+	uint64_t allocs;           /* successful ALLOCs (memory or ids) */
+	uint64_t dropped_stale_run; /* messages of an older run */
+	uint64_t dropped_bad;      /* bad sender, kind, type or content */
+};
+
+/* Counters since creation (a new run does not clear them). */
+const struct lm_home_stats *lm_home_stats(const lm_home *h);
+
+/* The master copy of `page`: *data points to page_size bytes owned by the
+ * home (valid until the next lm_home_handle), or NULL for a page never
+ * written (all zeros); *version is its version.  Returns 0 or LM_EINVAL
+ * for a page outside the region. */
+int lm_home_page(const lm_home *h, uint32_t page, const uint8_t **data,
+		 uint32_t *version);
+
+#endif

@@ -1,0 +1,860 @@
+/* The reflector's state machine (reflector/home.c) driven by hand with
+ * real layouts: pages and versions, the epoch's notices, barriers, FIFO
+ * locks, the allocator, CREATE/END routing, run ids and bad input.
+ * Every message the home emits is captured (deep-copied) and inspected. */
+#include "unit.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "home.h"
+#include "lm_error.h"
+#include "log.h"
+#include "proto.h"
+#include "wire.h"
+
+#define CAP_MAX 32
+
+enum how { HOW_SEND, HOW_REQUEST, HOW_REPLY };
+
+struct captured {
+	enum how how;
+	uint16_t node;
+	uint32_t req_id;
+	struct lm_msg m;         /* pointers below replace m's borrowed ones */
+	struct lm_notice *notices;
+	uint8_t *data;
+};
+
+static struct capture {
+	size_t n;
+	struct captured v[CAP_MAX];
+} cap;
+
+static void cap_clear(void)
+{
+	for (size_t i = 0; i < cap.n; i++) {
+		free(cap.v[i].notices);
+		free(cap.v[i].data);
+	}
+	memset(&cap, 0, sizeof(cap));
+}
+
+static void cap_add(enum how how, uint16_t node, uint32_t req_id,
+		    const struct lm_msg *m)
+{
+	struct captured *c;
+
+	CU_ASSERT_FATAL(cap.n < CAP_MAX);
+	c = &cap.v[cap.n++];
+	c->how = how;
+	c->node = node;
+	c->req_id = req_id;
+	c->m = *m;
+	if (m->nnotices) {
+		c->notices = malloc(m->nnotices * sizeof(*m->notices));
+		memcpy(c->notices, m->notices,
+		       m->nnotices * sizeof(*m->notices));
+	}
+	if (m->data_len) {
+		c->data = malloc(m->data_len);
+		memcpy(c->data, m->data, m->data_len);
+	}
+	c->m.notices = c->notices;
+	c->m.data = c->data;
+	memset(&c->m.diffs, 0, sizeof(c->m.diffs));
+}
+
+static void cb_send(void *ctx, uint16_t node, const struct lm_msg *m)
+{
+	CU_ASSERT_PTR_EQUAL(ctx, &cap);
+	cap_add(HOW_SEND, node, 0, m);
+}
+
+static void cb_request(void *ctx, uint16_t node, uint32_t req_id,
+		       const struct lm_msg *m)
+{
+	CU_ASSERT_PTR_EQUAL(ctx, &cap);
+	cap_add(HOW_REQUEST, node, req_id, m);
+}
+
+static void cb_reply(void *ctx, uint16_t node, uint32_t req_id,
+		     const struct lm_msg *m)
+{
+	CU_ASSERT_PTR_EQUAL(ctx, &cap);
+	cap_add(HOW_REPLY, node, req_id, m);
+}
+
+static const struct lm_msg_out out_cbs = { cb_send, cb_request, cb_reply };
+
+/* conf/4+4.ini: reflector r0 = node 1, c0 = node 2 (ranks 0..3), c1 =
+ * node 3 (ranks 4..7); 64 MiB of 4 KiB pages. */
+#define R0 1
+#define C0 2
+#define C1 3
+#define RUN 0x1000
+#define PAGE 4096u
+#define NPAGES (64u * 1024 * 1024 / PAGE)
+
+static struct lm_layout *layout;
+
+static lm_home *setup(const char *path)
+{
+	char err[256];
+	lm_home *h;
+
+	cap_clear();
+	layout = NULL;
+	lm_log_set_level(LM_LOG_ERROR); /* expected drops log warnings */
+	CU_ASSERT_FATAL(lm_layout_load(path, &layout, err, sizeof(err)) ==
+			0);
+	h = lm_home_create(layout, R0, &out_cbs, &cap);
+	CU_ASSERT_FATAL(h != NULL);
+	return h;
+}
+
+static void teardown(lm_home *h)
+{
+	lm_home_destroy(h);
+	lm_layout_free(layout);
+	layout = NULL;
+	cap_clear();
+}
+
+static struct lm_msg msg(enum lm_msg_type type)
+{
+	struct lm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = (uint16_t)type;
+	m.run = RUN;
+	return m;
+}
+
+/* Sends FETCH and returns the captured PAGE reply. */
+static const struct captured *fetch(lm_home *h, uint16_t from,
+				    uint32_t req, uint32_t page)
+{
+	struct lm_msg m = msg(LM_MSG_FETCH);
+
+	cap_clear();
+	m.page = page;
+	lm_home_handle(h, from, LM_REL_REQUEST, req, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REPLY);
+	CU_ASSERT(cap.v[0].node == from);
+	CU_ASSERT(cap.v[0].req_id == req);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_PAGE);
+	CU_ASSERT(cap.v[0].m.page == page);
+	return &cap.v[0];
+}
+
+/* A diff list under construction. */
+struct dlist {
+	uint8_t buf[4096];
+	size_t len;
+	uint32_t count;
+};
+
+/* Appends one diff entry of a single run: `n` bytes at `off` of `page`. */
+static void dl_add(struct dlist *d, uint32_t page, uint32_t off,
+		   const void *bytes, uint32_t n)
+{
+	uint8_t diff[512];
+
+	CU_ASSERT_FATAL(n + 8 <= sizeof(diff));
+	lm_put32(diff, off);
+	lm_put32(diff + 4, n);
+	memcpy(diff + 8, bytes, n);
+	CU_ASSERT_FATAL(lm_msg_diffs_append(d->buf, sizeof(d->buf), &d->len,
+					    page, diff, n + 8) == 0);
+	d->count++;
+}
+
+static void flush_list(lm_home *h, uint16_t from, const struct dlist *d)
+{
+	struct lm_msg m = msg(LM_MSG_FLUSH);
+
+	m.diffs.data = d->buf;
+	m.diffs.len = d->len;
+	m.diffs.count = d->count;
+	lm_home_handle(h, from, LM_REL_ONEWAY, 0, &m);
+}
+
+static void flush1(lm_home *h, uint16_t from, uint32_t page, uint32_t off,
+		   const char *text)
+{
+	struct dlist d = { .len = 0 };
+
+	dl_add(&d, page, off, text, (uint32_t)strlen(text));
+	flush_list(h, from, &d);
+}
+
+static void oneway(lm_home *h, uint16_t from, enum lm_msg_type type,
+		   uint32_t id, uint32_t rank)
+{
+	struct lm_msg m = msg(type);
+
+	m.id = id;
+	m.rank = rank;
+	lm_home_handle(h, from, LM_REL_ONEWAY, 0, &m);
+}
+
+static void lock(lm_home *h, uint16_t from, uint32_t req, uint32_t id,
+		 uint32_t rank)
+{
+	struct lm_msg m = msg(LM_MSG_LOCK);
+
+	m.id = id;
+	m.rank = rank;
+	lm_home_handle(h, from, LM_REL_REQUEST, req, &m);
+}
+
+/* Sends ALLOC; returns ALLOC_OK's status, offset in *off. */
+static int alloc(lm_home *h, uint64_t size, uint64_t align, uint32_t kind,
+		 uint64_t *off)
+{
+	struct lm_msg m = msg(LM_MSG_ALLOC);
+
+	cap_clear();
+	m.size = size;
+	m.align = align;
+	m.id = kind;
+	lm_home_handle(h, C0, LM_REL_REQUEST, 77, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REPLY && cap.v[0].node == C0 &&
+		  cap.v[0].req_id == 77);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_ALLOC_OK);
+	CU_ASSERT(cap.v[0].m.run == RUN);
+	*off = cap.v[0].m.offset;
+	return cap.v[0].m.status;
+}
+
+static int free_off(lm_home *h, uint64_t off)
+{
+	struct lm_msg m = msg(LM_MSG_FREE);
+
+	cap_clear();
+	m.offset = off;
+	lm_home_handle(h, C0, LM_REL_REQUEST, 78, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REPLY && cap.v[0].node == C0 &&
+		  cap.v[0].req_id == 78);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_FREE_OK);
+	return cap.v[0].m.status;
+}
+
+static bool has_notice(const struct captured *c, uint32_t page,
+		       uint32_t version)
+{
+	for (uint32_t i = 0; i < c->m.nnotices; i++)
+		if (c->m.notices[i].page == page &&
+		    c->m.notices[i].version == version)
+			return true;
+	return false;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void test_create_rejects_bad_arguments(void)
+{
+	char err[256];
+	struct lm_layout *l = NULL;
+
+	CU_ASSERT_FATAL(lm_layout_load("conf/4+4.ini", &l, err,
+				       sizeof(err)) == 0);
+	CU_ASSERT(lm_home_create(l, C0, &out_cbs, &cap) == NULL);
+	CU_ASSERT(lm_home_create(l, 9, &out_cbs, &cap) == NULL);
+	CU_ASSERT(lm_home_create(NULL, R0, &out_cbs, &cap) == NULL);
+	CU_ASSERT(lm_home_create(l, R0, NULL, &cap) == NULL);
+	lm_home_destroy(NULL);
+	lm_layout_free(l);
+}
+
+static void test_fetch_zero_page(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct captured *c = fetch(h, C0, 5, 17);
+	const uint8_t *data = (const uint8_t *)"x";
+	uint32_t version = 99;
+	size_t nonzero = 0;
+
+	CU_ASSERT(c->m.version == 0);
+	CU_ASSERT(c->m.run == RUN);
+	CU_ASSERT_FATAL(c->m.data_len == PAGE && c->data != NULL);
+	for (size_t i = 0; i < PAGE; i++)
+		nonzero += c->data[i] != 0;
+	CU_ASSERT(nonzero == 0);
+	CU_ASSERT(lm_home_page(h, 17, &data, &version) == 0);
+	CU_ASSERT(data == NULL);
+	CU_ASSERT(version == 0);
+	CU_ASSERT(lm_home_stats(h)->fetches == 1);
+	teardown(h);
+}
+
+static void test_flush_then_fetch(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct captured *c;
+	const uint8_t *data;
+	uint32_t version;
+
+	flush1(h, C0, 3, 100, "hello");
+	CU_ASSERT(cap.n == 0); /* FLUSH is one-way: no answer */
+	c = fetch(h, C1, 6, 3);
+	CU_ASSERT(c->m.version == 1);
+	CU_ASSERT_FATAL(c->m.data_len == PAGE);
+	CU_ASSERT(memcmp(c->data + 100, "hello", 5) == 0);
+	CU_ASSERT(c->data[99] == 0 && c->data[105] == 0);
+	CU_ASSERT(lm_home_page(h, 3, &data, &version) == 0);
+	CU_ASSERT(data != NULL && version == 1);
+	CU_ASSERT(lm_home_stats(h)->flushes == 1);
+	CU_ASSERT(lm_home_stats(h)->diffs_applied == 1);
+
+	/* Two entries for one page in one list: version goes up once. */
+	{
+		struct dlist d = { .len = 0 };
+
+		dl_add(&d, 3, 0, "ab", 2);
+		dl_add(&d, 3, 200, "cd", 2);
+		flush_list(h, C0, &d);
+	}
+	c = fetch(h, C0, 7, 3);
+	CU_ASSERT(c->m.version == 2);
+	CU_ASSERT(memcmp(c->data, "ab", 2) == 0);
+	CU_ASSERT(memcmp(c->data + 200, "cd", 2) == 0);
+	CU_ASSERT(memcmp(c->data + 100, "hello", 5) == 0);
+	teardown(h);
+}
+
+static void test_disjoint_flushes_from_two_clusters(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct captured *c;
+
+	flush1(h, C0, 40, 0, "AAAA");
+	flush1(h, C1, 40, 8, "BBBB");
+	c = fetch(h, C0, 1, 40);
+	CU_ASSERT(c->m.version == 2);
+	CU_ASSERT(memcmp(c->data, "AAAA\0\0\0\0BBBB", 12) == 0);
+	CU_ASSERT(lm_home_stats(h)->diffs_applied == 2);
+	teardown(h);
+}
+
+static void test_barrier_completes_with_all_clusters(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	bool to_c0 = false, to_c1 = false;
+
+	flush1(h, C0, 7, 0, "x");
+	flush1(h, C1, 9, 0, "y");
+	flush1(h, C1, 9, 1, "z");
+	oneway(h, C0, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT(cap.n == 0);
+	oneway(h, C1, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct captured *c = &cap.v[i];
+
+		CU_ASSERT(c->how == HOW_SEND);
+		CU_ASSERT(c->m.type == LM_MSG_RELEASE);
+		CU_ASSERT(c->m.id == 1);
+		CU_ASSERT(c->m.run == RUN);
+		CU_ASSERT(c->m.nnotices == 2);
+		CU_ASSERT(has_notice(c, 7, 1));
+		CU_ASSERT(has_notice(c, 9, 2)); /* one entry, latest */
+		to_c0 |= c->node == C0;
+		to_c1 |= c->node == C1;
+	}
+	CU_ASSERT(to_c0 && to_c1);
+	CU_ASSERT(lm_home_stats(h)->barriers == 1);
+
+	/* The epoch was cleared: the next barrier carries nothing. */
+	cap_clear();
+	oneway(h, C1, LM_MSG_BARRIER, 2, 0);
+	oneway(h, C0, LM_MSG_BARRIER, 2, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].m.id == 2 && cap.v[0].m.nnotices == 0);
+	CU_ASSERT(cap.v[1].m.id == 2 && cap.v[1].m.nnotices == 0);
+	teardown(h);
+}
+
+static void test_barrier_second_arrival_dropped(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+
+	oneway(h, C0, LM_MSG_BARRIER, 3, 0);
+	oneway(h, C0, LM_MSG_BARRIER, 3, 0);
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 1);
+	oneway(h, C1, LM_MSG_BARRIER, 3, 0);
+	CU_ASSERT(cap.n == 2);
+	CU_ASSERT(lm_home_stats(h)->barriers == 1);
+	teardown(h);
+}
+
+static void test_barriers_with_different_ids_pending(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+
+	oneway(h, C0, LM_MSG_BARRIER, 10, 0);
+	oneway(h, C0, LM_MSG_BARRIER, 11, 0);
+	oneway(h, C1, LM_MSG_BARRIER, 11, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].m.id == 11 && cap.v[1].m.id == 11);
+	cap_clear();
+	oneway(h, C1, LM_MSG_BARRIER, 10, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].m.id == 10 && cap.v[1].m.id == 10);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 0);
+	teardown(h);
+}
+
+static void test_lock_fifo_with_notices(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+
+	lock(h, C0, 10, 5, 0);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REPLY && cap.v[0].node == C0 &&
+		  cap.v[0].req_id == 10);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_GRANT && cap.v[0].m.id == 5);
+	CU_ASSERT(cap.v[0].m.nnotices == 0);
+	cap_clear();
+	lock(h, C1, 20, 5, 4);
+	lock(h, C0, 11, 5, 1);
+	CU_ASSERT(cap.n == 0);
+
+	/* The holder writes, then releases: the next waiter (FIFO) gets the
+	 * lock with the page's new version. */
+	flush1(h, C0, 9, 0, "w");
+	oneway(h, C0, LM_MSG_UNLOCK, 5, 0);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REPLY && cap.v[0].node == C1 &&
+		  cap.v[0].req_id == 20);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_GRANT && cap.v[0].m.id == 5);
+	CU_ASSERT(has_notice(&cap.v[0], 9, 1));
+	cap_clear();
+	oneway(h, C1, LM_MSG_UNLOCK, 5, 4);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].node == C0 && cap.v[0].req_id == 11);
+	cap_clear();
+	oneway(h, C0, LM_MSG_UNLOCK, 5, 1);
+	CU_ASSERT(cap.n == 0);
+	/* Free again: granted at once. */
+	lock(h, C1, 21, 5, 5);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].node == C1 && cap.v[0].req_id == 21);
+	CU_ASSERT(lm_home_stats(h)->lock_grants == 4);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 0);
+	teardown(h);
+}
+
+static void test_unlock_by_non_holder_dropped(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+
+	lock(h, C0, 1, 8, 2);
+	lock(h, C1, 2, 8, 6);
+	cap_clear();
+	oneway(h, C1, LM_MSG_UNLOCK, 8, 6);  /* waiting, not holding */
+	oneway(h, C0, LM_MSG_UNLOCK, 8, 3);  /* never asked */
+	oneway(h, C0, LM_MSG_UNLOCK, 99, 2); /* unknown lock */
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 3);
+	/* A rank of another cluster cannot speak for this one. */
+	lock(h, C0, 3, 8, 6);
+	oneway(h, C1, LM_MSG_UNLOCK, 8, 2);
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 5);
+	/* A second LOCK of a rank already queued is dropped too. */
+	lock(h, C1, 4, 8, 6);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 6);
+	/* The real holder still hands over, to the one queued waiter. */
+	oneway(h, C0, LM_MSG_UNLOCK, 8, 2);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].node == C1 && cap.v[0].req_id == 2);
+	cap_clear();
+	oneway(h, C1, LM_MSG_UNLOCK, 8, 6);
+	CU_ASSERT(cap.n == 0);
+	teardown(h);
+}
+
+static void test_alloc_alignment(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	uint64_t off;
+
+	CU_ASSERT(alloc(h, 10, 0, 0, &off) == 0 && off == 0);
+	CU_ASSERT(alloc(h, 10, 0, 0, &off) == 0 && off == 64);
+	CU_ASSERT(alloc(h, PAGE, 0, 0, &off) == 0 && off == PAGE);
+	CU_ASSERT(alloc(h, 100, 1024, 0, &off) == 0 && off == 1024);
+	CU_ASSERT(alloc(h, 1, 0, 0, &off) == 0 && off == 128);
+	CU_ASSERT(alloc(h, 3 * PAGE + 1, 0, 0, &off) == 0 &&
+		  off == 2 * PAGE);
+	CU_ASSERT(alloc(h, 1, 8, 0, &off) == 0 && off == 192);
+	CU_ASSERT(alloc(h, 64, 3, 0, &off) == LM_EINVAL);
+	CU_ASSERT(alloc(h, 0, 0, 0, &off) == LM_EINVAL);
+	CU_ASSERT(lm_home_stats(h)->allocs == 7);
+	teardown(h);
+}
+
+/* 64 MiB region less the runtime's last page (4 KiB pages). */
+#define ARENA ((64ull << 20) - 4096)
+
+static void test_alloc_reuse_after_free(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	uint64_t a, b, c, off;
+
+	CU_ASSERT(alloc(h, 1000, 0, 0, &a) == 0 && a == 0);
+	CU_ASSERT(alloc(h, 1000, 0, 0, &b) == 0 && b == 1024);
+	CU_ASSERT(alloc(h, 1000, 0, 0, &c) == 0 && c == 2048);
+	CU_ASSERT(free_off(h, a) == 0);
+	CU_ASSERT(alloc(h, 500, 0, 0, &off) == 0 && off == 0);
+	CU_ASSERT(free_off(h, off) == 0);
+	/* Freed neighbours coalesce: the whole region is one hole again. */
+	CU_ASSERT(free_off(h, c) == 0);
+	CU_ASSERT(free_off(h, b) == 0);
+	CU_ASSERT(alloc(h, ARENA, 0, 0, &off) == 0 && off == 0);
+	teardown(h);
+}
+
+/* The arena is the region minus its last page, which lm_distribute uses:
+ * no allocation may ever cover that page. */
+static void test_alloc_out_of_memory(void)
+{
+	lm_home *h = setup("conf/2.ini");
+	uint64_t off;
+
+	CU_ASSERT(alloc(h, ARENA, 0, 0, &off) == 0 && off == 0);
+	CU_ASSERT(alloc(h, 1, 0, 0, &off) == LM_ENOMEM);
+	CU_ASSERT(free_off(h, 0) == 0);
+	CU_ASSERT(alloc(h, ARENA + 1, 0, 0, &off) == LM_ENOMEM);
+	CU_ASSERT(alloc(h, 64ull << 20, 0, 0, &off) == LM_ENOMEM);
+	CU_ASSERT(alloc(h, 64, 128ull << 20, 0, &off) == LM_ENOMEM);
+	CU_ASSERT(alloc(h, UINT64_MAX, 0, 0, &off) == LM_ENOMEM);
+	CU_ASSERT(alloc(h, 32ull << 20, 0, 0, &off) == 0 && off == 0);
+	CU_ASSERT(alloc(h, ARENA - (32ull << 20), 0, 0, &off) == 0 &&
+		  off == 32ull << 20);
+	CU_ASSERT(alloc(h, 64, 0, 0, &off) == LM_ENOMEM);
+	teardown(h);
+}
+
+static void test_bad_free(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	uint64_t a, off;
+
+	CU_ASSERT(free_off(h, 12345) == LM_EINVAL);
+	CU_ASSERT(alloc(h, 256, 0, 0, &a) == 0);
+	CU_ASSERT(free_off(h, a + 64) == LM_EINVAL); /* inside, not start */
+	CU_ASSERT(free_off(h, a) == 0);
+	CU_ASSERT(free_off(h, a) == LM_EINVAL);      /* double free */
+	CU_ASSERT(alloc(h, 256, 0, 0, &off) == 0 && off == a);
+	teardown(h);
+}
+
+static void test_alloc_ids(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	uint64_t off;
+
+	CU_ASSERT(alloc(h, 4, 0, LM_ALLOC_KIND_LOCK, &off) == 0 && off == 1);
+	CU_ASSERT(alloc(h, 2, 0, LM_ALLOC_KIND_LOCK, &off) == 0 && off == 5);
+	CU_ASSERT(alloc(h, 1, 0, LM_ALLOC_KIND_BARRIER, &off) == 0 &&
+		  off == 1);
+	CU_ASSERT(alloc(h, 1, 0, LM_HOME_ID_KINDS, &off) == LM_EINVAL);
+	CU_ASSERT(alloc(h, 0, 0, LM_ALLOC_KIND_LOCK, &off) == LM_EINVAL);
+	CU_ASSERT(alloc(h, 1, 64, LM_ALLOC_KIND_LOCK, &off) == LM_EINVAL);
+	CU_ASSERT(alloc(h, 1ull << 32, 0, LM_ALLOC_KIND_BARRIER, &off) ==
+		  LM_ENOMEM);
+	CU_ASSERT(alloc(h, UINT32_MAX - 1, 0, LM_ALLOC_KIND_BARRIER, &off) ==
+		  0 && off == 2);
+	CU_ASSERT(alloc(h, 1, 0, LM_ALLOC_KIND_BARRIER, &off) == LM_ENOMEM);
+	/* Ids take no memory. */
+	CU_ASSERT(alloc(h, 64, 0, 0, &off) == 0 && off == 0);
+	CU_ASSERT(lm_home_stats(h)->allocs == 5);
+	teardown(h);
+}
+
+static void test_create_routed_to_target_cluster(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_msg m = msg(LM_MSG_CREATE);
+	static const uint8_t image[] = "data segment";
+
+	m.rank = 5;
+	m.offset = 0x1234;
+	m.data = image;
+	m.data_len = sizeof(image);
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_SEND && cap.v[0].node == C1);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_CREATE);
+	CU_ASSERT(cap.v[0].m.rank == 5 && cap.v[0].m.offset == 0x1234);
+	CU_ASSERT(cap.v[0].m.data_len == sizeof(image) &&
+		  memcmp(cap.v[0].data, image, sizeof(image)) == 0);
+	cap_clear();
+	m.rank = 2;
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].node == C0 && cap.v[0].m.rank == 2);
+	cap_clear();
+	m.rank = 8; /* no such rank */
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &m);
+	m.rank = 0; /* rank 0 runs main, never created */
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 2);
+	teardown(h);
+}
+
+static void test_end_routed_to_rank0_with_notices(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_msg m = msg(LM_MSG_END);
+
+	flush1(h, C1, 4, 10, "done");
+	m.rank = 6;
+	m.status = 3;
+	lm_home_handle(h, C1, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_SEND && cap.v[0].node == C0);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_END);
+	CU_ASSERT(cap.v[0].m.rank == 6 && cap.v[0].m.status == 3);
+	CU_ASSERT(cap.v[0].m.nnotices == 1 && has_notice(&cap.v[0], 4, 1));
+	teardown(h);
+}
+
+static void test_newer_run_resets_older_dropped(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_msg m;
+	uint64_t off;
+
+	flush1(h, C0, 2, 0, "old");
+	CU_ASSERT(alloc(h, 64, 0, 0, &off) == 0 && off == 0);
+	CU_ASSERT(alloc(h, 1, 0, LM_ALLOC_KIND_LOCK, &off) == 0 && off == 1);
+	lock(h, C0, 1, 3, 0);
+	oneway(h, C0, LM_MSG_BARRIER, 1, 0);
+	cap_clear();
+
+	/* One message of a newer run resets everything. */
+	m = msg(LM_MSG_FETCH);
+	m.run = RUN + 1;
+	m.page = 2;
+	lm_home_handle(h, C1, LM_REL_REQUEST, 9, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].m.run == RUN + 1);
+	CU_ASSERT(cap.v[0].m.version == 0);
+	CU_ASSERT(cap.v[0].data[0] == 0);
+	cap_clear();
+
+	m = msg(LM_MSG_LOCK);
+	m.run = RUN + 1;
+	m.id = 3;
+	m.rank = 4;
+	lm_home_handle(h, C1, LM_REL_REQUEST, 2, &m);
+	CU_ASSERT_FATAL(cap.n == 1); /* the old holder is forgotten */
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_GRANT);
+	cap_clear();
+	m = msg(LM_MSG_BARRIER);
+	m.run = RUN + 1;
+	m.id = 1;
+	lm_home_handle(h, C1, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT(cap.n == 0); /* c0's old arrival is forgotten */
+	m = msg(LM_MSG_ALLOC);
+	m.run = RUN + 1;
+	m.size = 64;
+	lm_home_handle(h, C1, LM_REL_REQUEST, 3, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].m.status == 0 && cap.v[0].m.offset == 0);
+	cap_clear();
+	m.id = LM_ALLOC_KIND_LOCK;
+	m.size = 1;
+	lm_home_handle(h, C1, LM_REL_REQUEST, 4, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].m.status == 0 && cap.v[0].m.offset == 1);
+	cap_clear();
+
+	/* Messages of the old run are dropped, whatever they are. */
+	m = msg(LM_MSG_FETCH);
+	m.page = 2;
+	lm_home_handle(h, C0, LM_REL_REQUEST, 5, &m);
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_stale_run == 1);
+	teardown(h);
+}
+
+static void test_older_run_dropped(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_msg m = msg(LM_MSG_FETCH);
+
+	m.run = RUN + 1;
+	lm_home_handle(h, C0, LM_REL_REQUEST, 1, &m);
+	CU_ASSERT(cap.n == 1);
+	cap_clear();
+	m.run = RUN;
+	lm_home_handle(h, C0, LM_REL_REQUEST, 2, &m);
+	oneway(h, C1, LM_MSG_BARRIER, 1, 0);
+	oneway(h, C0, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_stale_run == 3);
+	CU_ASSERT(lm_home_stats(h)->fetches == 1);
+	teardown(h);
+}
+
+static void test_bad_page_id(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct captured *c = fetch(h, C0, 3, NPAGES);
+	const uint8_t *data;
+	uint32_t version;
+
+	CU_ASSERT(c->m.data_len == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 1);
+	CU_ASSERT(lm_home_stats(h)->fetches == 0);
+	c = fetch(h, C0, 4, NPAGES - 1); /* the last page is fine */
+	CU_ASSERT(c->m.data_len == PAGE);
+	CU_ASSERT(lm_home_page(h, NPAGES, &data, &version) == LM_EINVAL);
+	flush1(h, C0, NPAGES, 0, "x");
+	CU_ASSERT(lm_home_stats(h)->diffs_rejected == 1);
+	CU_ASSERT(lm_home_stats(h)->flushes == 0);
+	teardown(h);
+}
+
+static void test_malformed_diff_rejected_whole(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct dlist d = { .len = 0 };
+	uint8_t bad[8 + 4];
+	const uint8_t *data;
+	uint32_t version;
+
+	dl_add(&d, 1, 0, "good", 4);
+	lm_put32(bad, PAGE - 2); /* a run past the end of the page */
+	lm_put32(bad + 4, 4);
+	memcpy(bad + 8, "oops", 4);
+	CU_ASSERT_FATAL(lm_msg_diffs_append(d.buf, sizeof(d.buf), &d.len, 2,
+					    bad, sizeof(bad)) == 0);
+	d.count++;
+	flush_list(h, C0, &d);
+	CU_ASSERT(lm_home_page(h, 1, &data, &version) == 0);
+	CU_ASSERT(data == NULL && version == 0);
+	CU_ASSERT(lm_home_page(h, 2, &data, &version) == 0);
+	CU_ASSERT(data == NULL && version == 0);
+	CU_ASSERT(lm_home_stats(h)->diffs_rejected == 2);
+	CU_ASSERT(lm_home_stats(h)->diffs_applied == 0);
+
+	/* A list cut short (entry header claims more than is there). */
+	d.len = 0;
+	d.count = 0;
+	dl_add(&d, 1, 0, "good", 4);
+	d.len -= 1;
+	flush_list(h, C0, &d);
+	CU_ASSERT(lm_home_page(h, 1, &data, &version) == 0);
+	CU_ASSERT(data == NULL && version == 0);
+	CU_ASSERT(lm_home_stats(h)->diffs_rejected == 3);
+
+	/* Nothing reached the epoch's notices. */
+	oneway(h, C0, LM_MSG_BARRIER, 1, 0);
+	oneway(h, C1, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].m.nnotices == 0);
+	teardown(h);
+}
+
+static void test_bad_sender_kind_and_type_dropped(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_msg m = msg(LM_MSG_FETCH);
+	uint16_t client0 = lm_layout_client_id(layout, 0);
+
+	lm_home_handle(h, client0, LM_REL_REQUEST, 1, &m); /* a client */
+	lm_home_handle(h, R0, LM_REL_REQUEST, 1, &m);      /* itself */
+	lm_home_handle(h, LM_NODE_CONTROL, LM_REL_REQUEST, 1, &m);
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &m);       /* wrong kind */
+	lm_home_handle(h, C0, LM_REL_REPLY, 1, &m);
+	m = msg(LM_MSG_BARRIER);
+	lm_home_handle(h, C0, LM_REL_REQUEST, 2, &m);
+	m = msg(LM_MSG_LEAVE);                             /* not for R */
+	lm_home_handle(h, C0, LM_REL_REQUEST, 3, &m);
+	m = msg(LM_MSG_PAGE);
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 8);
+	/* The BARRIER sent as a request was not counted as an arrival. */
+	oneway(h, C1, LM_MSG_BARRIER, 0, 0);
+	CU_ASSERT(cap.n == 0);
+	teardown(h);
+}
+
+/* conf/2x2-two-reflectors.ini: r0 = 1, r1 = 2; c0 = 3 and c2 = 5 under
+ * r0, c1 = 4 and c3 = 6 under r1.  r0 serves only its own clusters. */
+static void test_two_reflectors_serves_own_clusters(void)
+{
+	lm_home *h = setup("conf/2x2-two-reflectors.ini");
+
+	flush1(h, 4, 1, 0, "no");
+	CU_ASSERT(lm_home_stats(h)->flushes == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 1);
+	oneway(h, 3, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT(cap.n == 0);
+	oneway(h, 5, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].node == 3 && cap.v[1].node == 5);
+	teardown(h);
+}
+
+static void test_join_and_abort(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_msg m = msg(LM_MSG_JOIN);
+	static const char why[] = "rank 2 died";
+
+	lm_home_handle(h, C1, LM_REL_REQUEST, 12, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REPLY && cap.v[0].req_id == 12);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_JOIN_OK &&
+		  cap.v[0].m.status == 0);
+	cap_clear();
+	m = msg(LM_MSG_ABORT);
+	m.rank = 2;
+	m.data = (const uint8_t *)why;
+	m.data_len = strlen(why);
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_SEND && cap.v[0].node == C1);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_ABORT && cap.v[0].m.rank == 2);
+	CU_ASSERT(cap.v[0].m.data_len == strlen(why));
+	teardown(h);
+}
+
+LM_TEST_SUITE("home",
+	      LM_TEST(test_create_rejects_bad_arguments),
+	      LM_TEST(test_fetch_zero_page),
+	      LM_TEST(test_flush_then_fetch),
+	      LM_TEST(test_disjoint_flushes_from_two_clusters),
+	      LM_TEST(test_barrier_completes_with_all_clusters),
+	      LM_TEST(test_barrier_second_arrival_dropped),
+	      LM_TEST(test_barriers_with_different_ids_pending),
+	      LM_TEST(test_lock_fifo_with_notices),
+	      LM_TEST(test_unlock_by_non_holder_dropped),
+	      LM_TEST(test_alloc_alignment),
+	      LM_TEST(test_alloc_reuse_after_free),
+	      LM_TEST(test_alloc_out_of_memory),
+	      LM_TEST(test_bad_free),
+	      LM_TEST(test_alloc_ids),
+	      LM_TEST(test_create_routed_to_target_cluster),
+	      LM_TEST(test_end_routed_to_rank0_with_notices),
+	      LM_TEST(test_newer_run_resets_older_dropped),
+	      LM_TEST(test_older_run_dropped),
+	      LM_TEST(test_bad_page_id),
+	      LM_TEST(test_malformed_diff_rejected_whole),
+	      LM_TEST(test_bad_sender_kind_and_type_dropped),
+	      LM_TEST(test_two_reflectors_serves_own_clusters),
+	      LM_TEST(test_join_and_abort))
