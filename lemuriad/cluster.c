@@ -1,0 +1,1278 @@
+/* lemuriad protocol layer: the state machine of role L in docs/dsm.md.
+ * It owns the cluster page cache and relays everything else between the
+ * cluster's clients and its reflector; it never touches a socket.
+ *
+ * Readings of docs/dsm.md where it leaves a choice (simplest that keeps
+ * DESIGN.md I1-I5):
+ *  - A message from the reflector with a newer run also starts that run
+ *    (a CREATE for a worker may reach us before the worker's JOIN); from a
+ *    client only JOIN does.
+ *  - ABORT (lost peer, or an ABORT from the reflector or a client) goes to
+ *    every joined client of the run, waiting or not: a superset of the
+ *    waiting ones, so none is left blocked.  The run then stays aborted
+ *    until a JOIN with a newer run.
+ *  - WAIT_END{n} consumes n ENDs, so create/wait cycles can repeat.
+ *  - Forwarded ranks (LOCK, UNLOCK, END) are the sender's rank, taken from
+ *    its node id, not what the message claims.
+ *  - An UNLOCK of a lock not granted to that rank through us is answered
+ *    UNLOCK_OK{LM_EINVAL} and not forwarded.
+ *  - A client's CREATE for rank 0 or a rank beyond the layout is answered
+ *    CREATE_OK{LM_EINVAL} and not forwarded.
+ *  - One CREATE is kept per worker until its WAIT_WORK; a second one is
+ *    dropped and counted.
+ *  - PAGE has no status: a FETCH outside the region, or one whose reply
+ *    from R is not a whole page, is answered with a PAGE of data_len 0
+ *    (as R does), which the client reports as an error, instead of
+ *    leaving it blocked.
+ *  - A GRANT for a client that left meanwhile is handed back to R as an
+ *    UNLOCK, so the lock is not lost.
+ *  - Coalesced fetches respect I3: a reply older than a notice seen while
+ *    the fetch was pending is not cached, and the clients that asked after
+ *    that notice are served by a new upstream FETCH. */
+#include "cluster.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+#include "lm_error.h"
+#include "log.h"
+
+/* Client requests that may wait on the reflector at once, per client
+ * (I5: a client that floods us cannot grow our lists without bound). */
+#define LM_CLUSTER_WAITS_PER_CLIENT 64u
+#define LM_CLUSTER_BUCKETS_MAX (1u << 20)
+
+/* One cached copy of a page.  `version` is the home version it reflects
+ * (I3); the data may hold more than that version after FLUSHes. */
+struct cpage {
+	uint32_t page;
+	uint32_t version;
+	struct cpage *hnext;            /* hash chain */
+	struct cpage *prev, *next;      /* LRU list, head = most recent */
+	uint8_t data[];                 /* page_size bytes */
+};
+
+/* A client request waiting for a reply from the reflector. */
+struct waiter {
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t need;     /* FETCH: oldest version that may answer it */
+	struct waiter *next;
+};
+
+enum up_kind {
+	UP_FETCH, /* one per page; every waiter answered from the reply */
+	UP_LOCK,  /* relayed; the GRANT is passed down */
+	UP_ALLOC, /* relayed */
+	UP_FREE,  /* relayed */
+	UP_KIND_COUNT
+};
+
+/* A request of ours to the reflector, matched with its reply by req_id. */
+struct upreq {
+	uint32_t req_id;
+	enum up_kind kind;
+	uint32_t page;          /* UP_FETCH */
+	uint32_t min_version;   /* UP_FETCH: newest notice seen meanwhile */
+	uint32_t lock_id;       /* UP_LOCK */
+	uint32_t rank;          /* UP_LOCK: who will hold it */
+	struct waiter *waiters;
+	struct upreq *next;
+};
+
+/* What we know of one client slot (local rank) in the current run. */
+struct client {
+	bool joined;
+	uint32_t pid;
+	bool at_barrier;        /* its BARRIER waits for RELEASE */
+	uint32_t barrier_id;
+	uint32_t barrier_req;
+	bool wants_work;        /* its WAIT_WORK waits for a CREATE */
+	uint32_t work_req;
+	bool has_work;          /* a CREATE came first and is kept */
+	uint64_t work_offset;
+	int32_t work_status;
+	uint8_t *work_data;     /* owned copy of the image */
+	size_t work_len;
+	bool wants_end;         /* its WAIT_END waits for `end_count` ENDs */
+	uint32_t end_count;
+	uint32_t end_req;
+};
+
+struct held_lock {
+	uint32_t id;
+	uint32_t rank;
+};
+
+struct lm_cluster {
+	const struct lm_layout *layout;
+	const struct lm_cluster_cfg *cfg;
+	struct lm_msg_out out;
+	void *ctx;
+	uint64_t layout_hash;
+	uint16_t reflector;     /* node id of our reflector */
+	uint16_t first_node;    /* node id of local rank 0 */
+	uint32_t nclients;
+	uint32_t page_size;
+	uint64_t npages;
+
+	uint64_t run;
+	bool active;            /* some client joined this run */
+	bool aborted;           /* the run failed; its messages are dropped */
+	struct client *clients; /* nclients slots */
+
+	/* page cache: hash by page + LRU list */
+	struct cpage **buckets;
+	uint32_t bucket_bits;
+	struct cpage *lru_head, *lru_tail;
+	size_t ncached, cache_max;
+
+	struct upreq *ups;
+	uint32_t next_req;
+	size_t nwaits, max_waits;
+
+	bool barrier_up;        /* BARRIER{barrier_up_id} sent, no RELEASE */
+	uint32_t barrier_up_id;
+
+	uint32_t ends;          /* ENDs received, not yet consumed */
+	struct lm_notice *end_notices; /* carried by the last END (owned) */
+	uint32_t end_nnotices;
+
+	struct held_lock *held; /* locks granted through us, not unlocked */
+	size_t nheld, held_cap;
+
+	struct lm_cluster_stats stats;
+};
+
+/* ---- page cache ---------------------------------------------------- */
+
+static size_t bucket_of(const lm_cluster *c, uint32_t page)
+{
+	return (size_t)((page * 2654435761u) >> (32 - c->bucket_bits));
+}
+
+static struct cpage *cache_find(const lm_cluster *c, uint32_t page)
+{
+	struct cpage *cp = c->buckets[bucket_of(c, page)];
+
+	while (cp && cp->page != page)
+		cp = cp->hnext;
+	return cp;
+}
+
+static void lru_unlink(lm_cluster *c, struct cpage *cp)
+{
+	if (cp->prev)
+		cp->prev->next = cp->next;
+	else
+		c->lru_head = cp->next;
+	if (cp->next)
+		cp->next->prev = cp->prev;
+	else
+		c->lru_tail = cp->prev;
+	cp->prev = cp->next = NULL;
+}
+
+static void lru_push(lm_cluster *c, struct cpage *cp)
+{
+	cp->prev = NULL;
+	cp->next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->prev = cp;
+	else
+		c->lru_tail = cp;
+	c->lru_head = cp;
+}
+
+static void cache_touch(lm_cluster *c, struct cpage *cp)
+{
+	if (c->lru_head != cp) {
+		lru_unlink(c, cp);
+		lru_push(c, cp);
+	}
+}
+
+/* Drops a copy without any message: every change to it already went
+ * home with the FLUSH that made it (eager relay, docs/dsm.md 4). */
+static void cache_remove(lm_cluster *c, struct cpage *cp)
+{
+	struct cpage **pp = &c->buckets[bucket_of(c, cp->page)];
+
+	while (*pp != cp)
+		pp = &(*pp)->hnext;
+	*pp = cp->hnext;
+	lru_unlink(c, cp);
+	free(cp);
+	c->ncached--;
+	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
+}
+
+static void cache_clear(lm_cluster *c)
+{
+	while (c->lru_head)
+		cache_remove(c, c->lru_head);
+}
+
+/* Stores data (page_size bytes, copied) as page at version.  A copy
+ * already there is replaced only by one at least as new (I3). */
+static void cache_put(lm_cluster *c, uint32_t page, uint32_t version,
+		      const uint8_t *data)
+{
+	struct cpage *cp = cache_find(c, page);
+	size_t b;
+
+	if (cp) {
+		if (version >= cp->version) {
+			memcpy(cp->data, data, c->page_size);
+			cp->version = version;
+		}
+		cache_touch(c, cp);
+		return;
+	}
+	if (c->ncached >= c->cache_max) {
+		cache_remove(c, c->lru_tail);
+		c->stats.evictions++;
+	}
+	cp = malloc(sizeof(*cp) + c->page_size);
+	if (!cp) {
+		lm_log_warn("cluster %s: no memory to cache page %u",
+			    c->cfg->name, page);
+		return;
+	}
+	cp->page = page;
+	cp->version = version;
+	memcpy(cp->data, data, c->page_size);
+	b = bucket_of(c, page);
+	cp->hnext = c->buckets[b];
+	c->buckets[b] = cp;
+	lru_push(c, cp);
+	c->ncached++;
+	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
+}
+
+/* ---- helpers ------------------------------------------------------- */
+
+static void count_bad(lm_cluster *c, uint16_t from, const struct lm_msg *m,
+		      const char *why)
+{
+	c->stats.dropped_bad++;
+	lm_log_debug("cluster %s: dropped message type %u from node %u: %s",
+		     c->cfg->name, m ? m->type : 0, from, why);
+}
+
+/* Local rank of a client node, or -1 when the node is not one of ours. */
+static int client_slot(const lm_cluster *c, uint16_t node)
+{
+	if (node < c->first_node ||
+	    (uint32_t)(node - c->first_node) >= c->nclients)
+		return -1;
+	return node - c->first_node;
+}
+
+static uint16_t slot_node(const lm_cluster *c, int slot)
+{
+	return (uint16_t)(c->first_node + slot);
+}
+
+static uint32_t slot_rank(const lm_cluster *c, int slot)
+{
+	return c->cfg->first_rank + (uint32_t)slot;
+}
+
+static void msg_init(const lm_cluster *c, struct lm_msg *m, uint16_t type)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->run = c->run;
+}
+
+static void reply_status(lm_cluster *c, uint16_t node, uint32_t req_id,
+			 uint16_t type, int32_t status)
+{
+	struct lm_msg r;
+
+	msg_init(c, &r, type);
+	r.status = status;
+	c->out.reply(c->ctx, node, req_id, &r);
+}
+
+static void free_waiters(lm_cluster *c, struct waiter *w)
+{
+	while (w) {
+		struct waiter *next = w->next;
+
+		free(w);
+		c->nwaits--;
+		w = next;
+	}
+}
+
+static void free_client_work(struct client *cl)
+{
+	free(cl->work_data);
+	cl->work_data = NULL;
+	cl->work_len = 0;
+	cl->has_work = false;
+}
+
+/* Discards all state of the current run (pages, waits, barrier, ENDs,
+ * locks) and starts `run`.  Counters stay. */
+static void reset_run(lm_cluster *c, uint64_t run)
+{
+	cache_clear(c);
+	while (c->ups) {
+		struct upreq *up = c->ups;
+
+		c->ups = up->next;
+		free_waiters(c, up->waiters);
+		free(up);
+	}
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		free_client_work(&c->clients[i]);
+		memset(&c->clients[i], 0, sizeof(c->clients[i]));
+	}
+	c->barrier_up = false;
+	c->ends = 0;
+	free(c->end_notices);
+	c->end_notices = NULL;
+	c->end_nnotices = 0;
+	c->nheld = 0;
+	c->run = run;
+	c->active = false;
+	c->aborted = false;
+}
+
+/* Sends ABORT{rank, reason} to every joined client but `skip`, then drops
+ * the run.  The run id stays so that its late messages are dropped. */
+static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
+		      int skip)
+{
+	struct lm_msg a;
+
+	if (!c->active || c->aborted) {
+		/* nobody to tell; the copies came from a home now gone */
+		cache_clear(c);
+		return;
+	}
+	lm_log_warn("cluster %s: run %016llx aborted: %s", c->cfg->name,
+		    (unsigned long long)c->run, reason);
+	msg_init(c, &a, LM_MSG_ABORT);
+	a.rank = rank;
+	a.data = (const uint8_t *)reason;
+	a.data_len = strlen(reason);
+	for (uint32_t i = 0; i < c->nclients; i++)
+		if ((int)i != skip && c->clients[i].joined)
+			c->out.send(c->ctx, slot_node(c, (int)i), &a);
+	reset_run(c, c->run);
+	c->aborted = true;
+}
+
+static struct upreq *up_new(lm_cluster *c, enum up_kind kind)
+{
+	struct upreq *up = calloc(1, sizeof(*up));
+
+	if (!up)
+		return NULL;
+	up->kind = kind;
+	up->req_id = c->next_req++;
+	up->next = c->ups;
+	c->ups = up;
+	return up;
+}
+
+static void up_free(lm_cluster *c, struct upreq *up)
+{
+	struct upreq **pp = &c->ups;
+
+	while (*pp != up)
+		pp = &(*pp)->next;
+	*pp = up->next;
+	free_waiters(c, up->waiters);
+	free(up);
+}
+
+/* Appends a waiter (kept in arrival order).  0 or LM_ENOBUFS/LM_ENOMEM. */
+static int up_wait(lm_cluster *c, struct upreq *up, uint16_t node,
+		   uint32_t req_id, uint32_t need)
+{
+	struct waiter *w, **pp;
+
+	if (c->nwaits >= c->max_waits)
+		return LM_ENOBUFS;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return LM_ENOMEM;
+	w->node = node;
+	w->req_id = req_id;
+	w->need = need;
+	for (pp = &up->waiters; *pp; pp = &(*pp)->next)
+		;
+	*pp = w;
+	c->nwaits++;
+	return 0;
+}
+
+/* Creates an upstream request with one waiter.  0 or a negative code
+ * (nothing created). */
+static int up_start(lm_cluster *c, enum up_kind kind, uint16_t node,
+		    uint32_t req_id, struct upreq **out)
+{
+	struct upreq *up;
+
+	if (c->nwaits >= c->max_waits)
+		return LM_ENOBUFS;
+	up = up_new(c, kind);
+	if (!up)
+		return LM_ENOMEM;
+	if (up_wait(c, up, node, req_id, 0) < 0) {
+		up_free(c, up);
+		return LM_ENOMEM;
+	}
+	*out = up;
+	return 0;
+}
+
+/* Write notices (I3): a copy is dropped only when older than its notice.
+ * A pending FETCH remembers the notice so that its reply, if older, is
+ * not cached and does not answer clients that asked after the notice. */
+static void apply_notices(lm_cluster *c, const struct lm_notice *n,
+			  uint32_t count)
+{
+	for (uint32_t i = 0; n && i < count; i++) {
+		struct cpage *cp = cache_find(c, n[i].page);
+
+		if (cp && cp->version < n[i].version) {
+			cache_remove(c, cp);
+			c->stats.invalidations++;
+		}
+		for (struct upreq *up = c->ups; up; up = up->next)
+			if (up->kind == UP_FETCH && up->page == n[i].page &&
+			    up->min_version < n[i].version)
+				up->min_version = n[i].version;
+	}
+}
+
+static int held_find(const lm_cluster *c, uint32_t id, uint32_t rank)
+{
+	for (size_t i = 0; i < c->nheld; i++)
+		if (c->held[i].id == id && c->held[i].rank == rank)
+			return (int)i;
+	return -1;
+}
+
+static void held_add(lm_cluster *c, uint32_t id, uint32_t rank)
+{
+	if (c->nheld == c->held_cap) {
+		size_t cap = c->held_cap ? 2 * c->held_cap : 16;
+		struct held_lock *h = realloc(c->held, cap * sizeof(*h));
+
+		if (!h) {
+			/* its UNLOCK will be refused; better than a crash */
+			lm_log_warn("cluster %s: no memory to record lock %u",
+				    c->cfg->name, id);
+			return;
+		}
+		c->held = h;
+		c->held_cap = cap;
+	}
+	c->held[c->nheld].id = id;
+	c->held[c->nheld].rank = rank;
+	c->nheld++;
+}
+
+static void held_remove_at(lm_cluster *c, size_t i)
+{
+	c->held[i] = c->held[--c->nheld];
+}
+
+/* ---- messages from clients ----------------------------------------- */
+
+static void handle_join(lm_cluster *c, int slot, uint16_t from,
+			enum lm_rel_msg_kind kind, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	struct lm_msg r;
+	int32_t status = 0;
+
+	if (kind != LM_REL_REQUEST) {
+		count_bad(c, from, m, "JOIN not a request");
+		return;
+	}
+	if (m->run < c->run) {
+		c->stats.dropped_stale_run++;
+		return;
+	}
+	if (slot_rank(c, slot) != m->rank)
+		status = LM_EINVAL; /* not this node's rank of our cluster */
+	else if (m->layout_hash != c->layout_hash)
+		status = LM_EINVAL;
+	else if (m->run == c->run && c->aborted)
+		status = LM_ECLOSED;
+	if (status) {
+		lm_log_info("cluster %s: JOIN of rank %u from node %u "
+			    "refused: %s", c->cfg->name, m->rank, from,
+			    lm_strerror(status));
+		msg_init(c, &r, LM_MSG_JOIN_OK);
+		r.run = m->run;
+		r.status = status;
+		c->out.reply(c->ctx, from, req_id, &r);
+		return;
+	}
+	if (m->run > c->run) {
+		if (c->active)
+			lm_log_info("cluster %s: run %016llx replaces "
+				    "%016llx", c->cfg->name,
+				    (unsigned long long)m->run,
+				    (unsigned long long)c->run);
+		reset_run(c, m->run);
+	}
+	c->clients[slot].joined = true;
+	c->clients[slot].pid = m->pid;
+	c->active = true;
+	reply_status(c, from, req_id, LM_MSG_JOIN_OK, 0);
+}
+
+static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
+			 const struct lm_msg *m)
+{
+	struct cpage *cp;
+	struct upreq *up;
+	struct lm_msg r;
+
+	if (m->page >= c->npages) {
+		count_bad(c, from, m, "FETCH outside the region");
+		msg_init(c, &r, LM_MSG_PAGE);
+		r.page = m->page;
+		c->out.reply(c->ctx, from, req_id, &r);
+		return;
+	}
+	cp = cache_find(c, m->page);
+	if (cp) {
+		cache_touch(c, cp);
+		c->stats.fetch_hits++;
+		msg_init(c, &r, LM_MSG_PAGE);
+		r.page = cp->page;
+		r.version = cp->version;
+		r.data = cp->data;
+		r.data_len = c->page_size;
+		c->out.reply(c->ctx, from, req_id, &r);
+		return;
+	}
+	for (up = c->ups; up; up = up->next)
+		if (up->kind == UP_FETCH && up->page == m->page)
+			break;
+	if (up) {
+		if (up_wait(c, up, from, req_id, up->min_version) < 0) {
+			count_bad(c, from, m, "too many waiting requests");
+			return;
+		}
+		c->stats.fetch_coalesced++;
+		return;
+	}
+	if (up_start(c, UP_FETCH, from, req_id, &up) < 0) {
+		count_bad(c, from, m, "too many waiting requests");
+		return;
+	}
+	up->page = m->page;
+	c->stats.fetch_misses++;
+	msg_init(c, &r, LM_MSG_FETCH);
+	r.page = m->page;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+/* Checks every entry of a diff list: 0 or LM_EBADMSG. */
+static int flush_validate(const lm_cluster *c, const struct lm_msg_diffs *d)
+{
+	size_t pos = 0;
+	uint32_t page;
+	const uint8_t *diff;
+	size_t len;
+	int r;
+
+	while ((r = lm_msg_diffs_next(d, &pos, &page, &diff, &len)) == 1)
+		if (page >= c->npages ||
+		    lm_diff_validate(diff, len, c->page_size) < 0)
+			return LM_EBADMSG;
+	return r < 0 ? LM_EBADMSG : 0;
+}
+
+static void handle_flush(lm_cluster *c, uint16_t from, uint32_t req_id,
+			 const struct lm_msg *m)
+{
+	size_t pos = 0;
+	uint32_t page;
+	const uint8_t *diff;
+	size_t len;
+	struct lm_msg f;
+
+	/* all or nothing: a bad list changes no copy and never goes home */
+	if (flush_validate(c, &m->diffs) < 0) {
+		count_bad(c, from, m, "malformed diff list");
+		reply_status(c, from, req_id, LM_MSG_FLUSH_OK, LM_EBADMSG);
+		return;
+	}
+	/* the copy keeps its version: it now holds more than that version,
+	 * so the next notice for the page still invalidates it (I3) */
+	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
+		struct cpage *cp = cache_find(c, page);
+
+		if (cp)
+			lm_diff_apply(cp->data, c->page_size, diff, len);
+	}
+	/* forwarded before FLUSH_OK, so R has these diffs before anything
+	 * the client sends after (FIFO; I2) */
+	msg_init(c, &f, LM_MSG_FLUSH);
+	f.diffs = m->diffs;
+	c->out.send(c->ctx, c->reflector, &f);
+	c->stats.flushes++;
+	reply_status(c, from, req_id, LM_MSG_FLUSH_OK, 0);
+}
+
+static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
+			   uint32_t req_id, const struct lm_msg *m)
+{
+	struct client *cl = &c->clients[slot];
+	uint32_t arrived = 0;
+	struct lm_msg b;
+
+	if (cl->at_barrier) {
+		count_bad(c, from, m, "second BARRIER while waiting");
+		return;
+	}
+	cl->at_barrier = true;
+	cl->barrier_id = m->id;
+	cl->barrier_req = req_id;
+	for (uint32_t i = 0; i < c->nclients; i++)
+		if (c->clients[i].at_barrier &&
+		    c->clients[i].barrier_id == m->id)
+			arrived++;
+	if (arrived < c->nclients)
+		return;
+	c->barrier_up = true;
+	c->barrier_up_id = m->id;
+	c->stats.barriers++;
+	msg_init(c, &b, LM_MSG_BARRIER);
+	b.id = m->id;
+	c->out.send(c->ctx, c->reflector, &b);
+}
+
+static void handle_lock(lm_cluster *c, int slot, uint16_t from,
+			uint32_t req_id, const struct lm_msg *m)
+{
+	struct upreq *up;
+	struct lm_msg r;
+
+	if (up_start(c, UP_LOCK, from, req_id, &up) < 0) {
+		count_bad(c, from, m, "too many waiting requests");
+		return;
+	}
+	up->lock_id = m->id;
+	up->rank = slot_rank(c, slot);
+	msg_init(c, &r, LM_MSG_LOCK);
+	r.id = m->id;
+	r.rank = up->rank;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+static void handle_unlock(lm_cluster *c, int slot, uint16_t from,
+			  uint32_t req_id, const struct lm_msg *m)
+{
+	uint32_t rank = slot_rank(c, slot);
+	int i = held_find(c, m->id, rank);
+	struct lm_msg u;
+
+	if (i < 0) {
+		reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, LM_EINVAL);
+		return;
+	}
+	held_remove_at(c, (size_t)i);
+	msg_init(c, &u, LM_MSG_UNLOCK);
+	u.id = m->id;
+	u.rank = rank;
+	c->out.send(c->ctx, c->reflector, &u);
+	reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, 0);
+}
+
+/* ALLOC and FREE: the same request goes up, the reply comes down. */
+static void handle_relay(lm_cluster *c, enum up_kind kind, uint16_t from,
+			 uint32_t req_id, const struct lm_msg *m)
+{
+	struct upreq *up;
+	struct lm_msg r = *m;
+
+	if (up_start(c, kind, from, req_id, &up) < 0) {
+		count_bad(c, from, m, "too many waiting requests");
+		return;
+	}
+	r.run = c->run;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+static void handle_create(lm_cluster *c, uint16_t from, uint32_t req_id,
+			  const struct lm_msg *m)
+{
+	struct lm_msg f = *m;
+
+	/* rank 0 runs main and is never a worker (docs/dsm.md 13) */
+	if (m->rank == 0 || m->rank >= c->layout->nprocs) {
+		reply_status(c, from, req_id, LM_MSG_CREATE_OK, LM_EINVAL);
+		return;
+	}
+	f.run = c->run;
+	c->out.send(c->ctx, c->reflector, &f);
+	reply_status(c, from, req_id, LM_MSG_CREATE_OK, 0);
+}
+
+static void reply_work(lm_cluster *c, int slot, const struct lm_msg *create)
+{
+	struct client *cl = &c->clients[slot];
+
+	cl->wants_work = false;
+	c->out.reply(c->ctx, slot_node(c, slot), cl->work_req, create);
+}
+
+static void handle_wait_work(lm_cluster *c, int slot, uint16_t from,
+			     uint32_t req_id, const struct lm_msg *m)
+{
+	struct client *cl = &c->clients[slot];
+	struct lm_msg w;
+
+	if (cl->wants_work) {
+		count_bad(c, from, m, "second WAIT_WORK while waiting");
+		return;
+	}
+	cl->wants_work = true;
+	cl->work_req = req_id;
+	if (!cl->has_work)
+		return;
+	msg_init(c, &w, LM_MSG_CREATE);
+	w.rank = slot_rank(c, slot);
+	w.status = cl->work_status;
+	w.offset = cl->work_offset;
+	w.data = cl->work_data;
+	w.data_len = cl->work_len;
+	reply_work(c, slot, &w);
+	free_client_work(cl);
+}
+
+static void handle_end(lm_cluster *c, int slot, uint16_t from,
+		       uint32_t req_id, const struct lm_msg *m)
+{
+	struct lm_msg e;
+
+	msg_init(c, &e, LM_MSG_END);
+	e.rank = slot_rank(c, slot);
+	e.status = m->status;
+	c->out.send(c->ctx, c->reflector, &e);
+	reply_status(c, from, req_id, LM_MSG_END_OK, 0);
+}
+
+/* Answers every WAIT_END whose count of ENDs has arrived, with the
+ * notices of the last END, applied to our own cache first. */
+static void check_wait_end(lm_cluster *c)
+{
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		struct client *cl = &c->clients[i];
+		struct lm_msg r;
+
+		if (!cl->wants_end || c->ends < cl->end_count)
+			continue;
+		apply_notices(c, c->end_notices, c->end_nnotices);
+		c->ends -= cl->end_count;
+		cl->wants_end = false;
+		msg_init(c, &r, LM_MSG_RELEASE);
+		r.id = 0;
+		r.notices = c->end_notices;
+		r.nnotices = c->end_nnotices;
+		c->out.reply(c->ctx, slot_node(c, (int)i), cl->end_req, &r);
+	}
+}
+
+static void handle_wait_end(lm_cluster *c, int slot, uint16_t from,
+			    uint32_t req_id, const struct lm_msg *m)
+{
+	struct client *cl = &c->clients[slot];
+
+	if (cl->wants_end) {
+		count_bad(c, from, m, "second WAIT_END while waiting");
+		return;
+	}
+	cl->wants_end = true;
+	cl->end_count = m->id;
+	cl->end_req = req_id;
+	check_wait_end(c);
+}
+
+/* The client is gone from the run: nothing it waited for is answered. */
+static void forget_client(lm_cluster *c, int slot)
+{
+	struct client *cl = &c->clients[slot];
+	uint16_t node = slot_node(c, slot);
+	uint32_t rank = slot_rank(c, slot);
+
+	for (struct upreq *up = c->ups; up; up = up->next) {
+		struct waiter **pp = &up->waiters;
+
+		while (*pp) {
+			struct waiter *w = *pp;
+
+			if (w->node == node) {
+				*pp = w->next;
+				free(w);
+				c->nwaits--;
+			} else {
+				pp = &w->next;
+			}
+		}
+	}
+	for (size_t i = c->nheld; i-- > 0;)
+		if (c->held[i].rank == rank)
+			held_remove_at(c, i);
+	free_client_work(cl);
+	memset(cl, 0, sizeof(*cl));
+}
+
+/* The reason of an ABORT (not NUL-terminated on the wire) as a string. */
+static void reason_text(const struct lm_msg *m, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	if (m->data)
+		n = m->data_len < cap ? m->data_len : cap - 1;
+	if (n)
+		memcpy(buf, m->data, n);
+	buf[n] = '\0';
+}
+
+static void handle_abort_from_client(lm_cluster *c, int slot,
+				     const struct lm_msg *m)
+{
+	struct lm_msg a = *m;
+	char reason[LM_MSG_REASON_MAX + 1];
+
+	reason_text(m, reason, sizeof(reason));
+	a.run = c->run;
+	a.rank = slot_rank(c, slot);
+	c->out.send(c->ctx, c->reflector, &a);
+	abort_run(c, a.rank, reason, slot);
+}
+
+static void from_client(lm_cluster *c, int slot, uint16_t from,
+			enum lm_rel_msg_kind kind, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	if (m->type == LM_MSG_JOIN) {
+		handle_join(c, slot, from, kind, req_id, m);
+		return;
+	}
+	if (m->run < c->run) {
+		c->stats.dropped_stale_run++;
+		return;
+	}
+	if (m->type == LM_MSG_LEAVE && m->run == c->run &&
+	    kind == LM_REL_REQUEST) {
+		/* answered even in an aborted run, so the client can go */
+		forget_client(c, slot);
+		reply_status(c, from, req_id, LM_MSG_LEAVE_OK, 0);
+		return;
+	}
+	if (m->run == c->run && c->aborted) {
+		c->stats.dropped_stale_run++;
+		return;
+	}
+	if (m->run > c->run || !c->clients[slot].joined) {
+		count_bad(c, from, m, "client has not joined this run");
+		return;
+	}
+	if (m->type == LM_MSG_ABORT) {
+		handle_abort_from_client(c, slot, m);
+		return;
+	}
+	if (kind != LM_REL_REQUEST) {
+		count_bad(c, from, m, "expected a request");
+		return;
+	}
+	switch (m->type) {
+	case LM_MSG_FETCH:
+		handle_fetch(c, from, req_id, m);
+		break;
+	case LM_MSG_FLUSH:
+		handle_flush(c, from, req_id, m);
+		break;
+	case LM_MSG_BARRIER:
+		handle_barrier(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_LOCK:
+		handle_lock(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_UNLOCK:
+		handle_unlock(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_ALLOC:
+		handle_relay(c, UP_ALLOC, from, req_id, m);
+		break;
+	case LM_MSG_FREE:
+		handle_relay(c, UP_FREE, from, req_id, m);
+		break;
+	case LM_MSG_CREATE:
+		handle_create(c, from, req_id, m);
+		break;
+	case LM_MSG_WAIT_WORK:
+		handle_wait_work(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_END:
+		handle_end(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_WAIT_END:
+		handle_wait_end(c, slot, from, req_id, m);
+		break;
+	default:
+		count_bad(c, from, m, "unexpected type from a client");
+		break;
+	}
+}
+
+/* ---- messages from the reflector ----------------------------------- */
+
+static void reply_page(lm_cluster *c, struct upreq *up,
+		       const struct lm_msg *m)
+{
+	struct waiter **pp = &up->waiters;
+	struct lm_msg r;
+
+	if (m->type != LM_MSG_PAGE || m->page != up->page ||
+	    m->data_len != c->page_size || !m->data) {
+		lm_log_warn("cluster %s: bad reply to FETCH of page %u",
+			    c->cfg->name, up->page);
+		count_bad(c, c->reflector, m, "bad reply to FETCH");
+		/* an empty PAGE: every waiter fails instead of hanging */
+		msg_init(c, &r, LM_MSG_PAGE);
+		r.page = up->page;
+		for (struct waiter *w = up->waiters; w; w = w->next)
+			c->out.reply(c->ctx, w->node, w->req_id, &r);
+		up_free(c, up);
+		return;
+	}
+	if (m->version >= up->min_version)
+		cache_put(c, m->page, m->version, m->data);
+	msg_init(c, &r, LM_MSG_PAGE);
+	r.page = m->page;
+	r.version = m->version;
+	r.data = m->data;
+	r.data_len = m->data_len;
+	while (*pp) {
+		struct waiter *w = *pp;
+
+		if (w->need > m->version) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		c->out.reply(c->ctx, w->node, w->req_id, &r);
+		free(w);
+		c->nwaits--;
+	}
+	if (!up->waiters) {
+		up_free(c, up);
+		return;
+	}
+	/* asked after a newer notice: this reply is too old for them */
+	up->req_id = c->next_req++;
+	c->stats.fetch_misses++;
+	msg_init(c, &r, LM_MSG_FETCH);
+	r.page = up->page;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+static void handle_up_reply(lm_cluster *c, uint32_t req_id,
+			    const struct lm_msg *m)
+{
+	static const uint16_t expect[UP_KIND_COUNT] = {
+		[UP_FETCH] = LM_MSG_PAGE,
+		[UP_LOCK] = LM_MSG_GRANT,
+		[UP_ALLOC] = LM_MSG_ALLOC_OK,
+		[UP_FREE] = LM_MSG_FREE_OK,
+	};
+	struct upreq *up;
+	struct lm_msg r;
+
+	for (up = c->ups; up; up = up->next)
+		if (up->req_id == req_id)
+			break;
+	if (!up) {
+		count_bad(c, c->reflector, m, "reply to no request");
+		return;
+	}
+	if (up->kind == UP_FETCH) {
+		reply_page(c, up, m);
+		return;
+	}
+	if (m->type != expect[up->kind]) {
+		count_bad(c, c->reflector, m, "reply of the wrong type");
+		up_free(c, up);
+		return;
+	}
+	r = *m;
+	if (up->kind == UP_LOCK) {
+		/* older copies go before the holder can read them (I3) */
+		apply_notices(c, m->notices, m->nnotices);
+		if (!up->waiters) {
+			/* its client left: hand the lock straight back so
+			 * that the others do not wait for it forever */
+			msg_init(c, &r, LM_MSG_UNLOCK);
+			r.id = up->lock_id;
+			r.rank = up->rank;
+			c->out.send(c->ctx, c->reflector, &r);
+			up_free(c, up);
+			return;
+		}
+		held_add(c, up->lock_id, up->rank);
+		c->stats.locks++;
+	}
+	if (up->waiters)
+		c->out.reply(c->ctx, up->waiters->node, up->waiters->req_id,
+			     &r);
+	up_free(c, up);
+}
+
+static void handle_release(lm_cluster *c, const struct lm_msg *m)
+{
+	struct lm_msg r;
+
+	/* invalidation is exact and idempotent, so it is safe even for a
+	 * RELEASE we did not expect */
+	apply_notices(c, m->notices, m->nnotices);
+	if (!c->barrier_up || m->id != c->barrier_up_id) {
+		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
+		return;
+	}
+	c->barrier_up = false;
+	msg_init(c, &r, LM_MSG_RELEASE);
+	r.id = m->id;
+	r.notices = m->notices;
+	r.nnotices = m->nnotices;
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		struct client *cl = &c->clients[i];
+
+		if (!cl->at_barrier || cl->barrier_id != m->id)
+			continue;
+		cl->at_barrier = false;
+		c->out.reply(c->ctx, slot_node(c, (int)i), cl->barrier_req,
+			     &r);
+	}
+}
+
+static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
+{
+	struct client *cl;
+	int slot;
+
+	if (m->rank < c->cfg->first_rank ||
+	    m->rank - c->cfg->first_rank >= c->nclients) {
+		count_bad(c, c->reflector, m, "CREATE for another cluster");
+		return;
+	}
+	slot = (int)(m->rank - c->cfg->first_rank);
+	cl = &c->clients[slot];
+	if (cl->wants_work) {
+		reply_work(c, slot, m);
+		return;
+	}
+	if (cl->has_work) {
+		count_bad(c, c->reflector, m, "second CREATE for a worker");
+		return;
+	}
+	if (m->data_len) {
+		cl->work_data = malloc(m->data_len);
+		if (!cl->work_data) {
+			lm_log_warn("cluster %s: no memory to keep the "
+				    "CREATE of rank %u", c->cfg->name,
+				    m->rank);
+			count_bad(c, c->reflector, m, "no memory");
+			return;
+		}
+		memcpy(cl->work_data, m->data, m->data_len);
+	}
+	cl->work_len = m->data_len;
+	cl->work_offset = m->offset;
+	cl->work_status = m->status;
+	cl->has_work = true;
+}
+
+static void handle_end_down(lm_cluster *c, const struct lm_msg *m)
+{
+	struct lm_notice *copy = NULL;
+
+	if (m->nnotices) {
+		copy = malloc(m->nnotices * sizeof(*copy));
+		if (!copy) {
+			/* WAIT_END would go without them: refuse loudly */
+			lm_log_error("cluster %s: no memory for the notices "
+				     "of an END", c->cfg->name);
+			count_bad(c, c->reflector, m, "no memory");
+			return;
+		}
+		memcpy(copy, m->notices, m->nnotices * sizeof(*copy));
+	}
+	free(c->end_notices);
+	c->end_notices = copy;
+	c->end_nnotices = m->nnotices;
+	c->ends++;
+	check_wait_end(c);
+}
+
+static void handle_abort_down(lm_cluster *c, const struct lm_msg *m)
+{
+	char reason[LM_MSG_REASON_MAX + 1];
+
+	reason_text(m, reason, sizeof(reason));
+	abort_run(c, m->rank, reason, -1);
+}
+
+static void from_reflector(lm_cluster *c, enum lm_rel_msg_kind kind,
+			   uint32_t req_id, const struct lm_msg *m)
+{
+	if (m->run < c->run || (m->run == c->run && c->aborted)) {
+		c->stats.dropped_stale_run++;
+		return;
+	}
+	if (m->run > c->run)
+		reset_run(c, m->run);
+	if (kind == LM_REL_REPLY) {
+		handle_up_reply(c, req_id, m);
+		return;
+	}
+	if (kind != LM_REL_ONEWAY) {
+		count_bad(c, c->reflector, m, "request from the reflector");
+		return;
+	}
+	switch (m->type) {
+	case LM_MSG_RELEASE:
+		handle_release(c, m);
+		break;
+	case LM_MSG_CREATE:
+		handle_create_down(c, m);
+		break;
+	case LM_MSG_END:
+		handle_end_down(c, m);
+		break;
+	case LM_MSG_ABORT:
+		handle_abort_down(c, m);
+		break;
+	default:
+		count_bad(c, c->reflector, m, "unexpected type from R");
+		break;
+	}
+}
+
+/* ---- API ----------------------------------------------------------- */
+
+lm_cluster *lm_cluster_create(const struct lm_layout *layout,
+			      const char *name, uint64_t layout_hash,
+			      const struct lm_msg_out *out, void *ctx)
+{
+	const struct lm_cluster_cfg *cfg;
+	lm_cluster *c;
+	size_t want;
+
+	if (!layout || !name || !out || !out->send || !out->request ||
+	    !out->reply)
+		return NULL;
+	cfg = lm_layout_cluster(layout, name);
+	if (!cfg || cfg->reflector_index < 0 ||
+	    (size_t)cfg->reflector_index >= layout->nreflectors ||
+	    layout->page_size == 0)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->layout = layout;
+	c->cfg = cfg;
+	c->out = *out;
+	c->ctx = ctx;
+	c->layout_hash = layout_hash;
+	c->reflector = layout->reflectors[cfg->reflector_index].id;
+	c->nclients = cfg->clients;
+	c->first_node = lm_layout_client_id(layout, cfg->first_rank);
+	c->page_size = layout->page_size;
+	c->npages = layout->shared_size / layout->page_size;
+	c->cache_max = cfg->cache_size / layout->page_size;
+	if (c->cache_max > c->npages)
+		c->cache_max = c->npages;
+	if (c->cache_max == 0)
+		c->cache_max = 1;
+	want = c->cache_max < LM_CLUSTER_BUCKETS_MAX ? c->cache_max
+						      : LM_CLUSTER_BUCKETS_MAX;
+	c->bucket_bits = 4;
+	while (((size_t)1 << c->bucket_bits) < want)
+		c->bucket_bits++;
+	c->next_req = 1;
+	c->max_waits = (size_t)LM_CLUSTER_WAITS_PER_CLIENT * (c->nclients + 1);
+	c->buckets = calloc((size_t)1 << c->bucket_bits, sizeof(*c->buckets));
+	c->clients = calloc(c->nclients ? c->nclients : 1,
+			    sizeof(*c->clients));
+	if (!c->buckets || !c->clients || (c->nclients && c->first_node == 0))
+		goto err;
+	return c;
+err:
+	lm_cluster_destroy(c);
+	return NULL;
+}
+
+void lm_cluster_destroy(lm_cluster *c)
+{
+	if (!c)
+		return;
+	if (c->buckets && c->clients)
+		reset_run(c, c->run);
+	free(c->buckets);
+	free(c->clients);
+	free(c->held);
+	free(c);
+}
+
+void lm_cluster_handle(lm_cluster *c, uint16_t from,
+		       enum lm_rel_msg_kind kind, uint32_t req_id,
+		       const struct lm_msg *m)
+{
+	int slot;
+
+	if (!c || !m)
+		return;
+	if (from == c->reflector) {
+		from_reflector(c, kind, req_id, m);
+		return;
+	}
+	slot = client_slot(c, from);
+	if (slot < 0) {
+		count_bad(c, from, m, "not a client of this cluster");
+		return;
+	}
+	from_client(c, slot, from, kind, req_id, m);
+}
+
+void lm_cluster_peer_lost(lm_cluster *c, uint16_t node)
+{
+	char reason[48];
+	int slot;
+
+	if (!c)
+		return;
+	if (node == c->reflector) {
+		abort_run(c, LM_CLUSTER_ABORT_REFLECTOR, "reflector lost", -1);
+		return;
+	}
+	slot = client_slot(c, node);
+	if (slot < 0 || !c->clients[slot].joined)
+		return;
+	snprintf(reason, sizeof(reason), "rank %u lost", slot_rank(c, slot));
+	abort_run(c, slot_rank(c, slot), reason, slot);
+}
+
+const struct lm_cluster_stats *lm_cluster_stats(const lm_cluster *c)
+{
+	return &c->stats;
+}

@@ -1,0 +1,66 @@
+/* The lemuriad's protocol state machine (docs/dsm.md, role L): client
+ * registration, the cluster page cache, FETCH coalescing, FLUSH relay,
+ * the cluster barrier, lock/alloc relays, CREATE/END routing and run ids.
+ *
+ * Decoded messages go in through lm_cluster_handle; messages come out
+ * through the struct lm_msg_out callbacks during that call.  No sockets,
+ * no clock, no threads. */
+#ifndef LM_LEMURIAD_CLUSTER_H
+#define LM_LEMURIAD_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "proto.h"
+#include "reliable.h"
+
+typedef struct lm_cluster lm_cluster;
+
+/* Rank carried by the ABORT sent when the reflector is lost. */
+#define LM_CLUSTER_ABORT_REFLECTOR 0xffffffffu
+
+/* Creates the state machine of cluster `name` of `layout`.  The layout is
+ * borrowed and must outlive the machine; *out is copied; ctx is passed to
+ * every callback.  layout_hash is what every JOIN must carry.  NULL when
+ * the layout has no cluster `name` or memory runs out. */
+lm_cluster *lm_cluster_create(const struct lm_layout *layout,
+			      const char *name, uint64_t layout_hash,
+			      const struct lm_msg_out *out, void *ctx);
+/* Frees everything; accepts NULL. */
+void lm_cluster_destroy(lm_cluster *c);
+
+/* Executes one message from node `from` (a client of this cluster or its
+ * reflector; anything else is dropped and counted).  m and what it points
+ * to are borrowed for the call; what must outlive it is copied. */
+void lm_cluster_handle(lm_cluster *c, uint16_t from,
+		       enum lm_rel_msg_kind kind, uint32_t req_id,
+		       const struct lm_msg *m);
+
+/* The transport says `node` is unreachable or restarted.  A joined client
+ * of the run: every other joined client gets ABORT{rank, "rank N lost"}
+ * (one-way) and the run's state is dropped.  The reflector: ABORT{
+ * LM_CLUSTER_ABORT_REFLECTOR, "reflector lost"} to every joined client,
+ * state dropped.  Until a JOIN with a newer run, the aborted run's
+ * messages are dropped (JOIN gets JOIN_OK{LM_ECLOSED}, LEAVE is still
+ * answered). */
+void lm_cluster_peer_lost(lm_cluster *c, uint16_t node);
+
+struct lm_cluster_stats {
+	uint64_t fetch_hits;        /* FETCH answered from the cache */
+	uint64_t fetch_misses;      /* FETCH forwarded to the reflector */
+	uint64_t fetch_coalesced;   /* FETCH joined one already forwarded */
+	uint64_t flushes;           /* FLUSH lists applied and forwarded */
+	uint64_t evictions;         /* copies dropped to stay in the cache */
+	uint64_t invalidations;     /* copies dropped by a newer notice */
+	uint64_t barriers;          /* cluster barriers sent upward */
+	uint64_t locks;             /* GRANTs relayed to clients */
+	uint64_t dropped_stale_run; /* messages of an older (or aborted) run */
+	uint64_t dropped_bad;       /* bad sender, kind, type or content */
+	size_t cached_bytes;        /* page bytes held now (<= cache size) */
+};
+
+/* Counters since creation (a new run does not clear them). */
+const struct lm_cluster_stats *lm_cluster_stats(const lm_cluster *c);
+
+#endif

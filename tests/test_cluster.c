@@ -1,0 +1,1191 @@
+/* The lemuriad state machine (lemuriad/cluster.c) driven by hand: decoded
+ * messages go in as if from clients of c0 in conf/4+4.ini (ranks 0..3)
+ * or from its reflector, and every message it emits is captured and
+ * checked: joins, coalesced fetches, flushes, barriers, locks, relays,
+ * CREATE/END routing, the LRU bound, runs and lost peers. */
+#include "unit.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "diff.h"
+#include "lm_error.h"
+#include "proto.h"
+
+#define HASH 0x1234abcd5678ef00ull
+#define RUN 100u
+#define MAX_OUT 64
+
+enum how { SENT, REQUESTED, REPLIED };
+
+/* One captured message, deep-copied so it outlives the callback. */
+struct out {
+	enum how how;
+	uint16_t node;
+	uint32_t req_id;
+	struct lm_msg m;
+	uint8_t *data;
+	uint8_t *diffs;
+	struct lm_notice *notices;
+};
+
+static struct out outs[MAX_OUT];
+static size_t nouts;
+
+static void record(enum how how, uint16_t node, uint32_t req_id,
+		   const struct lm_msg *m)
+{
+	struct out *o;
+
+	CU_ASSERT_FATAL(nouts < MAX_OUT);
+	o = &outs[nouts++];
+	memset(o, 0, sizeof(*o));
+	o->how = how;
+	o->node = node;
+	o->req_id = req_id;
+	o->m = *m;
+	if (m->data_len) {
+		o->data = malloc(m->data_len);
+		memcpy(o->data, m->data, m->data_len);
+		o->m.data = o->data;
+	}
+	if (m->diffs.len) {
+		o->diffs = malloc(m->diffs.len);
+		memcpy(o->diffs, m->diffs.data, m->diffs.len);
+		o->m.diffs.data = o->diffs;
+	}
+	if (m->nnotices) {
+		o->notices = malloc(m->nnotices * sizeof(*o->notices));
+		memcpy(o->notices, m->notices,
+		       m->nnotices * sizeof(*o->notices));
+		o->m.notices = o->notices;
+	}
+}
+
+static void out_send(void *ctx, uint16_t node, const struct lm_msg *m)
+{
+	(void)ctx;
+	record(SENT, node, 0, m);
+}
+
+static void out_request(void *ctx, uint16_t node, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	(void)ctx;
+	record(REQUESTED, node, req_id, m);
+}
+
+static void out_reply(void *ctx, uint16_t node, uint32_t req_id,
+		      const struct lm_msg *m)
+{
+	(void)ctx;
+	record(REPLIED, node, req_id, m);
+}
+
+static const struct lm_msg_out out_cbs = {
+	.send = out_send, .request = out_request, .reply = out_reply,
+};
+
+static void clear_outs(void)
+{
+	for (size_t i = 0; i < nouts; i++) {
+		free(outs[i].data);
+		free(outs[i].diffs);
+		free(outs[i].notices);
+	}
+	nouts = 0;
+}
+
+static struct lm_layout *layout;
+static uint16_t refl;   /* node id of r0 */
+
+static lm_cluster *setup_path(const char *path)
+{
+	char err[256];
+	lm_cluster *c;
+
+	clear_outs();
+	layout = NULL;
+	if (lm_layout_load(path, &layout, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		CU_FAIL_FATAL("layout does not load");
+	}
+	refl = lm_layout_reflector(layout, "r0")->id;
+	c = lm_cluster_create(layout, "c0", HASH, &out_cbs, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	return c;
+}
+
+static lm_cluster *setup(void)
+{
+	return setup_path("conf/4+4.ini");
+}
+
+static void teardown(lm_cluster *c)
+{
+	lm_cluster_destroy(c);
+	lm_layout_free(layout);
+	layout = NULL;
+	clear_outs();
+}
+
+static uint16_t node_of(uint32_t rank)
+{
+	return lm_layout_client_id(layout, rank);
+}
+
+static struct lm_msg msg(uint16_t type, uint64_t run)
+{
+	struct lm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.run = run;
+	return m;
+}
+
+/* A request from client `rank`. */
+static void creq(lm_cluster *c, uint32_t rank, uint32_t req_id,
+		 const struct lm_msg *m)
+{
+	lm_cluster_handle(c, node_of(rank), LM_REL_REQUEST, req_id, m);
+}
+
+static void join(lm_cluster *c, uint32_t rank, uint64_t run)
+{
+	struct lm_msg m = msg(LM_MSG_JOIN, run);
+
+	m.rank = rank;
+	m.pid = 1000 + rank;
+	m.layout_hash = HASH;
+	creq(c, rank, 1, &m);
+}
+
+static void join_all(lm_cluster *c, uint64_t run)
+{
+	for (uint32_t r = 0; r < 4; r++)
+		join(c, r, run);
+	CU_ASSERT_EQUAL(nouts, 4);
+	for (size_t i = 0; i < nouts; i++)
+		CU_ASSERT_EQUAL(outs[i].m.status, 0);
+	clear_outs();
+}
+
+static void fetch(lm_cluster *c, uint32_t rank, uint32_t req_id,
+		  uint32_t page)
+{
+	struct lm_msg m = msg(LM_MSG_FETCH, RUN);
+
+	m.page = page;
+	creq(c, rank, req_id, &m);
+}
+
+/* The reflector answers request req_id with page at version, filled with
+ * byte `fill`. */
+static void r_page(lm_cluster *c, uint32_t req_id, uint32_t page,
+		   uint32_t version, uint8_t fill)
+{
+	static uint8_t buf[65536];
+	struct lm_msg m = msg(LM_MSG_PAGE, RUN);
+
+	memset(buf, fill, layout->page_size);
+	m.page = page;
+	m.version = version;
+	m.data = buf;
+	m.data_len = layout->page_size;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+}
+
+/* Puts page into the cache at version (filled with `fill`). */
+static void cache_page(lm_cluster *c, uint32_t page, uint32_t version,
+		       uint8_t fill)
+{
+	uint32_t up;
+
+	clear_outs();
+	fetch(c, 0, 900 + page, page);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	up = outs[0].req_id;
+	clear_outs();
+	r_page(c, up, page, version, fill);
+	CU_ASSERT_EQUAL(nouts, 1);
+	clear_outs();
+}
+
+/* True when a FETCH of page is answered from the cache (and then the
+ * output is cleared; a miss's upstream FETCH is left for the caller). */
+static bool is_cached(lm_cluster *c, uint32_t page)
+{
+	bool hit;
+
+	clear_outs();
+	fetch(c, 3, 800 + page, page);
+	hit = nouts == 1 && outs[0].how == REPLIED &&
+	      outs[0].m.type == LM_MSG_PAGE;
+	if (hit)
+		clear_outs();
+	return hit;
+}
+
+static struct out *find_out(enum how how, uint16_t node, uint16_t type)
+{
+	for (size_t i = 0; i < nouts; i++)
+		if (outs[i].how == how && outs[i].node == node &&
+		    outs[i].m.type == type)
+			return &outs[i];
+	return NULL;
+}
+
+static void test_join(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg m = msg(LM_MSG_JOIN, RUN);
+
+	m.rank = 0;
+	m.layout_hash = HASH;
+	creq(c, 0, 7, &m);
+	CU_ASSERT_EQUAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(0));
+	CU_ASSERT_EQUAL(outs[0].req_id, 7);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_JOIN_OK);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
+	CU_ASSERT_EQUAL(outs[0].m.run, RUN);
+	clear_outs();
+
+	/* rank 4 lives in c1; rank 2 is not node_of(1)'s rank */
+	m.rank = 4;
+	creq(c, 1, 8, &m);
+	m.rank = 2;
+	creq(c, 1, 9, &m);
+	/* right rank, wrong layout */
+	m.rank = 1;
+	m.layout_hash = HASH + 1;
+	creq(c, 1, 10, &m);
+	CU_ASSERT_EQUAL(nouts, 3);
+	for (size_t i = 0; i < nouts; i++) {
+		CU_ASSERT_EQUAL(outs[i].m.type, LM_MSG_JOIN_OK);
+		CU_ASSERT_EQUAL(outs[i].m.status, LM_EINVAL);
+		CU_ASSERT_EQUAL(outs[i].req_id, 8 + i);
+	}
+	clear_outs();
+
+	/* rank 1 never joined: its FETCH is dropped */
+	fetch(c, 1, 11, 0);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+
+	/* a node of cluster c1 is not ours, whatever it says */
+	m.rank = 4;
+	m.layout_hash = HASH;
+	lm_cluster_handle(c, node_of(4), LM_REL_REQUEST, 12, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 2);
+
+	/* the joined rank 0 is served */
+	fetch(c, 0, 13, 0);
+	CU_ASSERT_EQUAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	teardown(c);
+}
+
+static void test_create_rejects_unknown_name(void)
+{
+	lm_cluster *c = setup();
+
+	CU_ASSERT_PTR_NULL(lm_cluster_create(layout, "nope", HASH, &out_cbs,
+					     NULL));
+	lm_cluster_destroy(NULL);
+	teardown(c);
+}
+
+static void test_fetch_coalesces_and_hits(void)
+{
+	lm_cluster *c = setup();
+	uint32_t up;
+
+	join_all(c, RUN);
+	fetch(c, 0, 21, 7);
+	fetch(c, 1, 22, 7);
+	fetch(c, 2, 23, 7);
+	/* exactly one FETCH goes up for three clients */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[0].m.page, 7);
+	CU_ASSERT_EQUAL(outs[0].m.run, RUN);
+	up = outs[0].req_id;
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_misses, 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_coalesced, 2);
+	clear_outs();
+
+	r_page(c, up, 7, 3, 0x5a);
+	CU_ASSERT_EQUAL_FATAL(nouts, 3);
+	for (uint32_t r = 0; r < 3; r++) {
+		struct out *o = find_out(REPLIED, node_of(r), LM_MSG_PAGE);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->req_id, 21 + r);
+		CU_ASSERT_EQUAL(o->m.page, 7);
+		CU_ASSERT_EQUAL(o->m.version, 3);
+		CU_ASSERT_EQUAL_FATAL(o->m.data_len, layout->page_size);
+		CU_ASSERT(o->data[0] == 0x5a &&
+			  o->data[layout->page_size - 1] == 0x5a);
+	}
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, layout->page_size);
+	clear_outs();
+
+	/* now a hit: answered at once, nothing goes up */
+	fetch(c, 3, 24, 7);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(3));
+	CU_ASSERT_EQUAL(outs[0].req_id, 24);
+	CU_ASSERT_EQUAL(outs[0].m.version, 3);
+	CU_ASSERT_EQUAL(outs[0].data[100], 0x5a);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_hits, 1);
+	clear_outs();
+
+	/* a second reply to the same request matches nothing */
+	r_page(c, up, 7, 3, 0);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	teardown(c);
+}
+
+static void test_fetch_ids_grow(void)
+{
+	lm_cluster *c = setup();
+
+	join_all(c, RUN);
+	fetch(c, 0, 1, 1);
+	fetch(c, 0, 2, 2);
+	fetch(c, 0, 3, 3);
+	CU_ASSERT_EQUAL_FATAL(nouts, 3);
+	CU_ASSERT(outs[0].req_id < outs[1].req_id);
+	CU_ASSERT(outs[1].req_id < outs[2].req_id);
+	/* out of the region: an empty PAGE at once, nothing goes up */
+	clear_outs();
+	fetch(c, 0, 4, (uint32_t)(layout->shared_size / layout->page_size));
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].req_id, 4);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGE);
+	CU_ASSERT_EQUAL(outs[0].m.data_len, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	teardown(c);
+}
+
+static void test_fetch_bad_reply_fails_waiters(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg p = msg(LM_MSG_PAGE, RUN);
+	uint32_t up;
+
+	join_all(c, RUN);
+	fetch(c, 0, 1, 8);
+	fetch(c, 1, 2, 8);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up = outs[0].req_id;
+	clear_outs();
+	p.page = 8; /* R's answer for a page it cannot serve: no data */
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &p);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	for (size_t i = 0; i < nouts; i++) {
+		CU_ASSERT_EQUAL(outs[i].how, REPLIED);
+		CU_ASSERT_EQUAL(outs[i].m.type, LM_MSG_PAGE);
+		CU_ASSERT_EQUAL(outs[i].m.data_len, 0);
+	}
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	teardown(c);
+}
+
+/* A FLUSH of one diff setting bytes [off, off + n) of page to val. */
+static size_t make_flush(uint8_t *list, size_t cap, uint32_t page,
+			 size_t off, size_t n, uint8_t val)
+{
+	static uint8_t twin[4096], now[4096], diff[4096 * 5];
+	size_t dlen = 0, len = 0;
+
+	memset(twin, 0, sizeof(twin));
+	memset(now, 0, sizeof(now));
+	memset(now + off, val, n);
+	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, now, sizeof(now), diff,
+					     sizeof(diff), &dlen), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(list, cap, &len, page, diff,
+						  dlen), 0);
+	return len;
+}
+
+static void test_flush_applies_and_forwards_first(void)
+{
+	lm_cluster *c = setup();
+	uint8_t list[256];
+	struct lm_msg f = msg(LM_MSG_FLUSH, RUN);
+
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11);
+	f.diffs.data = list;
+	f.diffs.len = make_flush(list, sizeof(list), 9, 100, 8, 0x77);
+	f.diffs.count = 1;
+	creq(c, 1, 31, &f);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	/* forwarded before the ack (I2 relies on this order) */
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.diffs.len, f.diffs.len);
+	CU_ASSERT(memcmp(outs[0].diffs, list, f.diffs.len) == 0);
+	CU_ASSERT_EQUAL(outs[1].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[1].node, node_of(1));
+	CU_ASSERT_EQUAL(outs[1].req_id, 31);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FLUSH_OK);
+	CU_ASSERT_EQUAL(outs[1].m.status, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->flushes, 1);
+	clear_outs();
+
+	/* the cached copy holds the diff and keeps its version */
+	fetch(c, 2, 32, 9);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.version, 4);
+	CU_ASSERT_EQUAL(outs[0].data[99], 0x11);
+	CU_ASSERT_EQUAL(outs[0].data[100], 0x77);
+	CU_ASSERT_EQUAL(outs[0].data[107], 0x77);
+	CU_ASSERT_EQUAL(outs[0].data[108], 0x11);
+	clear_outs();
+
+	/* a run past the page end: refused whole, nothing forwarded */
+	f.diffs.len = make_flush(list, sizeof(list), 9, 200, 4, 0x99);
+	list[8] = 0xff; /* run offset (first field after the entry header) */
+	list[9] = 0xff;
+	creq(c, 1, 33, &f);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH_OK);
+	CU_ASSERT_EQUAL(outs[0].m.status, LM_EBADMSG);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->flushes, 1);
+	clear_outs();
+	/* a truncated list likewise */
+	f.diffs.len = make_flush(list, sizeof(list), 9, 200, 4, 0x99) - 1;
+	creq(c, 1, 34, &f);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.status, LM_EBADMSG);
+	clear_outs();
+	fetch(c, 2, 35, 9);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].data[200], 0x11);
+	teardown(c);
+}
+
+static void barrier(lm_cluster *c, uint32_t rank, uint32_t id)
+{
+	struct lm_msg b = msg(LM_MSG_BARRIER, RUN);
+
+	b.id = id;
+	creq(c, rank, 40 + rank, &b);
+}
+
+static void test_barrier_and_release(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n[2] = { { 1, 3 }, { 2, 5 } };
+	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
+
+	join_all(c, RUN);
+	cache_page(c, 1, 2, 0xa1); /* older than its notice */
+	cache_page(c, 2, 5, 0xa2); /* as new as its notice */
+	for (uint32_t r = 0; r < 3; r++)
+		barrier(c, r, 6);
+	CU_ASSERT_EQUAL(nouts, 0);
+	barrier(c, 3, 6);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_BARRIER);
+	CU_ASSERT_EQUAL(outs[0].m.id, 6);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->barriers, 1);
+	clear_outs();
+
+	rel.id = 6;
+	rel.notices = n;
+	rel.nnotices = 2;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	CU_ASSERT_EQUAL_FATAL(nouts, 4);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct out *o = find_out(REPLIED, node_of(r), LM_MSG_RELEASE);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->req_id, 40 + r);
+		CU_ASSERT_EQUAL(o->m.id, 6);
+		CU_ASSERT_EQUAL_FATAL(o->m.nnotices, 2);
+		CU_ASSERT_EQUAL(o->notices[0].page, 1);
+		CU_ASSERT_EQUAL(o->notices[1].version, 5);
+	}
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 1);
+	/* I3: only the older copy went */
+	CU_ASSERT(is_cached(c, 2));
+	CU_ASSERT(!is_cached(c, 1));
+	clear_outs();
+
+	/* the same RELEASE again finds no barrier and invalidates nothing */
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT(is_cached(c, 2));
+	teardown(c);
+}
+
+static void test_barrier_counts_each_client_once(void)
+{
+	lm_cluster *c = setup();
+
+	join_all(c, RUN);
+	barrier(c, 0, 1);
+	barrier(c, 0, 1); /* a second arrival of one client */
+	barrier(c, 1, 1);
+	barrier(c, 2, 1);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	barrier(c, 3, 1);
+	CU_ASSERT_EQUAL(nouts, 1);
+	teardown(c);
+}
+
+static void test_lock_grant_unlock_relay(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n[1] = { { 3, 2 } };
+	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
+	uint32_t up;
+
+	join_all(c, RUN);
+	cache_page(c, 3, 1, 0x33);
+	m.id = 12;
+	m.rank = 1;
+	creq(c, 1, 51, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_LOCK);
+	CU_ASSERT_EQUAL(outs[0].m.id, 12);
+	CU_ASSERT_EQUAL(outs[0].m.rank, 1);
+	up = outs[0].req_id;
+	clear_outs();
+
+	m = msg(LM_MSG_GRANT, RUN);
+	m.id = 12;
+	m.notices = n;
+	m.nnotices = 1;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(1));
+	CU_ASSERT_EQUAL(outs[0].req_id, 51);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_GRANT);
+	CU_ASSERT_EQUAL(outs[0].m.id, 12);
+	CU_ASSERT_EQUAL(outs[0].m.nnotices, 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->locks, 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 1);
+	CU_ASSERT(!is_cached(c, 3));
+	clear_outs();
+
+	/* a rank that does not hold it is refused, nothing goes up */
+	m = msg(LM_MSG_UNLOCK, RUN);
+	m.id = 12;
+	m.rank = 2;
+	creq(c, 2, 52, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK_OK);
+	CU_ASSERT_EQUAL(outs[0].m.status, LM_EINVAL);
+	clear_outs();
+
+	m.rank = 1;
+	creq(c, 1, 53, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK);
+	CU_ASSERT_EQUAL(outs[0].m.id, 12);
+	CU_ASSERT_EQUAL(outs[0].m.rank, 1);
+	CU_ASSERT_EQUAL(outs[1].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[1].req_id, 53);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_UNLOCK_OK);
+	CU_ASSERT_EQUAL(outs[1].m.status, 0);
+	clear_outs();
+
+	/* unlocked twice: refused */
+	creq(c, 1, 54, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.status, LM_EINVAL);
+	teardown(c);
+}
+
+static void test_alloc_free_relay(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg m = msg(LM_MSG_ALLOC, RUN);
+	uint32_t up;
+
+	join_all(c, RUN);
+	m.size = 10000;
+	m.align = 128;
+	creq(c, 2, 61, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_ALLOC);
+	CU_ASSERT_EQUAL(outs[0].m.size, 10000);
+	CU_ASSERT_EQUAL(outs[0].m.align, 128);
+	up = outs[0].req_id;
+	clear_outs();
+
+	m = msg(LM_MSG_ALLOC_OK, RUN);
+	m.offset = 8192;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(2));
+	CU_ASSERT_EQUAL(outs[0].req_id, 61);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_ALLOC_OK);
+	CU_ASSERT_EQUAL(outs[0].m.offset, 8192);
+	clear_outs();
+
+	m = msg(LM_MSG_FREE, RUN);
+	m.offset = 8192;
+	creq(c, 2, 62, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FREE);
+	CU_ASSERT_EQUAL(outs[0].m.offset, 8192);
+	up = outs[0].req_id;
+	clear_outs();
+	m = msg(LM_MSG_FREE_OK, RUN);
+	m.status = LM_EINVAL;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].req_id, 62);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FREE_OK);
+	CU_ASSERT_EQUAL(outs[0].m.status, LM_EINVAL);
+	teardown(c);
+}
+
+static void test_create_routing(void)
+{
+	lm_cluster *c = setup();
+	uint8_t image[300];
+	struct lm_msg m = msg(LM_MSG_CREATE, RUN);
+	struct lm_msg w = msg(LM_MSG_WAIT_WORK, RUN);
+
+	join_all(c, RUN);
+	memset(image, 0xc3, sizeof(image));
+	/* from rank 0: forwarded one-way, then CREATE_OK */
+	m.rank = 5;
+	m.offset = 0x1234;
+	m.data = image;
+	m.data_len = sizeof(image);
+	creq(c, 0, 71, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_CREATE);
+	CU_ASSERT_EQUAL(outs[0].m.rank, 5);
+	CU_ASSERT_EQUAL(outs[0].m.offset, 0x1234);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.data_len, sizeof(image));
+	CU_ASSERT(memcmp(outs[0].data, image, sizeof(image)) == 0);
+	CU_ASSERT_EQUAL(outs[1].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_CREATE_OK);
+	CU_ASSERT_EQUAL(outs[1].m.status, 0);
+	clear_outs();
+
+	/* WAIT_WORK first, then the CREATE from R answers it */
+	creq(c, 1, 72, &w);
+	CU_ASSERT_EQUAL(nouts, 0);
+	m.rank = 1;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(1));
+	CU_ASSERT_EQUAL(outs[0].req_id, 72);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_CREATE);
+	CU_ASSERT_EQUAL(outs[0].m.offset, 0x1234);
+	clear_outs();
+
+	/* CREATE first: kept (copied) until the WAIT_WORK */
+	m.rank = 3;
+	m.offset = 0x99;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	memset(image, 0, sizeof(image)); /* the received buffer is gone */
+	creq(c, 3, 73, &w);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(3));
+	CU_ASSERT_EQUAL(outs[0].req_id, 73);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_CREATE);
+	CU_ASSERT_EQUAL(outs[0].m.rank, 3);
+	CU_ASSERT_EQUAL(outs[0].m.offset, 0x99);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.data_len, sizeof(image));
+	CU_ASSERT(outs[0].data[0] == 0xc3 &&
+		  outs[0].data[sizeof(image) - 1] == 0xc3);
+	clear_outs();
+
+	/* a CREATE for a rank of another cluster is not ours */
+	m.rank = 6;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	/* nor can a client target a rank beyond the layout */
+	m.rank = 8;
+	creq(c, 0, 74, &m);
+	/* nor rank 0, which runs main */
+	m.rank = 0;
+	creq(c, 0, 75, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	for (size_t i = 0; i < nouts; i++) {
+		CU_ASSERT_EQUAL(outs[i].how, REPLIED);
+		CU_ASSERT_EQUAL(outs[i].m.type, LM_MSG_CREATE_OK);
+		CU_ASSERT_EQUAL(outs[i].m.status, LM_EINVAL);
+	}
+	teardown(c);
+}
+
+static void test_create_kept_is_freed(void)
+{
+	lm_cluster *c = setup();
+	uint8_t image[64] = { 1 };
+	struct lm_msg m = msg(LM_MSG_CREATE, RUN);
+
+	join_all(c, RUN);
+	m.rank = 2;
+	m.data = image;
+	m.data_len = sizeof(image);
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	/* a second before the WAIT_WORK is dropped (ASan checks no leak) */
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	teardown(c);
+}
+
+static void r_end(lm_cluster *c, uint32_t rank, const struct lm_notice *n,
+		  uint32_t nn)
+{
+	struct lm_msg e = msg(LM_MSG_END, RUN);
+
+	e.rank = rank;
+	e.notices = n;
+	e.nnotices = nn;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &e);
+}
+
+static void test_end_and_wait_end(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n1[1] = { { 4, 7 } };
+	struct lm_notice n2[2] = { { 4, 9 }, { 5, 1 } };
+	struct lm_msg m = msg(LM_MSG_END, RUN);
+
+	join_all(c, RUN);
+	/* a worker's END goes up with its own rank, then END_OK */
+	m.rank = 2;
+	m.status = 3;
+	creq(c, 2, 81, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_END);
+	CU_ASSERT_EQUAL(outs[0].m.rank, 2);
+	CU_ASSERT_EQUAL(outs[0].m.status, 3);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_END_OK);
+	CU_ASSERT_EQUAL(outs[1].req_id, 81);
+	clear_outs();
+
+	cache_page(c, 4, 8, 0x44);
+	r_end(c, 5, n1, 1); /* before the WAIT_END: counted */
+	m = msg(LM_MSG_WAIT_END, RUN);
+	m.id = 2;
+	creq(c, 0, 82, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT(is_cached(c, 4));
+	r_end(c, 6, n2, 2);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(0));
+	CU_ASSERT_EQUAL(outs[0].req_id, 82);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_RELEASE);
+	CU_ASSERT_EQUAL(outs[0].m.id, 0);
+	/* the notices of the last END, applied here first */
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 2);
+	CU_ASSERT_EQUAL(outs[0].notices[0].page, 4);
+	CU_ASSERT_EQUAL(outs[0].notices[0].version, 9);
+	CU_ASSERT(!is_cached(c, 4));
+	clear_outs();
+
+	/* the two ENDs were consumed: a new WAIT_END{1} waits for one more */
+	m.id = 1;
+	creq(c, 0, 83, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	r_end(c, 7, NULL, 0);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].req_id, 83);
+	CU_ASSERT_EQUAL(outs[0].m.nnotices, 0);
+	teardown(c);
+}
+
+static const char small_layout[] =
+	"[lemuria]\n"
+	"shared_size = 1M\n"
+	"page_size = 4096\n"
+	"base = 0x500000000000\n"
+	"auth = off\n"
+	"[reflector r0]\n"
+	"listen = 127.0.0.1:17900\n"
+	"[cluster c0]\n"
+	"reflector = r0\n"
+	"listen = 127.0.0.1:17910\n"
+	"clients = 4\n"
+	"cache = 12K\n";
+
+/* Loads small_layout (a cache of three pages) through a temporary file. */
+static lm_cluster *setup_small(void)
+{
+	char path[64];
+	FILE *f;
+	lm_cluster *c;
+
+	snprintf(path, sizeof(path), "/tmp/lm_test_cluster_%ld.ini",
+		 (long)getpid());
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(small_layout, f);
+	fclose(f);
+	c = setup_path(path);
+	remove(path);
+	return c;
+}
+
+static void test_lru_bound(void)
+{
+	lm_cluster *c = setup_small();
+
+	join_all(c, RUN);
+	for (uint32_t p = 0; p < 3; p++)
+		cache_page(c, p, 1, (uint8_t)p);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 3 * 4096);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->evictions, 0);
+	CU_ASSERT(is_cached(c, 0)); /* page 0 is now the most recent */
+	for (uint32_t p = 3; p < 10; p++) {
+		cache_page(c, p, 1, (uint8_t)p);
+		CU_ASSERT(lm_cluster_stats(c)->cached_bytes <= 12 * 1024);
+	}
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 3 * 4096);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->evictions, 7);
+	/* the three most recent stay, the rest went */
+	CU_ASSERT(is_cached(c, 9));
+	CU_ASSERT(is_cached(c, 8));
+	CU_ASSERT(is_cached(c, 7));
+	CU_ASSERT(!is_cached(c, 0));
+	teardown(c);
+}
+
+static void test_lru_keeps_recently_used(void)
+{
+	lm_cluster *c = setup_small();
+
+	join_all(c, RUN);
+	for (uint32_t p = 0; p < 3; p++)
+		cache_page(c, p, 1, (uint8_t)p);
+	CU_ASSERT(is_cached(c, 0));
+	cache_page(c, 3, 1, 3); /* evicts 1, the least recently used */
+	CU_ASSERT(is_cached(c, 0));
+	CU_ASSERT(is_cached(c, 2));
+	CU_ASSERT(is_cached(c, 3));
+	CU_ASSERT(!is_cached(c, 1));
+	teardown(c);
+}
+
+static void test_newer_run_resets(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg g = msg(LM_MSG_GRANT, RUN);
+	uint32_t up;
+
+	join_all(c, RUN);
+	cache_page(c, 5, 1, 0x55);
+	barrier(c, 1, 2);
+	fetch(c, 2, 91, 6);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up = outs[0].req_id;
+	clear_outs();
+	CU_ASSERT(lm_cluster_stats(c)->cached_bytes > 0);
+
+	join(c, 0, RUN + 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
+	CU_ASSERT_EQUAL(outs[0].m.run, RUN + 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
+	clear_outs();
+
+	/* the old run's reply and messages are dropped as stale */
+	r_page(c, up, 6, 1, 0);
+	fetch(c, 2, 92, 6);
+	lm_cluster_handle(c, refl, LM_REL_REPLY, 1, &g);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_stale_run, 3);
+	/* an older JOIN is dropped without an answer */
+	join(c, 2, RUN);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_stale_run, 4);
+
+	/* the new run starts from nothing: rank 1's old arrival is gone */
+	for (uint32_t r = 1; r < 4; r++)
+		join(c, r, RUN + 1);
+	clear_outs();
+	for (uint32_t r = 0; r < 3; r++) {
+		struct lm_msg b = msg(LM_MSG_BARRIER, RUN + 1);
+
+		b.id = 2;
+		creq(c, r, 95, &b);
+	}
+	CU_ASSERT_EQUAL(nouts, 0);
+	teardown(c);
+}
+
+static void test_peer_lost_client_aborts(void)
+{
+	lm_cluster *c = setup();
+
+	join_all(c, RUN);
+	barrier(c, 0, 1);
+	barrier(c, 1, 1);
+	lm_cluster_peer_lost(c, node_of(2));
+	CU_ASSERT_EQUAL_FATAL(nouts, 3);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct out *o = find_out(SENT, node_of(r), LM_MSG_ABORT);
+
+		if (r == 2) {
+			CU_ASSERT_PTR_NULL(o);
+			continue;
+		}
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->m.rank, 2);
+		CU_ASSERT_EQUAL_FATAL(o->m.data_len, strlen("rank 2 lost"));
+		CU_ASSERT(memcmp(o->data, "rank 2 lost", o->m.data_len) == 0);
+	}
+	clear_outs();
+
+	/* the run's state is gone: its messages are dropped */
+	barrier(c, 2, 1);
+	barrier(c, 3, 1);
+	fetch(c, 3, 5, 1);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_stale_run, 3);
+	/* and a new run is served */
+	join(c, 0, RUN + 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
+	teardown(c);
+}
+
+static void test_peer_lost_reflector_aborts(void)
+{
+	lm_cluster *c = setup();
+
+	join_all(c, RUN);
+	lm_cluster_peer_lost(c, refl);
+	CU_ASSERT_EQUAL_FATAL(nouts, 4);
+	for (size_t i = 0; i < nouts; i++) {
+		CU_ASSERT_EQUAL(outs[i].how, SENT);
+		CU_ASSERT_EQUAL(outs[i].m.type, LM_MSG_ABORT);
+		CU_ASSERT_EQUAL(outs[i].m.rank, LM_CLUSTER_ABORT_REFLECTOR);
+		CU_ASSERT(outs[i].m.data_len == strlen("reflector lost") &&
+			  memcmp(outs[i].data, "reflector lost",
+				 outs[i].m.data_len) == 0);
+	}
+	teardown(c);
+}
+
+static void test_leave_forgets_client(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg l = msg(LM_MSG_LEAVE, RUN);
+
+	join_all(c, RUN);
+	creq(c, 3, 101, &l);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_LEAVE_OK);
+	CU_ASSERT_EQUAL(outs[0].req_id, 101);
+	clear_outs();
+	fetch(c, 3, 102, 0);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	/* losing a client that left aborts nothing */
+	lm_cluster_peer_lost(c, node_of(3));
+	CU_ASSERT_EQUAL(nouts, 0);
+	fetch(c, 0, 103, 0);
+	CU_ASSERT_EQUAL(nouts, 1);
+	teardown(c);
+}
+
+/* I3 across coalescing: a client that asks after a newer notice must not
+ * be served by a reply older than that notice. */
+static void test_fetch_after_notice_refetches(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n[1] = { { 5, 4 } };
+	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
+	uint32_t up_fetch, up_lock;
+
+	join_all(c, RUN);
+	fetch(c, 0, 111, 5);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up_fetch = outs[0].req_id;
+	clear_outs();
+	m.id = 1;
+	creq(c, 1, 112, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up_lock = outs[0].req_id;
+	clear_outs();
+	m = msg(LM_MSG_GRANT, RUN);
+	m.id = 1;
+	m.notices = n;
+	m.nnotices = 1;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up_lock, &m);
+	clear_outs();
+	fetch(c, 1, 113, 5); /* after the notice {5, 4} */
+	CU_ASSERT_EQUAL(nouts, 0);
+
+	r_page(c, up_fetch, 5, 3, 0x03);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].req_id, 111);
+	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[1].m.page, 5);
+	CU_ASSERT(outs[1].req_id > up_lock);
+	up_fetch = outs[1].req_id;
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
+	clear_outs();
+
+	r_page(c, up_fetch, 5, 4, 0x04);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].req_id, 113);
+	CU_ASSERT_EQUAL(outs[0].m.version, 4);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, layout->page_size);
+	teardown(c);
+}
+
+static void test_bad_input_dropped(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg m = msg(LM_MSG_FETCH, RUN);
+	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
+
+	join_all(c, RUN);
+	/* a FETCH sent one-way cannot be answered */
+	lm_cluster_handle(c, node_of(0), LM_REL_ONEWAY, 0, &m);
+	/* a type a client never sends */
+	m.type = LM_MSG_GRANT;
+	creq(c, 0, 2, &m);
+	/* a request from the reflector */
+	lm_cluster_handle(c, refl, LM_REL_REQUEST, 3, &rel);
+	/* a node of no role here (the other lemuriad) */
+	lm_cluster_handle(c, lm_layout_cluster(layout, "c1")->id,
+			  LM_REL_REQUEST, 4, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 4);
+	teardown(c);
+}
+
+static void test_abort_relayed_both_ways(void)
+{
+	lm_cluster *c = setup();
+	static const char why[] = "rank 6 lost";
+	struct lm_msg a = msg(LM_MSG_ABORT, RUN);
+
+	join_all(c, RUN);
+	a.rank = 6;
+	a.data = (const uint8_t *)why;
+	a.data_len = strlen(why);
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &a);
+	CU_ASSERT_EQUAL_FATAL(nouts, 4);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct out *o = find_out(SENT, node_of(r), LM_MSG_ABORT);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->m.rank, 6);
+		CU_ASSERT(o->m.data_len == strlen(why) &&
+			  memcmp(o->data, why, o->m.data_len) == 0);
+	}
+	clear_outs();
+
+	/* a client's ABORT goes up and to the other clients */
+	join_all(c, RUN + 1);
+	a.run = RUN + 1;
+	a.rank = 3; /* what it claims is replaced by its own rank */
+	lm_cluster_handle(c, node_of(1), LM_REL_ONEWAY, 0, &a);
+	CU_ASSERT_EQUAL_FATAL(nouts, 4);
+	CU_ASSERT_PTR_NOT_NULL(find_out(SENT, refl, LM_MSG_ABORT));
+	CU_ASSERT_PTR_NULL(find_out(SENT, node_of(1), LM_MSG_ABORT));
+	for (size_t i = 0; i < nouts; i++)
+		CU_ASSERT_EQUAL(outs[i].m.rank, 1);
+	teardown(c);
+}
+
+static void test_grant_after_leave_returns_lock(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
+	uint32_t up;
+
+	join_all(c, RUN);
+	m.id = 4;
+	creq(c, 2, 121, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up = outs[0].req_id;
+	clear_outs();
+	m = msg(LM_MSG_LEAVE, RUN);
+	creq(c, 2, 122, &m);
+	clear_outs();
+	/* nobody can unlock it: L gives it straight back */
+	m = msg(LM_MSG_GRANT, RUN);
+	m.id = 4;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK);
+	CU_ASSERT_EQUAL(outs[0].m.id, 4);
+	CU_ASSERT_EQUAL(outs[0].m.rank, 2);
+	teardown(c);
+}
+
+LM_TEST_SUITE("cluster",
+	LM_TEST(test_join),
+	LM_TEST(test_create_rejects_unknown_name),
+	LM_TEST(test_fetch_coalesces_and_hits),
+	LM_TEST(test_fetch_ids_grow),
+	LM_TEST(test_fetch_bad_reply_fails_waiters),
+	LM_TEST(test_flush_applies_and_forwards_first),
+	LM_TEST(test_barrier_and_release),
+	LM_TEST(test_barrier_counts_each_client_once),
+	LM_TEST(test_lock_grant_unlock_relay),
+	LM_TEST(test_alloc_free_relay),
+	LM_TEST(test_create_routing),
+	LM_TEST(test_create_kept_is_freed),
+	LM_TEST(test_end_and_wait_end),
+	LM_TEST(test_lru_bound),
+	LM_TEST(test_lru_keeps_recently_used),
+	LM_TEST(test_newer_run_resets),
+	LM_TEST(test_peer_lost_client_aborts),
+	LM_TEST(test_peer_lost_reflector_aborts),
+	LM_TEST(test_leave_forgets_client),
+	LM_TEST(test_fetch_after_notice_refetches),
+	LM_TEST(test_abort_relayed_both_ways),
+	LM_TEST(test_grant_after_leave_returns_lock),
+	LM_TEST(test_bad_input_dropped))
