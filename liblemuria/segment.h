@@ -1,0 +1,68 @@
+/* The executable's writable data segment, shipped by lm_create so that
+ * SPLASH-2 workers see the globals rank 0 set before CREATE (docs/dsm.md
+ * step 14).
+ *
+ * The segment is [&__data_start, _end) of the main executable: its .data
+ * and .bss.  Some ranges in it must stay per-process and are never copied
+ * (they read as zero in an image): variables that shared libraries own
+ * and the executable holds by copy relocation (stdout, environ, optarg
+ * ...), pointer slots the dynamic linker fills with library addresses,
+ * and whatever the caller excludes with lm_segment_exclude.  Pointers
+ * into the executable itself that the dynamic linker relocated at start-up
+ * are moved to the receiver's load base when the two differ (PIE + ASLR).
+ * Safe to call from several threads; lm_segment_apply must not race with
+ * threads that use the globals it overwrites. */
+#ifndef LM_SEGMENT_H
+#define LM_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lm_segment_range {
+	uintptr_t start, end; /* [start, end) */
+};
+
+/* An image is this header (magic, the sender's load base and the
+ * segment's position and length) followed by the segment's bytes. */
+#define LM_SEGMENT_HEADER_BYTES 32
+
+/* Describes the segment and its exclusions (sorted, disjoint, each inside
+ * [start, end)).  Computed once and cached; *excl points into the cache
+ * and stays valid until the next lm_segment_exclude.  Returns 0, or LM_EIO
+ * (LM_ENOMEM) with the reason in err. */
+int lm_segment_layout(uintptr_t *start, uintptr_t *end,
+		      const struct lm_segment_range **excl, size_t *nexcl,
+		      char *err, size_t errlen);
+
+/* Keeps [addr, addr + len) out of every later image and apply (per-process
+ * state that happens to be a global of the executable).  Returns 0,
+ * LM_EINVAL when the range is not inside the segment, LM_ENOMEM, LM_EIO. */
+int lm_segment_exclude(const void *addr, size_t len);
+
+/* Captures the image: header + segment bytes, excluded ranges zero, so two
+ * captures of unchanged memory are byte-identical.  On success *image is
+ * malloc'd and owned by the caller (free it), *len its length.  Returns 0,
+ * LM_ENOMEM or LM_EIO (reason in err). */
+int lm_segment_capture(uint8_t **image, size_t *len, char *err,
+		       size_t errlen);
+
+/* Copies an image (borrowed; any alignment) into this process's segment,
+ * skipping excluded ranges.  Returns 0, LM_EINVAL when the image does not
+ * come from this executable (length, magic or segment position differ),
+ * LM_EIO when the segment cannot be described. */
+int lm_segment_apply(const uint8_t *image, size_t len);
+
+/* A function of the executable as an offset from its load base (what
+ * travels in CREATE), and back.  lm_segment_fn_from_offset returns NULL
+ * when the offset does not fall in an executable segment of the main
+ * program. */
+uint64_t lm_segment_fn_offset(void (*fn)(void));
+void (*lm_segment_fn_from_offset(uint64_t off))(void);
+
+/* LM_EINVAL when `lib_global` (an address of the caller's own data) lies
+ * inside the segment, i.e. the library was linked statically and an image
+ * would overwrite its state; 0 otherwise; LM_EIO when the segment cannot
+ * be described. */
+int lm_segment_check_private(const void *lib_global);
+
+#endif

@@ -1,0 +1,658 @@
+/* Launcher logic (tool side, above the transport): starts the daemons of a
+ * layout and the client ranks of a run, the way mpirun does, and turns
+ * what happens to them into one exit status.  Single-threaded; children
+ * are polled with waitpid(pid, WNOHANG) so that only our own children are
+ * ever reaped.
+ *
+ * Choices the brief left open (docs/operations.md has the user's view):
+ *  - run ids grow with time (wall-clock microseconds * 1000 + a random
+ *    part), so a daemon that keeps the newest run id sees later launches
+ *    as newer; multi-host runs pass one id to every host (--run);
+ *  - with --cluster, only those clusters' lemuriads are started; the
+ *    reflectors run on their own hosts;
+ *  - timeout gives status 124 (like timeout(1)), a signal to the launcher
+ *    128 + N, a daemon that dies during the run or a rank that cannot be
+ *    started 1. */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "clock.h"
+#include "daemon.h"
+#include "lm_error.h"
+#include "proto.h"
+#include "rpc.h"
+#include "udp.h"
+
+#define POLL_MS 10
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL); /* an interrupting signal just ends it early */
+}
+
+static uint64_t now_ms(void)
+{
+	return lm_now_us() / 1000;
+}
+
+/* "exited with status S" or "killed by signal N"; returns the exit status
+ * the launcher reports for it. */
+static int describe_status(int st, char *buf, size_t len)
+{
+	if (WIFSIGNALED(st)) {
+		snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
+		return 128 + WTERMSIG(st);
+	}
+	snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+	return WEXITSTATUS(st);
+}
+
+/* fork + exec in a new process group.  `envp` NULL: inherit and run the
+ * program at `argv[0]` as a path; else search PATH (execvpe). */
+static pid_t spawn(char *const *argv, char *const *envp, bool null_stdin)
+{
+	pid_t pid = fork();
+
+	if (pid != 0) {
+		if (pid > 0)
+			setpgid(pid, pid); /* also in the child: no race */
+		return pid;
+	}
+	setpgid(0, 0);
+	if (null_stdin) {
+		int fd = open("/dev/null", O_RDONLY);
+
+		if (fd >= 0 && fd != 0) {
+			dup2(fd, 0);
+			close(fd);
+		}
+	}
+	if (envp)
+		execvpe(argv[0], argv, envp);
+	else
+		execv(argv[0], argv);
+	{
+		char m[512];
+		int n = snprintf(m, sizeof(m),
+				 "lemuria-run: cannot run %s: %s\n", argv[0],
+				 strerror(errno));
+
+		if (n > 0 && write(2, m, (size_t)n) < 0)
+			_exit(127);
+	}
+	_exit(127);
+}
+
+/* Polls `pid` until it is reaped or `ms` passed; 1 when reaped. */
+static int reap_within(pid_t pid, int *status, unsigned ms)
+{
+	uint64_t until = now_ms() + ms;
+
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid || (r < 0 && errno == ECHILD))
+			return 1;
+		if (now_ms() >= until)
+			return 0;
+		sleep_ms(POLL_MS);
+	}
+}
+
+/* ---- ranks, environment, programs ------------------------------------- */
+
+int lm_launch_ranks(const struct lm_layout *l, const char *const *clusters,
+		    size_t nclusters, uint32_t **ranks, size_t *nranks,
+		    char *err, size_t errlen)
+{
+	uint32_t *r;
+	size_t n = 0;
+
+	for (size_t i = 0; i < nclusters; i++) {
+		if (!lm_layout_cluster(l, clusters[i])) {
+			snprintf(err, errlen, "no cluster \"%s\" in %s",
+				 clusters[i], l->path);
+			return LM_EINVAL;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(clusters[i], clusters[j]) == 0) {
+				snprintf(err, errlen,
+					 "cluster \"%s\" named twice",
+					 clusters[i]);
+				return LM_EINVAL;
+			}
+	}
+	r = malloc((l->nprocs ? l->nprocs : 1) * sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return LM_ENOMEM;
+	}
+	for (size_t c = 0; c < l->nclusters; c++) {
+		const struct lm_cluster_cfg *cc = &l->clusters[c];
+		bool wanted = nclusters == 0;
+
+		for (size_t i = 0; i < nclusters && !wanted; i++)
+			wanted = strcmp(clusters[i], cc->name) == 0;
+		for (uint32_t k = 0; wanted && k < cc->clients; k++)
+			r[n++] = cc->first_rank + k;
+	}
+	*ranks = r;
+	*nranks = n;
+	return 0;
+}
+
+uint64_t lm_launch_run_id(void)
+{
+	struct timeval tv;
+	uint32_t rnd = 0;
+
+	gettimeofday(&tv, NULL);
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t)getpid() * 2654435761u ^ (uint32_t)lm_now_us();
+	return ((uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec) * 1000u +
+	       rnd % 1000u;
+}
+
+static bool is_lm_var(const char *entry)
+{
+	static const char *const names[] = { "LM_LAYOUT=", "LM_RANK=",
+					     "LM_RUN=" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strncmp(entry, names[i], strlen(names[i])) == 0)
+			return true;
+	return false;
+}
+
+char **lm_launch_env(char *const *base, const char *layout_abs,
+		     uint32_t rank, uint64_t run)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (base && base[n])
+		n++;
+	env = calloc(n + 4, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (is_lm_var(base[i]))
+			continue;
+		if (!(env[k++] = strdup(base[i])))
+			goto fail;
+	}
+	if (asprintf(&env[k++], "LM_LAYOUT=%s", layout_abs) < 0 ||
+	    asprintf(&env[k++], "LM_RANK=%u", rank) < 0 ||
+	    asprintf(&env[k++], "LM_RUN=%llu", (unsigned long long)run) < 0)
+		goto fail;
+	return env;
+fail:
+	env[k - 1] = NULL; /* asprintf leaves it undefined on failure */
+	lm_launch_env_free(env);
+	return NULL;
+}
+
+void lm_launch_env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+static bool executable_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	       access(path, X_OK) == 0;
+}
+
+int lm_launch_find_program(const char *name, const char *self_dir,
+			   const char *path, char *out, size_t outlen)
+{
+	const char *p = path;
+
+	if (self_dir) {
+		if ((size_t)snprintf(out, outlen, "%s/%s", self_dir, name) >=
+		    outlen)
+			return LM_ENOBUFS;
+		if (executable_file(out))
+			return 0;
+	}
+	while (p) {
+		const char *colon = strchr(p, ':');
+		size_t dlen = colon ? (size_t)(colon - p) : strlen(p);
+		int w = dlen ? snprintf(out, outlen, "%.*s/%s", (int)dlen, p,
+					name)
+			     : snprintf(out, outlen, "%s", name);
+
+		if (w >= 0 && (size_t)w < outlen && executable_file(out))
+			return 0;
+		p = colon ? colon + 1 : NULL;
+	}
+	return LM_ENOENT;
+}
+
+int lm_launch_self_dir(char *out, size_t outlen)
+{
+	ssize_t n = readlink("/proc/self/exe", out, outlen);
+	char *slash;
+
+	if (n <= 0 || (size_t)n >= outlen)
+		return LM_EIO;
+	out[n] = '\0';
+	slash = strrchr(out, '/');
+	if (!slash)
+		return LM_EIO;
+	*slash = '\0';
+	if (out[0] == '\0')
+		strcpy(out, "/");
+	return 0;
+}
+
+/* ---- daemons ------------------------------------------------------------ */
+
+struct daemon_proc {
+	char label[LM_NAME_MAX + 16]; /* "reflector r0" */
+	char name[LM_NAME_MAX];
+	enum lm_role role;
+	uint16_t id;
+	struct sockaddr_in addr;
+	pid_t pid;
+	bool reaped;
+	int status;
+};
+
+struct lm_launch_daemons {
+	struct daemon_proc *p;
+	size_t n;
+};
+
+/* One PING through a fresh endpoint: 0, LM_EBADMSG (someone else
+ * answers), or a transport error. */
+static int ping_once(const struct lm_layout *l, const lm_auth *auth,
+		     const struct daemon_proc *d, int timeout_ms)
+{
+	struct lm_rel_config rcfg;
+	struct lm_msg_pong pong;
+	uint8_t req[16];
+	void *reply = NULL;
+	size_t rlen = 0;
+	char err[256];
+	int rc, len = lm_msg_encode_ping(req, sizeof(req));
+	lm_rpc *rpc;
+
+	lm_daemon_rel_config(l, LM_LEVEL_CLIENT, LM_NODE_CONTROL, auth, &rcfg);
+	rcfg.transport.max_retries = 4; /* a daemon not up yet: give up fast */
+	rcfg.transport.rto_initial_us = 50000;
+	rcfg.transport.ack_delay_us = 0;
+	if (len < 0)
+		return len;
+	rpc = lm_rpc_create(&d->addr, d->id, &rcfg, NULL, err, sizeof(err));
+	if (!rpc)
+		return LM_EIO;
+	rc = lm_rpc_call(rpc, req, (size_t)len, &reply, &rlen, timeout_ms);
+	if (rc == 0 && (lm_msg_decode_pong(reply, rlen, &pong) != 0 ||
+			pong.role != d->role ||
+			strncmp(pong.name, d->name, sizeof(pong.name)) != 0))
+		rc = LM_EBADMSG;
+	free(reply);
+	lm_rpc_destroy(rpc);
+	return rc;
+}
+
+static int add_daemon(lm_launch_daemons *ds, const char *prog,
+		      const char *layout_abs, const char *log_level,
+		      enum lm_role role, const char *name, uint16_t id,
+		      const struct sockaddr_in *addr, FILE *verbose)
+{
+	struct daemon_proc *d = &ds->p[ds->n];
+	char *argv[8];
+	int k = 0;
+
+	*d = (struct daemon_proc){ .role = role, .id = id, .addr = *addr };
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	snprintf(d->label, sizeof(d->label), "%s %s", lm_role_name(role),
+		 name);
+	argv[k++] = (char *)prog;
+	argv[k++] = "-c";
+	argv[k++] = (char *)layout_abs;
+	argv[k++] = "-n";
+	argv[k++] = d->name;
+	if (log_level) {
+		argv[k++] = "-l";
+		argv[k++] = (char *)log_level;
+	}
+	argv[k] = NULL;
+	d->pid = spawn(argv, NULL, true);
+	if (d->pid < 0)
+		return LM_EIO;
+	ds->n++;
+	if (verbose)
+		fprintf(verbose, "lemuria-run: started %s (pid %d)\n",
+			d->label, (int)d->pid);
+	return 0;
+}
+
+/* 1 when d has exited (reaped now or earlier). */
+static int daemon_exited(struct daemon_proc *d)
+{
+	if (!d->reaped && waitpid(d->pid, &d->status, WNOHANG) == d->pid)
+		d->reaped = true;
+	return d->reaped;
+}
+
+static int wait_answers(const struct lm_layout *l, lm_launch_daemons *ds,
+			unsigned ping_ms, char *err, size_t errlen)
+{
+	uint64_t deadline = now_ms() + ping_ms;
+	lm_auth *auth = NULL;
+	char how[64], abuf[32];
+	int rc = 0;
+
+	if (l->auth && !(auth = lm_auth_create(l->key))) {
+		snprintf(err, errlen, "cannot initialise authentication");
+		return LM_ENOMEM;
+	}
+	for (size_t i = 0; i < ds->n && rc == 0; i++) {
+		struct daemon_proc *d = &ds->p[i];
+
+		for (;;) {
+			uint64_t t = now_ms();
+			int r;
+
+			if (daemon_exited(d)) {
+				describe_status(d->status, how, sizeof(how));
+				snprintf(err, errlen,
+					 "%s (pid %d) %s before answering",
+					 d->label, (int)d->pid, how);
+				rc = LM_EIO;
+				break;
+			}
+			if (t >= deadline) {
+				lm_addr_str(&d->addr, abuf, sizeof(abuf));
+				snprintf(err, errlen,
+					 "%s (pid %d) did not answer at %s "
+					 "within %u ms",
+					 d->label, (int)d->pid, abuf, ping_ms);
+				rc = LM_ETIMEDOUT;
+				break;
+			}
+			r = ping_once(l, auth, d,
+				      (int)(deadline - t < 300 ? deadline - t
+							       : 300));
+			if (r == 0)
+				break;
+			if (r == LM_EBADMSG) {
+				lm_addr_str(&d->addr, abuf, sizeof(abuf));
+				snprintf(err, errlen,
+					 "%s: another daemon answers at %s",
+					 d->label, abuf);
+				rc = LM_EIO;
+				break;
+			}
+			sleep_ms(50);
+		}
+	}
+	/* A daemon that could not bind may exit while an older instance at
+	 * the same address answered for it. */
+	for (size_t i = 0; i < ds->n && rc == 0; i++)
+		if (daemon_exited(&ds->p[i])) {
+			describe_status(ds->p[i].status, how, sizeof(how));
+			snprintf(err, errlen, "%s (pid %d) %s at start-up",
+				 ds->p[i].label, (int)ds->p[i].pid, how);
+			rc = LM_EIO;
+		}
+	lm_auth_destroy(auth);
+	return rc;
+}
+
+int lm_launch_daemons_start(const struct lm_layout *l, const char *layout_abs,
+			    const struct lm_launch_daemon_opts *o,
+			    lm_launch_daemons **out, char *err,
+			    size_t errlen)
+{
+	lm_launch_daemons *ds = calloc(1, sizeof(*ds));
+	int rc = 0;
+
+	*out = NULL;
+	if (ds)
+		ds->p = calloc(l->nreflectors + l->nclusters + 1,
+			       sizeof(*ds->p));
+	if (!ds || !ds->p) {
+		snprintf(err, errlen, "out of memory");
+		rc = LM_ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; o->nclusters == 0 && i < l->nreflectors; i++) {
+		const struct lm_reflector_cfg *r = &l->reflectors[i];
+
+		rc = add_daemon(ds, o->reflector, layout_abs, o->log_level,
+				LM_ROLE_REFLECTOR, r->name, r->id, &r->addr,
+				o->verbose);
+		if (rc) {
+			snprintf(err, errlen, "cannot start reflector %s: %s",
+				 r->name, strerror(errno));
+			goto fail;
+		}
+	}
+	for (size_t i = 0; i < l->nclusters; i++) {
+		const struct lm_cluster_cfg *c = &l->clusters[i];
+		bool wanted = o->nclusters == 0;
+
+		for (size_t j = 0; j < o->nclusters && !wanted; j++)
+			wanted = strcmp(o->clusters[j], c->name) == 0;
+		if (!wanted)
+			continue;
+		rc = add_daemon(ds, o->lemuriad, layout_abs, o->log_level,
+				LM_ROLE_LEMURIAD, c->name, c->id, &c->addr,
+				o->verbose);
+		if (rc) {
+			snprintf(err, errlen, "cannot start lemuriad %s: %s",
+				 c->name, strerror(errno));
+			goto fail;
+		}
+	}
+	rc = wait_answers(l, ds, o->ping_ms ? o->ping_ms : LM_LAUNCH_PING_MS,
+			  err, errlen);
+	if (rc)
+		goto fail;
+	*out = ds;
+	return 0;
+fail:
+	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
+	return rc;
+}
+
+int lm_launch_daemons_check(lm_launch_daemons *ds, char *msg, size_t msglen)
+{
+	char how[64];
+
+	for (size_t i = 0; ds && i < ds->n; i++) {
+		struct daemon_proc *d = &ds->p[i];
+
+		if (d->reaped || !daemon_exited(d))
+			continue;
+		describe_status(d->status, how, sizeof(how));
+		snprintf(msg, msglen, "%s (pid %d) %s during the run",
+			 d->label, (int)d->pid, how);
+		return 1;
+	}
+	return 0;
+}
+
+void lm_launch_daemons_stop(lm_launch_daemons *ds, unsigned grace_ms)
+{
+	uint64_t until = now_ms() + grace_ms;
+
+	if (!ds)
+		return;
+	for (size_t i = 0; i < ds->n; i++)
+		if (!daemon_exited(&ds->p[i]))
+			kill(-ds->p[i].pid, SIGTERM);
+	for (size_t i = 0; i < ds->n; i++) {
+		struct daemon_proc *d = &ds->p[i];
+		uint64_t t = now_ms();
+
+		if (d->reaped)
+			continue;
+		if (reap_within(d->pid, &d->status,
+				(unsigned)(until > t ? until - t : 0))) {
+			d->reaped = true;
+			continue;
+		}
+		kill(-d->pid, SIGKILL);
+		d->reaped = reap_within(d->pid, &d->status, 1000);
+	}
+	free(ds->p);
+	free(ds);
+}
+
+/* ---- ranks -------------------------------------------------------------- */
+
+struct rank_proc {
+	uint32_t rank;
+	pid_t pid;
+	bool reaped;
+	int status;
+};
+
+/* SIGTERM to the process group of every rank, SIGKILL to those still
+ * running after grace_ms; reaps them. */
+static void stop_ranks(struct rank_proc *p, size_t n, unsigned grace_ms)
+{
+	uint64_t until = now_ms() + grace_ms;
+
+	for (size_t i = 0; i < n; i++)
+		if (p[i].pid > 0)
+			kill(-p[i].pid, SIGTERM); /* its children too */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t = now_ms();
+
+		if (p[i].pid <= 0 || p[i].reaped)
+			continue;
+		if (reap_within(p[i].pid, &p[i].status,
+				(unsigned)(until > t ? until - t : 0))) {
+			p[i].reaped = true;
+			continue;
+		}
+		kill(-p[i].pid, SIGKILL);
+		p[i].reaped = reap_within(p[i].pid, &p[i].status, 1000);
+	}
+}
+
+static int start_ranks(const struct lm_launch *o, struct rank_proc *p,
+		       struct lm_launch_result *res)
+{
+	uint32_t first = UINT32_MAX;
+
+	for (size_t i = 0; i < o->nranks; i++)
+		if (o->ranks[i] < first)
+			first = o->ranks[i];
+	for (size_t i = 0; i < o->nranks; i++) {
+		char **env = lm_launch_env(o->environ_base, o->layout_abs,
+					   o->ranks[i], o->run);
+
+		p[i].rank = o->ranks[i];
+		p[i].pid = env ? spawn(o->argv, env, o->ranks[i] != first)
+			       : -1;
+		lm_launch_env_free(env);
+		if (p[i].pid < 0) {
+			snprintf(res->msg, sizeof(res->msg),
+				 "cannot start rank %u: %s", o->ranks[i],
+				 env ? strerror(errno) : "out of memory");
+			res->failed_rank = (int)o->ranks[i];
+			res->status = 1;
+			return -1;
+		}
+		if (o->verbose)
+			fprintf(o->verbose, "lemuria-run: rank %u is pid %d\n",
+				o->ranks[i], (int)p[i].pid);
+	}
+	return 0;
+}
+
+int lm_launch_run(const struct lm_launch *o, struct lm_launch_result *res)
+{
+	struct rank_proc *p = calloc(o->nranks ? o->nranks : 1, sizeof(*p));
+	unsigned grace = o->grace_ms ? o->grace_ms : LM_LAUNCH_GRACE_MS;
+	uint64_t t0 = now_ms();
+	size_t running = o->nranks;
+	char how[64];
+
+	*res = (struct lm_launch_result){ .status = 0, .failed_rank = -1 };
+	if (!p) {
+		snprintf(res->msg, sizeof(res->msg), "out of memory");
+		return res->status = 1;
+	}
+	if (start_ranks(o, p, res) != 0)
+		goto stop;
+	while (running > 0) {
+		for (size_t i = 0; i < o->nranks; i++) {
+			struct rank_proc *r = &p[i];
+			int st;
+
+			if (r->reaped || waitpid(r->pid, &r->status,
+						 WNOHANG) != r->pid)
+				continue;
+			r->reaped = true;
+			running--;
+			st = r->status;
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+				if (o->verbose)
+					fprintf(o->verbose,
+						"lemuria-run: rank %u exited "
+						"with status 0\n", r->rank);
+				continue;
+			}
+			res->status = describe_status(st, how, sizeof(how));
+			res->failed_rank = (int)r->rank;
+			snprintf(res->msg, sizeof(res->msg),
+				 "rank %u (pid %d) %s", r->rank, (int)r->pid,
+				 how);
+			goto stop;
+		}
+		if (running == 0)
+			break;
+		if (o->stop && *o->stop) {
+			res->status = 128 + (int)*o->stop;
+			snprintf(res->msg, sizeof(res->msg),
+				 "interrupted by signal %d; stopping the run",
+				 (int)*o->stop);
+			goto stop;
+		}
+		if (o->timeout_ms && now_ms() - t0 >= o->timeout_ms) {
+			res->status = LM_LAUNCH_TIMEOUT_STATUS;
+			snprintf(res->msg, sizeof(res->msg),
+				 "timed out after %.1f s; stopping %zu ranks",
+				 o->timeout_ms / 1000.0, running);
+			goto stop;
+		}
+		if (lm_launch_daemons_check(o->daemons, res->msg,
+					    sizeof(res->msg))) {
+			res->status = 1;
+			goto stop;
+		}
+		sleep_ms(POLL_MS);
+	}
+	free(p);
+	return res->status;
+stop:
+	stop_ranks(p, o->nranks, grace);
+	free(p);
+	return res->status;
+}

@@ -1,0 +1,220 @@
+/* lemuria-run: starts the client ranks of a layout, like mpirun.
+ *
+ *   lemuria-run -c LAYOUT [--start-daemons] [--cluster NAME]... [--run ID]
+ *               [--timeout SEC] [-v] -- PROGRAM ARGS...
+ *
+ * Thin main over tools/launch.c; the user's guide is docs/operations.md.
+ * Exit status: 0 when every rank exits 0; a failed rank's exit status (128
+ * + N for signal N); 124 on --timeout; 2 on a usage or layout error; 1 when
+ * the daemons cannot be started or one of them dies. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "launch.h"
+#include "lm_error.h"
+
+#define MAX_CLUSTERS 256
+
+extern char **environ;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: lemuria-run -c LAYOUT [options] -- PROGRAM [ARGS...]\n"
+		"  -c, --config LAYOUT   the layout (INI) every rank joins\n"
+		"  -d, --start-daemons   start the layout's reflectors and "
+		"lemuriads first,\n"
+		"                        stop them at the end\n"
+		"  -C, --cluster NAME    start only this cluster's ranks "
+		"(repeatable)\n"
+		"  -r, --run ID          run id (decimal); the same on every "
+		"host of a run\n"
+		"  -t, --timeout SEC     stop everything after SEC seconds "
+		"(status 124)\n"
+		"  -v, --verbose         say what is started and how it "
+		"ends\n");
+}
+
+static int find_daemon(const char *name, char *out, size_t outlen)
+{
+	char self[LM_PATH_MAX];
+	int rc = lm_launch_find_program(
+		name, lm_launch_self_dir(self, sizeof(self)) == 0 ? self : NULL,
+		getenv("PATH"), out, outlen);
+
+	if (rc)
+		fprintf(stderr, "lemuria-run: cannot find the %s program "
+				"next to lemuria-run or in PATH\n", name);
+	return rc;
+}
+
+static int start_daemons(const struct lm_layout *l, const char *layout_abs,
+			 const char *const *clusters, size_t nclusters,
+			 int verbose, lm_launch_daemons **out)
+{
+	char refl[LM_PATH_MAX], lemd[LM_PATH_MAX], err[512];
+	struct lm_launch_daemon_opts o = {
+		.reflector = refl, .lemuriad = lemd, .clusters = clusters,
+		.nclusters = nclusters, .log_level = verbose ? NULL : "warn",
+		.verbose = verbose ? stderr : NULL,
+	};
+
+	if ((nclusters == 0 && find_daemon("reflector", refl, sizeof(refl))) ||
+	    find_daemon("lemuriad", lemd, sizeof(lemd)))
+		return 1;
+	if (lm_launch_daemons_start(l, layout_abs, &o, out, err, sizeof(err))) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "start-daemons", no_argument, NULL, 'd' },
+		{ "cluster", required_argument, NULL, 'C' },
+		{ "run", required_argument, NULL, 'r' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *layout_path = NULL, *clusters[MAX_CLUSTERS];
+	size_t nclusters = 0, nranks = 0;
+	int c, daemons = 0, verbose = 0, status;
+	unsigned timeout_ms = 0;
+	uint64_t run = 0;
+	struct lm_layout *l = NULL;
+	lm_launch_daemons *ds = NULL;
+	uint32_t *ranks = NULL;
+	char err[512], layout_abs[LM_PATH_MAX];
+	struct lm_launch_result res;
+	struct sigaction sa;
+	char *end;
+
+	while ((c = getopt_long(argc, argv, "+c:dC:r:t:vh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			layout_path = optarg;
+			break;
+		case 'd':
+			daemons = 1;
+			break;
+		case 'C':
+			if (nclusters == MAX_CLUSTERS) {
+				fprintf(stderr, "lemuria-run: too many "
+						"--cluster options\n");
+				return 2;
+			}
+			clusters[nclusters++] = optarg;
+			break;
+		case 'r':
+			errno = 0;
+			run = strtoull(optarg, &end, 10);
+			if (errno || *end || end == optarg || run == 0) {
+				fprintf(stderr, "lemuria-run: --run takes a "
+						"non-zero decimal number, not "
+						"\"%s\"\n", optarg);
+				return 2;
+			}
+			break;
+		case 't': {
+			double sec = strtod(optarg, &end);
+
+			if (*end || end == optarg || !(sec > 0) ||
+			    sec > 4e6) {
+				fprintf(stderr, "lemuria-run: --timeout takes "
+						"seconds, not \"%s\"\n",
+					optarg);
+				return 2;
+			}
+			timeout_ms = (unsigned)(sec * 1000 + 0.5);
+			break;
+		}
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!layout_path || optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (lm_layout_load(layout_path, &l, err, sizeof(err))) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		return 2;
+	}
+	if (!realpath(layout_path, layout_abs)) {
+		fprintf(stderr, "lemuria-run: %s: %s\n", layout_path,
+			strerror(errno));
+		lm_layout_free(l);
+		return 2;
+	}
+	if (lm_launch_ranks(l, clusters, nclusters, &ranks, &nranks, err,
+			    sizeof(err))) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		lm_layout_free(l);
+		return 2;
+	}
+	if (run == 0)
+		run = lm_launch_run_id();
+	if (verbose)
+		fprintf(stderr, "lemuria-run: run %llu, %zu ranks, layout %s\n",
+			(unsigned long long)run, nranks, layout_abs);
+
+	/* No SA_RESTART: the supervision loop's sleep must end early. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	if (daemons && start_daemons(l, layout_abs, clusters, nclusters,
+				     verbose, &ds)) {
+		status = 1;
+	} else if (stop_signal) {
+		status = 128 + stop_signal;
+	} else {
+		struct lm_launch o = {
+			.argv = argv + optind, .environ_base = environ,
+			.ranks = ranks, .nranks = nranks,
+			.layout_abs = layout_abs, .run = run,
+			.timeout_ms = timeout_ms, .daemons = ds,
+			.stop = &stop_signal,
+			.verbose = verbose ? stderr : NULL,
+		};
+
+		status = lm_launch_run(&o, &res);
+		if (res.msg[0])
+			fprintf(stderr, "lemuria-run: %s\n", res.msg);
+		else if (verbose)
+			fprintf(stderr, "lemuria-run: all %zu ranks exited "
+					"with status 0\n", nranks);
+	}
+	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
+	free(ranks);
+	lm_layout_free(l);
+	return status;
+}
