@@ -1,0 +1,715 @@
+/* Client shared-memory machinery, under the client runtime: the region at
+ * its fixed address, page states driven by SIGSEGV, twins, diffs at
+ * release and invalidation by write notices (docs/dsm.md 2-4 and 9).
+ *
+ * The region's memory is a memfd mapped twice: the application's view at
+ * `base` (protections follow the page states) and a private read-write
+ * mapping.  Fetched pages and twins go through the private one, so a page
+ * is complete before the view opens (no thread sees half a page), and the
+ * flush never touches the view, so it cannot fault while holding the lock.
+ *
+ * Choices left open by the spec:
+ * - A notice blocks (LM_EINVAL, nothing done) only when it would
+ *   invalidate a dirty page; a notice no newer than a dirty page's copy
+ *   changes nothing and is accepted.  A notice for a page outside the
+ *   region is LM_EINVAL too: it can only come from a broken peer.
+ * - Several application threads are allowed: a spinlock guards the page
+ *   table, and a fault that finds its page already opened by another
+ *   thread just returns so the access is retried.
+ * - Off x86-64 the fault's access kind is not decoded: a fault on an
+ *   invalid page is served as a read and the write, if it was one, faults
+ *   again on the read-only page and is served then. */
+#include "region.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "diff.h"
+#include "lm_error.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define TWIN_CHUNK_PAGES 32 /* twins mapped at once when the pool is dry */
+#define DIFFS_ENTRY_HDR 8   /* u32 page + u32 length in a diff list */
+#define OUT_MIN_CAP 65536   /* first size of the flush buffer */
+
+enum page_state {
+	PAGE_INVALID, /* no valid copy: PROT_NONE */
+	PAGE_READ,    /* valid, clean copy: PROT_READ */
+	PAGE_WRITE,   /* valid copy with a twin, in the dirty list: RW */
+	PAGE_STATE_COUNT
+};
+
+enum fault_access {
+	ACCESS_UNKNOWN, /* not decoded on this architecture */
+	ACCESS_READ,
+	ACCESS_WRITE,
+	ACCESS_EXEC, /* instruction fetch: never ours to serve */
+};
+
+/* A free twin holds the link to the next one in its first bytes. */
+struct twin_free {
+	struct twin_free *next;
+};
+
+struct region {
+	atomic_int active;  /* read by the handler before the lock */
+	atomic_int locked;  /* the page-table spinlock */
+	uintptr_t base;
+	uint64_t size;
+	uint32_t page_size;
+	unsigned page_shift;
+	uint32_t npages;
+	int fd;
+	uint8_t *view; /* the application's mapping, at base */
+	uint8_t *rw;   /* the region's own read-write mapping */
+	struct lm_region_backend be;
+	void *ctx;
+	uint8_t *state;     /* enum page_state, per page */
+	uint32_t *version;  /* per page, meaningful when valid */
+	uint8_t **twin;     /* per page, set in PAGE_WRITE */
+	uint32_t *dirty;    /* PAGE_WRITE pages, in order of first write */
+	uint32_t ndirty;
+	struct twin_free *free_twins;
+	uint8_t **chunks;   /* mapped twin chunks, max_chunks slots */
+	uint32_t nchunks, max_chunks, chunk_pages;
+	uint8_t *scratch;   /* one page's diff, lm_diff_bound bytes */
+	size_t scratch_cap;
+	uint8_t *out;       /* the flush buffer, handed to the caller */
+	size_t out_cap;
+	struct sigaction old_action; /* restored by fini, chained to */
+	struct lm_region_stats stats;
+};
+
+static struct region R = { .fd = -1 };
+
+static void lock(void)
+{
+	while (atomic_exchange_explicit(&R.locked, 1, memory_order_acquire))
+		sched_yield();
+}
+
+static void unlock(void)
+{
+	atomic_store_explicit(&R.locked, 0, memory_order_release);
+}
+
+static size_t page_off(uint32_t page)
+{
+	return (size_t)page << R.page_shift;
+}
+
+/* ---- messages from the signal handler --------------------------------
+ * snprintf is not async-signal-safe, so a fatal message is assembled by
+ * hand and written with write(2). */
+
+struct sigmsg {
+	char buf[256];
+	size_t len;
+};
+
+static void sigmsg_str(struct sigmsg *m, const char *s)
+{
+	while (*s && m->len < sizeof(m->buf) - 1)
+		m->buf[m->len++] = *s++;
+}
+
+static void sigmsg_num(struct sigmsg *m, uint64_t v, unsigned radix)
+{
+	char digits[24];
+	size_t n = 0;
+
+	do {
+		digits[n++] = "0123456789abcdef"[v % radix];
+		v /= radix;
+	} while (v);
+	while (n && m->len < sizeof(m->buf) - 1)
+		m->buf[m->len++] = digits[--n];
+}
+
+__attribute__((noreturn)) static void fault_fatal(uint32_t page,
+						  const char *what,
+						  const char *why)
+{
+	struct sigmsg m = { .len = 0 };
+
+	sigmsg_str(&m, "lemuria: ");
+	sigmsg_str(&m, what);
+	sigmsg_str(&m, " page ");
+	sigmsg_num(&m, page, 10);
+	sigmsg_str(&m, " (address 0x");
+	sigmsg_num(&m, R.base + page_off(page), 16);
+	sigmsg_str(&m, "): ");
+	sigmsg_str(&m, why);
+	sigmsg_str(&m, "\n");
+	if (write(STDERR_FILENO, m.buf, m.len) < 0) {
+		/* nothing left to report to */
+	}
+	abort();
+}
+
+/* ---- the twin pool ---------------------------------------------------
+ * Twins come from chunks mapped with mmap (a system call, so usable from
+ * the handler, unlike malloc) and go back to a free list at flush.  At
+ * most npages twins exist at once, which bounds the chunks. */
+
+static int twin_chunk_add(void)
+{
+	size_t bytes = (size_t)R.chunk_pages * R.page_size;
+	uint8_t *c;
+
+	if (R.nchunks == R.max_chunks)
+		return LM_ENOMEM;
+	c = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return LM_ENOMEM;
+	R.chunks[R.nchunks++] = c;
+	for (uint32_t i = R.chunk_pages; i-- > 0;) {
+		struct twin_free *t = (struct twin_free *)(c + page_off(i));
+
+		t->next = R.free_twins;
+		R.free_twins = t;
+	}
+	return 0;
+}
+
+static uint8_t *twin_get(void)
+{
+	struct twin_free *t;
+
+	if (!R.free_twins && twin_chunk_add() != 0)
+		return NULL;
+	t = R.free_twins;
+	R.free_twins = t->next;
+	return (uint8_t *)t;
+}
+
+static void twin_put(uint8_t *twin)
+{
+	struct twin_free *t = (struct twin_free *)twin;
+
+	t->next = R.free_twins;
+	R.free_twins = t;
+}
+
+/* ---- the fault handler ----------------------------------------------- */
+
+static enum fault_access fault_access(const void *uctx)
+{
+#if defined(__x86_64__)
+	/* The page-fault error code: bit 1 write, bit 4 instruction fetch. */
+	const ucontext_t *uc = uctx;
+	greg_t err = uc->uc_mcontext.gregs[REG_ERR];
+
+	if (err & 0x10)
+		return ACCESS_EXEC;
+	return (err & 2) ? ACCESS_WRITE : ACCESS_READ;
+#else
+	(void)uctx;
+	return ACCESS_UNKNOWN;
+#endif
+}
+
+/* Hands a fault that is not ours to whoever had SIGSEGV before.  With no
+ * handler before, SIGSEGV goes back to its default and the faulting
+ * instruction runs again on return: the process dies of SIGSEGV as it
+ * would have without Lemuria. */
+static void chain(int sig, siginfo_t *si, void *uctx)
+{
+	const struct sigaction *old = &R.old_action;
+	struct sigaction dfl;
+
+	if (old->sa_flags & SA_SIGINFO) {
+		old->sa_sigaction(sig, si, uctx);
+		return;
+	}
+	if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+		old->sa_handler(sig);
+		return;
+	}
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+}
+
+static void open_page(uint32_t page, int prot)
+{
+	if (mprotect(R.view + page_off(page), R.page_size, prot) != 0)
+		fault_fatal(page, "cannot open", errno == ENOMEM ?
+			    "mprotect: out of memory (vm.max_map_count?)" :
+			    "mprotect failed");
+}
+
+/* The page is written into the private mapping while the view is still
+ * closed. */
+static void fetch_page(uint32_t page)
+{
+	uint32_t version = 0;
+	int rc;
+
+	rc = R.be.fetch(R.ctx, page, R.rw + page_off(page), &version);
+	if (rc != 0)
+		fault_fatal(page, "cannot fetch", lm_strerror(rc));
+	R.version[page] = version;
+	R.stats.fetches++;
+}
+
+static void make_dirty(uint32_t page)
+{
+	uint8_t *twin = twin_get();
+
+	if (!twin)
+		fault_fatal(page, "cannot twin", "out of memory");
+	memcpy(twin, R.rw + page_off(page), R.page_size);
+	R.twin[page] = twin;
+	R.dirty[R.ndirty++] = page;
+	open_page(page, PROT_READ | PROT_WRITE);
+	R.state[page] = PAGE_WRITE;
+	R.stats.write_faults++;
+}
+
+/* Called with the lock held.  A fault that finds the page already open
+ * for its access was raced by another thread: returning retries it. */
+static void serve_fault(uint32_t page, enum fault_access access)
+{
+	switch (R.state[page]) {
+	case PAGE_INVALID:
+		fetch_page(page);
+		if (access == ACCESS_WRITE) {
+			make_dirty(page);
+			return;
+		}
+		open_page(page, PROT_READ);
+		R.state[page] = PAGE_READ;
+		R.stats.read_faults++;
+		return;
+	case PAGE_READ:
+		if (access != ACCESS_READ)
+			make_dirty(page);
+		return;
+	default:
+		return;
+	}
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uctx)
+{
+	uintptr_t addr = (uintptr_t)si->si_addr;
+	enum fault_access access;
+	int saved_errno = errno;
+
+	/* addr below base wraps around to a huge offset */
+	if (!atomic_load_explicit(&R.active, memory_order_acquire) ||
+	    addr - R.base >= R.size) {
+		chain(sig, si, uctx);
+		errno = saved_errno;
+		return;
+	}
+	access = fault_access(uctx);
+	if (access == ACCESS_EXEC) {
+		chain(sig, si, uctx);
+		errno = saved_errno;
+		return;
+	}
+	lock();
+	serve_fault((uint32_t)((addr - R.base) >> R.page_shift), access);
+	unlock();
+	errno = saved_errno;
+}
+
+/* ---- set-up and tear-down -------------------------------------------- */
+
+/* Frees what init built; keeps the statistics and the lock word. */
+static void release_all(void)
+{
+	struct lm_region_stats stats = R.stats;
+
+	for (uint32_t i = 0; i < R.nchunks; i++)
+		munmap(R.chunks[i], (size_t)R.chunk_pages * R.page_size);
+	if (R.view)
+		munmap(R.view, R.size);
+	if (R.rw)
+		munmap(R.rw, R.size);
+	if (R.fd >= 0)
+		close(R.fd);
+	free(R.chunks);
+	free(R.state);
+	free(R.version);
+	free(R.twin);
+	free(R.dirty);
+	free(R.scratch);
+	free(R.out);
+	R.base = 0;
+	R.size = 0;
+	R.page_size = 0;
+	R.page_shift = 0;
+	R.npages = 0;
+	R.fd = -1;
+	R.view = NULL;
+	R.rw = NULL;
+	memset(&R.be, 0, sizeof(R.be));
+	R.ctx = NULL;
+	R.state = NULL;
+	R.version = NULL;
+	R.twin = NULL;
+	R.dirty = NULL;
+	R.ndirty = 0;
+	R.free_twins = NULL;
+	R.chunks = NULL;
+	R.nchunks = R.max_chunks = R.chunk_pages = 0;
+	R.scratch = NULL;
+	R.scratch_cap = 0;
+	R.out = NULL;
+	R.out_cap = 0;
+	memset(&R.old_action, 0, sizeof(R.old_action));
+	R.stats = stats;
+}
+
+static int geometry_check(uint64_t base, uint64_t size, uint32_t page_size,
+			  char *err, size_t errlen)
+{
+	long os_page = sysconf(_SC_PAGESIZE);
+
+	if (os_page <= 0)
+		os_page = 4096;
+	if (page_size == 0 || (page_size & (page_size - 1)) != 0 ||
+	    page_size % (uint64_t)os_page != 0) {
+		snprintf(err, errlen, "page size %u is not a power-of-two "
+			 "multiple of the system page size %ld", page_size,
+			 os_page);
+		return LM_EINVAL;
+	}
+	if (size == 0 || size % page_size != 0) {
+		snprintf(err, errlen, "region size %llu is not a positive "
+			 "multiple of the page size %u",
+			 (unsigned long long)size, page_size);
+		return LM_EINVAL;
+	}
+	if (size / page_size > UINT32_MAX) {
+		snprintf(err, errlen, "region of %llu bytes has more than "
+			 "2^32-1 pages", (unsigned long long)size);
+		return LM_EINVAL;
+	}
+	if (base == 0 || base % page_size != 0) {
+		snprintf(err, errlen, "region base 0x%llx is not a nonzero "
+			 "multiple of the page size %u",
+			 (unsigned long long)base, page_size);
+		return LM_EINVAL;
+	}
+	if (base + size < base) {
+		snprintf(err, errlen, "region 0x%llx + %llu bytes does not fit "
+			 "the address space", (unsigned long long)base,
+			 (unsigned long long)size);
+		return LM_EINVAL;
+	}
+	return 0;
+}
+
+static int map_region(uint64_t base, uint64_t size, char *err, size_t errlen)
+{
+	void *view;
+
+	R.fd = memfd_create("lemuria-region", MFD_CLOEXEC);
+	if (R.fd < 0) {
+		snprintf(err, errlen, "memfd_create: %s", strerror(errno));
+		return LM_EIO;
+	}
+	if (ftruncate(R.fd, (off_t)size) != 0) {
+		snprintf(err, errlen, "cannot size the region's memfd to %llu "
+			 "bytes: %s", (unsigned long long)size,
+			 strerror(errno));
+		return LM_EIO;
+	}
+	view = mmap((void *)(uintptr_t)base, size, PROT_NONE,
+		    MAP_SHARED | MAP_FIXED_NOREPLACE, R.fd, 0);
+	if (view == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map the shared region at 0x%llx "
+			 "(%llu bytes): %s", (unsigned long long)base,
+			 (unsigned long long)size,
+			 errno == EEXIST ? "address range already in use" :
+					   strerror(errno));
+		return LM_EIO;
+	}
+	if ((uintptr_t)view != base) {
+		/* a kernel older than 4.17 takes the flag as a mere hint */
+		munmap(view, size);
+		snprintf(err, errlen, "cannot map the shared region at 0x%llx "
+			 "(%llu bytes): the kernel placed it elsewhere",
+			 (unsigned long long)base, (unsigned long long)size);
+		return LM_EIO;
+	}
+	R.view = view;
+	R.size = size;
+	R.rw = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, R.fd, 0);
+	if (R.rw == MAP_FAILED) {
+		R.rw = NULL;
+		snprintf(err, errlen, "cannot map the region's second view "
+			 "(%llu bytes): %s", (unsigned long long)size,
+			 strerror(errno));
+		return LM_EIO;
+	}
+	return 0;
+}
+
+int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
+		   const struct lm_region_backend *be, void *ctx, char *err,
+		   size_t errlen)
+{
+	struct sigaction sa;
+	char scratch_err[8];
+	int rc;
+
+	if (!err) {
+		err = scratch_err;
+		errlen = sizeof(scratch_err);
+	}
+	if (atomic_load(&R.active)) {
+		snprintf(err, errlen, "the shared region is already "
+			 "initialised");
+		return LM_EINVAL;
+	}
+	if (!be || !be->fetch) {
+		snprintf(err, errlen, "no fetch function for the region");
+		return LM_EINVAL;
+	}
+	rc = geometry_check(base, size, page_size, err, errlen);
+	if (rc)
+		return rc;
+
+	memset(&R.stats, 0, sizeof(R.stats));
+	R.base = (uintptr_t)base;
+	R.page_size = page_size;
+	R.page_shift = (unsigned)__builtin_ctz(page_size);
+	R.npages = (uint32_t)(size / page_size);
+	R.be = *be;
+	R.ctx = ctx;
+	rc = map_region(base, size, err, errlen);
+	if (rc)
+		goto fail;
+
+	rc = LM_ENOMEM;
+	R.chunk_pages = R.npages < TWIN_CHUNK_PAGES ? R.npages
+						     : TWIN_CHUNK_PAGES;
+	R.max_chunks = (R.npages + R.chunk_pages - 1) / R.chunk_pages;
+	R.chunks = calloc(R.max_chunks, sizeof(*R.chunks));
+	R.state = calloc(R.npages, sizeof(*R.state));
+	R.version = calloc(R.npages, sizeof(*R.version));
+	R.twin = calloc(R.npages, sizeof(*R.twin));
+	R.dirty = calloc(R.npages, sizeof(*R.dirty));
+	R.scratch_cap = lm_diff_bound(page_size);
+	R.scratch = malloc(R.scratch_cap);
+	if (!R.chunks || !R.state || !R.version || !R.twin || !R.dirty ||
+	    !R.scratch) {
+		snprintf(err, errlen, "no memory for the page table of %u "
+			 "pages", R.npages);
+		goto fail;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &R.old_action) != 0) {
+		snprintf(err, errlen, "cannot install the SIGSEGV handler: %s",
+			 strerror(errno));
+		rc = LM_EIO;
+		goto fail;
+	}
+	atomic_store(&R.active, 1);
+	return 0;
+fail:
+	release_all();
+	return rc;
+}
+
+void lm_region_fini(void)
+{
+	if (!atomic_load(&R.active))
+		return;
+	lock();
+	sigaction(SIGSEGV, &R.old_action, NULL);
+	atomic_store(&R.active, 0);
+	release_all();
+	unlock();
+}
+
+int lm_region_contains(const void *addr)
+{
+	return atomic_load(&R.active) && (uintptr_t)addr - R.base < R.size;
+}
+
+/* ---- release and acquire --------------------------------------------- */
+
+/* Sets prot on every dirty page, one mprotect per run of adjacent pages
+ * (sequential writers dirty pages in order). */
+static int protect_dirty(int prot)
+{
+	uint32_t i = 0;
+
+	while (i < R.ndirty) {
+		uint32_t first = R.dirty[i], n = 1;
+
+		while (i + n < R.ndirty && R.dirty[i + n] == first + n)
+			n++;
+		if (mprotect(R.view + page_off(first), page_off(n), prot) != 0)
+			return LM_ENOMEM;
+		i += n;
+	}
+	return 0;
+}
+
+static int out_reserve(size_t need)
+{
+	size_t cap = R.out_cap ? R.out_cap : OUT_MIN_CAP;
+	uint8_t *p;
+
+	if (need <= R.out_cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(R.out, cap);
+	if (!p)
+		return LM_ENOMEM;
+	R.out = p;
+	R.out_cap = cap;
+	return 0;
+}
+
+/* Encodes the dirty pages into R.out; the pages are already read-only, so
+ * no thread changes them meanwhile. */
+static int encode_dirty(size_t *used, uint32_t *count)
+{
+	*used = 0;
+	*count = 0;
+	for (uint32_t i = 0; i < R.ndirty; i++) {
+		uint32_t page = R.dirty[i];
+		size_t dlen;
+		int rc;
+
+		rc = lm_diff_encode(R.twin[page], R.rw + page_off(page),
+				    R.page_size, R.scratch, R.scratch_cap,
+				    &dlen);
+		if (rc)
+			return rc;
+		if (dlen == 0)
+			continue;
+		rc = out_reserve(*used + DIFFS_ENTRY_HDR + dlen);
+		if (rc)
+			return rc;
+		rc = lm_msg_diffs_append(R.out, R.out_cap, used, page,
+					 R.scratch, dlen);
+		if (rc)
+			return rc;
+		(*count)++;
+	}
+	return 0;
+}
+
+int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
+{
+	size_t used;
+	uint32_t n;
+	int rc;
+
+	if (!atomic_load(&R.active))
+		return LM_EINVAL;
+	lock();
+	/* Write-protect before encoding: a write by another thread after
+	 * this point faults and makes a new twin, so it is never lost. */
+	rc = protect_dirty(PROT_READ);
+	if (rc == 0)
+		rc = encode_dirty(&used, &n);
+	if (rc != 0) {
+		/* undo: merging mappings back cannot run out of them */
+		protect_dirty(PROT_READ | PROT_WRITE);
+		unlock();
+		return rc;
+	}
+	for (uint32_t i = 0; i < R.ndirty; i++) {
+		uint32_t page = R.dirty[i];
+
+		twin_put(R.twin[page]);
+		R.twin[page] = NULL;
+		R.state[page] = PAGE_READ;
+	}
+	R.ndirty = 0;
+	R.stats.flushed_pages += n;
+	R.stats.flushed_bytes += used;
+	*diffs = R.out;
+	*len = used;
+	*count = n;
+	unlock();
+	return 0;
+}
+
+int lm_region_apply_notices(const struct lm_notice *n, uint32_t count)
+{
+	int rc = 0;
+
+	if (!atomic_load(&R.active) || (count && !n))
+		return LM_EINVAL;
+	lock();
+	/* Check everything first so that a refused list changes nothing. */
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t page = n[i].page;
+
+		if (page >= R.npages ||
+		    (R.state[page] == PAGE_WRITE &&
+		     R.version[page] < n[i].version)) {
+			rc = LM_EINVAL;
+			goto out;
+		}
+	}
+	/* I3: only a copy older than the notice goes, so a notice applied
+	 * twice, or after a newer fetch, does nothing. */
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t page = n[i].page;
+
+		if (R.state[page] == PAGE_INVALID ||
+		    R.version[page] >= n[i].version)
+			continue;
+		if (mprotect(R.view + page_off(page), R.page_size,
+			     PROT_NONE) != 0) {
+			rc = LM_ENOMEM;
+			goto out;
+		}
+		R.state[page] = PAGE_INVALID;
+		R.stats.invalidations++;
+	}
+out:
+	unlock();
+	return rc;
+}
+
+void lm_region_stats(struct lm_region_stats *out)
+{
+	lock();
+	*out = R.stats;
+	unlock();
+}
+
+uint32_t lm_region_page_version(uint32_t page)
+{
+	uint32_t v = UINT32_MAX;
+
+	if (!atomic_load(&R.active))
+		return v;
+	lock();
+	if (page < R.npages && R.state[page] != PAGE_INVALID)
+		v = R.version[page];
+	unlock();
+	return v;
+}

@@ -1,0 +1,99 @@
+/* The client's view of shared memory (DESIGN.md §2 "Faults", docs/dsm.md
+ * 2-4 and 9): the region mapped at a fixed address, accesses caught with
+ * mprotect + SIGSEGV, pages fetched through a backend, twins kept for
+ * written pages, diffs built at release and copies invalidated by write
+ * notices.  It sends no messages: the client runtime supplies the backend
+ * and sends what the region builds.
+ *
+ * One region per process (the SIGSEGV handler needs a global).
+ *
+ * Threads: the page table is guarded by a spinlock, so several
+ * application threads may touch the region; faults are served one at a
+ * time (a thread faulting while another fetches spins until it is done).
+ * The backend must not touch the region or call lm_region_* itself, and
+ * no signal handler other than the region's may touch the region.
+ *
+ * Memory: besides the region itself, a page table of about 17 bytes per
+ * page, one twin per page written in the current interval (twins are
+ * recycled through a free list, never returned to the system before
+ * lm_region_fini) and the flush buffer (as large as the largest diff list
+ * built so far). */
+#ifndef LM_REGION_H
+#define LM_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct lm_region_backend {
+	/* Fetch page `page` into dst (page_size bytes) and its version.
+	 * Called from the SIGSEGV handler of the faulting thread, with the
+	 * region's lock held, so it must be safe there: no lm_region_*
+	 * calls, no access to the region.  dst is the region's private
+	 * mapping of the page, invisible to the application until fetch
+	 * returns.  Returns 0 or LM_E*; a failure is fatal: the handler
+	 * writes a message naming the page and the error and aborts. */
+	int (*fetch)(void *ctx, uint32_t page, void *dst, uint32_t *version);
+};
+
+/* Maps `size` bytes at the fixed address `base`, cut into pages of
+ * `page_size` bytes (a power of two, a multiple of the OS page size; base
+ * and size multiples of it), every page invalid, and installs the SIGSEGV
+ * handler.  be is copied; ctx is passed to be->fetch and must live until
+ * lm_region_fini.  Statistics restart from zero.  Returns 0, LM_EINVAL
+ * (already initialised, bad geometry, no fetch function), LM_ENOMEM, or
+ * LM_EIO (a system call failed, e.g. the address range is in use); on
+ * error a message naming the cause (and the address) is written to err
+ * (errlen bytes, may be NULL) and nothing stays mapped or installed. */
+int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
+		   const struct lm_region_backend *be, void *ctx, char *err,
+		   size_t errlen);
+
+/* Unmaps the region, restores the SIGSEGV action found by lm_region_init,
+ * frees twins and buffers.  Unflushed writes are lost.  Safe when not
+ * initialised.  Statistics stay readable until the next init. */
+void lm_region_fini(void);
+
+/* 1 when addr lies in the initialised region, else 0. */
+int lm_region_contains(const void *addr);
+
+/* Builds the diff list of every page written since the last flush, in
+ * the packed format of lm_msg_diffs_append (common/proto.h) and in the
+ * order the pages were first written, into a buffer the region owns
+ * (valid until the next lm_region_flush or lm_region_fini; *diffs may be
+ * NULL when *len is 0).  Those pages become read-only (their copy stays
+ * valid, their version unchanged) and their twins are dropped.  *count =
+ * number of entries; pages whose diff is empty are omitted.  Returns 0,
+ * LM_EINVAL (not initialised), LM_ENOMEM (no memory, or mprotect could
+ * not split the mapping: vm.max_map_count) or LM_ENOBUFS (the list would
+ * exceed the 4 GiB a FLUSH can carry); on error nothing changed and the
+ * pages stay dirty and writable. */
+int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count);
+
+/* Applies write notices (I3): every page whose copy is valid and whose
+ * version is older than its notice becomes invalid (PROT_NONE) and is
+ * fetched again at its next access.  The runtime flushes first: a notice
+ * that would invalidate a dirty page (written since the last flush), or
+ * that names a page outside the region, makes the call return LM_EINVAL
+ * without changing anything.  n (count entries) is only read.  Returns 0,
+ * LM_EINVAL (also when not initialised) or LM_ENOMEM (mprotect failed:
+ * the pages before the failing one are invalidated). */
+int lm_region_apply_notices(const struct lm_notice *n, uint32_t count);
+
+struct lm_region_stats {
+	uint64_t read_faults;   /* faults served as reads */
+	uint64_t write_faults;  /* faults served as writes (twin made) */
+	uint64_t fetches;       /* backend fetches */
+	uint64_t invalidations; /* copies invalidated by notices */
+	uint64_t flushed_pages; /* diff-list entries built */
+	uint64_t flushed_bytes; /* diff-list bytes built (headers included) */
+};
+
+void lm_region_stats(struct lm_region_stats *out);
+
+/* Version of the valid copy of `page`; UINT32_MAX when the page is
+ * invalid, out of range, or the region is not initialised.  For tests. */
+uint32_t lm_region_page_version(uint32_t page);
+
+#endif

@@ -1,0 +1,715 @@
+/* The client's shared region (liblemuria/region.c), driven through a fake
+ * backend that serves pages from a local array: fetches on first access
+ * only, twins on write, diffs holding exactly the changed bytes, notices
+ * invalidating only older copies, and faults that are not the region's
+ * (or fetches that fail) ending the process as they should.
+ *
+ * These tests take real SIGSEGVs, which AddressSanitizer intercepts, so
+ * under ASan the suite holds one test that says it was skipped. */
+#include "unit.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+
+static void test_skipped_under_asan(void)
+{
+	CU_PASS("region tests need SIGSEGV; skipped under ASan");
+}
+
+LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
+
+#else
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "diff.h"
+#include "lm_error.h"
+#include "proto.h"
+#include "region.h"
+
+#define BASE 0x510000000000ull
+#define PAGE 4096u
+#define NPAGES 64u
+#define HOME_VERSION 5u
+#define CHILD_ALARM_S 10 /* a forked child that hangs is killed */
+
+/* The fake home: page data and versions, what it was asked for. */
+static uint8_t home[NPAGES][PAGE];
+static uint32_t home_version[NPAGES];
+static unsigned nfetch;
+static unsigned bad_ctx;
+static uint32_t fail_page = UINT32_MAX;
+static int ctx_token;
+
+static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
+{
+	if (ctx != &ctx_token)
+		bad_ctx++;
+	if (page >= NPAGES)
+		return LM_EINVAL;
+	if (page == fail_page)
+		return LM_EIO;
+	memcpy(dst, home[page], PAGE);
+	*version = home_version[page];
+	nfetch++;
+	return 0;
+}
+
+static const struct lm_region_backend fake_backend = { fake_fetch };
+
+static volatile uint8_t *pg(uint32_t page)
+{
+	return (volatile uint8_t *)(uintptr_t)(BASE + (uint64_t)page * PAGE);
+}
+
+/* Also ends a region a failed (FATAL) assertion left behind, so that one
+ * failure does not cascade into every later test. */
+static void home_reset(void)
+{
+	lm_region_fini();
+	for (uint32_t p = 0; p < NPAGES; p++) {
+		for (uint32_t i = 0; i < PAGE; i++)
+			home[p][i] = (uint8_t)(p * 31 + i * 7 + 1);
+		home_version[p] = HOME_VERSION;
+	}
+	nfetch = 0;
+	bad_ctx = 0;
+	fail_page = UINT32_MAX;
+}
+
+/* Returns 0 when the region came up. */
+static int setup(void)
+{
+	char err[256] = "";
+	int rc;
+
+	home_reset();
+	rc = lm_region_init(BASE, (uint64_t)NPAGES * PAGE, PAGE,
+			    &fake_backend, &ctx_token, err, sizeof(err));
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc)
+		fprintf(stderr, "region init: %s\n", err);
+	return rc;
+}
+
+static struct lm_region_stats stats(void)
+{
+	struct lm_region_stats s;
+
+	lm_region_stats(&s);
+	return s;
+}
+
+static int page_equals(uint32_t page, const uint8_t *want)
+{
+	return memcmp((const void *)pg(page), want, PAGE) == 0;
+}
+
+struct entry {
+	uint32_t page;
+	const uint8_t *diff;
+	size_t len;
+};
+
+/* Flushes and decodes the list; returns the number of entries or -1. */
+static int flush_entries(struct entry *e, size_t cap)
+{
+	const uint8_t *data = NULL;
+	struct lm_msg_diffs list;
+	size_t len = 0, pos = 0;
+	uint32_t count = 0;
+	size_t n = 0;
+	int rc;
+
+	if (lm_region_flush(&data, &len, &count) != 0)
+		return -1;
+	list = (struct lm_msg_diffs){ data, len, count };
+	while ((rc = lm_msg_diffs_next(&list, &pos, &e[n].page, &e[n].diff,
+				       &e[n].len)) == 1) {
+		if (++n == cap)
+			break;
+	}
+	if (rc < 0 || n != count)
+		return -1;
+	return (int)n;
+}
+
+static int sum_run(void *ctx, size_t offset, const uint8_t *bytes,
+		   size_t len)
+{
+	(void)offset;
+	(void)bytes;
+	*(size_t *)ctx += len;
+	return 0;
+}
+
+/* Bytes a diff writes. */
+static size_t diff_bytes(const struct entry *e)
+{
+	size_t total = 0;
+
+	if (lm_diff_foreach_run(e->diff, e->len, PAGE, sum_run, &total))
+		return SIZE_MAX;
+	return total;
+}
+
+static void test_read_fault_fetches_once(void)
+{
+	if (setup())
+		return;
+	CU_ASSERT_EQUAL(lm_region_page_version(3), UINT32_MAX);
+	CU_ASSERT_EQUAL(pg(3)[10], home[3][10]);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	CU_ASSERT_EQUAL(stats().read_faults, 1);
+	CU_ASSERT_EQUAL(stats().fetches, 1);
+	CU_ASSERT_TRUE(page_equals(3, home[3]));
+	CU_ASSERT_EQUAL(pg(3)[PAGE - 1], home[3][PAGE - 1]);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	CU_ASSERT_EQUAL(stats().read_faults, 1);
+	CU_ASSERT_EQUAL(stats().write_faults, 0);
+	CU_ASSERT_EQUAL(lm_region_page_version(3), HOME_VERSION);
+	CU_ASSERT_EQUAL(lm_region_page_version(4), UINT32_MAX);
+	CU_ASSERT_EQUAL(lm_region_page_version(NPAGES), UINT32_MAX);
+	CU_ASSERT_EQUAL(bad_ctx, 0);
+	CU_ASSERT_TRUE(lm_region_contains((const void *)pg(0)));
+	CU_ASSERT_TRUE(lm_region_contains((const void *)(pg(NPAGES) - 1)));
+	CU_ASSERT_FALSE(lm_region_contains((const void *)pg(NPAGES)));
+	CU_ASSERT_FALSE(lm_region_contains((const void *)(pg(0) - 1)));
+	lm_region_fini();
+}
+
+static void test_write_after_read_twins_without_fetch(void)
+{
+	struct entry e[4];
+	uint8_t want[PAGE];
+
+	if (setup())
+		return;
+	CU_ASSERT_EQUAL(pg(5)[100], home[5][100]);
+	pg(5)[100] = (uint8_t)~home[5][100];
+	CU_ASSERT_EQUAL(nfetch, 1);
+	CU_ASSERT_EQUAL(stats().read_faults, 1);
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	pg(5)[200] = 0xaa;
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	CU_ASSERT_EQUAL(pg(5)[100], (uint8_t)~home[5][100]);
+
+	memcpy(want, home[5], PAGE);
+	want[100] = (uint8_t)~home[5][100];
+	want[200] = 0xaa;
+	CU_ASSERT_TRUE(page_equals(5, want));
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
+	CU_ASSERT_EQUAL(e[0].page, 5);
+	CU_ASSERT_EQUAL(diff_bytes(&e[0]), home[5][200] == 0xaa ? 1 : 2);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	lm_region_fini();
+}
+
+static void test_write_to_invalid_page_fetches_then_twins(void)
+{
+	struct entry e[4];
+	uint8_t want[PAGE];
+
+	if (setup())
+		return;
+	pg(7)[0] = (uint8_t)~home[7][0];
+	CU_ASSERT_EQUAL(nfetch, 1);
+	CU_ASSERT_EQUAL(stats().fetches, 1);
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	CU_ASSERT_EQUAL(stats().read_faults, 0);
+	CU_ASSERT_EQUAL(lm_region_page_version(7), HOME_VERSION);
+	/* the rest of the page is the home's data, fetched under the write */
+	memcpy(want, home[7], PAGE);
+	want[0] = (uint8_t)~home[7][0];
+	CU_ASSERT_TRUE(page_equals(7, want));
+
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
+	CU_ASSERT_EQUAL(e[0].page, 7);
+	/* one run: offset 0, length 1, the new byte */
+	CU_ASSERT_EQUAL(e[0].len, LM_DIFF_RUN_HDR + 1);
+	CU_ASSERT_EQUAL(diff_bytes(&e[0]), 1);
+	CU_ASSERT_EQUAL(e[0].diff[LM_DIFF_RUN_HDR], (uint8_t)~home[7][0]);
+	lm_region_fini();
+}
+
+static void test_flush_yields_exactly_the_changed_bytes(void)
+{
+	static const uint32_t offs[] = { 0, 1, 2, 63, 64, 65, 1000, 2047,
+					 2048, 4000, PAGE - 1 };
+	const size_t noffs = sizeof(offs) / sizeof(offs[0]);
+	struct entry e[8];
+	uint8_t copy[PAGE];
+	struct lm_region_stats s;
+	const uint8_t *data;
+	size_t len;
+	uint32_t count;
+	int n;
+
+	if (setup())
+		return;
+	/* page 1: scattered changes; page 2: rewritten with equal values
+	 * only; page 40: a long run; page 9: only read */
+	for (size_t i = 0; i < noffs; i++)
+		pg(1)[offs[i]] = (uint8_t)(home[1][offs[i]] + 1);
+	for (uint32_t i = 0; i < PAGE; i += 3)
+		pg(2)[i] = home[2][i];
+	for (uint32_t i = 100; i < 900; i++)
+		pg(40)[i] = (uint8_t)(home[40][i] ^ 0x5a);
+	CU_ASSERT_EQUAL(pg(9)[0], home[9][0]);
+
+	n = flush_entries(e, 8);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	CU_ASSERT_EQUAL(e[0].page, 1);
+	CU_ASSERT_EQUAL(e[1].page, 40);
+	CU_ASSERT_EQUAL(diff_bytes(&e[0]), noffs);
+	CU_ASSERT_EQUAL(diff_bytes(&e[1]), 800);
+	for (int i = 0; i < n; i++) {
+		memcpy(copy, home[e[i].page], PAGE);
+		CU_ASSERT_EQUAL(lm_diff_apply(copy, PAGE, e[i].diff,
+					      e[i].len), 0);
+		CU_ASSERT_TRUE(page_equals(e[i].page, copy));
+	}
+	s = stats();
+	CU_ASSERT_EQUAL(s.flushed_pages, 2);
+	CU_ASSERT_EQUAL(s.flushed_bytes, 2 * 8 + e[0].len + e[1].len);
+	CU_ASSERT_EQUAL(s.write_faults, 3);
+	CU_ASSERT_EQUAL(nfetch, 4);
+
+	/* nothing written since: an empty list */
+	CU_ASSERT_EQUAL(lm_region_flush(&data, &len, &count), 0);
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(count, 0);
+	CU_ASSERT_EQUAL(stats().flushed_pages, 2);
+	lm_region_fini();
+}
+
+static void test_pages_are_read_only_after_flush(void)
+{
+	struct entry e[4];
+
+	if (setup())
+		return;
+	pg(2)[0] = (uint8_t)~home[2][0];
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	/* the copy stays valid and unchanged in version */
+	CU_ASSERT_EQUAL(lm_region_page_version(2), HOME_VERSION);
+	CU_ASSERT_EQUAL(pg(2)[0], (uint8_t)~home[2][0]);
+	CU_ASSERT_EQUAL(stats().read_faults, 0);
+
+	pg(2)[1] = (uint8_t)~home[2][1];
+	CU_ASSERT_EQUAL(stats().write_faults, 2);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	/* the new twin holds the first write: only the second is sent */
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
+	CU_ASSERT_EQUAL(e[0].len, LM_DIFF_RUN_HDR + 1);
+	CU_ASSERT_EQUAL(e[0].diff[0], 1); /* offset 1, little-endian */
+	lm_region_fini();
+}
+
+/* Every page dirty at once needs more than one chunk of twins, and the
+ * second round reuses them; adjacent pages are protected together. */
+static void test_every_page_dirty_then_again(void)
+{
+	static struct entry e[NPAGES + 1];
+
+	if (setup())
+		return;
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t p = 0; p < NPAGES; p++)
+			pg(p)[p] = (uint8_t)(home[p][p] + 1 + round);
+		CU_ASSERT_EQUAL(stats().write_faults,
+				(uint64_t)NPAGES * (round + 1));
+		CU_ASSERT_EQUAL_FATAL(flush_entries(e, NPAGES + 1),
+				      (int)NPAGES);
+		for (uint32_t p = 0; p < NPAGES; p++) {
+			CU_ASSERT_EQUAL(e[p].page, p);
+			CU_ASSERT_EQUAL(diff_bytes(&e[p]), 1);
+		}
+	}
+	CU_ASSERT_EQUAL(nfetch, NPAGES);
+	lm_region_fini();
+}
+
+static void test_notices_invalidate_only_older_copies(void)
+{
+	const struct lm_notice notices[] = {
+		{ 0, HOME_VERSION - 1 }, /* older than the copy */
+		{ 1, HOME_VERSION },     /* the copy's own version */
+		{ 2, HOME_VERSION + 1 }, /* newer */
+		{ 3, HOME_VERSION + 4 }, /* page never fetched */
+	};
+
+	if (setup())
+		return;
+	for (uint32_t p = 0; p < 3; p++)
+		CU_ASSERT_EQUAL(pg(p)[0], home[p][0]);
+	home[2][0] ^= 0xff;
+	home_version[2] = HOME_VERSION + 1;
+
+	CU_ASSERT_EQUAL(lm_region_apply_notices(notices, 4), 0);
+	CU_ASSERT_EQUAL(stats().invalidations, 1);
+	CU_ASSERT_EQUAL(lm_region_page_version(0), HOME_VERSION);
+	CU_ASSERT_EQUAL(lm_region_page_version(1), HOME_VERSION);
+	CU_ASSERT_EQUAL(lm_region_page_version(2), UINT32_MAX);
+	CU_ASSERT_EQUAL(lm_region_page_version(3), UINT32_MAX);
+
+	CU_ASSERT_EQUAL(nfetch, 3);
+	CU_ASSERT_EQUAL(pg(2)[0], home[2][0]);
+	CU_ASSERT_EQUAL(nfetch, 4);
+	CU_ASSERT_EQUAL(lm_region_page_version(2), HOME_VERSION + 1);
+	CU_ASSERT_EQUAL(pg(0)[0], home[0][0]);
+	CU_ASSERT_EQUAL(nfetch, 4);
+
+	/* applied again, the same notices change nothing (I3) */
+	CU_ASSERT_EQUAL(lm_region_apply_notices(notices, 4), 0);
+	CU_ASSERT_EQUAL(stats().invalidations, 1);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0), 0);
+	lm_region_fini();
+}
+
+static void test_notice_for_dirty_page_is_refused(void)
+{
+	const struct lm_notice newer[] = { { 0, HOME_VERSION + 1 },
+					   { 3, HOME_VERSION + 1 } };
+	const struct lm_notice same = { 3, HOME_VERSION };
+	const struct lm_notice outside = { NPAGES, 1 };
+	struct entry e[2];
+
+	if (setup())
+		return;
+	CU_ASSERT_EQUAL(pg(0)[0], home[0][0]);
+	pg(3)[0] = (uint8_t)~home[3][0];
+	CU_ASSERT_EQUAL(lm_region_apply_notices(newer, 2), LM_EINVAL);
+	/* nothing changed: page 0 still valid, page 3 still writable */
+	CU_ASSERT_EQUAL(lm_region_page_version(0), HOME_VERSION);
+	CU_ASSERT_EQUAL(lm_region_page_version(3), HOME_VERSION);
+	pg(3)[1] = (uint8_t)~home[3][1];
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	CU_ASSERT_EQUAL(stats().invalidations, 0);
+
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&same, 1), 0);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&outside, 1), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 1), LM_EINVAL);
+
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 2), 1);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(newer, 2), 0);
+	CU_ASSERT_EQUAL(stats().invalidations, 2);
+	CU_ASSERT_EQUAL(lm_region_page_version(3), UINT32_MAX);
+	lm_region_fini();
+}
+
+/* Two threads write different bytes of the same pages: each page is
+ * fetched and twinned once, whichever thread faults first, and the diff
+ * holds both writes. */
+static void *write_every_page(void *arg)
+{
+	uint32_t t = (uint32_t)(uintptr_t)arg;
+
+	for (uint32_t p = 0; p < NPAGES; p++)
+		pg(p)[t * 8] = (uint8_t)(home[p][t * 8] + 1);
+	return NULL;
+}
+
+static void test_two_threads_share_faults(void)
+{
+	static struct entry e[NPAGES + 1];
+	pthread_t th[2];
+
+	if (setup())
+		return;
+	for (uintptr_t t = 0; t < 2; t++)
+		CU_ASSERT_FATAL(pthread_create(&th[t], NULL, write_every_page,
+					       (void *)t) == 0);
+	for (int t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	CU_ASSERT_EQUAL(nfetch, NPAGES);
+	CU_ASSERT_EQUAL(stats().write_faults, NPAGES);
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, NPAGES + 1), (int)NPAGES);
+	for (uint32_t i = 0; i < NPAGES; i++)
+		CU_ASSERT_EQUAL(diff_bytes(&e[i]), 2);
+	lm_region_fini();
+}
+
+/* ---- faults that end the process (in forked children) ---------------- */
+
+/* volatile, so the compiler neither sees nor warns about a null-ish
+ * pointer */
+static volatile uintptr_t outside_addr = 0x10;
+
+static void child_start(void)
+{
+	struct rlimit none = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &none);
+	alarm(CHILD_ALARM_S);
+}
+
+static int wait_child(pid_t pid)
+{
+	int status = 0;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+/* Reads what the child writes until it closes the pipe. */
+static void read_all(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = '\0';
+}
+
+static void test_fault_outside_region_kills_like_a_normal_program(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		child_start();
+		if (setup() != 0)
+			_exit(2);
+		if (pg(1)[0] != home[1][0]) /* the handler is live */
+			_exit(3);
+		*(volatile int *)outside_addr = 1;
+		_exit(0);
+	}
+	status = wait_child(pid);
+	CU_ASSERT_TRUE(WIFSIGNALED(status));
+	CU_ASSERT_EQUAL(WTERMSIG(status), SIGSEGV);
+}
+
+static void exit_42_if_at_0x10(int sig, siginfo_t *si, void *uctx)
+{
+	(void)sig;
+	(void)uctx;
+	_exit(si->si_addr == (void *)0x10 ? 42 : 1);
+}
+
+static void exit_43(int sig)
+{
+	(void)sig;
+	_exit(43);
+}
+
+static void test_fault_outside_region_goes_to_previous_handler(void)
+{
+	for (int mode = 0; mode < 2; mode++) {
+		pid_t pid = fork();
+		int status;
+
+		CU_ASSERT_FATAL(pid >= 0);
+		if (pid == 0) {
+			struct sigaction sa;
+
+			child_start();
+			memset(&sa, 0, sizeof(sa));
+			sigemptyset(&sa.sa_mask);
+			if (mode == 0) {
+				sa.sa_sigaction = exit_42_if_at_0x10;
+				sa.sa_flags = SA_SIGINFO;
+			} else {
+				sa.sa_handler = exit_43;
+			}
+			sigaction(SIGSEGV, &sa, NULL);
+			if (setup() != 0)
+				_exit(2);
+			if (pg(1)[0] != home[1][0])
+				_exit(3);
+			*(volatile int *)outside_addr = 1;
+			_exit(0);
+		}
+		status = wait_child(pid);
+		CU_ASSERT_TRUE(WIFEXITED(status));
+		CU_ASSERT_EQUAL(WEXITSTATUS(status), mode == 0 ? 42 : 43);
+	}
+}
+
+static void test_fetch_error_aborts_naming_the_page(void)
+{
+	char out[1024];
+	int fds[2];
+	pid_t pid;
+	int status;
+
+	CU_ASSERT_FATAL(pipe(fds) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDERR_FILENO);
+		child_start();
+		if (setup() != 0)
+			_exit(2);
+		fail_page = 11;
+		if (pg(11)[0] == 0x77)
+			_exit(4);
+		_exit(0);
+	}
+	close(fds[1]);
+	read_all(fds[0], out, sizeof(out));
+	close(fds[0]);
+	status = wait_child(pid);
+	CU_ASSERT_TRUE(WIFSIGNALED(status));
+	CU_ASSERT_EQUAL(WTERMSIG(status), SIGABRT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "page 11 "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "0x51000000b000"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, lm_strerror(LM_EIO)));
+}
+
+/* ---- set-up and tear-down --------------------------------------------- */
+
+static void test_init_twice_is_einval(void)
+{
+	char err[256] = "";
+
+	if (setup())
+		return;
+	CU_ASSERT_EQUAL(lm_region_init(BASE + 0x100000000ull, PAGE, PAGE,
+				       &fake_backend, &ctx_token, err,
+				       sizeof(err)), LM_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "already"));
+	/* the first region still works */
+	CU_ASSERT_EQUAL(pg(1)[1], home[1][1]);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	lm_region_fini();
+}
+
+static void test_init_rejects_bad_geometry(void)
+{
+	const struct lm_region_backend no_fetch = { NULL };
+	const uint64_t size = (uint64_t)NPAGES * PAGE;
+	char err[256];
+
+	home_reset();
+	err[0] = '\0';
+	CU_ASSERT_EQUAL(lm_region_init(BASE, size, 1000, &fake_backend, NULL,
+				       err, sizeof(err)), LM_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "1000"));
+	CU_ASSERT_EQUAL(lm_region_init(BASE, size + 1, PAGE, &fake_backend,
+				       NULL, err, sizeof(err)), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_init(BASE, 0, PAGE, &fake_backend, NULL,
+				       err, sizeof(err)), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_init(BASE + 1, size, PAGE, &fake_backend,
+				       NULL, err, sizeof(err)), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_init(BASE, size, PAGE, NULL, NULL, err,
+				       sizeof(err)), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_init(BASE, size, PAGE, &no_fetch, NULL,
+				       NULL, 0), LM_EINVAL);
+	CU_ASSERT_FALSE(lm_region_contains((const void *)pg(0)));
+	/* nothing was left behind: a good init still works */
+	if (setup())
+		return;
+	CU_ASSERT_EQUAL(pg(0)[0], home[0][0]);
+	lm_region_fini();
+}
+
+static void test_init_at_used_address_is_eio_naming_it(void)
+{
+	struct sigaction before, after;
+	char err[256] = "";
+	void *blocker;
+
+	home_reset();
+	blocker = mmap((void *)(uintptr_t)(BASE + 4 * PAGE), PAGE, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+		       0);
+	CU_ASSERT_FATAL(blocker == (void *)(uintptr_t)(BASE + 4 * PAGE));
+	sigaction(SIGSEGV, NULL, &before);
+	CU_ASSERT_EQUAL(lm_region_init(BASE, (uint64_t)NPAGES * PAGE, PAGE,
+				       &fake_backend, &ctx_token, err,
+				       sizeof(err)), LM_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "0x510000000000"));
+	CU_ASSERT_FALSE(lm_region_contains((const void *)pg(0)));
+	sigaction(SIGSEGV, NULL, &after);
+	CU_ASSERT_TRUE(after.sa_handler == before.sa_handler);
+	munmap(blocker, PAGE);
+
+	if (setup())
+		return;
+	CU_ASSERT_EQUAL(pg(4)[0], home[4][0]);
+	lm_region_fini();
+}
+
+static void marker_handler(int sig, siginfo_t *si, void *uctx)
+{
+	(void)sig;
+	(void)si;
+	(void)uctx;
+	_exit(99);
+}
+
+static void test_fini_restores_handler_and_unmaps(void)
+{
+	struct sigaction mine, saved, cur;
+	const uint8_t *data;
+	size_t len;
+	uint32_t count;
+	void *probe;
+
+	memset(&mine, 0, sizeof(mine));
+	mine.sa_sigaction = marker_handler;
+	mine.sa_flags = SA_SIGINFO;
+	sigemptyset(&mine.sa_mask);
+	CU_ASSERT_FATAL(sigaction(SIGSEGV, &mine, &saved) == 0);
+	if (setup() == 0) {
+		sigaction(SIGSEGV, NULL, &cur);
+		CU_ASSERT_TRUE(cur.sa_sigaction != marker_handler);
+		CU_ASSERT_EQUAL(pg(6)[0], home[6][0]);
+		lm_region_fini();
+		sigaction(SIGSEGV, NULL, &cur);
+		CU_ASSERT_TRUE(cur.sa_sigaction == marker_handler);
+		CU_ASSERT_TRUE(cur.sa_flags & SA_SIGINFO);
+	}
+	sigaction(SIGSEGV, &saved, NULL);
+
+	/* the address range is free again */
+	probe = mmap((void *)(uintptr_t)BASE, (size_t)NPAGES * PAGE,
+		     PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+		     MAP_FIXED_NOREPLACE, -1, 0);
+	CU_ASSERT(probe == (void *)(uintptr_t)BASE);
+	if (probe != MAP_FAILED)
+		munmap(probe, (size_t)NPAGES * PAGE);
+
+	/* the statistics of the run stay readable; nothing else works */
+	CU_ASSERT_EQUAL(stats().read_faults, 1);
+	CU_ASSERT_FALSE(lm_region_contains((const void *)pg(6)));
+	CU_ASSERT_EQUAL(lm_region_page_version(6), UINT32_MAX);
+	CU_ASSERT_EQUAL(lm_region_flush(&data, &len, &count), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0), LM_EINVAL);
+	lm_region_fini();
+}
+
+LM_TEST_SUITE("region",
+	      LM_TEST(test_read_fault_fetches_once),
+	      LM_TEST(test_write_after_read_twins_without_fetch),
+	      LM_TEST(test_write_to_invalid_page_fetches_then_twins),
+	      LM_TEST(test_flush_yields_exactly_the_changed_bytes),
+	      LM_TEST(test_pages_are_read_only_after_flush),
+	      LM_TEST(test_every_page_dirty_then_again),
+	      LM_TEST(test_notices_invalidate_only_older_copies),
+	      LM_TEST(test_notice_for_dirty_page_is_refused),
+	      LM_TEST(test_two_threads_share_faults),
+	      LM_TEST(test_fault_outside_region_kills_like_a_normal_program),
+	      LM_TEST(test_fault_outside_region_goes_to_previous_handler),
+	      LM_TEST(test_fetch_error_aborts_naming_the_page),
+	      LM_TEST(test_init_twice_is_einval),
+	      LM_TEST(test_init_rejects_bad_geometry),
+	      LM_TEST(test_init_at_used_address_is_eio_naming_it),
+	      LM_TEST(test_fini_restores_handler_and_unmaps))
+
+#endif
