@@ -29,7 +29,7 @@ PKG_LIBS = $(shell pkg-config --libs libevent inih libsodium 2>/dev/null) \
 	-lpthread
 CUNIT_LIBS = $(shell pkg-config --libs cunit 2>/dev/null)
 
-INCLUDES := -Icommon -Iliblemuria
+INCLUDES := -Icommon -Iliblemuria -Ilemuriad -Ireflector -Itools
 CFLAGS_ALL = $(CFLAGS_BASE) $(INCLUDES) $(PKG_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(LDFLAGS_SAN) $(LDFLAGS)
 
@@ -38,6 +38,7 @@ COMMON_SRC := $(wildcard common/*.c)
 CLIENT_SRC := $(filter-out %/main.c,$(wildcard liblemuria/*.c))
 LEMURIAD_SRC := $(filter-out %/main.c,$(wildcard lemuriad/*.c))
 REFLECTOR_SRC := $(filter-out %/main.c,$(wildcard reflector/*.c))
+TOOLS_SRC := $(filter-out tools/lemuriactl.c tools/lemuria-run.c,$(wildcard tools/*.c))
 TEST_SRC := $(wildcard tests/*.c)
 LIB_SRC := $(COMMON_SRC) $(CLIENT_SRC)
 
@@ -46,10 +47,12 @@ pic = $(patsubst %.c,$(BUILD)/pic/%.o,$(1))
 
 LIB_A := $(BUILD)/lib/liblemuria.a
 LIB_SO := $(BUILD)/lib/liblemuria.so
-BINS := $(BUILD)/bin/reflector $(BUILD)/bin/lemuriad $(BUILD)/bin/lemuriactl
+BINS := $(BUILD)/bin/reflector $(BUILD)/bin/lemuriad $(BUILD)/bin/lemuriactl \
+	$(BUILD)/bin/lemuria-run
 UNIT := $(BUILD)/tests/unit
 BENCH_TRANSPORT := $(BUILD)/bench/transport
 BENCH_DIFF := $(BUILD)/bench/diff
+DSMTEST := $(BUILD)/tests/dsmtest
 SPLASH2_BINS :=
 -include splash2/splash2.mk
 
@@ -62,7 +65,7 @@ all: check-deps
 
 .PHONY: build-all
 build-all: $(LIB_A) $(LIB_SO) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
-	$(BENCH_DIFF) $(SPLASH2_BINS)
+	$(BENCH_DIFF) $(SPLASH2_BINS) $(DSMTEST)
 
 # Installs the Debian packages when pkg-config cannot find them.
 check-deps:
@@ -87,6 +90,7 @@ $(LIB_A): $(call obj,$(LIB_SRC))
 $(LIB_SO): $(call pic,$(LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,liblemuria.so.0 -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+	ln -sf liblemuria.so $(dir $@)liblemuria.so.0
 
 $(BUILD)/bin/reflector: $(call obj,reflector/main.c $(REFLECTOR_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -100,8 +104,12 @@ $(BUILD)/bin/lemuriactl: $(call obj,tools/lemuriactl.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
+$(BUILD)/bin/lemuria-run: $(call obj,tools/lemuria-run.c $(TOOLS_SRC)) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
 # The test binary links the modules, never a main.
-$(UNIT): $(call obj,$(TEST_SRC) $(LEMURIAD_SRC) $(REFLECTOR_SRC)) $(LIB_A)
+$(UNIT): $(call obj,$(TEST_SRC) $(LEMURIAD_SRC) $(REFLECTOR_SRC) $(TOOLS_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(CUNIT_LIBS) $(PKG_LIBS)
 
@@ -125,10 +133,16 @@ check: all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory asan-unit
 	@sh tests/run-integration.sh $(BUILD)
+	@sh tests/run-dsm.sh $(BUILD)
 
 $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
+$(DSMTEST): tests/dsm/dsmtest.c $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
+		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) $(PKG_LIBS)
 
 bench-transport: all
 	$(BENCH_TRANSPORT) -o bench/results/transport.csv

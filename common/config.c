@@ -668,6 +668,9 @@ static char *read_line(char *str, int num, void *stream)
 	if (n < 0)
 		return NULL;
 	p->line++;
+	for (ssize_t i = 0; i < n; i++) /* FNV-1a over the file's bytes */
+		p->layout->hash = (p->layout->hash ^ (uint8_t)p->buf[i]) *
+				  0x100000001b3ull;
 	s = p->buf;
 	if (p->line == 1 && (unsigned char)s[0] == 0xEF &&
 	    (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF)
@@ -1322,6 +1325,7 @@ int lm_layout_load(const char *path, struct lm_layout **out, char *err,
 		return p.rc;
 	}
 	strcpy(p.layout->path, path);
+	p.layout->hash = 0xcbf29ce484222325ull;
 	set_defaults(p.layout);
 	p.file = fopen(path, "r");
 	if (!p.file) {

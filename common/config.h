@@ -89,6 +89,8 @@ struct lm_layout {
 	struct lm_cluster_cfg *clusters;
 	size_t nclusters;
 	uint32_t nprocs;          /* sum of clients over clusters */
+	uint64_t hash;            /* FNV-1a of the file: every process of a
+				     run must load the same layout */
 };
 
 /* Loads and validates PATH.  On success *out owns a new layout (free with

@@ -15,6 +15,14 @@
 
 struct lm_daemon {
 	const struct lm_layout *layout;
+	const struct lm_daemon_protocol *proto;
+	void *machine;
+	struct lm_msg_out out;
+	uint8_t *scratch;         /* encoding buffer, grown on demand */
+	size_t scratch_cap;
+	struct lm_notice *notices; /* decoding buffer: one per page */
+	size_t notice_cap;
+	struct lm_daemon_stats stats;
 	enum lm_role role;
 	char name[LM_NAME_MAX];
 	uint16_t id;
@@ -119,13 +127,31 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 {
 	lm_daemon *d = ctx;
 	int type = lm_msg_type(m->data, m->len);
+	struct lm_msg msg;
+	int rc;
 
 	if (type == LM_MSG_PING && m->kind == LM_REL_REQUEST) {
 		lm_daemon_on_ping(d, m);
 		return;
 	}
-	lm_log_warn("%s: message type %d (%zu bytes) from node %u dropped",
-		    d->name, type, m->len, m->peer);
+	if (!d->machine) {
+		d->stats.msgs_undecodable++;
+		lm_log_debug("%s: %s from node %u: no protocol running",
+			     d->name, lm_msg_name(type), m->peer);
+		return;
+	}
+	rc = lm_msg_decode(m->data, m->len, &msg, d->notices, d->notice_cap);
+	if (rc) {
+		/* Dropped and counted; the sender authenticated, so this is
+		 * a bug or a version mismatch, not noise. */
+		d->stats.msgs_undecodable++;
+		lm_log_warn("%s: undecodable message (type %d, %zu bytes) "
+			    "from node %u: %s",
+			    d->name, type, m->len, m->peer, lm_strerror(rc));
+		return;
+	}
+	d->stats.msgs_handled++;
+	d->proto->handle(d->machine, m->peer, m->kind, m->req_id, &msg);
 }
 
 static void lm_daemon_peer_event(void *ctx, uint16_t peer,
@@ -133,9 +159,114 @@ static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 {
 	lm_daemon *d = ctx;
 
+	if (peer == LM_NODE_CONTROL) /* every lemuriactl run is a restart */
+		return;
 	lm_log_info("%s: node %u %s", d->name, peer,
 		    ev == LM_REL_PEER_UNREACHABLE ? "is unreachable"
 						  : "restarted");
+	if (d->machine && d->proto->peer_lost)
+		d->proto->peer_lost(d->machine, peer);
+}
+
+/* Encodes m into the scratch buffer; NULL on failure (counted). */
+static const uint8_t *lm_daemon_encode(lm_daemon *d, const struct lm_msg *m,
+				       size_t *len)
+{
+	size_t need = lm_msg_encoded_len(m);
+	int rc;
+
+	if (need > d->scratch_cap) {
+		uint8_t *grown = realloc(d->scratch, need);
+
+		if (!grown) {
+			d->stats.sends_failed++;
+			return NULL;
+		}
+		d->scratch = grown;
+		d->scratch_cap = need;
+	}
+	rc = lm_msg_encode(m, d->scratch, d->scratch_cap);
+	if (rc < 0) {
+		d->stats.sends_failed++;
+		lm_log_error("%s: cannot encode %s: %s", d->name,
+			     lm_msg_name(m->type), lm_strerror(rc));
+		return NULL;
+	}
+	*len = (size_t)rc;
+	return d->scratch;
+}
+
+static void lm_daemon_send_result(lm_daemon *d, const struct lm_msg *m,
+				  uint16_t node, int rc)
+{
+	if (rc == 0)
+		return;
+	d->stats.sends_failed++;
+	lm_log_error("%s: %s to node %u not sent: %s", d->name,
+		     lm_msg_name(m->type), node, lm_strerror(rc));
+}
+
+static void lm_daemon_out_send(void *ctx, uint16_t node,
+			       const struct lm_msg *m)
+{
+	lm_daemon *d = ctx;
+	size_t len;
+	const uint8_t *buf = lm_daemon_encode(d, m, &len);
+
+	if (buf)
+		lm_daemon_send_result(d, m, node,
+				      lm_evnode_send(d->node, node, buf, len));
+}
+
+static void lm_daemon_out_request(void *ctx, uint16_t node, uint32_t req_id,
+				  const struct lm_msg *m)
+{
+	lm_daemon *d = ctx;
+	size_t len;
+	const uint8_t *buf = lm_daemon_encode(d, m, &len);
+
+	if (buf)
+		lm_daemon_send_result(
+			d, m, node,
+			lm_evnode_request(d->node, node, req_id, buf, len));
+}
+
+static void lm_daemon_out_reply(void *ctx, uint16_t node, uint32_t req_id,
+				const struct lm_msg *m)
+{
+	lm_daemon *d = ctx;
+	size_t len;
+	const uint8_t *buf = lm_daemon_encode(d, m, &len);
+
+	if (buf)
+		lm_daemon_send_result(
+			d, m, node,
+			lm_evnode_reply(d->node, node, req_id, buf, len));
+}
+
+int lm_daemon_start_protocol(lm_daemon *d,
+			     const struct lm_daemon_protocol *proto,
+			     char *err, size_t errlen)
+{
+	d->notice_cap = (size_t)(d->layout->shared_size /
+				 d->layout->page_size);
+	d->notices = calloc(d->notice_cap, sizeof(*d->notices));
+	if (!d->notices) {
+		snprintf(err, errlen, "out of memory");
+		return LM_ENOMEM;
+	}
+	d->out = (struct lm_msg_out){ lm_daemon_out_send,
+				      lm_daemon_out_request,
+				      lm_daemon_out_reply };
+	d->proto = proto;
+	d->machine = proto->create(d->layout, d->name, d->id, &d->out, d,
+				   err, errlen);
+	return d->machine ? 0 : LM_EINVAL;
+}
+
+const struct lm_daemon_stats *lm_daemon_stats(const lm_daemon *d)
+{
+	return &d->stats;
 }
 
 /* Finds the section and the peers this daemon may talk to. */
@@ -245,6 +376,10 @@ void lm_daemon_destroy(lm_daemon *d)
 {
 	if (!d)
 		return;
+	if (d->machine)
+		d->proto->destroy(d->machine);
+	free(d->scratch);
+	free(d->notices);
 	lm_evnode_destroy(d->node);
 	lm_auth_destroy(d->auth);
 	free(d);
@@ -267,7 +402,8 @@ static void lm_daemon_on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(arg, NULL);
 }
 
-int lm_daemon_main(int argc, char **argv, enum lm_role role)
+int lm_daemon_main(int argc, char **argv, enum lm_role role,
+		   const struct lm_daemon_protocol *proto)
 {
 	const char *prog = role == LM_ROLE_REFLECTOR ? "reflector" : "lemuriad";
 	struct lm_daemon_opts opts;
@@ -299,6 +435,10 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role)
 	if (!d) {
 		fprintf(stderr, "%s %s: %s\n", prog, opts.name, err);
 		rc = strstr(err, "no [") ? 2 : 1;
+		goto out;
+	}
+	if (proto && lm_daemon_start_protocol(d, proto, err, sizeof(err))) {
+		fprintf(stderr, "%s %s: %s\n", prog, opts.name, err);
 		goto out;
 	}
 	lm_log_set_ident(opts.name);

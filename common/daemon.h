@@ -41,10 +41,38 @@ lm_evnode *lm_daemon_node(lm_daemon *d);
 /* The bound address (useful when the layout says port 0 in tests). */
 const struct sockaddr_in *lm_daemon_addr(const lm_daemon *d);
 
+/* The protocol a daemon runs (lemuriad/cluster.c, reflector/home.c): a
+ * state machine fed with decoded DSM messages, emitting through `out`. */
+struct lm_daemon_protocol {
+	/* Returns the machine, or NULL with the reason in err. */
+	void *(*create)(const struct lm_layout *layout, const char *name,
+			uint16_t self_id, const struct lm_msg_out *out,
+			void *out_ctx, char *err, size_t errlen);
+	void (*destroy)(void *machine);
+	void (*handle)(void *machine, uint16_t from,
+		       enum lm_rel_msg_kind kind, uint32_t req_id,
+		       const struct lm_msg *m);
+	/* A peer is unreachable or restarted (optional). */
+	void (*peer_lost)(void *machine, uint16_t node);
+};
+
+/* Creates the protocol machine and routes every DSM message to it. */
+int lm_daemon_start_protocol(lm_daemon *d,
+			     const struct lm_daemon_protocol *proto,
+			     char *err, size_t errlen);
+
+/* Counters of the shell itself. */
+struct lm_daemon_stats {
+	uint64_t msgs_handled, msgs_undecodable, sends_failed;
+};
+const struct lm_daemon_stats *lm_daemon_stats(const lm_daemon *d);
+
 /* The whole program: parse, load, create, run until SIGTERM/SIGINT,
- * destroy.  Returns the process exit status (2 for usage and layout
- * errors, 1 for run-time failures). */
-int lm_daemon_main(int argc, char **argv, enum lm_role role);
+ * destroy.  `proto` may be NULL (control requests only).  Returns the
+ * process exit status (2 for usage and layout errors, 1 for run-time
+ * failures). */
+int lm_daemon_main(int argc, char **argv, enum lm_role role,
+		   const struct lm_daemon_protocol *proto);
 
 /* Transport settings of `level` from the layout for node `self_id`. */
 void lm_daemon_rel_config(const struct lm_layout *layout, enum lm_level level,

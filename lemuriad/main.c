@@ -1,7 +1,49 @@
-/* lemuriad: the cluster daemon.  Thin main; see common/daemon.c. */
+/* lemuriad: the cluster daemon.  Thin main: the shell (common/daemon.c)
+ * runs the transport and the event loop, lemuriad/cluster.c the protocol. */
+#include <stdio.h>
+
+#include "cluster.h"
 #include "daemon.h"
+
+static void *lemuriad_create(const struct lm_layout *layout,
+			     const char *name, uint16_t self_id,
+			     const struct lm_msg_out *out, void *out_ctx,
+			     char *err, size_t errlen)
+{
+	lm_cluster *c =
+		lm_cluster_create(layout, name, layout->hash, out, out_ctx);
+
+	(void)self_id;
+	if (!c)
+		snprintf(err, errlen, "cannot create the cluster state");
+	return c;
+}
+
+static void lemuriad_destroy(void *machine)
+{
+	lm_cluster_destroy(machine);
+}
+
+static void lemuriad_handle(void *machine, uint16_t from,
+			    enum lm_rel_msg_kind kind, uint32_t req_id,
+			    const struct lm_msg *m)
+{
+	lm_cluster_handle(machine, from, kind, req_id, m);
+}
+
+static void lemuriad_peer_lost(void *machine, uint16_t node)
+{
+	lm_cluster_peer_lost(machine, node);
+}
 
 int main(int argc, char **argv)
 {
-	return lm_daemon_main(argc, argv, LM_ROLE_LEMURIAD);
+	static const struct lm_daemon_protocol proto = {
+		.create = lemuriad_create,
+		.destroy = lemuriad_destroy,
+		.handle = lemuriad_handle,
+		.peer_lost = lemuriad_peer_lost,
+	};
+
+	return lm_daemon_main(argc, argv, LM_ROLE_LEMURIAD, &proto);
 }

@@ -1,12 +1,26 @@
 /* lemuria.h: the public interface of liblemuria.
  *
- * Lemuria is a hierarchical software distributed shared memory: programs
- * linked with liblemuria share one address space across clusters of
- * machines (see README.md and docs/).  This header grows with the client
- * runtime; what it declares today is implemented and tested. */
+ * Lemuria is a hierarchical software distributed shared memory: processes
+ * linked with liblemuria share one region of memory at the same address in
+ * every process, across clusters of machines (README.md, docs/dsm.md).
+ *
+ * Memory model: release consistency.  Programs are data-race-free and
+ * synchronise with locks and barriers; a write made before a release
+ * (lm_unlock, lm_barrier, lm_create, the end of a created function) is
+ * visible to every read after an acquire that follows it (lm_lock of the
+ * same lock, the same barrier, the start of the created function,
+ * lm_wait_for_end).
+ *
+ * Processes are started by lemuria-run, which gives each its rank, the
+ * layout and the run id through the environment (LM_LAYOUT, LM_RANK,
+ * LM_RUN).  The runtime is single-threaded per process: call it from one
+ * thread.  Every int-returning call returns 0 or a negative error code
+ * (lm_strerror); errors are also logged to stderr naming the rank, the
+ * peer and the cause. */
 #ifndef LEMURIA_H
 #define LEMURIA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -19,13 +33,68 @@ extern "C" {
 /* "MAJOR.MINOR" of the library actually linked. */
 const char *lm_version(void);
 
-/* A short English phrase for an error code returned by any lm_ call
- * (0 or negative).  Never NULL. */
+/* A short English phrase for an error code (0 or negative).  Never NULL. */
 const char *lm_strerror(int err);
 
-/* Monotonic time in microseconds (for timing program phases; the SPLASH-2
- * CLOCK macro maps onto it). */
+/* Monotonic time in microseconds (SPLASH-2's CLOCK). */
 uint64_t lm_clock_us(void);
+
+/* Joins the run: reads the layout, connects to this cluster's lemuriad
+ * and maps the shared region.  argc/argv may be NULL (they are not
+ * consumed today).  Returns 0, LM_EINVAL (environment or layout missing or
+ * wrong), LM_EUNREACH (lemuriad does not answer), LM_EIO. */
+int lm_init(int *argc, char ***argv);
+
+/* Publishes this process's last writes, leaves the run and unmaps the
+ * region.  Safe to call when lm_init failed or was not called. */
+void lm_finalize(void);
+
+int lm_rank(void);    /* 0 .. lm_nprocs() - 1; -1 before lm_init */
+int lm_nprocs(void);
+int lm_cluster(void); /* index of this process's cluster in the layout */
+
+/* Shared memory: the same address in every process.  NULL when the region
+ * is exhausted (logged).  Memory is zero-filled the first time it is
+ * used. */
+void *lm_malloc(size_t size);
+/* Returns 0, or LM_EINVAL for a pointer lm_malloc did not return. */
+int lm_free(void *p);
+
+/* SPMD programs: every process calls it with the same len; afterwards
+ * every process's `var` holds rank 0's bytes.  It includes a barrier.
+ * Uses the region's last page, which the allocator never hands out. */
+int lm_distribute(void *var, size_t len);
+
+/* Reserves `n` consecutive ids for locks or barriers, unique in the run;
+ * returns the first (>= 0) or a negative error. */
+int lm_id_alloc(int n);
+
+/* Locks: acquire and release.  lm_unlock of a lock this process does not
+ * hold returns LM_EINVAL and changes nothing. */
+int lm_lock(int id);
+int lm_unlock(int id);
+
+/* Barrier `id`: every process of the run takes part.  Ids from
+ * LM_RUNTIME_BARRIER up are the runtime's own. */
+#define LM_RUNTIME_BARRIER 0x7fffff00
+int lm_barrier(int id);
+
+/* SPLASH-2 CREATE: starts fn on the next idle rank (1, 2, ...), which sees
+ * this process's ordinary global variables as they are now and the shared
+ * memory as published by this call.  Only rank 0 creates.  Needs liblemuria
+ * linked as a shared library (the variables travel as an image of the
+ * executable's data segment).  Returns the rank started, or an error. */
+int lm_create(void (*fn)(void));
+
+/* SPLASH-2 WAIT_FOR_END: waits until n created functions have returned;
+ * their writes are then visible. */
+int lm_wait_for_end(int n);
+
+/* Worker side of lm_create, for ranks other than 0: waits for the CREATE
+ * addressed to this rank, runs the function, publishes its writes, reports
+ * its end and finalizes.  Returns the process exit status to use (0 on
+ * success).  SPLASH-2's MAIN_INITENV calls it and exits. */
+int lm_worker_serve(void);
 
 #ifdef __cplusplus
 }

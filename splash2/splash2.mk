@@ -29,3 +29,22 @@ splash2-check: $(BUILD)/splash2/lu-pthread
 	$(BUILD)/splash2/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
 	$(BUILD)/splash2/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
 	$(BUILD)/splash2/lu-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
+
+# $(call splash2_lemuria,NAME,SOURCE): $(BUILD)/splash2/NAME from SOURCE
+# with the Lemuria macros, linked with the shared liblemuria (CREATE
+# needs the library state outside the executable data segment).
+define splash2_lemuria
+$(BUILD)/splash2/gen/$(1).c: $(2) splash2/macros/lemuria.m4
+	@mkdir -p $$(dir $$@)
+	$(SPLASH2_M4) splash2/macros/lemuria.m4 $(2) > $$@.tmp
+	mv $$@.tmp $$@
+
+$(BUILD)/splash2/$(1): $(BUILD)/splash2/gen/$(1).c $(LIB_SO)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS_ALL) -o $$@ $$< -L$(BUILD)/lib -llemuria \
+		-Wl,-rpath,'$$$$ORIGIN/../lib' $$(LDFLAGS_ALL) $$(PKG_LIBS) -lm
+
+SPLASH2_BINS += $(BUILD)/splash2/$(1)
+endef
+
+$(eval $(call splash2_lemuria,lu,splash2/lu/lu.C))

@@ -32,15 +32,9 @@ expect_output() { # expect_output DESCRIPTION PATTERN
 		fail "$1 (no \"$2\" in output)"; sed 's/^/       /' "$tmp/out"; fi
 }
 
-# A private copy of a layout on free ports, so that a stray daemon of an
-# earlier run cannot answer for ours.
-base=$((20000 + $$ % 20000))
-sed -e "s/127\.0\.0\.1:1\([0-9]\)\([0-9][0-9][0-9]\)/127.0.0.1:PORT\2/" conf/4+4.ini |
-	awk -v base="$base" '{ while (match($0, /PORT[0-9][0-9][0-9]/)) {
-		p = base + substr($0, RSTART + 4, 3);
-		$0 = substr($0, 1, RSTART - 1) p substr($0, RSTART + RLENGTH) }
-		print }' >"$tmp/layout.ini"
-cp conf/demo.key "$tmp/demo.key"
+. tests/lib.sh
+private_layout conf/4+4.ini "$tmp" >/dev/null
+cp "$tmp/4+4.ini" "$tmp/layout.ini"
 
 echo "integration: daemons of a 4+4 layout"
 names=$(awk '/^\[(reflector|cluster) /{ gsub(/[\[\]]/, ""); print $1 ":" $2 }' "$tmp/layout.ini")

@@ -242,6 +242,38 @@ static void test_parse_faults(void)
 /* ------------------------------------------------------------------ */
 /* The example layouts. */
 
+/* Processes of one run compare layout hashes at JOIN: equal files give
+ * equal hashes, and a one-byte change gives another. */
+static void test_layout_hash_tracks_content(void)
+{
+	static const char text[] =
+		"[lemuria]\nshared_size = 64M\nbase = 0x500000000000\n"
+		"auth = off\n[reflector r0]\nlisten = 127.0.0.1:7400\n"
+		"[cluster c0]\nreflector = r0\nlisten = 127.0.0.1:7410\n"
+		"clients = 2\n";
+	struct lm_layout *a = NULL, *b = NULL, *c = NULL;
+	char err[512], path[] = "/tmp/lm-hash-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *out;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	out = fdopen(fd, "w");
+	fputs(text, out);
+	fclose(out);
+	CU_ASSERT_EQUAL_FATAL(lm_layout_load(path, &a, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_layout_load(path, &b, err, sizeof(err)), 0);
+	out = fopen(path, "a");
+	fputs("; one more comment\n", out);
+	fclose(out);
+	CU_ASSERT_EQUAL_FATAL(lm_layout_load(path, &c, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(a->hash, b->hash);
+	CU_ASSERT_NOT_EQUAL(a->hash, c->hash);
+	lm_layout_free(a);
+	lm_layout_free(b);
+	lm_layout_free(c);
+	unlink(path);
+}
+
 static void test_examples_load(void)
 {
 	static const struct {
@@ -869,6 +901,7 @@ LM_TEST_SUITE("config",
 	      LM_TEST(test_parse_addr),
 	      LM_TEST(test_parse_faults),
 	      LM_TEST(test_examples_load),
+	      LM_TEST(test_layout_hash_tracks_content),
 	      LM_TEST(test_examples_ports_distinct),
 	      LM_TEST(test_defaults),
 	      LM_TEST(test_every_key),

@@ -496,7 +496,7 @@ static void print_time(const char *label, unsigned long us)
 int main(int argc, char *argv[])
 {
 	unsigned long start;
-	int ch, failed = 0;
+	int ch, failed = 0, p_given = 0;
 	long p;
 
 	MAIN_INITENV
@@ -511,6 +511,7 @@ int main(int argc, char *argv[])
 			break;
 		case 'p':
 			bad = parse_positive(optarg, LU_MAX_P, &P);
+			p_given = 1;
 			break;
 		case 'b':
 			bad = parse_positive(optarg, 1L << 20, &block_size);
@@ -545,6 +546,19 @@ int main(int argc, char *argv[])
 		usage(stderr);
 		MAIN_END(2)
 	}
+#ifdef LM_PROCS
+	/* A macro file whose runtime fixes the process count (Lemuria: the
+	 * layout) makes it the default, and -p must agree with it. */
+	if (!p_given) {
+		P = LM_PROCS;
+	} else if (P != LM_PROCS) {
+		fprintf(stderr, "lu: -p%ld, but the run has %ld processes\n",
+			P, LM_PROCS);
+		MAIN_END(2)
+	}
+#else
+	(void)p_given;
+#endif
 
 	printf("\n");
 	printf("Blocked Dense LU Factorization\n");

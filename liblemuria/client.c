@@ -1,0 +1,564 @@
+/* The client runtime: lemuria.h's calls over one blocking transport
+ * endpoint to this cluster's lemuriad (docs/dsm.md).  Memory faults are
+ * handled by region.c, which asks us for pages through a backend callback;
+ * releases flush region.c's diffs, acquires apply the write notices that
+ * come back. */
+#include "lemuria.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "config.h"
+#include "daemon.h"
+#include "fault.h"
+#include "lm_error.h"
+#include "log.h"
+#include "proto.h"
+#include "region.h"
+#include "rpc.h"
+#include "segment.h"
+#include "udp.h"
+
+/* A FLUSH request carries at most this many bytes of diffs. */
+#define LM_CLIENT_FLUSH_CHUNK (1u << 20)
+/* Locks one process may hold at once (nesting depth). */
+#define LM_CLIENT_MAX_HELD 64
+
+struct lm_client {
+	int ready;
+	struct lm_layout *layout;
+	const struct lm_cluster_cfg *cluster;
+	uint32_t rank;
+	uint64_t run;
+	lm_auth *auth;
+	lm_rpc *rpc;
+	struct lm_notice *notices; /* decoding buffer, one per page */
+	size_t notice_cap;
+	uint32_t next_create;      /* rank 0: next rank lm_create starts */
+	int held[LM_CLIENT_MAX_HELD];
+	int nheld;
+};
+
+static struct lm_client lm_self;
+
+/* Logs "rank R: what: cause (lemuriad NAME at ADDR)". */
+static int lm_client_fail(const char *what, int rc)
+{
+	char addr[32] = "?";
+
+	if (lm_self.cluster)
+		lm_addr_str(&lm_self.cluster->addr, addr, sizeof(addr));
+	lm_log_error("rank %u: %s: %s (lemuriad %s at %s)", lm_self.rank, what,
+		     lm_strerror(rc),
+		     lm_self.cluster ? lm_self.cluster->name : "?", addr);
+	return rc;
+}
+
+/* One request/reply with the lemuriad.  On success *reply is decoded
+ * (borrowing *buf, which the caller frees) and of type `want`. */
+static int lm_client_call(const struct lm_msg *req, uint16_t want,
+			  struct lm_msg *reply, void **buf)
+{
+	size_t len = lm_msg_encoded_len(req), rlen = 0;
+	uint8_t *out = malloc(len);
+	int rc;
+
+	*buf = NULL;
+	if (!out)
+		return LM_ENOMEM;
+	rc = lm_msg_encode(req, out, len);
+	if (rc >= 0)
+		rc = lm_rpc_call(lm_self.rpc, out, (size_t)rc, buf, &rlen, -1);
+	free(out);
+	if (rc)
+		return rc;
+	rc = lm_msg_decode(*buf, rlen, reply, lm_self.notices,
+			   lm_self.notice_cap);
+	if (rc == 0 && reply->type == LM_MSG_ABORT) {
+		lm_log_error("rank %u: the run was aborted: %.*s (rank %u)",
+			     lm_self.rank, (int)reply->data_len,
+			     (const char *)reply->data, reply->rank);
+		rc = LM_ECLOSED;
+	} else if (rc == 0 && reply->type != want) {
+		rc = LM_EBADMSG;
+	}
+	if (rc) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return rc;
+}
+
+static struct lm_msg lm_client_msg(uint16_t type)
+{
+	struct lm_msg m = { .type = type, .run = lm_self.run,
+			    .rank = lm_self.rank };
+	return m;
+}
+
+/* region.c's backend: runs in the SIGSEGV handler of the faulting thread,
+ * which is blocked in an access to the region, so plain calls are safe. */
+static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
+			   uint32_t *version)
+{
+	struct lm_msg req = lm_client_msg(LM_MSG_FETCH), reply;
+	void *buf;
+	int rc;
+
+	(void)ctx;
+	req.page = page;
+	rc = lm_client_call(&req, LM_MSG_PAGE, &reply, &buf);
+	if (rc)
+		return rc;
+	if (reply.page != page || reply.data_len != lm_self.layout->page_size)
+		rc = LM_EBADMSG;
+	else {
+		memcpy(dst, reply.data, reply.data_len);
+		*version = reply.version;
+	}
+	free(buf);
+	return rc;
+}
+
+/* Release: publish every write since the last release. */
+static int lm_client_flush(void)
+{
+	const uint8_t *diffs;
+	size_t len, pos = 0, chunk_start = 0, chunk_end;
+	uint32_t count, page;
+	int rc = lm_region_flush(&diffs, &len, &count);
+
+	if (rc)
+		return lm_client_fail("collecting diffs", rc);
+	while (chunk_start < len) {
+		struct lm_msg req = lm_client_msg(LM_MSG_FLUSH), reply;
+		struct lm_msg_diffs all = { diffs, len, count };
+		const uint8_t *diff;
+		size_t dlen;
+		uint32_t n = 0;
+		void *buf;
+
+		/* Cut the packed list at entry boundaries. */
+		chunk_end = chunk_start;
+		pos = chunk_start;
+		while (pos < len) {
+			size_t before = pos;
+
+			if (lm_msg_diffs_next(&all, &pos, &page, &diff,
+					      &dlen) != 1)
+				return lm_client_fail("walking diffs",
+						      LM_EBADMSG);
+			if (n > 0 && pos - chunk_start > LM_CLIENT_FLUSH_CHUNK) {
+				pos = before;
+				break;
+			}
+			n++;
+			chunk_end = pos;
+		}
+		req.diffs = (struct lm_msg_diffs){ diffs + chunk_start,
+						   chunk_end - chunk_start, n };
+		rc = lm_client_call(&req, LM_MSG_FLUSH_OK, &reply, &buf);
+		if (rc == 0)
+			rc = reply.status;
+		free(buf);
+		if (rc)
+			return lm_client_fail("publishing writes", rc);
+		chunk_start = chunk_end;
+	}
+	return 0;
+}
+
+static int lm_client_acquire(const struct lm_msg *reply)
+{
+	int rc = lm_region_apply_notices(reply->notices, reply->nnotices);
+
+	return rc ? lm_client_fail("applying write notices", rc) : 0;
+}
+
+static int lm_client_env(const char *name, const char **out)
+{
+	*out = getenv(name);
+	if (!*out || !**out) {
+		lm_log_error("%s is not set: start the program with "
+			     "lemuria-run -c LAYOUT -- PROGRAM",
+			     name);
+		return LM_EINVAL;
+	}
+	return 0;
+}
+
+int lm_init(int *argc, char ***argv)
+{
+	const char *layout_path, *rank_s, *run_s;
+	struct lm_region_backend be = { .fetch = lm_client_fetch };
+	struct lm_rel_config rcfg;
+	struct lm_msg req, reply;
+	char err[512], *end;
+	void *buf;
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	if (lm_self.ready)
+		return LM_EINVAL;
+	if (lm_client_env("LM_LAYOUT", &layout_path) ||
+	    lm_client_env("LM_RANK", &rank_s) ||
+	    lm_client_env("LM_RUN", &run_s))
+		return LM_EINVAL;
+	errno = 0;
+	lm_self.rank = (uint32_t)strtoul(rank_s, &end, 10);
+	lm_self.run = strtoull(run_s, NULL, 10);
+	if (errno || *end) {
+		lm_log_error("LM_RANK=\"%s\" is not a rank", rank_s);
+		return LM_EINVAL;
+	}
+	if (lm_layout_load(layout_path, &lm_self.layout, err, sizeof(err))) {
+		lm_log_error("%s", err);
+		return LM_EINVAL;
+	}
+	lm_self.cluster = lm_layout_cluster_of_rank(lm_self.layout,
+						    lm_self.rank);
+	if (!lm_self.cluster) {
+		lm_log_error("LM_RANK=%u, but %s has %u processes", lm_self.rank,
+			     layout_path, lm_self.layout->nprocs);
+		rc = LM_EINVAL;
+		goto fail;
+	}
+	lm_self.notice_cap = (size_t)(lm_self.layout->shared_size /
+				      lm_self.layout->page_size);
+	lm_self.notices = calloc(lm_self.notice_cap, sizeof(struct lm_notice));
+	if (lm_self.layout->auth &&
+	    !(lm_self.auth = lm_auth_create(lm_self.layout->key))) {
+		rc = LM_ENOMEM;
+		goto fail;
+	}
+	lm_daemon_rel_config(lm_self.layout, LM_LEVEL_CLIENT,
+			     lm_layout_client_id(lm_self.layout, lm_self.rank),
+			     lm_self.auth, &rcfg);
+	/* Nothing drives our socket while the application computes, so
+	 * acknowledge at once rather than let the lemuriad retransmit. */
+	rcfg.transport.ack_delay_us = 0;
+	lm_self.rpc = lm_rpc_create(
+		&lm_self.cluster->addr, lm_self.cluster->id, &rcfg,
+		lm_fault_cfg_active(&lm_self.layout->faults)
+			? &lm_self.layout->faults
+			: NULL,
+		err, sizeof(err));
+	if (!lm_self.notices || !lm_self.rpc) {
+		lm_log_error("rank %u: %s", lm_self.rank,
+			     lm_self.rpc ? "out of memory" : err);
+		rc = LM_EIO;
+		goto fail;
+	}
+	req = lm_client_msg(LM_MSG_JOIN);
+	req.pid = (uint32_t)getpid();
+	req.layout_hash = lm_self.layout->hash;
+	rc = lm_client_call(&req, LM_MSG_JOIN_OK, &reply, &buf);
+	if (rc == 0)
+		rc = reply.status;
+	free(buf);
+	if (rc) {
+		lm_client_fail("joining the run", rc);
+		goto fail;
+	}
+	rc = lm_region_init(lm_self.layout->base, lm_self.layout->shared_size,
+			    lm_self.layout->page_size, &be, NULL, err,
+			    sizeof(err));
+	if (rc) {
+		lm_log_error("rank %u: %s", lm_self.rank, err);
+		goto fail;
+	}
+	lm_self.next_create = 1;
+	lm_self.ready = 1;
+	return 0;
+fail:
+	lm_rpc_destroy(lm_self.rpc);
+	lm_auth_destroy(lm_self.auth);
+	free(lm_self.notices);
+	lm_layout_free(lm_self.layout);
+	memset(&lm_self, 0, sizeof(lm_self));
+	return rc;
+}
+
+void lm_finalize(void)
+{
+	struct lm_msg req, reply;
+	void *buf;
+
+	if (!lm_self.ready)
+		return;
+	if (lm_client_flush() == 0) {
+		req = lm_client_msg(LM_MSG_LEAVE);
+		if (lm_client_call(&req, LM_MSG_LEAVE_OK, &reply, &buf) == 0)
+			free(buf);
+	}
+	lm_region_fini();
+	lm_rpc_destroy(lm_self.rpc);
+	lm_auth_destroy(lm_self.auth);
+	free(lm_self.notices);
+	lm_layout_free(lm_self.layout);
+	memset(&lm_self, 0, sizeof(lm_self));
+}
+
+int lm_rank(void)
+{
+	return lm_self.ready ? (int)lm_self.rank : -1;
+}
+
+int lm_nprocs(void)
+{
+	return lm_self.ready ? (int)lm_self.layout->nprocs : -1;
+}
+
+int lm_cluster(void)
+{
+	return lm_self.ready ? (int)(lm_self.cluster - lm_self.layout->clusters)
+			     : -1;
+}
+
+/* ALLOC/FREE relayed to the allocator; `reply` decoded into *out. */
+static int lm_client_alloc_call(const struct lm_msg *req, uint16_t want,
+				struct lm_msg *out)
+{
+	void *buf;
+	int rc;
+
+	if (!lm_self.ready)
+		return LM_EINVAL;
+	rc = lm_client_call(req, want, out, &buf);
+	if (rc == 0)
+		rc = out->status;
+	free(buf);
+	return rc;
+}
+
+void *lm_malloc(size_t size)
+{
+	struct lm_msg req = lm_client_msg(LM_MSG_ALLOC), reply;
+	int rc;
+
+	req.size = size ? size : 1;
+	req.align = 64;
+	rc = lm_client_alloc_call(&req, LM_MSG_ALLOC_OK, &reply);
+	if (rc) {
+		lm_log_error("rank %d: lm_malloc(%zu): %s", lm_rank(), size,
+			     lm_strerror(rc));
+		return NULL;
+	}
+	return (void *)(uintptr_t)(lm_self.layout->base + reply.offset);
+}
+
+int lm_free(void *p)
+{
+	struct lm_msg req = lm_client_msg(LM_MSG_FREE), reply;
+	uintptr_t a = (uintptr_t)p;
+	int rc;
+
+	if (!p)
+		return 0;
+	if (!lm_self.ready || a < lm_self.layout->base ||
+	    a - lm_self.layout->base >= lm_self.layout->shared_size) {
+		lm_log_error("rank %d: lm_free(%p): not shared memory",
+			     lm_rank(), p);
+		return LM_EINVAL;
+	}
+	req.offset = a - lm_self.layout->base;
+	rc = lm_client_alloc_call(&req, LM_MSG_FREE_OK, &reply);
+	if (rc)
+		lm_log_error("rank %d: lm_free(%p): %s", lm_rank(), p,
+			     lm_strerror(rc));
+	return rc;
+}
+
+int lm_id_alloc(int n)
+{
+	struct lm_msg req = lm_client_msg(LM_MSG_ALLOC), reply;
+	int rc;
+
+	if (n <= 0)
+		return LM_EINVAL;
+	req.size = (uint64_t)n;
+	req.align = 0; /* ids, not memory; locks and barriers share them */
+	req.id = LM_ALLOC_KIND_LOCK;
+	rc = lm_client_alloc_call(&req, LM_MSG_ALLOC_OK, &reply);
+	if (rc)
+		return rc;
+	return reply.offset > INT32_MAX ? LM_ENOBUFS : (int)reply.offset;
+}
+
+static int lm_client_sync(uint16_t type, uint16_t want, int id,
+			  const char *what)
+{
+	struct lm_msg req = lm_client_msg(type), reply;
+	char label[64];
+	void *buf;
+	int rc;
+
+	snprintf(label, sizeof(label), "%s %d", what, id);
+	if (!lm_self.ready)
+		return LM_EINVAL;
+	rc = lm_client_flush();
+	if (rc)
+		return rc;
+	req.id = (uint32_t)id;
+	rc = lm_client_call(&req, want, &reply, &buf);
+	if (rc == 0 && (want == LM_MSG_RELEASE || want == LM_MSG_GRANT))
+		rc = lm_client_acquire(&reply);
+	else if (rc == 0)
+		rc = reply.status;
+	free(buf);
+	return rc ? lm_client_fail(label, rc) : 0;
+}
+
+int lm_barrier(int id)
+{
+	return lm_client_sync(LM_MSG_BARRIER, LM_MSG_RELEASE, id, "barrier");
+}
+
+int lm_lock(int id)
+{
+	int rc;
+
+	if (lm_self.nheld == LM_CLIENT_MAX_HELD) {
+		lm_log_error("rank %d: lm_lock(%d): more than %d locks held",
+			     lm_rank(), id, LM_CLIENT_MAX_HELD);
+		return LM_ENOBUFS;
+	}
+	rc = lm_client_sync(LM_MSG_LOCK, LM_MSG_GRANT, id, "lock");
+	if (rc == 0)
+		lm_self.held[lm_self.nheld++] = id;
+	return rc;
+}
+
+int lm_unlock(int id)
+{
+	for (int i = 0; i < lm_self.nheld; i++) {
+		if (lm_self.held[i] != id)
+			continue;
+		lm_self.held[i] = lm_self.held[--lm_self.nheld];
+		return lm_client_sync(LM_MSG_UNLOCK, LM_MSG_UNLOCK_OK, id,
+				      "unlock");
+	}
+	lm_log_error("rank %d: lm_unlock(%d): this process does not hold "
+		     "lock %d",
+		     lm_rank(), id, id);
+	return LM_EINVAL;
+}
+
+/* The library's own state must not travel with the data segment. */
+int lm_create(void (*fn)(void))
+{
+	struct lm_msg req = lm_client_msg(LM_MSG_CREATE), reply;
+	uint8_t *image = NULL;
+	size_t len = 0;
+	char err[256];
+	void *buf;
+	int rc;
+
+	if (!lm_self.ready || lm_self.rank != 0 || !fn)
+		return LM_EINVAL;
+	if (lm_self.next_create >= lm_self.layout->nprocs) {
+		lm_log_error("lm_create: all %u processes are already busy",
+			     lm_self.layout->nprocs);
+		return LM_ENOBUFS;
+	}
+	if (lm_segment_check_private(&lm_self)) {
+		lm_log_error("lm_create needs liblemuria linked as a shared "
+			     "library (its own state would travel with the "
+			     "program's variables)");
+		return LM_EINVAL;
+	}
+	rc = lm_client_flush();
+	if (rc)
+		return rc;
+	rc = lm_segment_capture(&image, &len, err, sizeof(err));
+	if (rc) {
+		lm_log_error("lm_create: %s", err);
+		return rc;
+	}
+	req.rank = lm_self.next_create;
+	req.offset = lm_segment_fn_offset(fn);
+	req.data = image;
+	req.data_len = len;
+	rc = lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf);
+	if (rc == 0)
+		rc = reply.status;
+	free(buf);
+	free(image);
+	if (rc)
+		return lm_client_fail("create", rc);
+	return (int)lm_self.next_create++;
+}
+
+int lm_wait_for_end(int n)
+{
+	return lm_client_sync(LM_MSG_WAIT_END, LM_MSG_RELEASE, n,
+			      "wait for end");
+}
+
+int lm_worker_serve(void)
+{
+	struct lm_msg req, reply;
+	void (*fn)(void);
+	void *buf;
+	int rc;
+
+	if (!lm_self.ready || lm_self.rank == 0)
+		return 1;
+	req = lm_client_msg(LM_MSG_WAIT_WORK);
+	rc = lm_client_call(&req, LM_MSG_CREATE, &reply, &buf);
+	if (rc) {
+		lm_client_fail("waiting for work", rc);
+		lm_finalize();
+		return 1;
+	}
+	fn = lm_segment_fn_from_offset(reply.offset);
+	rc = fn ? lm_segment_apply(reply.data, reply.data_len) : LM_EINVAL;
+	free(buf);
+	if (rc) {
+		lm_client_fail("installing the creator's variables", rc);
+		lm_finalize();
+		return 1;
+	}
+	fn();
+	rc = lm_client_flush();
+	if (rc == 0) {
+		req = lm_client_msg(LM_MSG_END);
+		req.status = 0;
+		rc = lm_client_call(&req, LM_MSG_END_OK, &reply, &buf);
+		free(buf);
+	}
+	if (rc)
+		lm_client_fail("reporting the end", rc);
+	lm_finalize();
+	return rc ? 1 : 0;
+}
+
+int lm_distribute(void *var, size_t len)
+{
+	uint32_t page = lm_self.ready ? lm_self.layout->page_size : 0;
+	uint8_t *slot;
+	int rc = 0;
+
+	if (!lm_self.ready || (!var && len))
+		return LM_EINVAL;
+	slot = (uint8_t *)(uintptr_t)(lm_self.layout->base +
+				      lm_self.layout->shared_size - page);
+	for (size_t done = 0; done < len && rc == 0; done += page) {
+		size_t n = len - done < page ? len - done : page;
+
+		if (lm_self.rank == 0)
+			memcpy(slot, (uint8_t *)var + done, n);
+		rc = lm_barrier(LM_RUNTIME_BARRIER);
+		if (rc == 0 && lm_self.rank != 0)
+			memcpy((uint8_t *)var + done, slot, n);
+		/* Nobody overwrites the slot before everyone has read it. */
+		if (rc == 0)
+			rc = lm_barrier(LM_RUNTIME_BARRIER);
+	}
+	return rc;
+}

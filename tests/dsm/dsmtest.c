@@ -1,0 +1,227 @@
+/* dsmtest: SPMD programs that check the DSM's promises end to end, run by
+ * tests/run-dsm.sh under lemuria-run on several layouts.
+ *
+ *   dsmtest counter K          every process adds 1 to a shared counter K
+ *                              times under a lock; the total must be exact
+ *   dsmtest barriers N         N barrier rounds; in each, every process
+ *                              writes its slot and must then read every
+ *                              other process's value of that round
+ *   dsmtest stress R PAGES S   R rounds over a PAGES-page buffer: each
+ *                              process writes random disjoint byte ranges
+ *                              (from seed S), then a barrier (even rounds)
+ *                              or a lock hand-off in rank order (odd
+ *                              rounds); every process checks the whole
+ *                              buffer against a reference model
+ *
+ * Exit status 0 and "PASSED" when every check held; 1 and the first
+ * difference otherwise. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lemuria.h"
+
+static int rank, nprocs;
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "dsmtest: rank %d: %s: %s\n", rank, what,
+		lm_strerror(rc));
+	exit(1);
+}
+
+static void check(int rc, const char *what)
+{
+	if (rc < 0)
+		die(what, rc);
+}
+
+static int run_counter(long k)
+{
+	struct shared {
+		int lock;
+		long counter;
+	} *s = NULL;
+
+	if (rank == 0) {
+		s = lm_malloc(sizeof(*s));
+		if (!s)
+			die("lm_malloc", -2);
+		s->lock = lm_id_alloc(1);
+		check(s->lock, "lm_id_alloc");
+	}
+	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	for (long i = 0; i < k; i++) {
+		check(lm_lock(s->lock), "lm_lock");
+		s->counter++;
+		check(lm_unlock(s->lock), "lm_unlock");
+	}
+	check(lm_barrier(1), "lm_barrier");
+	if (s->counter != k * nprocs) {
+		fprintf(stderr, "dsmtest: rank %d: counter is %ld, expected "
+			"%ld\n", rank, s->counter, k * nprocs);
+		return 1;
+	}
+	return 0;
+}
+
+static int run_barriers(long rounds)
+{
+	long *slots = NULL;
+
+	if (rank == 0 && !(slots = lm_malloc(sizeof(long) * (size_t)nprocs)))
+		die("lm_malloc", -2);
+	check(lm_distribute(&slots, sizeof(slots)), "lm_distribute");
+	for (long r = 1; r <= rounds; r++) {
+		slots[rank] = r * 1000 + rank;
+		check(lm_barrier(2), "lm_barrier");
+		for (int p = 0; p < nprocs; p++) {
+			if (slots[p] != r * 1000 + p) {
+				fprintf(stderr, "dsmtest: rank %d, round %ld: "
+					"slot %d holds %ld, expected %ld\n",
+					rank, r, p, slots[p], r * 1000 + p);
+				return 1;
+			}
+		}
+		check(lm_barrier(3), "lm_barrier");
+	}
+	return 0;
+}
+
+/* splitmix64: the same sequence in every process. */
+static uint64_t next_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Round r: owner[i] is the rank that writes byte i (or -1), value[i] what
+ * it writes.  Ranges of random length up to a page, so pages are written
+ * by several processes at once (false sharing). */
+static void plan_round(uint64_t seed, long r, size_t len, int *owner,
+		       uint8_t *value)
+{
+	uint64_t s = seed * 1000003u + (uint64_t)r;
+	size_t i = 0;
+
+	while (i < len) {
+		size_t run = 1 + next_rand(&s) % 4096;
+		int who = (int)(next_rand(&s) % (uint64_t)(nprocs + 1)) - 1;
+
+		for (size_t j = i; j < len && j < i + run; j++) {
+			owner[j] = who;
+			value[j] = (uint8_t)next_rand(&s);
+		}
+		i += run;
+	}
+}
+
+static int compare(const uint8_t *buf, const uint8_t *model, size_t len,
+		   long r, const char *when)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] != model[i]) {
+			fprintf(stderr, "dsmtest: rank %d, round %ld (%s): "
+				"byte %zu is %u, expected %u\n",
+				rank, r, when, i, buf[i], model[i]);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int run_stress(long rounds, long pages, uint64_t seed)
+{
+	struct shared {
+		int lock;
+		int turn;
+		uint8_t *buf;
+	} *s = NULL;
+	size_t len = (size_t)pages * 4096;
+	uint8_t *model = calloc(len, 1), *value = malloc(len);
+	int *owner = malloc(len * sizeof(int));
+
+	if (!model || !value || !owner)
+		die("malloc", -2);
+	if (rank == 0) {
+		s = lm_malloc(sizeof(*s));
+		if (!s || !(s->buf = lm_malloc(len)))
+			die("lm_malloc", -2);
+		s->lock = lm_id_alloc(1);
+		check(s->lock, "lm_id_alloc");
+		s->turn = 0;
+	}
+	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	for (long r = 0; r < rounds; r++) {
+		plan_round(seed, r, len, owner, value);
+		if (r % 2 == 0) {
+			for (size_t i = 0; i < len; i++)
+				if (owner[i] == rank)
+					s->buf[i] = value[i];
+			check(lm_barrier(4), "lm_barrier");
+		} else {
+			/* Hand the lock on in rank order; each process must
+			 * see the writes of every rank before it. */
+			for (;;) {
+				check(lm_lock(s->lock), "lm_lock");
+				if (s->turn == rank)
+					break;
+				check(lm_unlock(s->lock), "lm_unlock");
+			}
+			for (size_t i = 0; i < len; i++)
+				if (owner[i] >= 0 && owner[i] < rank)
+					model[i] = value[i];
+			if (compare(s->buf, model, len, r, "after lock"))
+				return 1;
+			for (size_t i = 0; i < len; i++)
+				if (owner[i] == rank)
+					s->buf[i] = value[i];
+			s->turn = (rank + 1) % nprocs;
+			check(lm_unlock(s->lock), "lm_unlock");
+			check(lm_barrier(4), "lm_barrier");
+		}
+		for (size_t i = 0; i < len; i++)
+			if (owner[i] >= 0)
+				model[i] = value[i];
+		if (compare(s->buf, model, len, r, "after barrier"))
+			return 1;
+		check(lm_barrier(5), "lm_barrier");
+	}
+	free(model);
+	free(value);
+	free(owner);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int failed;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
+				"stress ROUNDS PAGES SEED\n");
+		return 2;
+	}
+	check(lm_init(&argc, &argv), "lm_init");
+	rank = lm_rank();
+	nprocs = lm_nprocs();
+	if (strcmp(argv[1], "counter") == 0)
+		failed = run_counter(atol(argv[2]));
+	else if (strcmp(argv[1], "barriers") == 0)
+		failed = run_barriers(atol(argv[2]));
+	else if (strcmp(argv[1], "stress") == 0 && argc == 5)
+		failed = run_stress(atol(argv[2]), atol(argv[3]),
+				    strtoull(argv[4], NULL, 10));
+	else {
+		fprintf(stderr, "dsmtest: unknown test %s\n", argv[1]);
+		failed = 2;
+	}
+	lm_finalize();
+	if (!failed)
+		printf("dsmtest %s: rank %d PASSED\n", argv[1], rank);
+	return failed;
+}

@@ -1,0 +1,17 @@
+# Shell helpers shared by the integration scripts (sourced, not run).
+
+# private_layout SRC DST_DIR: copies layout SRC into DST_DIR with its ports
+# moved to a range of its own (so that a stray daemon of another run cannot
+# answer for ours) and the secret file beside it.  Prints the new path.
+private_layout() {
+	src=$1; dir=$2
+	base=$((20000 + ($$ * 7 + ${3:-0} * 600) % 40000))
+	out="$dir/$(basename "$src")"
+	sed -e "s/127\.0\.0\.1:1\([0-9]\)\([0-9][0-9][0-9]\)/127.0.0.1:PORT\2/" "$src" |
+		awk -v base="$base" '{ while (match($0, /PORT[0-9][0-9][0-9]/)) {
+			p = base + substr($0, RSTART + 4, 3);
+			$0 = substr($0, 1, RSTART - 1) p substr($0, RSTART + RLENGTH) }
+			print }' >"$out"
+	cp "$(dirname "$src")/demo.key" "$dir/demo.key"
+	echo "$out"
+}

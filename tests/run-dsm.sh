@@ -1,0 +1,60 @@
+#!/bin/sh
+# End-to-end DSM tests: real daemons and clients under lemuria-run on
+# several layouts (private ports), small sizes so make check stays short.
+#   tests/run-dsm.sh BUILD_DIR
+set -u
+build=${1:-build}
+bin=$build/bin
+tmp=$(mktemp -d /tmp/lm-dsm.XXXXXX)
+failures=0
+checks=0
+trap 'rm -rf "$tmp"' EXIT INT TERM
+. tests/lib.sh
+
+# run NAME LAYOUT TIMEOUT PATTERN PROGRAM ARGS...: passes when the run
+# exits 0 and its output matches PATTERN.
+run() {
+	name=$1; layout=$2; limit=$3; pattern=$4; shift 4
+	checks=$((checks + 1))
+	start=$(date +%s)
+	timeout -k 5 "$limit" "$bin/lemuria-run" -c "$layout" --start-daemons \
+		--timeout "$limit" -- "$@" >"$tmp/out" 2>&1
+	st=$?
+	secs=$(( $(date +%s) - start ))
+	if [ $st -eq 0 ] && grep -q -- "$pattern" "$tmp/out"; then
+		echo "  ok   $name (${secs}s)"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $name (status $st, ${secs}s)"
+		tail -n 25 "$tmp/out" | sed 's/^/       /'
+	fi
+}
+
+n=0
+for l in 1 2 4+4 4+4+4+4; do
+	n=$((n + 1))
+	mkdir -p "$tmp/$n"
+	lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
+	echo "dsm: layout $l"
+	run "LU n=128 b=16 on $l" "$lay" 120 "TEST PASSED" \
+		"$build/splash2/lu" -n128 -b16 -t
+	run "lock counter on $l" "$lay" 120 "PASSED" \
+		"$build/tests/dsmtest" counter 50
+	run "1000 barriers on $l" "$lay" 240 "PASSED" \
+		"$build/tests/dsmtest" barriers 1000
+	run "race-free stress on $l" "$lay" 240 "PASSED" \
+		"$build/tests/dsmtest" stress 6 8 7
+done
+
+mkdir -p "$tmp/loss"
+lay=$(private_layout conf/4+4.ini "$tmp/loss" 9)
+echo "dsm: 4+4 with 5% loss, duplication and reordering injected"
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=11" run \
+	"race-free stress on 4+4 with loss" "$lay" 240 "PASSED" \
+	"$build/tests/dsmtest" stress 4 8 3
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=12" run \
+	"LU n=128 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
+	"$build/splash2/lu" -n128 -b16 -t
+
+echo "dsm: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
