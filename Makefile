@@ -1,7 +1,9 @@
 # Lemuria: one Makefile for the whole tree (GNU make).
 #
 #   make            build everything under build/
-#   make check      unit + loopback tests, then the same under ASan/UBSan
+#   make run        SPLASH-2 LU on conf/4+4.ini (LAYOUT=..., LU_ARGS=...)
+#   make check      unit suites, the same under ASan/UBSan, then daemons
+#                   and DSM runs on real layouts
 #   make asan       the sanitizer build alone, under build/asan/
 #   make bench-transport   transport round trip vs bare UDP
 #   make install PREFIX=/usr/local
@@ -57,7 +59,7 @@ SPLASH2_BINS :=
 -include splash2/splash2.mk
 
 .PHONY: all check unit asan asan-unit bench-transport bench-diff bench install deps \
-	check-deps clean demo
+	check-deps clean run
 .DEFAULT_GOAL := all
 
 all: check-deps
@@ -152,8 +154,12 @@ bench-diff: all
 
 bench: bench-transport bench-diff
 
-demo: all
-	@sh tools/demo.sh conf/4+4.ini
+# The main job: SPLASH-2 LU on a two-cluster layout on this host.
+LAYOUT ?= conf/4+4.ini
+LU_ARGS ?= -n512 -b16 -t
+run: all
+	$(BUILD)/bin/lemuria-run -c $(LAYOUT) --start-daemons -- \
+		$(BUILD)/splash2/lu $(LU_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \

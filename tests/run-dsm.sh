@@ -56,5 +56,49 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=12" run \
 	"LU n=128 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t
 
+# A client killed mid-run: lemuria-run names the rank and fails within a
+# bounded time; the daemons, started separately, serve the next run.
+mkdir -p "$tmp/kill"
+lay=$(private_layout conf/4+4.ini "$tmp/kill" 10)
+echo "dsm: a client killed mid-run on 4+4"
+dpids=""
+for entry in $(awk '/^\[(reflector|cluster) /{ gsub(/[\[\]]/, ""); print $1 ":" $2 }' "$lay"); do
+	role=${entry%%:*}; name=${entry#*:}
+	prog=$bin/lemuriad; [ "$role" = reflector ] && prog=$bin/reflector
+	"$prog" -c "$lay" -n "$name" -l warn 2>>"$tmp/kill/daemons.log" &
+	dpids="$dpids $!"
+done
+i=0
+until "$bin/lemuriactl" -c "$lay" -t 500 status >/dev/null 2>&1; do
+	i=$((i + 1)); [ $i -ge 10 ] && break; sleep 0.5
+done
+checks=$((checks + 1))
+start=$(date +%s)
+timeout -k 5 60 "$bin/lemuria-run" -c "$lay" -- "$build/tests/dsmtest" die 5 \
+	>"$tmp/out" 2>&1
+st=$?
+secs=$(( $(date +%s) - start ))
+if [ $st -ne 0 ] && [ $secs -le 15 ] && grep -q "rank 5 .*signal 9" "$tmp/out"; then
+	echo "  ok   lemuria-run fails naming rank 5 (${secs}s)"
+else
+	failures=$((failures + 1))
+	echo "  FAIL lost rank not reported (status $st, ${secs}s)"
+	sed 's/^/       /' "$tmp/out"
+fi
+run_plain() { # the same as run, without --start-daemons
+	checks=$((checks + 1))
+	if timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --timeout 100 -- "$@" \
+		>"$tmp/out" 2>&1 && grep -q PASSED "$tmp/out"; then
+		echo "  ok   the same daemons serve the next run"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL the next run on the same daemons"
+		tail -n 20 "$tmp/out" | sed 's/^/       /'
+	fi
+}
+run_plain "$build/tests/dsmtest" stress 2 4 5
+for p in $dpids; do kill -TERM "$p"; done
+for p in $dpids; do wait "$p"; done
+
 echo "dsm: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -6,6 +6,9 @@
  *   dsmtest barriers N         N barrier rounds; in each, every process
  *                              writes its slot and must then read every
  *                              other process's value of that round
+ *   dsmtest die RANK           after a first barrier, process RANK kills
+ *                              itself (SIGKILL); the others wait in a
+ *                              second barrier that can never complete
  *   dsmtest stress R PAGES S   R rounds over a PAGES-page buffer: each
  *                              process writes random disjoint byte ranges
  *                              (from seed S), then a barrier (even rounds)
@@ -16,6 +19,7 @@
  * Exit status 0 and "PASSED" when every check held; 1 and the first
  * difference otherwise. */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,13 +201,24 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 	return 0;
 }
 
+static int run_die(int victim)
+{
+	check(lm_barrier(6), "lm_barrier");
+	if (rank == victim)
+		raise(SIGKILL);
+	check(lm_barrier(7), "lm_barrier");
+	fprintf(stderr, "dsmtest: rank %d passed a barrier rank %d never "
+		"reached\n", rank, victim);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	int failed;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
-				"stress ROUNDS PAGES SEED\n");
+				"die RANK | stress ROUNDS PAGES SEED\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
@@ -213,6 +228,8 @@ int main(int argc, char **argv)
 		failed = run_counter(atol(argv[2]));
 	else if (strcmp(argv[1], "barriers") == 0)
 		failed = run_barriers(atol(argv[2]));
+	else if (strcmp(argv[1], "die") == 0)
+		failed = run_die(atoi(argv[2]));
 	else if (strcmp(argv[1], "stress") == 0 && argc == 5)
 		failed = run_stress(atol(argv[2]), atol(argv[3]),
 				    strtoull(argv[4], NULL, 10));
