@@ -196,52 +196,47 @@ static const uint8_t *lm_daemon_encode(lm_daemon *d, const struct lm_msg *m,
 	return d->scratch;
 }
 
-static void lm_daemon_send_result(lm_daemon *d, const struct lm_msg *m,
-				  uint16_t node, int rc)
+/* Encodes m and hands it to the transport as `kind`; failures are
+ * logged and counted (the protocol's own time-outs take it from there). */
+static void lm_daemon_emit(lm_daemon *d, uint16_t node,
+			   enum lm_rel_msg_kind kind, uint32_t req_id,
+			   const struct lm_msg *m)
 {
-	if (rc == 0)
+	size_t len;
+	const uint8_t *buf = lm_daemon_encode(d, m, &len);
+	int rc;
+
+	if (!buf)
 		return;
-	d->stats.sends_failed++;
-	lm_log_error("%s: %s to node %u not sent: %s", d->name,
-		     lm_msg_name(m->type), node, lm_strerror(rc));
+	if (kind == LM_REL_REQUEST)
+		rc = lm_evnode_request(d->node, node, req_id, buf, len);
+	else if (kind == LM_REL_REPLY)
+		rc = lm_evnode_reply(d->node, node, req_id, buf, len);
+	else
+		rc = lm_evnode_send(d->node, node, buf, len);
+	if (rc) {
+		d->stats.sends_failed++;
+		lm_log_error("%s: %s to node %u not sent: %s", d->name,
+			     lm_msg_name(m->type), node, lm_strerror(rc));
+	}
 }
 
 static void lm_daemon_out_send(void *ctx, uint16_t node,
 			       const struct lm_msg *m)
 {
-	lm_daemon *d = ctx;
-	size_t len;
-	const uint8_t *buf = lm_daemon_encode(d, m, &len);
-
-	if (buf)
-		lm_daemon_send_result(d, m, node,
-				      lm_evnode_send(d->node, node, buf, len));
+	lm_daemon_emit(ctx, node, LM_REL_ONEWAY, 0, m);
 }
 
 static void lm_daemon_out_request(void *ctx, uint16_t node, uint32_t req_id,
 				  const struct lm_msg *m)
 {
-	lm_daemon *d = ctx;
-	size_t len;
-	const uint8_t *buf = lm_daemon_encode(d, m, &len);
-
-	if (buf)
-		lm_daemon_send_result(
-			d, m, node,
-			lm_evnode_request(d->node, node, req_id, buf, len));
+	lm_daemon_emit(ctx, node, LM_REL_REQUEST, req_id, m);
 }
 
 static void lm_daemon_out_reply(void *ctx, uint16_t node, uint32_t req_id,
 				const struct lm_msg *m)
 {
-	lm_daemon *d = ctx;
-	size_t len;
-	const uint8_t *buf = lm_daemon_encode(d, m, &len);
-
-	if (buf)
-		lm_daemon_send_result(
-			d, m, node,
-			lm_evnode_reply(d->node, node, req_id, buf, len));
+	lm_daemon_emit(ctx, node, LM_REL_REPLY, req_id, m);
 }
 
 int lm_daemon_start_protocol(lm_daemon *d,
