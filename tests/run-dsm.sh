@@ -100,5 +100,25 @@ run_plain "$build/tests/dsmtest" stress 2 4 5
 for p in $dpids; do kill -TERM "$p"; done
 for p in $dpids; do wait "$p"; done
 
+# No daemons at all: every client fails lm_init with a message naming its
+# lemuriad instead of hanging (few retries, so the test stays short).
+mkdir -p "$tmp/none"
+lay=$(private_layout conf/2.ini "$tmp/none" 11)
+printf '\n[transport client]\nretries = 4\nrto_initial = 20ms\n' >>"$lay"
+echo "dsm: clients without a lemuriad"
+checks=$((checks + 1))
+start=$(date +%s)
+timeout -k 5 60 "$bin/lemuria-run" -c "$lay" -- "$build/tests/dsmtest" counter 1 \
+	>"$tmp/out" 2>&1
+st=$?
+secs=$(( $(date +%s) - start ))
+if [ $st -ne 0 ] && [ $secs -le 20 ] && grep -q "unreachable (lemuriad c0 at" "$tmp/out"; then
+	echo "  ok   lm_init fails naming the lemuriad (${secs}s)"
+else
+	failures=$((failures + 1))
+	echo "  FAIL silent lemuriad (status $st, ${secs}s)"
+	sed 's/^/       /' "$tmp/out"
+fi
+
 echo "dsm: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]
