@@ -24,7 +24,33 @@
  * is taken for lost: those are resent in sequence order as acks come back,
  * two per datagram newly acknowledged (slow start), not all at once, so a
  * receiver that had to drop them is not flooded again.  A hole with three
- * later datagrams selectively acked is resent at once (fast retransmit).
+ * later datagrams selectively acked is resent at once (fast retransmit;
+ * fewer suffice at the tail of a burst, see Tail losses).
+ *
+ * Tail losses.  Request/reply traffic sends a few datagrams and then goes
+ * quiet, so a loss among the last of them has no three later datagrams to
+ * reveal it and would wait a whole RTO, which under jitter sits near
+ * rto_max.  Two rules from TCP repair such tails sooner:
+ *   - early retransmit (RFC 5827): with fewer than four datagrams in flight
+ *     and nothing queued behind them, the threshold of fast retransmit
+ *     drops to (in flight - 1) later datagrams selectively acked, at least
+ *     one;
+ *   - tail loss probe (RFC 8985's TLP): once the last queued datagram is
+ *     out, and again whenever the cumulative ack moves with nothing left to
+ *     send, a probe timer is armed at PTO = max(2 * srtt + ack_delay,
+ *     rto_min) (rto_initial before any RTT sample), only if that comes
+ *     before the RTO.  When it fires, the highest datagram in flight not
+ *     selectively acked is resent once (the lost tail itself, or the last
+ *     hole when the tail got through) and the RTO restarts from then.  The
+ *     ack the probe provokes either repairs the tail outright or carries
+ *     the selective acks that let (early) fast retransmit fill the holes
+ *     below it.
+ * A probe is not a timeout: the RTO does not double and the backoff count
+ * toward max_retries does not grow.  It is still a resend, so by Karn's
+ * rule its datagram gives no RTT sample.  At most one probe goes out until
+ * the cumulative ack moves again, and none after an RTO until then (nor
+ * while recovering from one), so a dead peer still meets its timeouts at
+ * the usual pace, delayed by one PTO at most.
  *
  * Unreachable peers.  When the timer expires max_retries times in a row
  * without the cumulative ack moving (the same datagram resent that often)
@@ -182,6 +208,8 @@ struct peer {
 	uint32_t recover_next;	 /* next seq to consider resending */
 	uint32_t recover_end;	 /* snd_nxt at the timeout */
 	uint32_t backoff;	 /* timeouts since the cumulative ack moved */
+	uint64_t probe_at;	 /* tail loss probe due, 0: not armed */
+	bool probe_used; /* a probe went out since the cumulative ack moved */
 	uint64_t srtt, rttvar, rto;
 	bool rtt_valid;
 
@@ -226,6 +254,11 @@ struct lm_rel {
 static uint32_t seq_next(uint32_t s)
 {
 	return s == UINT32_MAX ? 1 : s + 1;
+}
+
+static uint32_t seq_prev(uint32_t s)
+{
+	return s == 1 ? UINT32_MAX : s - 1;
 }
 
 static uint32_t seq_add(uint32_t s, uint32_t n)
@@ -383,6 +416,8 @@ static uint64_t peer_deadline(const struct lm_rel *rel, const struct peer *p)
 
 	if (p->rtx_at)
 		d = p->rtx_at;
+	if (p->probe_at)
+		d = min_u64(d, p->probe_at);
 	if (p->ack_at)
 		d = min_u64(d, p->ack_at);
 	if (p->partial.buf || p->early_count)
@@ -448,6 +483,8 @@ static void tx_free_all(struct lm_rel *rel, struct peer *p)
 	if (p->ring)
 		memset(p->ring, 0, rel->ring_size * sizeof(*p->ring));
 	p->rtx_at = p->recover_before = 0;
+	p->probe_at = 0;
+	p->probe_used = false;
 	p->backoff = 0;
 	p->snd_una = p->snd_nxt = LM_REL_FIRST_SEQ;
 	p->rtt_valid = false;
@@ -649,10 +686,37 @@ static void tx_emit(struct lm_rel *rel, struct peer *p, struct tx_slot *s)
 	emit(rel, p, dg, LM_WIRE_HDR_SIZE + plen);
 }
 
+/* Arms the tail loss probe (Tail losses in the file comment) when the
+ * datagrams in flight are the last ones queued, or disarms it.  Called
+ * after new data went out and after the cumulative ack moved, with
+ * rtx_at already restarted. */
+static void tx_arm_probe(struct lm_rel *rel, struct peer *p)
+{
+	const struct lm_transport_cfg *t = &rel->cfg.transport;
+	uint64_t pto;
+
+	p->probe_at = 0;
+	if (p->snd_una == p->snd_nxt || p->q_send || p->probe_used ||
+	    p->backoff || p->recover_before || !p->rtx_at)
+		return;
+	/* Two round trips, plus the receiver's ack delay: a datagram alone
+	 * may be acknowledged only when that expires.  Unmeasured, the path
+	 * may be as slow as rto_initial says, and a probe sent earlier would
+	 * cost the first RTT sample (Karn); so then it only comes before an
+	 * RTO that Karn's rule left backed off. */
+	pto = p->rtt_valid ? 2 * p->srtt : t->rto_initial_us;
+	pto += t->ack_delay_us;
+	if (pto < t->rto_min_us)
+		pto = t->rto_min_us;
+	if (rel->now + pto < p->rtx_at)
+		p->probe_at = rel->now + pto;
+}
+
 /* Sends queued fragments while the window allows. */
 static void tx_pump(struct lm_rel *rel, struct peer *p)
 {
 	uint32_t window = rel->cfg.transport.window;
+	bool sent = false;
 
 	while (p->q_send && seq_diff(p->snd_una, p->snd_nxt) < window) {
 		struct tx_msg *m = p->q_send;
@@ -671,9 +735,12 @@ static void tx_pump(struct lm_rel *rel, struct peer *p)
 			p->q_send_frag = 0;
 		}
 		tx_emit(rel, p, s);
+		sent = true;
 	}
 	if (!p->rtx_at && p->snd_una != p->snd_nxt)
 		p->rtx_at = rel->now + p->rto;
+	if (sent)
+		tx_arm_probe(rel, p);
 	peer_arm(rel, p);
 }
 
@@ -924,11 +991,17 @@ static void tx_renege(struct lm_rel *rel, struct peer *p, uint32_t ack,
 }
 
 /* A hole with three later datagrams selectively acked is resent at once,
- * once per datagram.  Only the range the ack describes is looked at. */
+ * once per datagram; with fewer than four in flight and nothing queued,
+ * one less than in flight suffices (early retransmit, RFC 5827).  Only
+ * the range the ack describes is looked at. */
 static void tx_fast_retransmit(struct lm_rel *rel, struct peer *p, uint32_t ack)
 {
-	uint32_t seq = ack, later = 0;
+	uint32_t seq = ack, later = 0, thresh = 3;
+	int64_t flight = seq_diff(p->snd_una, p->snd_nxt);
 	int n = 0;
+
+	if (!p->q_send && flight < 4)
+		thresh = flight > 1 ? (uint32_t)flight - 1 : 1;
 
 	/* ack itself and the REL_SACK_BITS after it, as far as in flight. */
 	while (n <= REL_SACK_BITS && tx_in_flight(p, seq)) {
@@ -937,14 +1010,17 @@ static void tx_fast_retransmit(struct lm_rel *rel, struct peer *p, uint32_t ack)
 		n++;
 	}
 	seq = ack;
-	for (int i = 0; i < n && later >= 3; i++, seq = seq_next(seq)) {
+	for (int i = 0; i < n && later >= thresh; i++, seq = seq_next(seq)) {
 		struct tx_slot *s = tx_slot_of(p, seq);
 
 		if (s->sacked) {
 			later--;
 		} else if (!s->fast_done) {
 			s->fast_done = true;
-			rel->stats.fast_retransmits++;
+			if (later >= 3)
+				rel->stats.fast_retransmits++;
+			else
+				rel->stats.early_retransmits++;
 			tx_retransmit(rel, p, s);
 		}
 	}
@@ -1026,9 +1102,11 @@ static void tx_ack(struct lm_rel *rel, struct peer *p, uint32_t ack,
 		/* RFC 6298, 5.3: new data acked, restart the timer. */
 		p->backoff = 0;
 		p->rtx_at = p->snd_una != p->snd_nxt ? rel->now + p->rto : 0;
+		p->probe_used = false;
 	}
 	if (p->snd_una == p->snd_nxt) {
 		p->recover_before = 0;
+		p->probe_at = 0;
 		return;
 	}
 	if (tx_slot_of(p, p->snd_una)->sacked)
@@ -1037,6 +1115,8 @@ static void tx_ack(struct lm_rel *rel, struct peer *p, uint32_t ack,
 		tx_fast_retransmit(rel, p, ack);
 	if (newly && p->recover_before)
 		tx_recover(rel, p, 2 * newly);
+	if (adv > 0)
+		tx_arm_probe(rel, p);
 }
 
 /* ---- receive side -------------------------------------------------- */
@@ -1105,7 +1185,7 @@ static bool rx_reserve(struct lm_rel *rel, struct peer *p, size_t need)
 			p->early_count--;
 			rel->stats.drop_reasm_limit++;
 		}
-		seq = seq == 1 ? UINT32_MAX : seq - 1; /* seq_next reversed */
+		seq = seq_prev(seq);
 	}
 	return rel->reasm_held + need <= rel->cfg.reasm_bytes;
 }
@@ -1490,9 +1570,29 @@ static void tx_timeout(struct lm_rel *rel, struct peer *p)
 	tx_retransmit(rel, p, s);
 	p->rto = min_u64(2 * p->rto, t->rto_max_us);
 	p->rtx_at = rel->now + p->rto;
+	p->probe_at = 0; /* none until the cumulative ack moves */
 	p->recover_before = rel->now;
 	p->recover_next = p->snd_una;
 	p->recover_end = p->snd_nxt;
+}
+
+/* The tail loss probe fired (Tail losses in the file comment): resend the
+ * highest datagram in flight that the receiver has not shown it holds,
+ * once, without backing off, and restart the RTO from now. */
+static void tx_probe(struct lm_rel *rel, struct peer *p)
+{
+	uint32_t seq = seq_prev(p->snd_nxt);
+
+	p->probe_at = 0;
+	if (p->snd_una == p->snd_nxt)
+		return;
+	while (seq != p->snd_una && tx_slot_of(p, seq)->sacked)
+		seq = seq_prev(seq);
+	p->probe_used = true;
+	rel->stats.tail_probes++;
+	/* Counts as a resend, so Karn's rule keeps it from sampling. */
+	tx_retransmit(rel, p, tx_slot_of(p, seq));
+	p->rtx_at = rel->now + p->rto;
 }
 
 static void peer_tick(struct lm_rel *rel, struct peer *p)
@@ -1512,7 +1612,9 @@ static void peer_tick(struct lm_rel *rel, struct peer *p)
 	if (p->ack_at && p->ack_at <= now)
 		send_ack(rel, p);
 	if (p->rtx_at && p->rtx_at <= now)
-		tx_timeout(rel, p);
+		tx_timeout(rel, p); /* disarms the probe */
+	if (p->probe_at && p->probe_at <= now)
+		tx_probe(rel, p);
 }
 
 void lm_rel_tick(lm_rel *rel, uint64_t now_us)

@@ -13,7 +13,9 @@
  *    piggybacked on DATA or in a pure ACK (at once, or after ack_delay_us);
  *  - the sender keeps at most `window` datagrams in flight and retransmits
  *    on an adaptive timeout (RFC 6298 estimator, Karn's rule, exponential
- *    backoff) or when three later datagrams were selectively acknowledged;
+ *    backoff) or when three later datagrams were selectively acknowledged
+ *    (fewer at the tail of a burst); a lost tail is probed for after about
+ *    two round trips rather than a whole timeout;
  *    after max_retries the peer is reported unreachable and its queues freed;
  *  - the receiver buffers datagrams that arrive early (within the window),
  *    suppresses duplicates, reassembles fragments and delivers each message
@@ -112,6 +114,13 @@ struct lm_rel_stats {
 	uint64_t reply_cache_hits, reply_cache_stale;
 	uint64_t peers_unreachable, peers_reset;
 	uint64_t rtt_samples;
+	/* Why datagrams were resent: retransmits counts every resend, of
+	 * which fast_retransmits (three later datagrams selectively acked),
+	 * early_retransmits (fewer, with under four in flight) and
+	 * tail_probes (the probe timer fired); the rest followed timeouts,
+	 * or a receiver letting go of what it had selectively acked. */
+	uint64_t early_retransmits;
+	uint64_t tail_probes;
 };
 
 /* Copies cfg.  NULL on invalid configuration or allocation failure. */

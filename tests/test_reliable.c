@@ -633,9 +633,12 @@ static void test_retry_limit_unreachable(void)
 	sim_run(&s, NULL, 5000000);
 	CU_ASSERT_EQUAL(s.ep[0].events[LM_REL_PEER_UNREACHABLE], 1);
 	CU_ASSERT_EQUAL(st(&s, 0)->peers_unreachable, 1);
-	/* The oldest of the three fragments was resent max_retries times,
-	 * at doubling intervals; the next timeout gave up. */
-	CU_ASSERT_EQUAL(st(&s, 0)->retransmits, 4);
+	/* One tail probe (the last fragment, before the first timeout),
+	 * then the oldest of the three fragments was resent max_retries
+	 * times, at doubling intervals; the next timeout gave up.  The
+	 * probe neither counted as a retry nor came again. */
+	CU_ASSERT_EQUAL(st(&s, 0)->tail_probes, 1);
+	CU_ASSERT_EQUAL(st(&s, 0)->retransmits, 4 + 1);
 	CU_ASSERT_EQUAL(st(&s, 0)->timeouts, 5);
 	CU_ASSERT_EQUAL(lm_rel_pending(s.ep[0].rel, ID_B), 0);
 	CU_ASSERT_EQUAL(lm_rel_next_deadline(s.ep[0].rel), UINT64_MAX);
@@ -1238,6 +1241,158 @@ static void test_lossy_receiver_is_not_unreachable(void)
 	sim_close(&s);
 }
 
+/* Drops A's DATA datagrams whose fragment index has its bit set in
+ * fstate, the first time each. */
+static int drop_frags_once(struct sim *s, int from,
+			   const struct lm_dg_header *h)
+{
+	if (from != 0 || h->type != LM_DG_DATA || h->frag_index >= 16 ||
+	    !(s->fstate >> h->frag_index & 1))
+		return 1;
+	s->fstate &= ~(1 << h->frag_index);
+	return 0;
+}
+
+/* The setting of the tail-loss tests: a fast path (200 us round trip)
+ * whose RTO one slow round trip (6 ms, as under CPU steal) has left far
+ * above the round trip.  Returns that RTO; delivery counts start at 0. */
+static uint64_t sim_open_jittery(struct sim *s)
+{
+	struct lm_rel_config c;
+
+	memset(s, 0, sizeof(*s));
+	s->now = 1000;
+	for (int i = 0; i < 2; i++) {
+		test_cfg(&c, i ? ID_B : ID_A, i ? 2000 : 1000);
+		c.transport.rto_initial_us = 20000;
+		c.transport.rto_min_us = 1000;
+		c.transport.rto_max_us = 100000;
+		ep_open(s, i, &c, NULL);
+	}
+	s->latency = 3000;
+	send_one_and_wait(s, "slow");
+	s->latency = 100;
+	for (int i = 0; i < 8; i++)
+		send_one_and_wait(s, "fast");
+	CU_ASSERT_EQUAL(st(s, 0)->rtt_samples, 9);
+	CU_ASSERT_EQUAL(st(s, 0)->retransmits, 0);
+	s->ep[1].delivered = 0;
+	return lm_rel_rto(s->ep[0].rel, ID_B);
+}
+
+/* Regression (loopback acceptance test stalled on every tail loss): a
+ * one-datagram request lost once is resent by the tail loss probe after
+ * about two round trips, not after the inflated RTO, which neither backs
+ * off nor learns a sample from the probed datagram (Karn). */
+static void test_tail_probe_recovers_lost_request(void)
+{
+	uint64_t r, t0, samples, d;
+	struct sim s;
+
+	r = sim_open_jittery(&s);
+	CU_ASSERT(r > 10000);
+	s.ep[1].auto_reply = true;
+	s.filter = drop_frags_once;
+	s.fstate = 1;
+	samples = st(&s, 0)->rtt_samples;
+	t0 = s.now;
+	CU_ASSERT_EQUAL(lm_rel_request(s.ep[0].rel, ID_B, 1, "ping", 4, t0), 0);
+	/* The probe is the next deadline, well before the RTO. */
+	d = lm_rel_next_deadline(s.ep[0].rel);
+	CU_ASSERT(d > t0 && d < t0 + r / 2);
+	CU_ASSERT_TRUE(sim_run(&s, b_got_one, 1000000));
+	CU_ASSERT_EQUAL(s.fstate, 0);
+	CU_ASSERT(s.now - t0 < r / 2);
+	CU_ASSERT(s.now - t0 < 20000); /* rto_initial */
+	CU_ASSERT_TRUE(sim_run(&s, a_got_one, 1000000));
+	CU_ASSERT_EQUAL(s.ep[0].last_kind, LM_REL_REPLY);
+	CU_ASSERT(memcmp(s.ep[0].last, "re:ping", 7) == 0);
+	CU_ASSERT_EQUAL(st(&s, 0)->tail_probes, 1);
+	CU_ASSERT_EQUAL(st(&s, 0)->retransmits, 1);
+	CU_ASSERT_EQUAL(st(&s, 0)->timeouts, 0);
+	CU_ASSERT_EQUAL(st(&s, 0)->rtt_samples, samples);
+	CU_ASSERT_EQUAL(lm_rel_rto(s.ep[0].rel, ID_B), r);
+	/* All acked: no probe or timer is left behind. */
+	sim_run(&s, NULL, 1000000);
+	CU_ASSERT_EQUAL(lm_rel_next_deadline(s.ep[0].rel), UINT64_MAX);
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 1);
+	sim_close(&s);
+}
+
+/* A three-fragment message whose tail is lost: with `lose` the last
+ * fragment only, or the last two.  The probe repairs the tail; a hole
+ * below it is then filled by early retransmit, not by a timeout. */
+static void tail_of_message_lost(int lose, uint64_t early)
+{
+	size_t fp = 1200 - LM_WIRE_HDR_SIZE;
+	size_t lens[1] = {2 * fp + 10};
+	uint64_t r, t0;
+	struct sim s;
+
+	r = sim_open_jittery(&s);
+	CU_ASSERT(r > 10000);
+	s.filter = drop_frags_once;
+	s.fstate = lose;
+	s.lens[0] = lens;
+	s.nmsgs[0] = 1;
+	s.ep[1].check_stream = true;
+	t0 = s.now;
+	send_stream(&s, 0);
+	CU_ASSERT_EQUAL(st(&s, 0)->dg_sent - st(&s, 0)->acks_sent, 9 + 3);
+	CU_ASSERT_TRUE(sim_run(&s, b_got_all, 1000000));
+	CU_ASSERT_EQUAL(s.fstate, 0);
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 1);
+	CU_ASSERT_EQUAL(s.ep[1].errors, 0);
+	CU_ASSERT(s.now - t0 < r / 2);
+	CU_ASSERT_EQUAL(st(&s, 0)->timeouts, 0);
+	CU_ASSERT_EQUAL(st(&s, 0)->tail_probes, 1);
+	CU_ASSERT_EQUAL(st(&s, 0)->early_retransmits, early);
+	CU_ASSERT_EQUAL(st(&s, 0)->fast_retransmits, 0);
+	sim_close(&s);
+}
+
+static void test_tail_probe_repairs_lost_last_fragment(void)
+{
+	tail_of_message_lost(1 << 2, 0);
+}
+
+static void test_tail_probe_then_early_retransmit(void)
+{
+	tail_of_message_lost(1 << 1 | 1 << 2, 1);
+}
+
+/* RFC 5827: two datagrams in flight and nothing queued, the first lost:
+ * the selective ack of the second alone has it resent at once, one round
+ * trip after the loss shows, without waiting for probe or timeout. */
+static void test_early_retransmit_two_in_flight(void)
+{
+	static const size_t lens[2] = {3, 3};
+	struct sim s;
+	uint64_t t0;
+
+	sim_open(&s, NULL);
+	s.latency = 1000;
+	s.filter = drop_frags_once;
+	s.fstate = 1; /* the first message; the second gets through */
+	s.lens[0] = lens;
+	s.nmsgs[0] = 2;
+	s.ep[1].check_stream = true;
+	t0 = s.now;
+	send_stream(&s, 0);
+	CU_ASSERT_TRUE(sim_run(&s, b_got_all, 1000000));
+	CU_ASSERT_EQUAL(s.fstate, 0);
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 2);
+	CU_ASSERT_EQUAL(s.ep[1].errors, 0);
+	/* Sent, second one sacked (2 one-way trips), resent (3rd). */
+	CU_ASSERT_EQUAL(s.now - t0, 4 * 1000);
+	CU_ASSERT_EQUAL(st(&s, 0)->early_retransmits, 1);
+	CU_ASSERT_EQUAL(st(&s, 0)->fast_retransmits, 0);
+	CU_ASSERT_EQUAL(st(&s, 0)->tail_probes, 0);
+	CU_ASSERT_EQUAL(st(&s, 0)->timeouts, 0);
+	CU_ASSERT_EQUAL(st(&s, 0)->retransmits, 1);
+	sim_close(&s);
+}
+
 static void test_restart_resets_session(void)
 {
 	struct lm_rel_config c;
@@ -1441,6 +1596,10 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_reassembly_limit),
 	      LM_TEST(test_early_fragments_fill_partial_in_place),
 	      LM_TEST(test_lossy_receiver_is_not_unreachable),
+	      LM_TEST(test_tail_probe_recovers_lost_request),
+	      LM_TEST(test_tail_probe_repairs_lost_last_fragment),
+	      LM_TEST(test_tail_probe_then_early_retransmit),
+	      LM_TEST(test_early_retransmit_two_in_flight),
 	      LM_TEST(test_restart_resets_session),
 	      LM_TEST(test_misaddressed_and_unknown_peers),
 	      LM_TEST(test_destroy_with_pending_state),
