@@ -6,7 +6,7 @@
 #                   and DSM runs on real layouts
 #   make asan       the sanitizer build alone, under build/asan/
 #   make bench-transport   transport round trip vs bare UDP
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (also the PARMACS macro files)
 #   make deps       install the Debian packages the build needs
 
 PREFIX ?= /usr/local
@@ -169,6 +169,9 @@ install: all
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/liblemuria.so.0
 	ln -sf liblemuria.so.0 $(DESTDIR)$(PREFIX)/lib/liblemuria.so
 	install -m 644 liblemuria/lemuria.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(PREFIX)/share/lemuria
+	install -m 644 splash2/macros/lemuria.m4 splash2/macros/pthread.m4 \
+		$(DESTDIR)$(PREFIX)/share/lemuria/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' liblemuria/lemuria.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/lemuria.pc
 
