@@ -48,3 +48,10 @@ SPLASH2_BINS += $(BUILD)/splash2/$(1)
 endef
 
 $(eval $(call splash2_lemuria,lu,splash2/lu/lu.C))
+
+$(eval $(call splash2_pthread,lucontig,splash2/lucontig/lucontig.C))
+$(eval $(call splash2_lemuria,lucontig,splash2/lucontig/lucontig.C))
+$(eval $(call splash2_pthread,radix,splash2/radix/radix.C))
+$(eval $(call splash2_lemuria,radix,splash2/radix/radix.C))
+$(eval $(call splash2_pthread,fft,splash2/fft/fft.C))
+$(eval $(call splash2_lemuria,fft,splash2/fft/fft.C))

@@ -46,6 +46,16 @@ for l in 1 2 4+4 4+4+4+4; do
 		"$build/tests/dsmtest" stress 6 8 7
 done
 
+mkdir -p "$tmp/progs"
+lay=$(private_layout conf/4+4.ini "$tmp/progs" 8)
+echo "dsm: more SPLASH-2 programs on 4+4"
+run "LU contiguous n=130 b=16" "$lay" 120 "TEST PASSED" \
+	"$build/splash2/lucontig" -n130 -b16 -t
+run "Radix n=65536" "$lay" 120 "TEST PASSED" \
+	"$build/splash2/radix" -n65536 -t
+run "Radix n=20000 r=4 (8 passes)" "$lay" 120 "TEST PASSED" \
+	"$build/splash2/radix" -n20000 -r4 -m65536 -t
+
 mkdir -p "$tmp/loss"
 lay=$(private_layout conf/4+4.ini "$tmp/loss" 9)
 echo "dsm: 4+4 with 5% loss, duplication and reordering injected"

@@ -24,6 +24,14 @@ extern char **environ;
 
 static volatile sig_atomic_t stop_signal;
 
+/* A closed stdout or stderr must not kill the launcher before it stops the
+ * daemons it started.  A handler rather than SIG_IGN, since an ignored
+ * signal would stay ignored in the ranks and daemons after exec. */
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
 static void on_signal(int sig)
 {
 	stop_signal = sig;
@@ -190,6 +198,8 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_sigpipe;
+	sigaction(SIGPIPE, &sa, NULL);
 
 	if (daemons && start_daemons(l, layout_abs, clusters, nclusters,
 				     verbose, &ds)) {
