@@ -58,7 +58,8 @@ DSMTEST := $(BUILD)/tests/dsmtest
 SPLASH2_BINS :=
 -include splash2/splash2.mk
 
-.PHONY: all check unit asan asan-unit bench-transport bench-diff bench install deps \
+.PHONY: all check unit asan asan-unit bench-transport bench-diff bench-splash bench \
+	install deps \
 	check-deps clean run
 .DEFAULT_GOAL := all
 
@@ -152,7 +153,11 @@ bench-transport: all
 bench-diff: all
 	$(BENCH_DIFF)
 
-bench: bench-transport bench-diff
+# The SPLASH-2 harness (long: see docs/performance.md); plots need gnuplot.
+bench-splash: all
+	bench/splash.sh $(SPLASH_BENCH_ARGS)
+
+bench: bench-transport bench-diff bench-splash
 
 # The main job: SPLASH-2 LU on a two-cluster layout on this host.
 LAYOUT ?= conf/4+4.ini
