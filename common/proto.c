@@ -10,13 +10,14 @@
  *   data:    u32 length, length bytes
  *   diffs:   u32 count, u32 length, length bytes of {u32 page, u32 len,
  *            len bytes of diff (common/diff.h)} repeated count times
- *   notices: u32 count, count * {u32 page, u32 version}
+ *   notices: u32 count, count * {u32 page, u32 version, u32 base,
+ *            u32 writer, u32 wcluster}
  *
  *   type       fields after run
  *   JOIN       rank, pid, layout_hash
  *   FETCH      page
  *   PAGE       page, version, data (the page)
- *   FLUSH      diffs
+ *   FLUSH      rank (the writer), diffs
  *   BARRIER    id
  *   RELEASE    id, notices
  *   LOCK       id, rank
@@ -150,7 +151,7 @@ enum {
 
 #define LM_MSG_RUN 8        /* u64 run id */
 #define LM_DIFF_ENTRY_HDR 8 /* u32 page + u32 len */
-#define LM_NOTICE_SIZE 8    /* u32 page + u32 version */
+#define LM_NOTICE_SIZE 20   /* u32 page, version, base, writer, wcluster */
 
 struct msg_kind {
 	const char *name;
@@ -165,7 +166,7 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_JOIN_OK] = { "JOIN_OK", F_STATUS, true },
 	[LM_MSG_FETCH] = { "FETCH", F_PAGE, true },
 	[LM_MSG_PAGE] = { "PAGE", F_PAGE | F_VERSION | F_DATA, true },
-	[LM_MSG_FLUSH] = { "FLUSH", F_DIFFS, true },
+	[LM_MSG_FLUSH] = { "FLUSH", F_RANK | F_DIFFS, true },
 	[LM_MSG_FLUSH_OK] = { "FLUSH_OK", F_STATUS, true },
 	[LM_MSG_BARRIER] = { "BARRIER", F_ID, true },
 	[LM_MSG_RELEASE] = { "RELEASE", F_ID | F_NOTICES, true },
@@ -336,6 +337,9 @@ int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap)
 		for (uint32_t i = 0; i < m->nnotices; i++) {
 			put32(&p, m->notices[i].page);
 			put32(&p, m->notices[i].version);
+			put32(&p, m->notices[i].base);
+			put32(&p, m->notices[i].writer);
+			put32(&p, m->notices[i].wcluster);
 		}
 	}
 	return (int)(p - out);
@@ -424,6 +428,9 @@ static int get_notices(struct cursor *c, struct lm_msg *m,
 	for (uint32_t i = 0; i < n; i++, at += LM_NOTICE_SIZE) {
 		buf[i].page = lm_get32(at);
 		buf[i].version = lm_get32(at + 4);
+		buf[i].base = lm_get32(at + 8);
+		buf[i].writer = lm_get32(at + 12);
+		buf[i].wcluster = lm_get32(at + 16);
 	}
 	m->notices = buf;
 	m->nnotices = n;

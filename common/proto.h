@@ -25,7 +25,7 @@ enum lm_msg_type {
 	LM_MSG_JOIN_OK = 4,     /* L->C reply, R->L reply: status */
 	LM_MSG_FETCH = 5,       /* C->L, L->R req: page */
 	LM_MSG_PAGE = 6,        /* reply to FETCH: page, version, data */
-	LM_MSG_FLUSH = 7,       /* C->L req, L->R one-way: diffs */
+	LM_MSG_FLUSH = 7,       /* C->L req, L->R one-way: rank, diffs */
 	LM_MSG_FLUSH_OK = 8,    /* L->C reply: status */
 	LM_MSG_BARRIER = 9,     /* C->L req, L->R one-way (ARRIVE): id */
 	LM_MSG_RELEASE = 10,    /* R->L one-way, L->C reply: id, notices */
@@ -86,10 +86,22 @@ const char *lm_role_name(enum lm_role role);
  * received buffer after lm_msg_decode (valid while it is), into the
  * caller's memory for lm_msg_encode. */
 
-/* A write notice: the home holds `page` at `version` (I3). */
+/* `writer` and `wcluster` of a notice whose page was changed in its epoch
+ * by more than one rank, or from more than one cluster. */
+#define LM_WRITER_MANY 0xffffffffu
+
+/* A write notice: the home holds `page` at `version` (I3).  The epoch's
+ * diff lists for the page took it from `base` to `version`; all of them
+ * came from rank `writer` (else LM_WRITER_MANY) through the cluster of
+ * layout index `wcluster` (else LM_WRITER_MANY).  A copy at `base` that
+ * already holds exactly those diffs equals the home's page at `version`
+ * and may be kept (docs/dsm.md "Sole writers"). */
 struct lm_notice {
 	uint32_t page;
 	uint32_t version;
+	uint32_t base;
+	uint32_t writer;
+	uint32_t wcluster;
 };
 
 /* Diffs are carried as a packed list: repeated {u32 page, u32 len, len
@@ -104,8 +116,8 @@ struct lm_msg {
 	uint16_t type;         /* enum lm_msg_type */
 	uint64_t run;          /* run id, on every DSM message */
 	int32_t status;        /* *_OK, JOIN_OK, ALLOC_OK, END: 0 or LM_E* */
-	uint32_t rank;         /* JOIN, LOCK, UNLOCK, CREATE (target), END,
-				  ABORT */
+	uint32_t rank;         /* JOIN, FLUSH (the writer), LOCK, UNLOCK,
+				  CREATE (target), END, ABORT */
 	uint32_t id;           /* BARRIER, RELEASE, LOCK, GRANT, UNLOCK: the
 				  barrier or lock id; WAIT_END: count */
 	uint32_t page;         /* FETCH, PAGE */

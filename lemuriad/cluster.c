@@ -28,7 +28,13 @@
  *    UNLOCK, so the lock is not lost.
  *  - Coalesced fetches respect I3: a reply older than a notice seen while
  *    the fetch was pending is not cached, and the clients that asked after
- *    that notice are served by a new upstream FETCH. */
+ *    that notice are served by a new upstream FETCH.
+ *  - A reply to a FETCH that was pending while a FLUSH of the same page
+ *    went up is not cached either (it predates those diffs, FIFO), so a
+ *    cached copy always holds every diff we forwarded after the home
+ *    served it: what the sole-cluster rule in apply_notices relies on.
+ *  - FLUSH goes up with the sender's rank (the writer R's notices name),
+ *    taken from its node id like LOCK's. */
 #include "cluster.h"
 
 #include <stdbool.h>
@@ -46,7 +52,9 @@
 #define LM_CLUSTER_BUCKETS_MAX (1u << 20)
 
 /* One cached copy of a page.  `version` is the home version it reflects
- * (I3); the data may hold more than that version after FLUSHes. */
+ * (I3); the data may hold more than that version after FLUSHes: exactly
+ * the home's page at `version` plus every diff of the page we forwarded
+ * since (see reply_page and handle_flush). */
 struct cpage {
 	uint32_t page;
 	uint32_t version;
@@ -77,6 +85,8 @@ struct upreq {
 	enum up_kind kind;
 	uint32_t page;          /* UP_FETCH */
 	uint32_t min_version;   /* UP_FETCH: newest notice seen meanwhile */
+	bool flushed;           /* UP_FETCH: a FLUSH of the page went up
+				   since the request: do not cache */
 	uint32_t lock_id;       /* UP_LOCK */
 	uint32_t rank;          /* UP_LOCK: who will hold it */
 	struct waiter *waiters;
@@ -114,6 +124,8 @@ struct lm_cluster {
 	void *ctx;
 	uint64_t layout_hash;
 	uint16_t reflector;     /* node id of our reflector */
+	uint32_t index;         /* our cluster's index in the layout, as
+				   notices name it (wcluster) */
 	uint16_t first_node;    /* node id of local rank 0 */
 	uint32_t nclients;
 	uint32_t page_size;
@@ -437,7 +449,15 @@ static int up_start(lm_cluster *c, enum up_kind kind, uint16_t node,
 
 /* Write notices (I3): a copy is dropped only when older than its notice.
  * A pending FETCH remembers the notice so that its reply, if older, is
- * not cached and does not answer clients that asked after the notice. */
+ * not cached and does not answer clients that asked after the notice.
+ *
+ * Sole cluster (docs/dsm.md "Sole writers"): when every diff of the
+ * epoch for the page came through us (wcluster) and our copy is at the
+ * notice's base, the copy is the home's page at base plus those very
+ * diffs, applied as we forwarded them; no diff forwarded before the copy
+ * was cached can be missing, since such a copy is never cached (the
+ * `flushed` rule) or is newer than base.  So it equals the home's page at
+ * the notice's version and only its version moves. */
 static void apply_notices(lm_cluster *c, const struct lm_notice *n,
 			  uint32_t count)
 {
@@ -445,8 +465,14 @@ static void apply_notices(lm_cluster *c, const struct lm_notice *n,
 		struct cpage *cp = cache_find(c, n[i].page);
 
 		if (cp && cp->version < n[i].version) {
-			cache_remove(c, cp);
-			c->stats.invalidations++;
+			if (n[i].wcluster == c->index &&
+			    cp->version == n[i].base) {
+				cp->version = n[i].version;
+				c->stats.kept++;
+			} else {
+				cache_remove(c, cp);
+				c->stats.invalidations++;
+			}
 		}
 		for (struct upreq *up = c->ups; up; up = up->next)
 			if (up->kind == UP_FETCH && up->page == n[i].page &&
@@ -599,8 +625,8 @@ static int flush_validate(const lm_cluster *c, const struct lm_msg_diffs *d)
 	return r < 0 ? LM_EBADMSG : 0;
 }
 
-static void handle_flush(lm_cluster *c, uint16_t from, uint32_t req_id,
-			 const struct lm_msg *m)
+static void handle_flush(lm_cluster *c, int slot, uint16_t from,
+			 uint32_t req_id, const struct lm_msg *m)
 {
 	size_t pos = 0;
 	uint32_t page;
@@ -615,16 +641,22 @@ static void handle_flush(lm_cluster *c, uint16_t from, uint32_t req_id,
 		return;
 	}
 	/* the copy keeps its version: it now holds more than that version,
-	 * so the next notice for the page still invalidates it (I3) */
+	 * so the next notice for the page still invalidates it (I3) unless
+	 * it names us as the only cluster that wrote it.  A reply still on
+	 * its way predates these diffs and must not be cached. */
 	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
 		struct cpage *cp = cache_find(c, page);
 
 		if (cp)
 			lm_diff_apply(cp->data, c->page_size, diff, len);
+		for (struct upreq *up = c->ups; up; up = up->next)
+			if (up->kind == UP_FETCH && up->page == page)
+				up->flushed = true;
 	}
 	/* forwarded before FLUSH_OK, so R has these diffs before anything
 	 * the client sends after (FIFO; I2) */
 	msg_init(c, &f, LM_MSG_FLUSH);
+	f.rank = slot_rank(c, slot);
 	f.diffs = m->diffs;
 	c->out.send(c->ctx, c->reflector, &f);
 	c->stats.flushes++;
@@ -900,7 +932,7 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 		handle_fetch(c, from, req_id, m);
 		break;
 	case LM_MSG_FLUSH:
-		handle_flush(c, from, req_id, m);
+		handle_flush(c, slot, from, req_id, m);
 		break;
 	case LM_MSG_BARRIER:
 		handle_barrier(c, slot, from, req_id, m);
@@ -956,7 +988,7 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 		up_free(c, up);
 		return;
 	}
-	if (m->version >= up->min_version)
+	if (m->version >= up->min_version && !up->flushed)
 		cache_put(c, m->page, m->version, m->data);
 	msg_init(c, &r, LM_MSG_PAGE);
 	r.page = m->page;
@@ -981,6 +1013,7 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 	}
 	/* asked after a newer notice: this reply is too old for them */
 	up->req_id = c->next_req++;
+	up->flushed = false; /* the new request follows every FLUSH so far */
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = up->page;
@@ -1195,6 +1228,7 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	c->ctx = ctx;
 	c->layout_hash = layout_hash;
 	c->reflector = layout->reflectors[cfg->reflector_index].id;
+	c->index = (uint32_t)(cfg - layout->clusters);
 	c->nclients = cfg->clients;
 	c->first_node = lm_layout_client_id(layout, cfg->first_rank);
 	c->page_size = layout->page_size;

@@ -53,6 +53,8 @@ struct lm_cluster_stats {
 	uint64_t flushes;           /* FLUSH lists applied and forwarded */
 	uint64_t evictions;         /* copies dropped to stay in the cache */
 	uint64_t invalidations;     /* copies dropped by a newer notice */
+	uint64_t kept;              /* copies kept by a newer notice that
+				       names this cluster the only writer */
 	uint64_t barriers;          /* cluster barriers sent upward */
 	uint64_t locks;             /* GRANTs relayed to clients */
 	uint64_t dropped_stale_run; /* messages of an older (or aborted) run */

@@ -172,9 +172,12 @@ static int lm_client_flush(void)
 	return 0;
 }
 
+/* Our rank lets region.c keep the pages the notices name us the only
+ * writer of (docs/dsm.md "Sole writers"). */
 static int lm_client_acquire(const struct lm_msg *reply)
 {
-	int rc = lm_region_apply_notices(reply->notices, reply->nnotices);
+	int rc = lm_region_apply_notices(reply->notices, reply->nnotices,
+					 lm_self.rank);
 
 	return rc ? lm_client_fail("applying write notices", rc) : 0;
 }

@@ -655,7 +655,8 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 	return 0;
 }
 
-int lm_region_apply_notices(const struct lm_notice *n, uint32_t count)
+int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
+			    uint32_t self_rank)
 {
 	int rc = 0;
 
@@ -674,13 +675,26 @@ int lm_region_apply_notices(const struct lm_notice *n, uint32_t count)
 		}
 	}
 	/* I3: only a copy older than the notice goes, so a notice applied
-	 * twice, or after a newer fetch, does nothing. */
+	 * twice, or after a newer fetch, does nothing.
+	 * Sole writer: a clean copy at base is the home's page at base plus
+	 * our own writes, all flushed; the home applied our lists and no one
+	 * else's from base to the notice's version, so the copy holds that
+	 * version, plus at most our lists applied after it (as after any
+	 * flush).  A copy the lemuriad gave us at base may hold other ranks'
+	 * diffs too, but those reached the home after base and before our
+	 * first list, so the writer would be LM_WRITER_MANY. */
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t page = n[i].page;
 
 		if (R.state[page] == PAGE_INVALID ||
 		    R.version[page] >= n[i].version)
 			continue;
+		if (R.state[page] == PAGE_READ && n[i].writer == self_rank &&
+		    R.version[page] == n[i].base) {
+			R.version[page] = n[i].version;
+			R.stats.kept++;
+			continue;
+		}
 		if (mprotect(R.view + page_off(page), R.page_size,
 			     PROT_NONE) != 0) {
 			rc = LM_ENOMEM;

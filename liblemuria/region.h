@@ -73,19 +73,25 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count);
 
 /* Applies write notices (I3): every page whose copy is valid and whose
  * version is older than its notice becomes invalid (PROT_NONE) and is
- * fetched again at its next access.  The runtime flushes first: a notice
- * that would invalidate a dirty page (written since the last flush), or
- * that names a page outside the region, makes the call return LM_EINVAL
- * without changing anything.  n (count entries) is only read.  Returns 0,
- * LM_EINVAL (also when not initialised) or LM_ENOMEM (mprotect failed:
- * the pages before the failing one are invalidated). */
-int lm_region_apply_notices(const struct lm_notice *n, uint32_t count);
+ * fetched again at its next access, except a sole writer's own copy: a
+ * clean copy at the notice's base whose writer is `self_rank` (this
+ * process's rank) holds exactly the home's page at the notice's version,
+ * so it stays valid and takes that version (docs/dsm.md "Sole writers").
+ * The runtime flushes first: a notice that would invalidate a dirty page
+ * (written since the last flush), or that names a page outside the
+ * region, makes the call return LM_EINVAL without changing anything.  n (count
+ * entries) is only read.  Returns 0, LM_EINVAL (also when not
+ * initialised) or LM_ENOMEM (mprotect failed: the pages before the
+ * failing one are invalidated). */
+int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
+			    uint32_t self_rank);
 
 struct lm_region_stats {
 	uint64_t read_faults;   /* faults served as reads */
 	uint64_t write_faults;  /* faults served as writes (twin made) */
 	uint64_t fetches;       /* backend fetches */
 	uint64_t invalidations; /* copies invalidated by notices */
+	uint64_t kept;          /* own copies kept by a sole-writer notice */
 	uint64_t flushed_pages; /* diff-list entries built */
 	uint64_t flushed_bytes; /* diff-list bytes built (headers included) */
 };

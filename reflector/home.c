@@ -20,7 +20,11 @@
  *    applied and its entries count as rejected (those up to the first bad
  *    one when the list itself does not parse).  A page's version goes
  *    up once per applied list that contains it, however many entries for
- *    it the list has.
+ *    it the list has.  A FLUSH must name its writer: a rank of the
+ *    sending cluster, else it is dropped as bad input.
+ *  - Notices name who wrote the page in the epoch (base, writer,
+ *    wcluster; docs/dsm.md "Sole writers"), so that a sole writer's copy
+ *    is kept instead of refetched.
  *  - ALLOC: with align == 0 and id != 0 it reserves `size` ids of kind id
  *    (see home.h) and answers the first one in offset (id != 0 with an
  *    align is LM_EINVAL; a kind out of range LM_EINVAL; ids exhausted
@@ -30,8 +34,8 @@
  *    page_size when size >= page_size).  Size 0 or a bad align: LM_EINVAL.
  *  - LOCK from a rank already waiting for that lock, UNLOCK from a rank
  *    that does not hold it, a second BARRIER arrival of a cluster before
- *    the barrier completed, a rank outside the sending cluster: logged,
- *    dropped, counted in dropped_bad.
+ *    the barrier completed, a rank (LOCK, UNLOCK, FLUSH) outside the
+ *    sending cluster: logged, dropped, counted in dropped_bad.
  *  - JOIN (request, if a lemuriad sends one) is answered JOIN_OK{0}.
  *    ABORT from a cluster is passed on to every other cluster served, so
  *    their waiting clients fail instead of hanging. */
@@ -99,9 +103,10 @@ struct lm_home {
 	uint8_t *zero; /* page_size zero bytes, answers FETCH of NULL pages */
 
 	/* The epoch's notice list: one entry per page changed since the last
-	 * barrier, with its latest version.  in_epoch[p] is the index + 1 of
-	 * p's entry, 0 when p has none, so a notice is updated in place and
-	 * the list is cleared in O(changed). */
+	 * barrier, with its latest version, the version it had before the
+	 * epoch's first change and who made the changes.  in_epoch[p] is the
+	 * index + 1 of p's entry, 0 when p has none, so a notice is updated
+	 * in place and the list is cleared in O(changed). */
 	struct lm_notice *notices; /* npages entries */
 	uint32_t nnotices;
 	uint32_t *in_epoch;
@@ -406,17 +411,33 @@ static void handle_fetch(lm_home *h, uint16_t from, uint32_t req_id,
 	h->out.reply(h->ctx, from, req_id, &r);
 }
 
-/* Records page's new version in the epoch's notice list (I3). */
-static void note_page(lm_home *h, uint32_t page)
+/* Records page's new version in the epoch's notice list (I3), after a
+ * list of rank `writer` from cluster index `wcluster` raised it by one.
+ * The version is exact: a copy at `base` plus exactly the diffs of the
+ * epoch is the page at `version`, which is what lets a sole writer keep
+ * its copy (docs/dsm.md "Sole writers"); so any second writer or cluster
+ * turns the field into LM_WRITER_MANY for the rest of the epoch. */
+static void note_page(lm_home *h, uint32_t page, uint32_t writer,
+		      uint32_t wcluster)
 {
 	uint32_t at = h->in_epoch[page];
+	struct lm_notice *n;
 
 	if (!at) {
 		at = ++h->nnotices;
 		h->in_epoch[page] = at;
-		h->notices[at - 1].page = page;
+		n = &h->notices[at - 1];
+		n->page = page;
+		n->base = h->versions[page] - 1;
+		n->writer = writer;
+		n->wcluster = wcluster;
 	}
-	h->notices[at - 1].version = h->versions[page];
+	n = &h->notices[at - 1];
+	n->version = h->versions[page];
+	if (n->writer != writer)
+		n->writer = LM_WRITER_MANY;
+	if (n->wcluster != wcluster)
+		n->wcluster = LM_WRITER_MANY;
 }
 
 /* Checks a whole diff list; returns the number of entries or a negative
@@ -441,7 +462,8 @@ static long flush_check(const lm_home *h, const struct lm_msg_diffs *d)
 	return n;
 }
 
-static void handle_flush(lm_home *h, uint16_t from, const struct lm_msg *m)
+static void handle_flush(lm_home *h, uint16_t from, long ci,
+			 const struct lm_msg *m)
 {
 	size_t pos = 0;
 	uint32_t page;
@@ -482,7 +504,7 @@ static void handle_flush(lm_home *h, uint16_t from, const struct lm_msg *m)
 			continue;
 		h->flush_mark[page] = h->flush_seq;
 		h->versions[page]++;
-		note_page(h, page);
+		note_page(h, page, m->rank, (uint32_t)ci);
 	}
 	h->stats.flushes++;
 }
@@ -876,8 +898,10 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 			 "one-way message where a request expected");
 		return;
 	}
-	/* Ranks in LOCK and UNLOCK must be clients of the sender. */
-	if ((m->type == LM_MSG_LOCK || m->type == LM_MSG_UNLOCK) &&
+	/* Ranks in LOCK, UNLOCK and FLUSH must be clients of the sender: a
+	 * FLUSH's rank is the writer its notices will name. */
+	if ((m->type == LM_MSG_LOCK || m->type == LM_MSG_UNLOCK ||
+	     m->type == LM_MSG_FLUSH) &&
 	    served_rank(h, m->rank) != &h->layout->clusters[ci]) {
 		drop_bad(h, from, m, "rank is not in the sending cluster");
 		return;
@@ -894,7 +918,7 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		handle_fetch(h, from, req_id, m);
 		break;
 	case LM_MSG_FLUSH:
-		handle_flush(h, from, m);
+		handle_flush(h, from, ci, m);
 		break;
 	case LM_MSG_BARRIER:
 		handle_barrier(h, from, ci, m);

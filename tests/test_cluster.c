@@ -21,6 +21,10 @@
 #define RUN 100u
 #define MAX_OUT 64
 
+/* A notice of a page written by several ranks of several clusters: it
+ * keeps no copy, whatever the copy's version. */
+#define NOTE(p, v) { (p), (v), 0, LM_WRITER_MANY, LM_WRITER_MANY }
+
 enum how { SENT, REQUESTED, REPLIED };
 
 /* One captured message, deep-copied so it outlives the callback. */
@@ -436,12 +440,14 @@ static void test_flush_applies_and_forwards_first(void)
 	f.diffs.data = list;
 	f.diffs.len = make_flush(list, sizeof(list), 9, 100, 8, 0x77);
 	f.diffs.count = 1;
+	f.rank = 3; /* a lie: the writer is the sender's rank */
 	creq(c, 1, 31, &f);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	/* forwarded before the ack (I2 relies on this order) */
 	CU_ASSERT_EQUAL(outs[0].how, SENT);
 	CU_ASSERT_EQUAL(outs[0].node, refl);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH);
+	CU_ASSERT_EQUAL(outs[0].m.rank, 1);
 	CU_ASSERT_EQUAL_FATAL(outs[0].m.diffs.len, f.diffs.len);
 	CU_ASSERT(memcmp(outs[0].diffs, list, f.diffs.len) == 0);
 	CU_ASSERT_EQUAL(outs[1].how, REPLIED);
@@ -496,7 +502,7 @@ static void barrier(lm_cluster *c, uint32_t rank, uint32_t id)
 static void test_barrier_and_release(void)
 {
 	lm_cluster *c = setup();
-	struct lm_notice n[2] = { { 1, 3 }, { 2, 5 } };
+	struct lm_notice n[2] = { NOTE(1, 3), NOTE(2, 5) };
 	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
 
 	join_all(c, RUN);
@@ -561,7 +567,7 @@ static void test_barrier_counts_each_client_once(void)
 static void test_lock_grant_unlock_relay(void)
 {
 	lm_cluster *c = setup();
-	struct lm_notice n[1] = { { 3, 2 } };
+	struct lm_notice n[1] = { NOTE(3, 2) };
 	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 	uint32_t up;
 
@@ -786,8 +792,8 @@ static void r_end(lm_cluster *c, uint32_t rank, const struct lm_notice *n,
 static void test_end_and_wait_end(void)
 {
 	lm_cluster *c = setup();
-	struct lm_notice n1[1] = { { 4, 7 } };
-	struct lm_notice n2[2] = { { 4, 9 }, { 5, 1 } };
+	struct lm_notice n1[1] = { NOTE(4, 7) };
+	struct lm_notice n2[2] = { NOTE(4, 9), NOTE(5, 1) };
 	struct lm_msg m = msg(LM_MSG_END, RUN);
 
 	join_all(c, RUN);
@@ -1037,7 +1043,7 @@ static void test_leave_forgets_client(void)
 static void test_fetch_after_notice_refetches(void)
 {
 	lm_cluster *c = setup();
-	struct lm_notice n[1] = { { 5, 4 } };
+	struct lm_notice n[1] = { NOTE(5, 4) };
 	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 	uint32_t up_fetch, up_lock;
 
@@ -1077,6 +1083,194 @@ static void test_fetch_after_notice_refetches(void)
 	CU_ASSERT_EQUAL(outs[0].req_id, 113);
 	CU_ASSERT_EQUAL(outs[0].m.version, 4);
 	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, layout->page_size);
+	teardown(c);
+}
+
+/* Client `rank` flushes one diff setting [off, off + n) of page to val;
+ * the FLUSH and its FLUSH_OK are cleared. */
+static void flush_page(lm_cluster *c, uint32_t rank, uint32_t page,
+		       size_t off, size_t n, uint8_t val)
+{
+	static uint8_t list[4096 * 5 + 64];
+	struct lm_msg f = msg(LM_MSG_FLUSH, RUN);
+
+	clear_outs();
+	f.diffs.data = list;
+	f.diffs.len = make_flush(list, sizeof(list), page, off, n, val);
+	f.diffs.count = 1;
+	creq(c, rank, 70 + rank, &f);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH);
+	CU_ASSERT_EQUAL(outs[0].m.rank, rank);
+	CU_ASSERT_EQUAL(outs[1].m.status, 0);
+	clear_outs();
+}
+
+/* Every client arrives at barrier id, R releases it with notices n. */
+static void barrier_release(lm_cluster *c, uint32_t id,
+			    const struct lm_notice *n, uint32_t nn)
+{
+	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
+
+	clear_outs();
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, id);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	clear_outs();
+	rel.id = id;
+	rel.notices = n;
+	rel.nnotices = nn;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	CU_ASSERT_EQUAL(nouts, 4);
+	clear_outs();
+}
+
+/* Fetches page from the cache: its version, and byte `at` in *byte.
+ * False on a miss (whose upstream FETCH is cleared). */
+static bool cached_version(lm_cluster *c, uint32_t page, size_t at,
+			   uint32_t *version, uint8_t *byte)
+{
+	bool hit;
+
+	clear_outs();
+	fetch(c, 2, 700 + page, page);
+	hit = nouts == 1 && outs[0].how == REPLIED && outs[0].data;
+	if (hit) {
+		*version = outs[0].m.version;
+		*byte = outs[0].data[at];
+	}
+	clear_outs();
+	return hit;
+}
+
+/* Sole cluster: every diff of the epoch came through us and our copy is
+ * at the notice's base, so it is the home's page at the notice's version:
+ * kept, with that version, holding the diffs; idempotent. */
+static void test_sole_cluster_notice_keeps_copy(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n[2] = {
+		{ 9, 6, 4, 1, 0 },              /* rank 1 alone */
+		{ 10, 3, 2, LM_WRITER_MANY, 0 } /* two ranks, both ours */
+	};
+	uint32_t v;
+	uint8_t b;
+
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11);
+	cache_page(c, 10, 2, 0x22);
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	flush_page(c, 1, 9, 300, 8, 0x78);
+	flush_page(c, 1, 10, 0, 4, 0x55);
+	flush_page(c, 2, 10, 8, 4, 0x56);
+	barrier_release(c, 1, n, 2);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 2);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 0);
+	CU_ASSERT_FATAL(cached_version(c, 9, 100, &v, &b));
+	CU_ASSERT_EQUAL(v, 6);
+	CU_ASSERT_EQUAL(b, 0x77);
+	CU_ASSERT_FATAL(cached_version(c, 9, 300, &v, &b));
+	CU_ASSERT_EQUAL(b, 0x78);
+	CU_ASSERT_FATAL(cached_version(c, 10, 8, &v, &b));
+	CU_ASSERT_EQUAL(v, 3);
+	CU_ASSERT_EQUAL(b, 0x56);
+	/* the same notices again change nothing (I3: idempotent) */
+	barrier_release(c, 2, n, 2);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 2);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 0);
+	CU_ASSERT_FATAL(cached_version(c, 9, 100, &v, &b));
+	CU_ASSERT_EQUAL(v, 6);
+	teardown(c);
+}
+
+/* Anything short of "our copy at base, every diff ours" invalidates:
+ * another cluster wrote, several clusters wrote, or the copy is not at
+ * the base (it missed some of the epoch's diffs, or is older). */
+static void test_sole_cluster_notice_invalidates_otherwise(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n[4] = {
+		{ 20, 5, 4, 5, 1 },                           /* cluster c1 */
+		{ 21, 5, 4, LM_WRITER_MANY, LM_WRITER_MANY }, /* both */
+		{ 22, 5, 3, 1, 0 },                           /* base older */
+		{ 23, 5, 4, 1, 0 },                           /* copy older */
+	};
+
+	join_all(c, RUN);
+	cache_page(c, 20, 4, 0x20);
+	cache_page(c, 21, 4, 0x21);
+	cache_page(c, 22, 4, 0x22);
+	cache_page(c, 23, 3, 0x23);
+	flush_page(c, 1, 22, 0, 4, 0x99);
+	barrier_release(c, 1, n, 4);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 4);
+	for (uint32_t p = 20; p <= 23; p++)
+		CU_ASSERT(!is_cached(c, p));
+	teardown(c);
+}
+
+/* A FETCH reply that was on its way while a client's FLUSH of the page
+ * went up predates that diff (FIFO): cached at its version it would look
+ * like "home at base" to the sole-cluster rule while lacking the diff.
+ * It answers the waiter but is not cached; a later request, which follows
+ * the FLUSH, is cached again. */
+static void test_fetch_reply_overtaken_by_flush_not_cached(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n[1] = { { 7, 3, 2, 1, 0 } };
+	struct lm_notice late[1] = { { 7, 4, 2, 1, 0 } };
+	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
+	uint32_t up, up_lock, v;
+	uint8_t b;
+
+	join_all(c, RUN);
+	fetch(c, 0, 120, 7);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up = outs[0].req_id;
+	clear_outs();
+	flush_page(c, 1, 7, 0, 4, 0x77);
+	r_page(c, up, 7, 2, 0x02); /* home at 2, without the diff */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].req_id, 120);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
+	clear_outs();
+	barrier_release(c, 1, n, 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 0);
+	fetch(c, 0, 121, 7); /* a miss: the reply was not cached */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	up = outs[0].req_id;
+	clear_outs();
+
+	/* Again, with a newer notice on top: the re-request follows the
+	 * FLUSH, so its reply is cached. */
+	flush_page(c, 1, 7, 8, 4, 0x78);
+	m.id = 2;
+	creq(c, 1, 122, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up_lock = outs[0].req_id;
+	clear_outs();
+	m = msg(LM_MSG_GRANT, RUN);
+	m.id = 2;
+	m.notices = late;
+	m.nnotices = 1;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up_lock, &m);
+	clear_outs();
+	fetch(c, 2, 123, 7); /* needs version 4 */
+	r_page(c, up, 7, 3, 0x03);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
+	up = outs[1].req_id;
+	clear_outs();
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
+	r_page(c, up, 7, 4, 0x04);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].req_id, 123);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, layout->page_size);
+	clear_outs();
+	CU_ASSERT(cached_version(c, 7, 0, &v, &b));
+	CU_ASSERT_EQUAL(v, 4);
 	teardown(c);
 }
 
@@ -1186,6 +1380,9 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_peer_lost_reflector_aborts),
 	LM_TEST(test_leave_forgets_client),
 	LM_TEST(test_fetch_after_notice_refetches),
+	LM_TEST(test_sole_cluster_notice_keeps_copy),
+	LM_TEST(test_sole_cluster_notice_invalidates_otherwise),
+	LM_TEST(test_fetch_reply_overtaken_by_flush_not_cached),
 	LM_TEST(test_abort_relayed_both_ways),
 	LM_TEST(test_grant_after_leave_returns_lock),
 	LM_TEST(test_bad_input_dropped))

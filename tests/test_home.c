@@ -173,23 +173,46 @@ static void dl_add(struct dlist *d, uint32_t page, uint32_t off,
 	d->count++;
 }
 
-static void flush_list(lm_home *h, uint16_t from, const struct dlist *d)
+/* FLUSH of rank `rank` from node `from`. */
+static void flush_list_as(lm_home *h, uint16_t from, uint32_t rank,
+			  const struct dlist *d)
 {
 	struct lm_msg m = msg(LM_MSG_FLUSH);
 
+	m.rank = rank;
 	m.diffs.data = d->buf;
 	m.diffs.len = d->len;
 	m.diffs.count = d->count;
 	lm_home_handle(h, from, LM_REL_ONEWAY, 0, &m);
 }
 
-static void flush1(lm_home *h, uint16_t from, uint32_t page, uint32_t off,
-		   const char *text)
+/* The first rank of the cluster at node `from` (0 when it is none). */
+static uint32_t first_rank_of(uint16_t from)
+{
+	for (size_t i = 0; i < layout->nclusters; i++)
+		if (layout->clusters[i].id == from)
+			return layout->clusters[i].first_rank;
+	return 0;
+}
+
+static void flush_list(lm_home *h, uint16_t from, const struct dlist *d)
+{
+	flush_list_as(h, from, first_rank_of(from), d);
+}
+
+static void flush1_as(lm_home *h, uint16_t from, uint32_t rank,
+		      uint32_t page, uint32_t off, const char *text)
 {
 	struct dlist d = { .len = 0 };
 
 	dl_add(&d, page, off, text, (uint32_t)strlen(text));
-	flush_list(h, from, &d);
+	flush_list_as(h, from, rank, &d);
+}
+
+static void flush1(lm_home *h, uint16_t from, uint32_t page, uint32_t off,
+		   const char *text)
+{
+	flush1_as(h, from, first_rank_of(from), page, off, text);
 }
 
 static void oneway(lm_home *h, uint16_t from, enum lm_msg_type type,
@@ -254,6 +277,27 @@ static bool has_notice(const struct captured *c, uint32_t page,
 		    c->m.notices[i].version == version)
 			return true;
 	return false;
+}
+
+/* The notice for `page` in a captured message, or NULL. */
+static const struct lm_notice *notice_of(const struct captured *c,
+					 uint32_t page)
+{
+	for (uint32_t i = 0; i < c->m.nnotices; i++)
+		if (c->m.notices[i].page == page)
+			return &c->m.notices[i];
+	return NULL;
+}
+
+/* Completes barrier `id` on conf/4+4.ini; returns the RELEASE to C0. */
+static const struct captured *barrier_44(lm_home *h, uint32_t id)
+{
+	cap_clear();
+	oneway(h, C0, LM_MSG_BARRIER, id, 0);
+	oneway(h, C1, LM_MSG_BARRIER, id, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT_FATAL(cap.v[0].m.type == LM_MSG_RELEASE);
+	return cap.v[0].node == C0 ? &cap.v[0] : &cap.v[1];
 }
 
 /* ---- tests ------------------------------------------------------------ */
@@ -793,6 +837,122 @@ static void test_bad_sender_kind_and_type_dropped(void)
 	teardown(h);
 }
 
+/* One rank's lists only: the notice names it, its cluster, and the
+ * version before the epoch's first change, which stays put however many
+ * lists follow; the next epoch starts from the new version. */
+static void test_notice_names_sole_writer(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct lm_notice *n;
+	const struct captured *c;
+
+	flush1_as(h, C0, 2, 9, 0, "a");
+	flush1_as(h, C0, 2, 9, 4, "b");
+	flush1_as(h, C1, 5, 12, 0, "c");
+	c = barrier_44(h, 1);
+	n = notice_of(c, 9);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 2 && n->base == 0);
+	CU_ASSERT(n->writer == 2 && n->wcluster == 0);
+	n = notice_of(c, 12);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 1 && n->base == 0);
+	CU_ASSERT(n->writer == 5 && n->wcluster == 1);
+
+	flush1_as(h, C0, 3, 9, 8, "d");
+	c = barrier_44(h, 2);
+	CU_ASSERT_FATAL(c->m.nnotices == 1);
+	n = notice_of(c, 9);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 3 && n->base == 2);
+	CU_ASSERT(n->writer == 3 && n->wcluster == 0);
+	teardown(h);
+}
+
+/* A second rank of the same cluster makes the writer MANY but keeps the
+ * cluster; a rank of another cluster makes both MANY, for the rest of the
+ * epoch even if the first writer comes back. */
+static void test_notice_many_writers(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct lm_notice *n;
+	const struct captured *c;
+
+	flush1_as(h, C0, 1, 20, 0, "a");
+	flush1_as(h, C0, 3, 20, 4, "b");
+	flush1_as(h, C0, 1, 21, 0, "c");
+	flush1_as(h, C1, 6, 21, 4, "d");
+	flush1_as(h, C0, 1, 21, 8, "e");
+	c = barrier_44(h, 1);
+	n = notice_of(c, 20);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 2 && n->base == 0);
+	CU_ASSERT(n->writer == LM_WRITER_MANY && n->wcluster == 0);
+	n = notice_of(c, 21);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 3 && n->base == 0);
+	CU_ASSERT(n->writer == LM_WRITER_MANY);
+	CU_ASSERT(n->wcluster == LM_WRITER_MANY);
+	/* A new epoch forgets who wrote before. */
+	flush1_as(h, C1, 6, 21, 12, "f");
+	c = barrier_44(h, 2);
+	n = notice_of(c, 21);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 4 && n->base == 3);
+	CU_ASSERT(n->writer == 6 && n->wcluster == 1);
+	teardown(h);
+}
+
+/* A GRANT in mid-epoch carries the same base and writer as the barrier
+ * that ends the epoch. */
+static void test_notice_in_grant_keeps_epoch_base(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct lm_notice *n;
+	const struct captured *c;
+
+	flush1_as(h, C1, 4, 30, 0, "x");
+	c = barrier_44(h, 1);
+	CU_ASSERT(notice_of(c, 30) != NULL);
+	flush1_as(h, C1, 4, 30, 1, "y");
+	cap_clear();
+	lock(h, C0, 3, 7, 0);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.type == LM_MSG_GRANT);
+	n = notice_of(&cap.v[0], 30);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 2 && n->base == 1 && n->writer == 4 &&
+		  n->wcluster == 1);
+	flush1_as(h, C1, 4, 30, 2, "z");
+	c = barrier_44(h, 2);
+	n = notice_of(c, 30);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 3 && n->base == 1 && n->writer == 4);
+	teardown(h);
+}
+
+/* The writer a notice names must be a client of the cluster that sent the
+ * FLUSH: anything else is bad input and nothing of the list is applied. */
+static void test_flush_without_valid_rank_dropped(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const uint8_t *data;
+	uint32_t version = 99;
+
+	flush1_as(h, C0, 4, 3, 0, "x");     /* a rank of C1 */
+	flush1_as(h, C1, 0, 3, 0, "x");     /* a rank of C0 */
+	flush1_as(h, C0, 8, 3, 0, "x");     /* beyond the layout */
+	flush1_as(h, C0, LM_WRITER_MANY, 3, 0, "x");
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 4);
+	CU_ASSERT(lm_home_stats(h)->flushes == 0);
+	CU_ASSERT(lm_home_page(h, 3, &data, &version) == 0);
+	CU_ASSERT(data == NULL && version == 0);
+	flush1_as(h, C0, 3, 3, 0, "x");
+	CU_ASSERT(lm_home_stats(h)->flushes == 1);
+	CU_ASSERT(barrier_44(h, 1)->m.nnotices == 1);
+	teardown(h);
+}
+
 /* conf/2x2-two-reflectors.ini: r0 = 1, r1 = 2; c0 = 3 and c2 = 5 under
  * r0, c1 = 4 and c3 = 6 under r1.  r0 serves only its own clusters. */
 static void test_two_reflectors_serves_own_clusters(void)
@@ -856,5 +1016,9 @@ LM_TEST_SUITE("home",
 	      LM_TEST(test_bad_page_id),
 	      LM_TEST(test_malformed_diff_rejected_whole),
 	      LM_TEST(test_bad_sender_kind_and_type_dropped),
+	      LM_TEST(test_notice_names_sole_writer),
+	      LM_TEST(test_notice_many_writers),
+	      LM_TEST(test_notice_in_grant_keeps_epoch_base),
+	      LM_TEST(test_flush_without_valid_rank_dropped),
 	      LM_TEST(test_two_reflectors_serves_own_clusters),
 	      LM_TEST(test_join_and_abort))

@@ -67,7 +67,12 @@ static void test_public_version(void)
 static const uint8_t page_data[64] = { 1, 2, 3, 4, 5, 6, 7, 8, 250 };
 static const uint8_t image[40] = { 0x7f, 'E', 'L', 'F', 9, 9, 9 };
 static const struct lm_notice notices5[5] = {
-	{ 0, 1 }, { 7, 2 }, { 1000, 3 }, { 0xfffffffeu, 0xffffffffu }, { 9, 9 }
+	{ 0, 1, 0, 4, 1 },
+	{ 7, 2, 1, 3, 0 },
+	{ 1000, 3, 1, LM_WRITER_MANY, 2 },
+	{ 0xfffffffeu, 0xffffffffu, 0xfffffff0u, LM_WRITER_MANY,
+	  LM_WRITER_MANY },
+	{ 9, 9, 8, 0, 0 }
 };
 static uint8_t reason_max[LM_MSG_REASON_MAX];
 /* Two entries: page 3 with one run of 2 bytes, page 5 with an empty diff. */
@@ -92,9 +97,10 @@ static size_t make_samples(struct lm_msg *s)
 	ADD(.type = LM_MSG_PAGE, .page = 12, .version = 7, .data = page_data,
 	    .data_len = sizeof(page_data));
 	ADD(.type = LM_MSG_PAGE, .page = 0, .version = 0);
-	ADD(.type = LM_MSG_FLUSH,
+	ADD(.type = LM_MSG_FLUSH, .rank = 6,
 	    .diffs = { diff_list, sizeof(diff_list), 2 });
 	ADD(.type = LM_MSG_FLUSH);
+	ADD(.type = LM_MSG_FLUSH, .rank = 0xfffffffeu);
 	ADD(.type = LM_MSG_FLUSH_OK, .status = 0);
 	ADD(.type = LM_MSG_BARRIER, .id = 3);
 	ADD(.type = LM_MSG_RELEASE, .id = 3, .notices = notices5,
@@ -208,7 +214,7 @@ static unsigned used_fields(int type)
 	case LM_MSG_JOIN: return U_RANK | U_PID | U_HASH;
 	case LM_MSG_FETCH: return U_PAGE;
 	case LM_MSG_PAGE: return U_PAGE | U_VERSION | U_DATA;
-	case LM_MSG_FLUSH: return U_DIFFS;
+	case LM_MSG_FLUSH: return U_RANK | U_DIFFS;
 	case LM_MSG_BARRIER: return U_ID;
 	case LM_MSG_RELEASE: return U_ID | U_NOTICES;
 	case LM_MSG_LOCK: return U_ID | U_RANK;
@@ -280,9 +286,17 @@ static void test_dsm_wire_layout(void)
 		11, 0, 0, 0, 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01,
 		9, 0, 0, 0, 2, 0, 0, 0
 	};
+	/* id 4, one notice {page 7, version 2, base 1, writer 3,
+	 * wcluster 0} */
 	static const uint8_t grant[] = {
 		12, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0,
-		1, 0, 0, 0, 7, 0, 0, 0, 2, 0, 0, 0
+		1, 0, 0, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0,
+		3, 0, 0, 0, 0, 0, 0, 0
+	};
+	/* rank 5, then an empty diff list (count 0, length 0) */
+	static const uint8_t flush[] = {
+		7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0
 	};
 	struct lm_msg m = { .type = LM_MSG_LOCK, .run = RUN, .id = 9,
 			    .rank = 2 };
@@ -296,6 +310,34 @@ static void test_dsm_wire_layout(void)
 	CU_ASSERT_EQUAL_FATAL(lm_msg_encode(&m, buf, sizeof(buf)),
 			      (int)sizeof(grant));
 	CU_ASSERT(memcmp(buf, grant, sizeof(grant)) == 0);
+	m = (struct lm_msg){ .type = LM_MSG_FLUSH, .run = 1, .rank = 5 };
+	CU_ASSERT_EQUAL_FATAL(lm_msg_encode(&m, buf, sizeof(buf)),
+			      (int)sizeof(flush));
+	CU_ASSERT(memcmp(buf, flush, sizeof(flush)) == 0);
+}
+
+/* Every field of a notice survives the trip, MANY included. */
+static void test_dsm_notice_fields_round_trip(void)
+{
+	struct lm_msg m = { .type = LM_MSG_RELEASE, .run = RUN, .id = 2,
+			    .notices = notices5, .nnotices = 5 }, d;
+	struct lm_notice nb[5];
+	uint8_t buf[256];
+	int len = lm_msg_encode(&m, buf, sizeof(buf));
+
+	CU_ASSERT_EQUAL_FATAL(len, LM_MSG_PREFIX + 8 + 4 + 4 + 5 * 20);
+	CU_ASSERT_EQUAL_FATAL(decode_exact(buf, (size_t)len, &d, nb, 5), 0);
+	for (int i = 0; i < 5; i++) {
+		CU_ASSERT_EQUAL(nb[i].page, notices5[i].page);
+		CU_ASSERT_EQUAL(nb[i].version, notices5[i].version);
+		CU_ASSERT_EQUAL(nb[i].base, notices5[i].base);
+		CU_ASSERT_EQUAL(nb[i].writer, notices5[i].writer);
+		CU_ASSERT_EQUAL(nb[i].wcluster, notices5[i].wcluster);
+	}
+	CU_ASSERT_EQUAL(nb[3].writer, LM_WRITER_MANY);
+	CU_ASSERT_EQUAL(nb[3].wcluster, LM_WRITER_MANY);
+	CU_ASSERT_EQUAL(nb[2].writer, LM_WRITER_MANY);
+	CU_ASSERT_EQUAL(nb[2].wcluster, 2u);
 }
 
 static void test_dsm_every_truncation_rejected(void)
@@ -341,9 +383,10 @@ static size_t flush_header(uint8_t *b, uint32_t count, uint32_t list_len)
 	lm_put16(b, LM_MSG_FLUSH);
 	lm_put16(b + 2, 0);
 	lm_put64(b + 4, RUN);
-	lm_put32(b + 12, count);
-	lm_put32(b + 16, list_len);
-	return 20;
+	lm_put32(b + 12, 3); /* rank */
+	lm_put32(b + 16, count);
+	lm_put32(b + 20, list_len);
+	return 24;
 }
 
 static void test_dsm_flush_bad_lengths_rejected(void)
@@ -365,6 +408,7 @@ static void test_dsm_flush_bad_lengths_rejected(void)
 	lm_put32(b + n + 4, 4); /* exact: accepted */
 	CU_ASSERT_EQUAL(decode_exact(b, n + 12, &d, NULL, 0), 0);
 	CU_ASSERT_EQUAL(d.diffs.count, 1);
+	CU_ASSERT_EQUAL(d.rank, 3);
 	/* List length beyond the message, and a wrapping one. */
 	flush_header(b, 1, 13);
 	CU_ASSERT_EQUAL(decode_exact(b, n + 12, &d, NULL, 0), LM_EBADMSG);
@@ -410,7 +454,7 @@ static void test_dsm_notices_beyond_cap(void)
 	buf[len] = 0;
 	CU_ASSERT_EQUAL(decode_exact(buf, (size_t)len + 1, &d, nb, 4),
 			LM_EBADMSG);
-	lm_put32(buf + 16, 0x20000001u); /* count * 8 wraps 32 bits */
+	lm_put32(buf + 16, 0x0ccccccdu); /* count * 20 wraps 32 bits */
 	CU_ASSERT_EQUAL(decode_exact(buf, (size_t)len, &d, nb, 5),
 			LM_EBADMSG);
 }
@@ -681,6 +725,7 @@ LM_TEST_SUITE("proto",
 	      LM_TEST(test_dsm_round_trip_every_type),
 	      LM_TEST(test_dsm_unused_fields_decode_as_zero),
 	      LM_TEST(test_dsm_wire_layout),
+	      LM_TEST(test_dsm_notice_fields_round_trip),
 	      LM_TEST(test_dsm_every_truncation_rejected),
 	      LM_TEST(test_dsm_trailing_byte_rejected),
 	      LM_TEST(test_dsm_flush_bad_lengths_rejected),

@@ -40,6 +40,9 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #define NPAGES 64u
 #define HOME_VERSION 5u
 #define CHILD_ALARM_S 10 /* a forked child that hangs is killed */
+#define ME 3u            /* this process's rank, for sole-writer notices */
+/* A notice of a page several ranks wrote: never keeps a copy. */
+#define NOTE(p, v) { (p), (v), 0, LM_WRITER_MANY, LM_WRITER_MANY }
 
 /* The fake home: page data and versions, what it was asked for. */
 static uint8_t home[NPAGES][PAGE];
@@ -342,10 +345,10 @@ static void test_every_page_dirty_then_again(void)
 static void test_notices_invalidate_only_older_copies(void)
 {
 	const struct lm_notice notices[] = {
-		{ 0, HOME_VERSION - 1 }, /* older than the copy */
-		{ 1, HOME_VERSION },     /* the copy's own version */
-		{ 2, HOME_VERSION + 1 }, /* newer */
-		{ 3, HOME_VERSION + 4 }, /* page never fetched */
+		NOTE(0, HOME_VERSION - 1), /* older than the copy */
+		NOTE(1, HOME_VERSION),     /* the copy's own version */
+		NOTE(2, HOME_VERSION + 1), /* newer */
+		NOTE(3, HOME_VERSION + 4), /* page never fetched */
 	};
 
 	if (setup())
@@ -355,7 +358,7 @@ static void test_notices_invalidate_only_older_copies(void)
 	home[2][0] ^= 0xff;
 	home_version[2] = HOME_VERSION + 1;
 
-	CU_ASSERT_EQUAL(lm_region_apply_notices(notices, 4), 0);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(notices, 4, ME), 0);
 	CU_ASSERT_EQUAL(stats().invalidations, 1);
 	CU_ASSERT_EQUAL(lm_region_page_version(0), HOME_VERSION);
 	CU_ASSERT_EQUAL(lm_region_page_version(1), HOME_VERSION);
@@ -370,25 +373,25 @@ static void test_notices_invalidate_only_older_copies(void)
 	CU_ASSERT_EQUAL(nfetch, 4);
 
 	/* applied again, the same notices change nothing (I3) */
-	CU_ASSERT_EQUAL(lm_region_apply_notices(notices, 4), 0);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(notices, 4, ME), 0);
 	CU_ASSERT_EQUAL(stats().invalidations, 1);
-	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0), 0);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, ME), 0);
 	lm_region_fini();
 }
 
 static void test_notice_for_dirty_page_is_refused(void)
 {
-	const struct lm_notice newer[] = { { 0, HOME_VERSION + 1 },
-					   { 3, HOME_VERSION + 1 } };
-	const struct lm_notice same = { 3, HOME_VERSION };
-	const struct lm_notice outside = { NPAGES, 1 };
+	const struct lm_notice newer[] = { NOTE(0, HOME_VERSION + 1),
+					   NOTE(3, HOME_VERSION + 1) };
+	const struct lm_notice same = NOTE(3, HOME_VERSION);
+	const struct lm_notice outside = NOTE(NPAGES, 1);
 	struct entry e[2];
 
 	if (setup())
 		return;
 	CU_ASSERT_EQUAL(pg(0)[0], home[0][0]);
 	pg(3)[0] = (uint8_t)~home[3][0];
-	CU_ASSERT_EQUAL(lm_region_apply_notices(newer, 2), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(newer, 2, ME), LM_EINVAL);
 	/* nothing changed: page 0 still valid, page 3 still writable */
 	CU_ASSERT_EQUAL(lm_region_page_version(0), HOME_VERSION);
 	CU_ASSERT_EQUAL(lm_region_page_version(3), HOME_VERSION);
@@ -396,14 +399,117 @@ static void test_notice_for_dirty_page_is_refused(void)
 	CU_ASSERT_EQUAL(stats().write_faults, 1);
 	CU_ASSERT_EQUAL(stats().invalidations, 0);
 
-	CU_ASSERT_EQUAL(lm_region_apply_notices(&same, 1), 0);
-	CU_ASSERT_EQUAL(lm_region_apply_notices(&outside, 1), LM_EINVAL);
-	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 1), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&same, 1, ME), 0);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&outside, 1, ME), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 1, ME), LM_EINVAL);
 
 	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 2), 1);
-	CU_ASSERT_EQUAL(lm_region_apply_notices(newer, 2), 0);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(newer, 2, ME), 0);
 	CU_ASSERT_EQUAL(stats().invalidations, 2);
 	CU_ASSERT_EQUAL(lm_region_page_version(3), UINT32_MAX);
+	lm_region_fini();
+}
+
+/* Writes `text` at off of page, flushes it (one entry expected) and
+ * applies the diff to the fake home, whose version goes up by one. */
+static void write_flush_home(uint32_t page, size_t off, const char *text)
+{
+	struct entry e[2];
+
+	memcpy((void *)(pg(page) + off), text, strlen(text));
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 2), 1);
+	CU_ASSERT_EQUAL(e[0].page, page);
+	CU_ASSERT_EQUAL(lm_diff_apply(home[page], PAGE, e[0].diff, e[0].len),
+			0);
+	home_version[page]++;
+}
+
+/* Sole writer: the home applied only our diffs since our copy's version,
+ * so the copy is the home's page at the notice's version: it stays valid
+ * with that version, nothing is fetched, and applying it again is a
+ * no-op. */
+static void test_sole_writer_keeps_own_copy(void)
+{
+	const struct lm_notice n[] = {
+		{ 4, HOME_VERSION + 1, HOME_VERSION, ME, 0 },
+		{ 5, HOME_VERSION + 2, HOME_VERSION, ME, 0 },
+	};
+
+	if (setup())
+		return;
+	write_flush_home(4, 10, "mine");
+	write_flush_home(5, 0, "one");
+	write_flush_home(5, 100, "two"); /* two lists, one epoch */
+	CU_ASSERT_EQUAL(nfetch, 2);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(n, 2, ME), 0);
+	CU_ASSERT_EQUAL(stats().kept, 2);
+	CU_ASSERT_EQUAL(stats().invalidations, 0);
+	CU_ASSERT_EQUAL(lm_region_page_version(4), HOME_VERSION + 1);
+	CU_ASSERT_EQUAL(lm_region_page_version(5), HOME_VERSION + 2);
+	CU_ASSERT_TRUE(page_equals(4, home[4]));
+	CU_ASSERT_TRUE(page_equals(5, home[5]));
+	CU_ASSERT_EQUAL(nfetch, 2);
+	/* the page is still read-only: the next write twins, no fetch */
+	pg(4)[20] = 1;
+	CU_ASSERT_EQUAL(stats().write_faults, 4);
+	CU_ASSERT_EQUAL(nfetch, 2);
+	write_flush_home(4, 30, "x");
+	CU_ASSERT_EQUAL(lm_region_apply_notices(n, 2, ME), 0);
+	CU_ASSERT_EQUAL(stats().kept, 2);
+	CU_ASSERT_EQUAL(lm_region_page_version(4), HOME_VERSION + 1);
+	lm_region_fini();
+}
+
+/* Every other notice newer than the copy invalidates it: another writer,
+ * several writers, or a copy not at the epoch's base (it lacks some of
+ * the changes, or holds a later one the notice does not cover). */
+static void test_sole_writer_rule_needs_every_condition(void)
+{
+	const struct lm_notice n[] = {
+		{ 0, HOME_VERSION + 1, HOME_VERSION, ME + 1, 0 },
+		{ 1, HOME_VERSION + 1, HOME_VERSION, LM_WRITER_MANY, 0 },
+		{ 2, HOME_VERSION + 1, HOME_VERSION - 1, ME, 0 },
+		{ 3, HOME_VERSION + 2, HOME_VERSION + 1, ME, 0 },
+	};
+
+	if (setup())
+		return;
+	for (uint32_t p = 0; p < 4; p++)
+		write_flush_home(p, 0, "w");
+	CU_ASSERT_EQUAL(lm_region_apply_notices(n, 4, ME), 0);
+	CU_ASSERT_EQUAL(stats().kept, 0);
+	CU_ASSERT_EQUAL(stats().invalidations, 4);
+	for (uint32_t p = 0; p < 4; p++)
+		CU_ASSERT_EQUAL(lm_region_page_version(p), UINT32_MAX);
+	/* a notice naming ME is not ours when we are another rank */
+	write_flush_home(7, 0, "w");
+	{
+		const struct lm_notice mine = { 7, HOME_VERSION + 1,
+						HOME_VERSION, ME, 0 };
+
+		CU_ASSERT_EQUAL(lm_region_apply_notices(&mine, 1, ME + 1), 0);
+	}
+	CU_ASSERT_EQUAL(stats().kept, 0);
+	CU_ASSERT_EQUAL(stats().invalidations, 5);
+	CU_ASSERT_EQUAL(lm_region_page_version(7), UINT32_MAX);
+	lm_region_fini();
+}
+
+/* A dirty page holds writes the home has not seen: even a notice naming
+ * us is refused, and nothing changes. */
+static void test_sole_writer_dirty_page_refused(void)
+{
+	const struct lm_notice n = { 6, HOME_VERSION + 1, HOME_VERSION, ME,
+				     0 };
+
+	if (setup())
+		return;
+	pg(6)[0] = 9;
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&n, 1, ME), LM_EINVAL);
+	CU_ASSERT_EQUAL(stats().kept, 0);
+	CU_ASSERT_EQUAL(lm_region_page_version(6), HOME_VERSION);
+	pg(6)[1] = 9; /* still writable */
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
 	lm_region_fini();
 }
 
@@ -690,7 +796,7 @@ static void test_fini_restores_handler_and_unmaps(void)
 	CU_ASSERT_FALSE(lm_region_contains((const void *)pg(6)));
 	CU_ASSERT_EQUAL(lm_region_page_version(6), UINT32_MAX);
 	CU_ASSERT_EQUAL(lm_region_flush(&data, &len, &count), LM_EINVAL);
-	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, ME), LM_EINVAL);
 	lm_region_fini();
 }
 
@@ -703,6 +809,9 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_every_page_dirty_then_again),
 	      LM_TEST(test_notices_invalidate_only_older_copies),
 	      LM_TEST(test_notice_for_dirty_page_is_refused),
+	      LM_TEST(test_sole_writer_keeps_own_copy),
+	      LM_TEST(test_sole_writer_rule_needs_every_condition),
+	      LM_TEST(test_sole_writer_dirty_page_refused),
 	      LM_TEST(test_two_threads_share_faults),
 	      LM_TEST(test_fault_outside_region_kills_like_a_normal_program),
 	      LM_TEST(test_fault_outside_region_goes_to_previous_handler),
