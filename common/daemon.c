@@ -1,16 +1,27 @@
 /* The daemon shell (see daemon.h): everything reflector and lemuriad share
- * before their own protocols come in. */
+ * before their own protocols come in, running as a service included
+ * (detaching, pidfile, log file or syslog, SIGHUP). */
 #include "daemon.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "clock.h"
 #include "fault.h"
 #include "lm_error.h"
+#include "pidfile.h"
 #include "udp.h"
 
 struct lm_daemon {
@@ -32,22 +43,69 @@ struct lm_daemon {
 	lm_evnode *node;
 };
 
-int lm_daemon_parse_args(int argc, char **argv, const char *prog,
-			 struct lm_daemon_opts *opts, FILE *out)
+/* Long options without a short form. */
+enum { LM_OPT_SYSLOG = 256, LM_OPT_LOG_FILE };
+
+static void lm_daemon_usage(const char *prog, FILE *out)
+{
+	fprintf(out,
+		"usage: %s -c LAYOUT -n NAME [-l LEVEL] [-d] [-p PIDFILE]\n"
+		"       %*s [--syslog | --log-file FILE]\n"
+		"  -c, --config FILE     the layout (INI)\n"
+		"  -n, --name NAME       this daemon's section name in the "
+		"layout\n"
+		"  -l, --log-level LEVEL error|warn|info|debug (default info)\n"
+		"  -d, --daemon          detach once bound; logs to syslog "
+		"unless\n"
+		"                        --log-file is given\n"
+		"  -p, --pidfile FILE    write the daemon's pid to FILE "
+		"(removed\n"
+		"                        at exit; refused while FILE names a "
+		"live\n"
+		"                        process)\n"
+		"      --syslog          log to syslog, facility daemon\n"
+		"      --log-file FILE   append the log to FILE; SIGHUP "
+		"reopens it\n",
+		prog, (int)strlen(prog), "");
+}
+
+/* The option getopt stopped at, as the user typed it: "-x" for a short
+ * one, else the whole word (a long option, maybe with "=value"). */
+static const char *lm_daemon_optname(char **argv, int optchar, char *buf)
+{
+	const char *word = argv[optind - 1];
+
+	if (optchar > 0 && optchar < 256 && strncmp(word, "--", 2) != 0) {
+		buf[0] = '-';
+		buf[1] = (char)optchar;
+		buf[2] = '\0';
+		return buf;
+	}
+	return word;
+}
+
+static int lm_daemon_parse(int argc, char **argv, const char *prog,
+			   struct lm_daemon_opts *opts, FILE *out)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "daemon", no_argument, NULL, 'd' },
+		{ "pidfile", required_argument, NULL, 'p' },
+		{ "syslog", no_argument, NULL, LM_OPT_SYSLOG },
+		{ "log-file", required_argument, NULL, LM_OPT_LOG_FILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	char sopt[3];
 	int c;
 
 	memset(opts, 0, sizeof(*opts));
 	opts->level = LM_LOG_INFO;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:n:l:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:n:l:dp:h", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'c':
 			opts->layout = optarg;
@@ -64,18 +122,31 @@ int lm_daemon_parse_args(int argc, char **argv, const char *prog,
 				return 2;
 			}
 			break;
+		case 'd':
+			opts->detach = true;
+			break;
+		case 'p':
+			opts->pidfile = optarg;
+			break;
+		case LM_OPT_SYSLOG:
+			opts->syslog = true;
+			break;
+		case LM_OPT_LOG_FILE:
+			opts->log_file = optarg;
+			break;
 		case 'h':
-			fprintf(out,
-				"usage: %s -c LAYOUT -n NAME [-l LEVEL]\n"
-				"  -c, --config FILE     the layout (INI)\n"
-				"  -n, --name NAME       this daemon's section "
-				"name in the layout\n"
-				"  -l, --log-level LEVEL error|warn|info|debug "
-				"(default info)\n",
-				prog);
+			lm_daemon_usage(prog, out);
 			return 1;
+		case ':':
+			fprintf(out, "%s: option %s needs a value; try '%s "
+				"--help'\n",
+				prog, lm_daemon_optname(argv, optopt, sopt),
+				prog);
+			return 2;
 		default:
-			fprintf(out, "%s: try '%s --help'\n", prog, prog);
+			fprintf(out, "%s: unknown option %s; try '%s --help'\n",
+				prog, lm_daemon_optname(argv, optopt, sopt),
+				prog);
 			return 2;
 		}
 	}
@@ -89,7 +160,38 @@ int lm_daemon_parse_args(int argc, char **argv, const char *prog,
 			prog);
 		return 2;
 	}
+	if (opts->pidfile && !opts->pidfile[0]) {
+		fprintf(out, "%s: -p needs a file name, not \"\"\n", prog);
+		return 2;
+	}
+	if (opts->log_file && !opts->log_file[0]) {
+		fprintf(out, "%s: --log-file needs a file name, not \"\"\n",
+			prog);
+		return 2;
+	}
+	if (opts->syslog && opts->log_file) {
+		fprintf(out,
+			"%s: --syslog and --log-file \"%s\" exclude each "
+			"other\n",
+			prog, opts->log_file);
+		return 2;
+	}
+	/* A detached daemon has no stderr: its log must go somewhere. */
+	if (opts->detach && !opts->log_file)
+		opts->syslog = true;
 	return 0;
+}
+
+int lm_daemon_parse_args(int argc, char **argv, const char *prog,
+			 struct lm_daemon_opts *opts, FILE *out)
+{
+	int saved = opterr;
+	int rc;
+
+	opterr = 0; /* our own messages, on `out` */
+	rc = lm_daemon_parse(argc, argv, prog, opts, out);
+	opterr = saved;
+	return rc;
 }
 
 void lm_daemon_rel_config(const struct lm_layout *layout, enum lm_level level,
@@ -390,6 +492,308 @@ const struct sockaddr_in *lm_daemon_addr(const lm_daemon *d)
 	return &d->addr;
 }
 
+/* ------------------------------------------------------------------ */
+/* Log destinations.  Logging is process-wide (log.h), so is this state;
+ * the sinks run under log.c's mutex, and a reopen swaps the descriptor
+ * with one dup3() so a concurrent line lands in the old or the new file,
+ * never nowhere. */
+
+static struct {
+	int fd;              /* the log file, or -1 */
+	bool onto_stdio;     /* stdout and stderr follow the file */
+	bool syslog;         /* openlog() done */
+	char path[PATH_MAX];
+	char ident[64];      /* the daemon's name, on every line */
+	char prog[64];       /* syslog keeps a pointer to its ident */
+} lm_daemon_log = { .fd = -1 };
+
+static const char *const lm_daemon_level_names[LM_LOG_LEVEL_COUNT] = {
+	"error", "warn", "info", "debug"
+};
+
+static void lm_daemon_file_sink(void *ctx, enum lm_log_level level,
+				const char *msg)
+{
+	char stamp[32], line[1280];
+	struct timespec ts;
+	struct tm tm;
+	size_t off = 0;
+	int len;
+
+	(void)ctx;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &tm);
+	len = snprintf(line, sizeof(line), "%s.%03ld %s: %s: %s\n", stamp,
+		       ts.tv_nsec / 1000000, lm_daemon_log.ident,
+		       lm_daemon_level_names[level], msg);
+	if (len < 0)
+		return;
+	if ((size_t)len >= sizeof(line)) { /* cut, but keep the newline */
+		len = (int)sizeof(line) - 1;
+		line[len - 1] = '\n';
+	}
+	/* One write per line: with O_APPEND the line is never split by the
+	 * writes of another process sharing the file. */
+	while (off < (size_t)len) {
+		ssize_t n = write(lm_daemon_log.fd, line + off,
+				  (size_t)len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return; /* nowhere left to report it */
+		off += (size_t)n;
+	}
+}
+
+int lm_daemon_syslog_priority(enum lm_log_level level)
+{
+	switch (level) {
+	case LM_LOG_ERROR:
+		return LOG_ERR;
+	case LM_LOG_WARN:
+		return LOG_WARNING;
+	case LM_LOG_INFO:
+		return LOG_INFO;
+	default:
+		return LOG_DEBUG;
+	}
+}
+
+static void lm_daemon_syslog_sink(void *ctx, enum lm_log_level level,
+				  const char *msg)
+{
+	(void)ctx;
+	syslog(lm_daemon_syslog_priority(level), "%s: %s",
+	       lm_daemon_log.ident, msg);
+}
+
+static int lm_daemon_log_open_file(const char *path)
+{
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+
+int lm_daemon_log_to_file(const char *path, const char *ident, char *err,
+			  size_t errlen)
+{
+	int fd;
+
+	if (strlen(path) >= sizeof(lm_daemon_log.path)) {
+		snprintf(err, errlen, "log file name too long");
+		return LM_EIO;
+	}
+	fd = lm_daemon_log_open_file(path);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open log file %s: %s", path,
+			 strerror(errno));
+		return LM_EIO;
+	}
+	lm_daemon_log_close();
+	lm_daemon_log.fd = fd;
+	snprintf(lm_daemon_log.path, sizeof(lm_daemon_log.path), "%s", path);
+	snprintf(lm_daemon_log.ident, sizeof(lm_daemon_log.ident), "%s",
+		 ident);
+	lm_log_set_sink(lm_daemon_file_sink, NULL);
+	return 0;
+}
+
+int lm_daemon_log_reopen(char *err, size_t errlen)
+{
+	int fd;
+
+	if (lm_daemon_log.fd < 0)
+		return LM_ENOENT;
+	fd = lm_daemon_log_open_file(lm_daemon_log.path);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot reopen log file %s: %s",
+			 lm_daemon_log.path, strerror(errno));
+		return LM_EIO;
+	}
+	if (dup3(fd, lm_daemon_log.fd, O_CLOEXEC) < 0 ||
+	    (lm_daemon_log.onto_stdio &&
+	     (dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0))) {
+		snprintf(err, errlen, "cannot reopen log file %s: %s",
+			 lm_daemon_log.path, strerror(errno));
+		close(fd);
+		return LM_EIO;
+	}
+	close(fd);
+	return 0;
+}
+
+void lm_daemon_log_to_syslog(const char *prog, const char *name)
+{
+	lm_daemon_log_close();
+	snprintf(lm_daemon_log.prog, sizeof(lm_daemon_log.prog), "%s", prog);
+	snprintf(lm_daemon_log.ident, sizeof(lm_daemon_log.ident), "%s",
+		 name);
+	openlog(lm_daemon_log.prog, LOG_PID, LOG_DAEMON);
+	lm_daemon_log.syslog = true;
+	lm_log_set_sink(lm_daemon_syslog_sink, NULL);
+}
+
+void lm_daemon_log_close(void)
+{
+	lm_log_set_sink(NULL, NULL);
+	if (lm_daemon_log.fd >= 0)
+		close(lm_daemon_log.fd);
+	lm_daemon_log.fd = -1;
+	lm_daemon_log.onto_stdio = false;
+	if (lm_daemon_log.syslog)
+		closelog();
+	lm_daemon_log.syslog = false;
+}
+
+/* A detached daemon's stdin reads /dev/null; its stdout and stderr go to
+ * the log file, so that whatever bypasses the logger (a sanitizer report,
+ * a library's complaint) is kept, or to /dev/null without a file. */
+static int lm_daemon_log_capture_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR);
+	int out = lm_daemon_log.fd >= 0 ? lm_daemon_log.fd : null;
+	int rc = 0;
+
+	if (null < 0)
+		return LM_EIO;
+	if (dup2(null, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
+	    dup2(out, STDERR_FILENO) < 0)
+		rc = LM_EIO;
+	if (null > STDERR_FILENO)
+		close(null);
+	lm_daemon_log.onto_stdio = lm_daemon_log.fd >= 0;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Detaching.  The original process waits on a pipe until the daemon
+ * says it runs (one '+') or why it cannot ('-' and the message), so
+ * errors found after the fork (the pidfile, say) still reach the
+ * terminal and the exit status, and a script that starts the daemon
+ * finds the pidfile written when the command returns. */
+
+#define LM_DAEMON_READY_TIMEOUT_MS 10000
+
+static int lm_daemon_await_ready(const char *prog, pid_t child, int fd)
+{
+	char msg[1024];
+	size_t len = 0;
+	uint64_t deadline = lm_now_us() + LM_DAEMON_READY_TIMEOUT_MS * 1000ULL;
+
+	while (len < sizeof(msg) - 1) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = lm_now_us();
+		ssize_t n;
+
+		if (now >= deadline ||
+		    poll(&p, 1, (int)((deadline - now) / 1000) + 1) == 0) {
+			fprintf(stderr,
+				"%s: the daemon did not report within %d s\n",
+				prog, LM_DAEMON_READY_TIMEOUT_MS / 1000);
+			return 1;
+		}
+		n = read(fd, msg + len, sizeof(msg) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	waitpid(child, NULL, 0); /* the intermediate child, gone by now */
+	msg[len] = '\0';
+	if (len > 0 && msg[0] == '+')
+		return 0;
+	if (len > 1 && msg[0] == '-')
+		fprintf(stderr, "%s\n", msg + 1);
+	else
+		fprintf(stderr, "%s: the daemon exited during start-up\n",
+			prog);
+	return 1;
+}
+
+/* Sends the outcome of the start-up to the waiting process: NULL for
+ * "running", else the message.  Closes *fd. */
+static void lm_daemon_report(int *fd, const char *msg)
+{
+	char buf[1024];
+	int len = snprintf(buf, sizeof(buf), "%c%s", msg ? '-' : '+',
+			   msg ? msg : "");
+	ssize_t n;
+
+	if (*fd < 0)
+		return;
+	if (len >= (int)sizeof(buf))
+		len = (int)sizeof(buf) - 1;
+	do
+		n = write(*fd, buf, (size_t)len);
+	while (n < 0 && errno == EINTR);
+	close(*fd);
+	*fd = -1;
+}
+
+/* Double fork: the first child leaves the terminal's session with
+ * setsid(), the second is no session leader and so can never acquire a
+ * controlling terminal again.  Returns 0 in the daemon with *ready_fd to
+ * report through; the original process does not return.  LM_EIO with
+ * the reason in err if nothing could be forked. */
+static int lm_daemon_detach(const char *prog, int *ready_fd, char *err,
+			    size_t errlen)
+{
+	char why[256];
+	int p[2];
+	pid_t pid;
+
+	fflush(NULL); /* or buffered output would be written twice */
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(err, errlen, "cannot detach: pipe: %s",
+			 strerror(errno));
+		return LM_EIO;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot detach: fork: %s",
+			 strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return LM_EIO;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		/* _exit: the daemon owns the socket, the pidfile and the
+		 * log now; nothing here may clean them up. */
+		_exit(lm_daemon_await_ready(prog, pid, p[0]));
+	}
+	close(p[0]);
+	*ready_fd = p[1];
+	if (setsid() < 0) {
+		snprintf(why, sizeof(why), "%s: cannot detach: setsid: %s",
+			 prog, strerror(errno));
+		lm_daemon_report(ready_fd, why);
+		_exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(why, sizeof(why), "%s: cannot detach: fork: %s",
+			 prog, strerror(errno));
+		lm_daemon_report(ready_fd, why);
+		_exit(1);
+	}
+	if (pid > 0)
+		_exit(0);
+	/* Keep no directory busy (the layout and log paths are absolute). */
+	if (chdir("/") || lm_daemon_log_capture_stdio()) {
+		snprintf(why, sizeof(why), "%s: cannot detach: %s", prog,
+			 strerror(errno));
+		lm_daemon_report(ready_fd, why);
+		_exit(1);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The program. */
+
 static void lm_daemon_on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	(void)what;
@@ -397,17 +801,80 @@ static void lm_daemon_on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(arg, NULL);
 }
 
+static void lm_daemon_on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	char err[PATH_MAX + 64];
+	int rc = lm_daemon_log_reopen(err, sizeof(err));
+
+	(void)sig;
+	(void)what;
+	(void)arg;
+	if (rc == 0)
+		lm_log_info("reopened logs");
+	else if (rc == LM_ENOENT)
+		lm_log_info("SIGHUP: no log file to reopen");
+	else
+		lm_log_error("%s", err);
+}
+
+/* Paths used after chdir("/") must not be relative. */
+static int lm_daemon_abspath(const char *prog, const char *path, char *out,
+			     size_t outlen)
+{
+	char cwd[PATH_MAX];
+	int n;
+
+	if (path[0] == '/') {
+		n = snprintf(out, outlen, "%s", path);
+	} else if (getcwd(cwd, sizeof(cwd))) {
+		n = snprintf(out, outlen, "%s/%s", cwd, path);
+	} else {
+		fprintf(stderr, "%s: cannot resolve \"%s\": getcwd: %s\n", prog,
+			path, strerror(errno));
+		return LM_EIO;
+	}
+	if (n < 0 || (size_t)n >= outlen) {
+		fprintf(stderr, "%s: path \"%s\" is too long\n", prog, path);
+		return LM_EINVAL;
+	}
+	return 0;
+}
+
+/* A start-up failure: to the terminal, or through the pipe once
+ * detached (and then into the log too, for whoever reads it later). */
+static void lm_daemon_start_failed(int *ready_fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void lm_daemon_start_failed(int *ready_fd, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (*ready_fd < 0) {
+		fprintf(stderr, "%s\n", msg);
+		return;
+	}
+	lm_log_error("%s", msg);
+	lm_daemon_report(ready_fd, msg);
+}
+
 int lm_daemon_main(int argc, char **argv, enum lm_role role,
 		   const struct lm_daemon_protocol *proto)
 {
+	static const int stop_signals[] = { SIGTERM, SIGINT };
 	const char *prog = role == LM_ROLE_REFLECTOR ? "reflector" : "lemuriad";
 	struct lm_daemon_opts opts;
 	struct lm_layout *layout = NULL;
 	struct event_base *base = NULL;
-	struct event *sigterm = NULL, *sigint = NULL;
+	struct event *sigs[3] = { NULL, NULL, NULL };
 	lm_daemon *d = NULL;
-	char err[512], where[32];
-	int rc;
+	char err[PATH_MAX + 512], where[32];
+	char pidfile[PATH_MAX] = "", log_file[PATH_MAX] = "";
+	bool own_pidfile = false, logging = false;
+	int ready_fd = -1, rc;
+	pid_t owner;
 
 	rc = lm_daemon_parse_args(argc, argv, prog, &opts,
 				  stderr);
@@ -415,12 +882,24 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role,
 		return rc == 1 ? 0 : 2;
 	lm_log_set_ident(prog);
 	lm_log_set_level(opts.level);
+	if ((opts.pidfile && lm_daemon_abspath(prog, opts.pidfile, pidfile,
+					       sizeof(pidfile))) ||
+	    (opts.log_file && lm_daemon_abspath(prog, opts.log_file, log_file,
+						sizeof(log_file))))
+		return 2;
 	if (lm_layout_load(opts.layout, &layout, err, sizeof(err))) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	rc = 1;
+	/* Before binding, so that a second copy is told about the pidfile
+	 * and not about a busy port. */
+	if (pidfile[0] &&
+	    lm_pidfile_check(pidfile, &owner, err, sizeof(err))) {
+		fprintf(stderr, "%s %s: %s\n", prog, opts.name, err);
+		goto out;
+	}
 	base = event_base_new();
 	if (!base) {
 		fprintf(stderr, "%s: cannot create the event loop\n", prog);
@@ -437,25 +916,72 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role,
 		goto out;
 	}
 	lm_log_set_ident(opts.name);
-	lm_log_info("%s %s listening on %s (node %u)", prog, opts.name,
-		    lm_addr_str(&d->addr, where, sizeof(where)), d->id);
-	sigterm = evsignal_new(base, SIGTERM, lm_daemon_on_signal, base);
-	sigint = evsignal_new(base, SIGINT, lm_daemon_on_signal, base);
-	if (!sigterm || !sigint || evsignal_add(sigterm, NULL) ||
-	    evsignal_add(sigint, NULL)) {
-		fprintf(stderr, "%s: cannot install signal handlers\n", prog);
-		goto out;
+	if (log_file[0]) {
+		if (lm_daemon_log_to_file(log_file, opts.name, err,
+					  sizeof(err))) {
+			fprintf(stderr, "%s %s: %s\n", prog, opts.name, err);
+			goto out;
+		}
+		logging = true;
+	} else if (opts.syslog) {
+		lm_daemon_log_to_syslog(prog, opts.name);
+		logging = true;
 	}
+	if (opts.detach) {
+		if (lm_daemon_detach(prog, &ready_fd, err, sizeof(err))) {
+			fprintf(stderr, "%s %s: %s\n", prog, opts.name, err);
+			goto out;
+		}
+		/* The kernel's event queue (epoll) is shared with the
+		 * parent until libevent makes its own. */
+		if (event_reinit(base)) {
+			lm_daemon_start_failed(&ready_fd,
+					       "%s %s: cannot reinitialise the "
+					       "event loop after fork",
+					       prog, opts.name);
+			goto out;
+		}
+	}
+	if (pidfile[0]) {
+		if (lm_pidfile_acquire(pidfile, &owner, err, sizeof(err))) {
+			lm_daemon_start_failed(&ready_fd, "%s %s: %s", prog,
+					       opts.name, err);
+			goto out;
+		}
+		own_pidfile = true;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		if (i < 2)
+			sigs[i] = evsignal_new(base, stop_signals[i],
+					       lm_daemon_on_signal, base);
+		else
+			sigs[i] = evsignal_new(base, SIGHUP, lm_daemon_on_hup,
+					       NULL);
+		if (!sigs[i] || evsignal_add(sigs[i], NULL)) {
+			lm_daemon_start_failed(&ready_fd,
+					       "%s %s: cannot install signal "
+					       "handlers",
+					       prog, opts.name);
+			goto out;
+		}
+	}
+	lm_log_info("%s %s listening on %s (node %u)%s", prog, opts.name,
+		    lm_addr_str(&d->addr, where, sizeof(where)), d->id,
+		    opts.detach ? ", detached" : "");
+	lm_daemon_report(&ready_fd, NULL);
 	rc = event_base_dispatch(base) < 0 ? 1 : 0;
 	lm_log_info("stopped");
 out:
-	if (sigterm)
-		event_free(sigterm);
-	if (sigint)
-		event_free(sigint);
+	for (size_t i = 0; i < 3; i++)
+		if (sigs[i])
+			event_free(sigs[i]);
 	lm_daemon_destroy(d);
 	if (base)
 		event_base_free(base);
+	if (own_pidfile)
+		lm_pidfile_release(pidfile);
+	if (logging)
+		lm_daemon_log_close();
 	lm_layout_free(layout);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /* The shell shared by the reflector and lemuriad programs: options, layout,
- * transport endpoint, control requests (PING), signals and the event loop.
+ * transport endpoint, control requests (PING), signals and the event loop,
+ * and what a service needs: detaching, a pidfile, a log file or syslog.
  *
  * A daemon finds its own section of the layout by name, binds the address
  * given there, declares the peers it may talk to and answers control tools.
@@ -8,6 +9,7 @@
 #define LM_DAEMON_H
 
 #include <event2/event.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -17,16 +19,44 @@
 
 typedef struct lm_daemon lm_daemon;
 
+/* The strings point into argv. */
 struct lm_daemon_opts {
 	const char *layout;        /* -c FILE */
 	const char *name;          /* -n NAME */
 	enum lm_log_level level;   /* -l LEVEL (default info) */
+	bool detach;               /* -d: run in the background */
+	const char *pidfile;       /* -p FILE, or NULL */
+	const char *log_file;      /* --log-file FILE, or NULL */
+	bool syslog;               /* --syslog (implied by -d without
+				    * --log-file) */
 };
 
 /* Parses argv for `prog`.  Returns 0 when the daemon should run, 1 when
  * help was printed to `out`, 2 on a usage error (message on `out`). */
 int lm_daemon_parse_args(int argc, char **argv, const char *prog,
 			 struct lm_daemon_opts *opts, FILE *out);
+
+/* Log destinations of a daemon; they replace the default stderr sink of
+ * log.h for the whole process.  Each line names `ident` (copied).
+ *
+ * Appends to `path` (created 0644), one timestamped line per message.
+ * `path` is copied and should be absolute, since lm_daemon_log_reopen
+ * opens it again after a detached daemon has changed to "/" (where its
+ * stdout and stderr follow the file).  0 or LM_EIO with the reason in
+ * err (the previous destination stays). */
+int lm_daemon_log_to_file(const char *path, const char *ident, char *err,
+			  size_t errlen);
+/* Opens the file of lm_daemon_log_to_file again (after logrotate has
+ * moved it away).  0; LM_EIO with the reason in err (logging goes on to
+ * the old file); LM_ENOENT when not logging to a file. */
+int lm_daemon_log_reopen(char *err, size_t errlen);
+/* Sends messages to syslog(3), facility daemon, ident `prog` (copied),
+ * each prefixed with `name` as on stderr. */
+void lm_daemon_log_to_syslog(const char *prog, const char *name);
+/* The syslog priority of a level. */
+int lm_daemon_syslog_priority(enum lm_log_level level);
+/* Closes the file or syslog and restores the stderr sink. */
+void lm_daemon_log_close(void);
 
 /* Creates the daemon of `role` named `name` in `layout` (borrowed; must
  * outlive the daemon).  NULL with the reason in err. */
@@ -67,10 +97,12 @@ struct lm_daemon_stats {
 };
 const struct lm_daemon_stats *lm_daemon_stats(const lm_daemon *d);
 
-/* The whole program: parse, load, create, run until SIGTERM/SIGINT,
- * destroy.  `proto` may be NULL (control requests only).  Returns the
- * process exit status (2 for usage and layout errors, 1 for run-time
- * failures). */
+/* The whole program: parse, load, create, detach when asked, run until
+ * SIGTERM/SIGINT (SIGHUP reopens the log file), destroy.  `proto` may be
+ * NULL (control requests only).  Returns the process exit status (2 for
+ * usage and layout errors, 1 for run-time failures).  With -d the
+ * calling process exits inside, once the daemon has reported that it
+ * runs (0) or why it could not start (1, message on stderr). */
 int lm_daemon_main(int argc, char **argv, enum lm_role role,
 		   const struct lm_daemon_protocol *proto);
 

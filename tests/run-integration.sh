@@ -1,8 +1,10 @@
 #!/bin/sh
 # Integration tests with real daemons on loopback: start a layout's daemons,
 # ask them with lemuriactl, stop one, check it is reported, stop the rest
-# with SIGTERM and check they exit cleanly; bad command lines and layouts
-# are refused with status 2 and a message naming the cause.
+# with SIGTERM and check they exit cleanly; run one detached with a pidfile
+# and a log file (SIGHUP reopens it, a second copy is refused, SIGTERM
+# removes the pidfile, a stale pidfile is replaced); bad command lines and
+# layouts are refused with status 2 and a message naming the cause.
 #   tests/run-integration.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -79,6 +81,59 @@ for p in $pids; do wait "$p" 2>/dev/null || clean=1; done
 pids=""
 if [ $clean -eq 0 ]; then ok "all daemons exit 0 on SIGTERM"; else fail "a daemon exited non-zero on SIGTERM"; fi
 if cat "$tmp"/*.log | grep -q "ERROR\|error:"; then fail "daemon logs show errors"; cat "$tmp"/*.log; else ok "no errors logged"; fi
+
+echo "integration: a detached daemon (-d, -p, --log-file, SIGHUP)"
+pidf=$tmp/detached.pid
+logf=$tmp/detached.log
+detach() { # detach LOG: starts the victim detached with the pidfile
+	"$bin/lemuriad" -c "$tmp/layout.ini" -n "$victim" -l info -d -p "$pidf" --log-file "$1"
+}
+sig() { # sig SIGNAL PID: never "kill 0" (our own group) when a pid is missing
+	[ "${2:-0}" -gt 1 ] 2>/dev/null && kill "-$1" "$2" 2>/dev/null
+}
+wait_gone() { # wait_gone PID: up to 5 s for a process we cannot wait(1) for
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 50 ]; do i=$((i + 1)); sleep 0.1; done
+	! kill -0 "$1" 2>/dev/null
+}
+t0=$(date +%s%N)
+expect "lemuriad -d returns 0" 0 timeout 10 "$bin/lemuriad" -c "$tmp/layout.ini" -n "$victim" -l info -d -p "$pidf" --log-file "$logf"
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$ms" -lt 3000 ]; then ok "lemuriad -d returns at once (${ms} ms)"; else fail "lemuriad -d took ${ms} ms"; fi
+dpid=$(cat "$pidf" 2>/dev/null)
+if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
+	ok "pidfile holds a live pid ($dpid)"; pids="$pids $dpid"
+else
+	fail "pidfile holds no live pid (\"$dpid\")"
+fi
+if [ "$(readlink "/proc/$dpid/cwd" 2>/dev/null)" = / ]; then ok "detached daemon runs in /"; else fail "detached daemon is not in /"; fi
+"$bin/lemuriactl" -c "$tmp/layout.ini" -t 300 status >"$tmp/out" 2>&1
+expect_output "detached daemon answers lemuriactl" "lemuriad *$victim .* up "
+mv "$logf" "$logf.1"
+sig HUP "$dpid"
+i=0
+until grep -q "reopened logs" "$logf" 2>/dev/null; do
+	i=$((i + 1)); [ $i -ge 50 ] && break; sleep 0.1
+done
+if grep -q "info: reopened logs" "$logf" 2>/dev/null; then ok "SIGHUP reopens the log file"; else fail "no \"reopened logs\" in a new $logf"; fi
+if grep -q "listening" "$logf.1"; then ok "earlier lines stay in the moved log"; else fail "moved log lost its lines"; cat "$logf.1"; fi
+expect "second instance with the same pidfile refused" 1 detach "$tmp/second.log"
+expect_output "refusal names the pidfile and its pid" "pidfile $pidf names running process $dpid"
+sig TERM "$dpid"
+if wait_gone "$dpid"; then ok "detached daemon stops on SIGTERM"; else fail "detached daemon ignores SIGTERM"; fi
+pids=$(echo "$pids" | tr ' ' '\n' | grep -vx "$dpid" | tr '\n' ' ')
+if [ -n "$dpid" ] && [ ! -e "$pidf" ]; then ok "SIGTERM removes the pidfile"; else fail "pidfile left after SIGTERM"; fi
+if grep -q "info: stopped" "$logf"; then ok "clean stop logged"; else fail "no \"stopped\" in $logf"; cat "$logf"; fi
+# A pidfile left by a killed daemon is stale: the next start replaces it.
+expect "restart with -d" 0 detach "$logf"
+dpid=$(cat "$pidf" 2>/dev/null); pids="$pids $dpid"
+sig KILL "$dpid"; wait_gone "$dpid"
+expect "a stale pidfile is replaced" 0 detach "$logf"
+npid=$(cat "$pidf" 2>/dev/null); pids="$pids $npid"
+if [ -n "$npid" ] && [ "$npid" != "$dpid" ] && kill -0 "$npid" 2>/dev/null; then ok "pidfile names the new daemon"; else fail "pidfile \"$npid\" after replacing $dpid"; fi
+sig TERM "$npid"; wait_gone "$npid"
+pids=""
+if grep -qi "error" "$logf" "$logf.1"; then fail "detached daemon logged errors"; cat "$logf"; else ok "detached daemon logged no errors"; fi
 
 echo "integration: bad input to the programs"
 expect "reflector without -n is a usage error" 2 $bin/reflector -c "$tmp/layout.ini"

@@ -1,0 +1,521 @@
+/* Tests of the daemon shell's service side (common/daemon.c,
+ * common/pidfile.c): the command line with its service options and
+ * messages, pidfiles (live refused, stale replaced, foreign content
+ * kept), and the log file that SIGHUP reopens. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "lm_error.h"
+#include "pidfile.h"
+#include "unit.h"
+
+/* ------------------------------------------------------------------ */
+/* Parsing: argv from a NULL-terminated list, the message in `msg`. */
+
+static int parse(const char *const *args, struct lm_daemon_opts *opts,
+		 char *msg, size_t msglen)
+{
+	char *argv[16];
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	int argc = 0, rc;
+
+	argv[argc++] = (char *)"lemuriad";
+	while (*args && argc < 15)
+		argv[argc++] = (char *)*args++;
+	argv[argc] = NULL;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	rc = lm_daemon_parse_args(argc, argv, "lemuriad", opts, out);
+	fclose(out);
+	snprintf(msg, msglen, "%s", text ? text : "");
+	free(text);
+	return rc;
+}
+
+static void test_parse_defaults_stay_in_foreground(void)
+{
+	const char *args[] = { "-c", "l.ini", "-n", "c0", NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(args, &o, msg, sizeof(msg)), 0);
+	CU_ASSERT_STRING_EQUAL(msg, "");
+	CU_ASSERT_STRING_EQUAL(o.layout, "l.ini");
+	CU_ASSERT_STRING_EQUAL(o.name, "c0");
+	CU_ASSERT_EQUAL(o.level, LM_LOG_INFO);
+	CU_ASSERT_FALSE(o.detach);
+	CU_ASSERT_FALSE(o.syslog);
+	CU_ASSERT_PTR_NULL(o.pidfile);
+	CU_ASSERT_PTR_NULL(o.log_file);
+}
+
+static void test_parse_short_service_options(void)
+{
+	const char *args[] = { "-d", "-p", "/run/c0.pid", "-c", "l.ini",
+			       "-n", "c0", "--log-file", "/var/log/c0.log",
+			       "-l", "debug", NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(args, &o, msg, sizeof(msg)), 0);
+	CU_ASSERT_TRUE(o.detach);
+	CU_ASSERT_STRING_EQUAL(o.pidfile, "/run/c0.pid");
+	CU_ASSERT_STRING_EQUAL(o.log_file, "/var/log/c0.log");
+	CU_ASSERT_FALSE(o.syslog); /* the file is where the log goes */
+	CU_ASSERT_EQUAL(o.level, LM_LOG_DEBUG);
+}
+
+static void test_parse_long_service_options(void)
+{
+	const char *args[] = { "--config=l.ini", "--name", "r0", "--daemon",
+			       "--pidfile=/run/r0.pid", "--syslog", NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(args, &o, msg, sizeof(msg)), 0);
+	CU_ASSERT_TRUE(o.detach);
+	CU_ASSERT_TRUE(o.syslog);
+	CU_ASSERT_STRING_EQUAL(o.pidfile, "/run/r0.pid");
+	CU_ASSERT_PTR_NULL(o.log_file);
+}
+
+static void test_parse_detach_alone_logs_to_syslog(void)
+{
+	const char *args[] = { "-c", "l.ini", "-n", "c0", "-d", NULL };
+	const char *fg[] = { "-c", "l.ini", "-n", "c0", "--syslog", NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(args, &o, msg, sizeof(msg)), 0);
+	CU_ASSERT_TRUE(o.detach);
+	CU_ASSERT_TRUE(o.syslog);
+	/* --syslog does not detach by itself. */
+	CU_ASSERT_EQUAL(parse(fg, &o, msg, sizeof(msg)), 0);
+	CU_ASSERT_FALSE(o.detach);
+	CU_ASSERT_TRUE(o.syslog);
+}
+
+static void test_parse_syslog_and_log_file_exclude(void)
+{
+	const char *args[] = { "-c", "l.ini", "-n", "c0", "--syslog",
+			       "--log-file", "x.log", NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(args, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--syslog and --log-file"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "\"x.log\""));
+}
+
+static void test_parse_empty_file_names_refused(void)
+{
+	const char *pid[] = { "-c", "l.ini", "-n", "c0", "-p", "", NULL };
+	const char *log[] = { "-c", "l.ini", "-n", "c0", "--log-file=",
+			      NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(pid, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "-p needs a file name"));
+	CU_ASSERT_EQUAL(parse(log, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--log-file needs a file name"));
+}
+
+static void test_parse_missing_value_names_option(void)
+{
+	const char *shortp[] = { "-c", "l.ini", "-n", "c0", "-p", NULL };
+	const char *longl[] = { "-c", "l.ini", "-n", "c0", "--log-file",
+				NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(shortp, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "option -p needs a value"));
+	CU_ASSERT_EQUAL(parse(longl, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "option --log-file needs a value"));
+}
+
+static void test_parse_unknown_option_named(void)
+{
+	const char *longo[] = { "-c", "l.ini", "-n", "c0", "--detach", NULL };
+	const char *shorto[] = { "-c", "l.ini", "-n", "c0", "-dx", NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(longo, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "unknown option --detach"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--help"));
+	CU_ASSERT_EQUAL(parse(shorto, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "unknown option -x"));
+}
+
+static void test_parse_old_errors_kept(void)
+{
+	const char *level[] = { "-c", "l.ini", "-n", "c0", "-l", "loud",
+				NULL };
+	const char *noname[] = { "-c", "l.ini", "-d", NULL };
+	const char *extra[] = { "-c", "l.ini", "-n", "c0", "stray", NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(level, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "\"loud\""));
+	CU_ASSERT_EQUAL(parse(noname, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "-n NAME"));
+	CU_ASSERT_EQUAL(parse(extra, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "\"stray\""));
+}
+
+static void test_parse_help_lists_service_options(void)
+{
+	const char *args[] = { "--help", NULL };
+	struct lm_daemon_opts o;
+	char msg[2048];
+
+	CU_ASSERT_EQUAL(parse(args, &o, msg, sizeof(msg)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--daemon"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--pidfile FILE"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--syslog"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--log-file FILE"));
+}
+
+/* ------------------------------------------------------------------ */
+/* Files in a private directory. */
+
+static char dir[64];
+
+static void dir_create(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/lm-daemon-XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+}
+
+static void dir_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* Removes the files named (NULL-terminated) and the directory; the
+ * rmdir fails, and the test with it, if anything else was left. */
+static void dir_remove(const char *const *names)
+{
+	char path[128];
+
+	for (; *names; names++) {
+		dir_path(path, sizeof(path), *names);
+		unlink(path);
+	}
+	CU_ASSERT_EQUAL(rmdir(dir), 0);
+}
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The whole file (at most len - 1 bytes), "" when missing. */
+static void get(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+}
+
+/* A child that lives until `*hold` is closed (or 10 s at most). */
+static pid_t live_child(int *hold)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		close(p[1]);
+		alarm(10);
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	*hold = p[1];
+	return pid;
+}
+
+static void end_child(pid_t pid, int hold)
+{
+	close(hold);
+	CU_ASSERT_EQUAL(waitpid(pid, NULL, 0), pid);
+}
+
+/* The pid of a process that has exited and been reaped. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	CU_ASSERT_EQUAL(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pidfiles. */
+
+static void test_pidfile_read_accepts_only_a_pid(void)
+{
+	static const char *const bad[] = { "12abc\n", "-5\n", "0\n",
+					   "123\n\n", " 42\n",
+					   "99999999999999999999\n" };
+	static const char *const names[] = { "p", NULL };
+	char path[128];
+	pid_t pid = 0;
+
+	dir_create();
+	dir_path(path, sizeof(path), "p");
+	CU_ASSERT_EQUAL(lm_pidfile_read(path, &pid), LM_ENOENT);
+	put(path, "4242\n");
+	CU_ASSERT_EQUAL(lm_pidfile_read(path, &pid), 0);
+	CU_ASSERT_EQUAL(pid, 4242);
+	put(path, "77");
+	CU_ASSERT_EQUAL(lm_pidfile_read(path, &pid), 0);
+	CU_ASSERT_EQUAL(pid, 77);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		put(path, bad[i]);
+		CU_ASSERT_EQUAL(lm_pidfile_read(path, &pid), LM_EBADMSG);
+	}
+	dir_remove(names);
+}
+
+static void test_pidfile_acquire_writes_own_pid(void)
+{
+	static const char *const names[] = { "d.pid", NULL };
+	char path[128], text[64], want[32], err[256] = "";
+	pid_t owner = -1;
+
+	dir_create();
+	dir_path(path, sizeof(path), "d.pid");
+	CU_ASSERT_EQUAL(lm_pidfile_acquire(path, &owner, err, sizeof(err)),
+			0);
+	CU_ASSERT_EQUAL(owner, 0);
+	get(path, text, sizeof(text));
+	snprintf(want, sizeof(want), "%ld\n", (long)getpid());
+	CU_ASSERT_STRING_EQUAL(text, want);
+	/* Taking it again (a restart within the same process) is fine. */
+	CU_ASSERT_EQUAL(lm_pidfile_acquire(path, &owner, err, sizeof(err)),
+			0);
+	dir_remove(names); /* fails if a temporary file was left behind */
+}
+
+static void test_pidfile_live_pid_refused(void)
+{
+	static const char *const names[] = { "d.pid", NULL };
+	char path[128], text[64], want[32], err[256] = "";
+	pid_t owner = 0;
+	int hold;
+	pid_t child = live_child(&hold);
+
+	dir_create();
+	dir_path(path, sizeof(path), "d.pid");
+	snprintf(want, sizeof(want), "%ld\n", (long)child);
+	put(path, want);
+	CU_ASSERT_EQUAL(lm_pidfile_check(path, &owner, err, sizeof(err)),
+			LM_EINVAL);
+	CU_ASSERT_EQUAL(owner, child);
+	owner = 0;
+	CU_ASSERT_EQUAL(lm_pidfile_acquire(path, &owner, err, sizeof(err)),
+			LM_EINVAL);
+	CU_ASSERT_EQUAL(owner, child);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "running process"));
+	get(path, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, want); /* untouched */
+	/* Nor does release remove another process's pidfile. */
+	CU_ASSERT_EQUAL(lm_pidfile_release(path), LM_EINVAL);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	end_child(child, hold);
+	dir_remove(names);
+}
+
+static void test_pidfile_stale_replaced(void)
+{
+	static const char *const names[] = { "d.pid", NULL };
+	char path[128], text[64], want[32], err[256] = "";
+	pid_t owner = -1;
+
+	dir_create();
+	dir_path(path, sizeof(path), "d.pid");
+	snprintf(text, sizeof(text), "%ld\n", (long)dead_pid());
+	put(path, text);
+	CU_ASSERT_EQUAL(lm_pidfile_check(path, &owner, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(lm_pidfile_acquire(path, &owner, err, sizeof(err)),
+			0);
+	CU_ASSERT_EQUAL(owner, 0);
+	get(path, text, sizeof(text));
+	snprintf(want, sizeof(want), "%ld\n", (long)getpid());
+	CU_ASSERT_STRING_EQUAL(text, want);
+	/* An empty file (a writer died before writing) is stale too. */
+	put(path, "");
+	CU_ASSERT_EQUAL(lm_pidfile_acquire(path, &owner, err, sizeof(err)),
+			0);
+	get(path, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, want);
+	dir_remove(names);
+}
+
+static void test_pidfile_foreign_file_not_replaced(void)
+{
+	static const char *const names[] = { "passwd", NULL };
+	char path[128], text[64], err[256] = "";
+	pid_t owner = -1;
+
+	dir_create();
+	dir_path(path, sizeof(path), "passwd");
+	put(path, "root:x:0:0:root:/root:/bin/sh\n");
+	CU_ASSERT_EQUAL(lm_pidfile_acquire(path, &owner, err, sizeof(err)),
+			LM_EINVAL);
+	CU_ASSERT_EQUAL(owner, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "does not hold a pid"));
+	get(path, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "root:x:0:0:root:/root:/bin/sh\n");
+	CU_ASSERT_EQUAL(lm_pidfile_release(path), LM_EINVAL);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	dir_remove(names);
+}
+
+static void test_pidfile_removed_at_release(void)
+{
+	static const char *const names[] = { NULL };
+	char path[128], err[256] = "";
+	pid_t owner;
+
+	dir_create();
+	dir_path(path, sizeof(path), "d.pid");
+	CU_ASSERT_EQUAL(lm_pidfile_acquire(path, &owner, err, sizeof(err)),
+			0);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	CU_ASSERT_EQUAL(lm_pidfile_release(path), 0);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	CU_ASSERT_EQUAL(lm_pidfile_release(path), 0); /* already gone */
+	dir_remove(names);
+}
+
+static void test_pidfile_unwritable_directory(void)
+{
+	char err[256] = "";
+	pid_t owner;
+
+	CU_ASSERT_EQUAL(lm_pidfile_acquire("/nonexistent-lm-dir/d.pid",
+					   &owner, err, sizeof(err)),
+			LM_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent-lm-dir/d.pid"));
+}
+
+/* ------------------------------------------------------------------ */
+/* Log destinations. */
+
+static void test_log_file_reopened_after_move(void)
+{
+	static const char *const names[] = { "d.log", "d.log.1", NULL };
+	enum lm_log_level saved = lm_log_get_level();
+	char path[128], moved[128], text[4096], err[256] = "";
+
+	dir_create();
+	dir_path(path, sizeof(path), "d.log");
+	dir_path(moved, sizeof(moved), "d.log.1");
+	put(path, "kept from before\n");
+	lm_log_set_level(LM_LOG_INFO);
+	CU_ASSERT_EQUAL_FATAL(lm_daemon_log_to_file(path, "t0", err,
+						    sizeof(err)),
+			      0);
+	lm_log_info("first %d", 1);
+	lm_log_debug("not at this level");
+	CU_ASSERT_EQUAL(rename(path, moved), 0);
+	lm_log_warn("still to the moved file");
+	CU_ASSERT_EQUAL(lm_daemon_log_reopen(err, sizeof(err)), 0);
+	lm_log_error("after the reopen");
+	lm_daemon_log_close();
+	lm_log_set_level(saved);
+
+	get(moved, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "kept from before\n")); /* append */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " t0: info: first 1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " t0: warn: still to the moved"));
+	CU_ASSERT_PTR_NULL(strstr(text, "not at this level"));
+	CU_ASSERT_PTR_NULL(strstr(text, "after the reopen"));
+	get(path, text, sizeof(text));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " t0: error: after the reopen\n"));
+	CU_ASSERT_PTR_NULL(strstr(text, "first"));
+	/* Lines start with a date: "YYYY-MM-DD HH:MM:SS.mmm ". */
+	CU_ASSERT(strlen(text) > 24 && text[4] == '-' && text[10] == ' ' &&
+		  text[19] == '.');
+	dir_remove(names);
+}
+
+static void test_log_reopen_without_file(void)
+{
+	char err[256] = "";
+
+	lm_daemon_log_close();
+	CU_ASSERT_EQUAL(lm_daemon_log_reopen(err, sizeof(err)), LM_ENOENT);
+}
+
+static void test_log_file_unopenable_named(void)
+{
+	char err[256] = "";
+
+	CU_ASSERT_EQUAL(lm_daemon_log_to_file("/nonexistent-lm-dir/d.log",
+					      "t0", err, sizeof(err)),
+			LM_EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent-lm-dir/d.log"));
+	CU_ASSERT_EQUAL(lm_daemon_log_reopen(err, sizeof(err)), LM_ENOENT);
+}
+
+static void test_syslog_priorities(void)
+{
+	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_ERROR), LOG_ERR);
+	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_WARN), LOG_WARNING);
+	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_INFO), LOG_INFO);
+	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_DEBUG), LOG_DEBUG);
+}
+
+LM_TEST_SUITE("daemon", LM_TEST(test_parse_defaults_stay_in_foreground),
+	      LM_TEST(test_parse_short_service_options),
+	      LM_TEST(test_parse_long_service_options),
+	      LM_TEST(test_parse_detach_alone_logs_to_syslog),
+	      LM_TEST(test_parse_syslog_and_log_file_exclude),
+	      LM_TEST(test_parse_empty_file_names_refused),
+	      LM_TEST(test_parse_missing_value_names_option),
+	      LM_TEST(test_parse_unknown_option_named),
+	      LM_TEST(test_parse_old_errors_kept),
+	      LM_TEST(test_parse_help_lists_service_options),
+	      LM_TEST(test_pidfile_read_accepts_only_a_pid),
+	      LM_TEST(test_pidfile_acquire_writes_own_pid),
+	      LM_TEST(test_pidfile_live_pid_refused),
+	      LM_TEST(test_pidfile_stale_replaced),
+	      LM_TEST(test_pidfile_foreign_file_not_replaced),
+	      LM_TEST(test_pidfile_removed_at_release),
+	      LM_TEST(test_pidfile_unwritable_directory),
+	      LM_TEST(test_log_file_reopened_after_move),
+	      LM_TEST(test_log_reopen_without_file),
+	      LM_TEST(test_log_file_unopenable_named),
+	      LM_TEST(test_syslog_priorities))
