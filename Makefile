@@ -5,6 +5,7 @@
 #   make check      unit suites, the same under ASan/UBSan, then daemons
 #                   and DSM runs on real layouts
 #   make asan       the sanitizer build alone, under build/asan/
+#   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (tests/fuzz/)
 #   make bench-transport   transport round trip vs bare UDP
 #   make install PREFIX=/usr/local   (also the PARMACS macro files)
 #   make deps       install the Debian packages the build needs
@@ -57,6 +58,7 @@ BENCH_DIFF := $(BUILD)/bench/diff
 DSMTEST := $(BUILD)/tests/dsmtest
 SPLASH2_BINS :=
 -include splash2/splash2.mk
+include tests/fuzz/fuzz.mk
 
 .PHONY: all check unit asan asan-unit bench-transport bench-diff bench-splash bench \
 	install deps \
@@ -137,6 +139,7 @@ check: all
 	@$(MAKE) --no-print-directory asan-unit
 	@sh tests/run-integration.sh $(BUILD)
 	@sh tests/run-dsm.sh $(BUILD)
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
 	@mkdir -p $(dir $@)
