@@ -137,6 +137,7 @@ asan-unit: asan
 check: all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory asan-unit
+	@$(MAKE) --no-print-directory splash2-check
 	@sh tests/run-integration.sh $(BUILD)
 	@sh tests/run-dsm.sh $(BUILD)
 	@$(MAKE) --no-print-directory fuzz-smoke

@@ -25,10 +25,16 @@ $(eval $(call splash2_pthread,lu,splash2/lu/lu.C))
 
 # Quick correctness run of the baselines (a few seconds).
 .PHONY: splash2-check
-splash2-check: $(BUILD)/splash2/lu-pthread
-	$(BUILD)/splash2/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
-	$(BUILD)/splash2/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
-	$(BUILD)/splash2/lu-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
+SPLASH2_PT := $(BUILD)/splash2
+splash2-check: $(SPLASH2_PT)/lu-pthread $(SPLASH2_PT)/lucontig-pthread \
+		$(SPLASH2_PT)/radix-pthread $(SPLASH2_PT)/fft-pthread
+	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
+	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
+	$(SPLASH2_PT)/lu-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
+	$(SPLASH2_PT)/lucontig-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
+	$(SPLASH2_PT)/radix-pthread -p4 -t | grep -q 'TEST PASSED'
+	$(SPLASH2_PT)/radix-pthread -n20000 -r4 -m65536 -p3 -t | grep -q 'TEST PASSED'
+	$(SPLASH2_PT)/fft-pthread -m16 -p4 -t | grep -q 'TEST PASSED'
 
 # $(call splash2_lemuria,NAME,SOURCE): $(BUILD)/splash2/NAME from SOURCE
 # with the Lemuria macros, linked with the shared liblemuria (CREATE
