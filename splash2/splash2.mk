@@ -14,9 +14,10 @@ $(BUILD)/splash2/gen/$(1)-pthread.c: $(2) splash2/macros/pthread.m4
 	$(SPLASH2_M4) splash2/macros/pthread.m4 $(2) > $$@.tmp
 	mv $$@.tmp $$@
 
-$(BUILD)/splash2/$(1)-pthread: $(BUILD)/splash2/gen/$(1)-pthread.c
+$(BUILD)/splash2/$(1)-pthread: $(BUILD)/splash2/gen/$(1)-pthread.c \
+		splash2/common/splash_util.h
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS_ALL) -o $$@ $$< $$(LDFLAGS_ALL) -lpthread -lm
+	$$(CC) $$(CFLAGS_ALL) -Isplash2/common -o $$@ $$< $$(LDFLAGS_ALL) -lpthread -lm
 
 SPLASH2_BINS += $(BUILD)/splash2/$(1)-pthread
 endef
@@ -45,9 +46,10 @@ $(BUILD)/splash2/gen/$(1).c: $(2) splash2/macros/lemuria.m4
 	$(SPLASH2_M4) splash2/macros/lemuria.m4 $(2) > $$@.tmp
 	mv $$@.tmp $$@
 
-$(BUILD)/splash2/$(1): $(BUILD)/splash2/gen/$(1).c $(LIB_SO)
+$(BUILD)/splash2/$(1): $(BUILD)/splash2/gen/$(1).c $(LIB_SO) \
+		splash2/common/splash_util.h
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS_ALL) -o $$@ $$< -L$(BUILD)/lib -llemuria \
+	$$(CC) $$(CFLAGS_ALL) -Isplash2/common -o $$@ $$< -L$(BUILD)/lib -llemuria \
 		-Wl,-rpath,'$$$$ORIGIN/../lib' $$(LDFLAGS_ALL) $$(PKG_LIBS) -lm
 
 SPLASH2_BINS += $(BUILD)/splash2/$(1)

@@ -19,6 +19,8 @@ MAIN_ENV
 #include <string.h>
 #include <unistd.h>
 
+#include "splash_util.h"
+
 #define FFT_DEFAULT_M 16
 #define FFT_DEFAULT_P 1
 #define FFT_DEFAULT_CACHE_LINES 65536
@@ -571,11 +573,6 @@ static int parse_range(const char *text, long lo, long hi, long *out)
 	return 0;
 }
 
-static void print_time(const char *label, unsigned long us)
-{
-	printf("%-34s: %16lu us (%.6f s)\n", label, us, (double)us / 1e6);
-}
-
 /* Shared memory for count complex numbers, starting on a page boundary
  * so that a chunk of whole rows is a run of whole pages.  Never freed. */
 static struct fft_complex *alloc_points(long count)
@@ -731,15 +728,7 @@ int main(int argc, char *argv[])
 		print_stats();
 
 	printf("\n");
-	printf("                            TIMING INFORMATION\n");
-	print_time("Overall start time", Global->starttime);
-	print_time("Initialization finish time", Global->rs);
-	print_time("Overall finish time", Global->rf);
-	print_time("Total time with initialization",
-		   Global->rf - Global->starttime);
-	print_time("Total time without initialization",
-		   Global->rf - Global->rs);
-	printf("\n");
+	lm_splash_print_times(Global->starttime, Global->rs, Global->rf);
 
 	if (test_result) {
 		printf("                             TESTING RESULTS\n");

@@ -10,13 +10,14 @@
 
 MAIN_ENV
 
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "splash_util.h"
 
 #define LU_DEFAULT_N 128
 #define LU_DEFAULT_P 1
@@ -475,24 +476,6 @@ static void usage(FILE *out)
 }
 
 /* Parses a positive option value; 0 on success. */
-static int parse_positive(const char *text, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno != 0 || end == text || *end != '\0' || v < 1 || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static void print_time(const char *label, unsigned long us)
-{
-	printf("%-34s: %16lu us (%.6f s)\n", label, us, (double)us / 1e6);
-}
-
 int main(int argc, char *argv[])
 {
 	unsigned long start;
@@ -507,14 +490,14 @@ int main(int argc, char *argv[])
 
 		switch (ch) {
 		case 'n':
-			bad = parse_positive(optarg, 1L << 20, &n);
+			bad = lm_splash_parse_positive(optarg, 1L << 20, &n);
 			break;
 		case 'p':
-			bad = parse_positive(optarg, LU_MAX_P, &P);
+			bad = lm_splash_parse_positive(optarg, LU_MAX_P, &P);
 			p_given = 1;
 			break;
 		case 'b':
-			bad = parse_positive(optarg, 1L << 20, &block_size);
+			bad = lm_splash_parse_positive(optarg, 1L << 20, &block_size);
 			break;
 		case 's':
 			dostats = 1;
@@ -619,15 +602,7 @@ int main(int argc, char *argv[])
 		print_stats();
 
 	printf("\n");
-	printf("                            TIMING INFORMATION\n");
-	print_time("Overall start time", Global->starttime);
-	print_time("Initialization finish time", Global->rs);
-	print_time("Overall finish time", Global->rf);
-	print_time("Total time with initialization",
-		   Global->rf - Global->starttime);
-	print_time("Total time without initialization",
-		   Global->rf - Global->rs);
-	printf("\n");
+	lm_splash_print_times(Global->starttime, Global->rs, Global->rf);
 
 	if (test_result) {
 		printf("                             TESTING RESULTS\n");

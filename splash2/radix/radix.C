@@ -12,13 +12,14 @@
 
 MAIN_ENV
 
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "splash_util.h"
 
 #define RADIX_DEFAULT_N 262144
 #define RADIX_DEFAULT_P 1
@@ -384,24 +385,6 @@ static void usage(FILE *out)
 }
 
 /* Parses a positive option value; 0 on success. */
-static int parse_positive(const char *text, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno != 0 || end == text || *end != '\0' || v < 1 || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static void print_time(const char *label, unsigned long us)
-{
-	printf("%-34s: %16lu us (%.6f s)\n", label, us, (double)us / 1e6);
-}
-
 /* Digits of log2_radix bits needed for the largest key, at least one. */
 static long count_digits(void)
 {
@@ -428,20 +411,20 @@ int main(int argc, char *argv[])
 
 		switch (ch) {
 		case 'p':
-			bad = parse_positive(optarg, RADIX_MAX_P, &P);
+			bad = lm_splash_parse_positive(optarg, RADIX_MAX_P, &P);
 			p_given = 1;
 			break;
 		case 'n':
-			bad = parse_positive(optarg, RADIX_MAX_N, &num_keys);
+			bad = lm_splash_parse_positive(optarg, RADIX_MAX_N, &num_keys);
 			break;
 		case 'r':
-			bad = parse_positive(optarg, RADIX_MAX_R, &radix);
+			bad = lm_splash_parse_positive(optarg, RADIX_MAX_R, &radix);
 			/* Digits are bit fields: a power of 2, at least 2. */
 			if (!bad && (radix < 2 || (radix & (radix - 1)) != 0))
 				bad = 1;
 			break;
 		case 'm':
-			bad = parse_positive(optarg, RADIX_MAX_M, &max_key);
+			bad = lm_splash_parse_positive(optarg, RADIX_MAX_M, &max_key);
 			break;
 		case 's':
 			dostats = 1;
@@ -553,15 +536,7 @@ int main(int argc, char *argv[])
 		print_stats();
 
 	printf("\n");
-	printf("                            TIMING INFORMATION\n");
-	print_time("Overall start time", Global->starttime);
-	print_time("Initialization finish time", Global->rs);
-	print_time("Overall finish time", Global->rf);
-	print_time("Total time with initialization",
-		   Global->rf - Global->starttime);
-	print_time("Total time without initialization",
-		   Global->rf - Global->rs);
-	printf("\n");
+	lm_splash_print_times(Global->starttime, Global->rs, Global->rf);
 
 	if (test_result) {
 		printf("                             TESTING RESULTS\n");
