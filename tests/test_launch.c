@@ -214,9 +214,17 @@ static void test_sigterm_ignored_then_killed(void)
 	const uint32_t ranks[] = { 0, 1 };
 	struct lm_launch_result res;
 	double secs;
-	int st = run_sh("trap '' TERM; [ \"$LM_RANK\" = 0 ] && exit 9; "
-			"sleep 30; sleep 30",
-			ranks, 2, 0, 300, &res, &secs);
+	int st;
+
+	/* Rank 0 fails only once rank 1 ignores SIGTERM (at most 5 s), or
+	 * rank 1 could die of the SIGTERM before its trap is set. */
+	make_tmpdir();
+	st = run_sh("trap '' TERM; if [ \"$LM_RANK\" = 0 ]; then i=0; "
+		    "while [ ! -e \"$0/ready\" ] && [ $i -lt 500 ]; do "
+		    "sleep 0.01; i=$((i + 1)); done; exit 9; fi; "
+		    ": > \"$0/ready\"; sleep 30; sleep 30",
+		    ranks, 2, 0, 300, &res, &secs);
+	remove_tmpdir();
 
 	CU_ASSERT_EQUAL(st, 9);
 	CU_ASSERT(secs >= 0.25 && secs < 5);
