@@ -187,6 +187,8 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_LEAVE] = { "LEAVE", 0, true },
 	[LM_MSG_LEAVE_OK] = { "LEAVE_OK", F_STATUS, true },
 	[LM_MSG_ABORT] = { "ABORT", F_RANK | F_DATA, true },
+	[LM_MSG_STATS] = { "STATS", 0, false },
+	[LM_MSG_STATS_REPLY] = { "STATS_REPLY", 0, false },
 };
 
 /* Fields of a DSM type, or NULL when type is not one. */

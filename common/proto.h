@@ -50,6 +50,9 @@ enum lm_msg_type {
 	LM_MSG_LEAVE_OK = 26,
 	LM_MSG_ABORT = 27,      /* any direction, one-way: the run failed;
 				   rank and reason */
+	LM_MSG_STATS = 28,      /* tool -> daemon request: your counters
+				   (common/stats.h) */
+	LM_MSG_STATS_REPLY = 29, /* reply to STATS (common/stats.h) */
 	LM_MSG_TYPE_COUNT
 };
 

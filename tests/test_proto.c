@@ -83,6 +83,14 @@ static const uint8_t diff_list[] = {
 };
 
 /* Representative messages of every DSM type, including empty lists. */
+/* DSM types are those lm_msg_encoded_len knows (STATS and PING are not). */
+static bool is_dsm_type(int t)
+{
+	struct lm_msg m = { .type = (uint16_t)t };
+
+	return lm_msg_encoded_len(&m) != 0;
+}
+
 static size_t make_samples(struct lm_msg *s)
 {
 	size_t n = 0;
@@ -200,7 +208,8 @@ static void test_dsm_round_trip_every_type(void)
 		seen[s[i].type] = 1;
 	}
 	for (int t = LM_MSG_JOIN; t < LM_MSG_TYPE_COUNT; t++)
-		CU_ASSERT(seen[t]);
+		if (is_dsm_type(t))
+			CU_ASSERT(seen[t]);
 }
 
 /* Fields a type carries (docs/protocol.md "Messages"). */
@@ -247,6 +256,8 @@ static void test_dsm_unused_fields_decode_as_zero(void)
 	uint8_t buf[512];
 
 	for (int t = LM_MSG_JOIN; t < LM_MSG_TYPE_COUNT; t++) {
+		if (!is_dsm_type(t))
+			continue;
 		unsigned u = used_fields(t);
 		int len;
 
