@@ -47,6 +47,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lm_error.h"
@@ -147,6 +148,7 @@ enum {
 	F_DATA = 1u << 10,
 	F_DIFFS = 1u << 11,
 	F_NOTICES = 1u << 12,
+	F_EPOCH = 1u << 13,
 };
 
 #define LM_MSG_RUN 8        /* u64 run id */
@@ -166,13 +168,14 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_JOIN_OK] = { "JOIN_OK", F_STATUS, true },
 	[LM_MSG_FETCH] = { "FETCH", F_PAGE, true },
 	[LM_MSG_PAGE] = { "PAGE", F_PAGE | F_VERSION | F_DATA, true },
-	[LM_MSG_FLUSH] = { "FLUSH", F_RANK | F_DIFFS, true },
-	[LM_MSG_FLUSH_OK] = { "FLUSH_OK", F_STATUS, true },
-	[LM_MSG_BARRIER] = { "BARRIER", F_ID, true },
+	[LM_MSG_FLUSH] = { "FLUSH", F_RANK | F_EPOCH | F_DIFFS, true },
+	[LM_MSG_FLUSH_OK] = { "FLUSH_OK", F_STATUS | F_NOTICES, true },
+	[LM_MSG_BARRIER] = { "BARRIER", F_ID | F_EPOCH | F_NOTICES, true },
 	[LM_MSG_RELEASE] = { "RELEASE", F_ID | F_NOTICES, true },
-	[LM_MSG_LOCK] = { "LOCK", F_ID | F_RANK, true },
+	[LM_MSG_LOCK] = { "LOCK", F_ID | F_RANK | F_EPOCH, true },
 	[LM_MSG_GRANT] = { "GRANT", F_ID | F_NOTICES, true },
-	[LM_MSG_UNLOCK] = { "UNLOCK", F_ID | F_RANK, true },
+	[LM_MSG_UNLOCK] = { "UNLOCK", F_ID | F_RANK | F_EPOCH | F_NOTICES,
+			    true },
 	[LM_MSG_UNLOCK_OK] = { "UNLOCK_OK", F_STATUS, true },
 	[LM_MSG_ALLOC] = { "ALLOC", F_ID | F_SIZE | F_ALIGN, true },
 	[LM_MSG_ALLOC_OK] = { "ALLOC_OK", F_STATUS | F_OFFSET, true },
@@ -216,7 +219,8 @@ size_t lm_msg_encoded_len(const struct lm_msg *m)
 		return 0;
 	f = k->fields;
 	n += 4 * !!(f & F_STATUS) + 4 * !!(f & F_ID) + 4 * !!(f & F_RANK) +
-	     4 * !!(f & F_PAGE) + 4 * !!(f & F_VERSION) + 4 * !!(f & F_PID);
+	     4 * !!(f & F_PAGE) + 4 * !!(f & F_VERSION) + 4 * !!(f & F_PID) +
+	     4 * !!(f & F_EPOCH);
 	n += 8 * !!(f & F_HASH) + 8 * !!(f & F_SIZE) + 8 * !!(f & F_ALIGN) +
 	     8 * !!(f & F_OFFSET);
 	if (f & F_DATA)
@@ -317,6 +321,8 @@ int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap)
 		put32(&p, m->version);
 	if (f & F_PID)
 		put32(&p, m->pid);
+	if (f & F_EPOCH)
+		put32(&p, m->epoch);
 	if (f & F_HASH)
 		put64(&p, m->layout_hash);
 	if (f & F_SIZE)
@@ -457,6 +463,7 @@ static int decode_fields(struct cursor *c, struct lm_msg *m, unsigned f,
 	    ((f & F_PAGE) && get32(c, &m->page) < 0) ||
 	    ((f & F_VERSION) && get32(c, &m->version) < 0) ||
 	    ((f & F_PID) && get32(c, &m->pid) < 0) ||
+	    ((f & F_EPOCH) && get32(c, &m->epoch) < 0) ||
 	    ((f & F_HASH) && get64(c, &m->layout_hash) < 0) ||
 	    ((f & F_SIZE) && get64(c, &m->size) < 0) ||
 	    ((f & F_ALIGN) && get64(c, &m->align) < 0) ||
@@ -552,4 +559,28 @@ int lm_msg_diffs_append(uint8_t *buf, size_t cap, size_t *len,
 		memcpy(buf + *len + LM_DIFF_ENTRY_HDR, diff, diff_len);
 	*len += LM_DIFF_ENTRY_HDR + diff_len;
 	return 0;
+}
+
+static int notice_order(const void *a, const void *b)
+{
+	const struct lm_notice *x = a, *y = b;
+
+	if (x->page != y->page)
+		return x->page < y->page ? -1 : 1;
+	if (x->version != y->version) /* highest version first */
+		return x->version > y->version ? -1 : 1;
+	return 0;
+}
+
+size_t lm_notices_merge(struct lm_notice *v, size_t n)
+{
+	size_t out = 0;
+
+	if (n < 2)
+		return n;
+	qsort(v, n, sizeof(*v), notice_order);
+	for (size_t i = 0; i < n; i++)
+		if (out == 0 || v[out - 1].page != v[i].page)
+			v[out++] = v[i];
+	return out;
 }

@@ -126,6 +126,9 @@ struct lm_msg {
 	uint32_t page;         /* FETCH, PAGE */
 	uint32_t version;      /* PAGE */
 	uint32_t pid;          /* JOIN */
+	uint32_t epoch;        /* FLUSH, BARRIER, LOCK, UNLOCK between
+				  reflectors: barriers completed in the run
+				  so far at the sender (0 elsewhere) */
 	uint64_t layout_hash;  /* JOIN */
 	uint64_t size;         /* ALLOC: bytes */
 	uint64_t align;        /* ALLOC: power of two; 0 = default */
@@ -136,7 +139,9 @@ struct lm_msg {
 				  ABORT: reason text (not NUL-terminated) */
 	size_t data_len;
 	struct lm_msg_diffs diffs;          /* FLUSH */
-	const struct lm_notice *notices;    /* RELEASE, GRANT (see below) */
+	const struct lm_notice *notices;    /* RELEASE, GRANT, END; between
+					       reflectors also FLUSH_OK,
+					       BARRIER, UNLOCK */
 	uint32_t nnotices;
 };
 
@@ -168,6 +173,12 @@ int lm_msg_diffs_next(const struct lm_msg_diffs *d, size_t *pos,
  * current length *len).  Returns 0 or LM_ENOBUFS. */
 int lm_msg_diffs_append(uint8_t *buf, size_t cap, size_t *len,
 			uint32_t page, const uint8_t *diff, size_t diff_len);
+
+/* Keeps one notice per page, the one with the highest version (the
+ * home's latest word on the page: later notices of an epoch include what
+ * earlier ones said), sorted by page.  Returns the new count.  Merging two
+ * lists is appending one to the other and calling this. */
+size_t lm_notices_merge(struct lm_notice *v, size_t n);
 
 /* How a protocol state machine (lemuriad/cluster.c, reflector/home.c)
  * emits messages.  The daemon glue encodes each message during the call,

@@ -150,7 +150,7 @@ struct lm_cluster {
 	uint32_t barrier_up_id;
 
 	uint32_t ends;          /* ENDs received, not yet consumed */
-	struct lm_notice *end_notices; /* carried by the last END (owned) */
+	struct lm_notice *end_notices; /* merged from the ENDs (owned) */
 	uint32_t end_nnotices;
 
 	struct held_lock *held; /* locks granted through us, not unlocked */
@@ -803,7 +803,7 @@ static void handle_end(lm_cluster *c, int slot, uint16_t from,
 }
 
 /* Answers every WAIT_END whose count of ENDs has arrived, with the
- * notices of the last END, applied to our own cache first. */
+ * notices of the ENDs, applied to our own cache first. */
 static void check_wait_end(lm_cluster *c)
 {
 	for (uint32_t i = 0; i < c->nclients; i++) {
@@ -820,6 +820,11 @@ static void check_wait_end(lm_cluster *c)
 		r.notices = c->end_notices;
 		r.nnotices = c->end_nnotices;
 		c->out.reply(c->ctx, slot_node(c, (int)i), cl->end_req, &r);
+		if (c->ends == 0) { /* all delivered: start afresh */
+			free(c->end_notices);
+			c->end_notices = NULL;
+			c->end_nnotices = 0;
+		}
 	}
 }
 
@@ -1135,24 +1140,28 @@ static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
 	cl->has_work = true;
 }
 
+/* The notices of every END are kept, merged, not just the last END's:
+ * with several reflectors each END carries what its own reflector's
+ * clusters wrote, and rank 0 must see the writes of all its workers. */
 static void handle_end_down(lm_cluster *c, const struct lm_msg *m)
 {
-	struct lm_notice *copy = NULL;
-
 	if (m->nnotices) {
-		copy = malloc(m->nnotices * sizeof(*copy));
-		if (!copy) {
+		size_t n = c->end_nnotices + m->nnotices;
+		struct lm_notice *v = realloc(c->end_notices,
+					      n * sizeof(*v));
+
+		if (!v) {
 			/* WAIT_END would go without them: refuse loudly */
 			lm_log_error("cluster %s: no memory for the notices "
 				     "of an END", c->cfg->name);
 			count_bad(c, c->reflector, m, "no memory");
 			return;
 		}
-		memcpy(copy, m->notices, m->nnotices * sizeof(*copy));
+		memcpy(v + c->end_nnotices, m->notices,
+		       m->nnotices * sizeof(*v));
+		c->end_notices = v;
+		c->end_nnotices = (uint32_t)lm_notices_merge(v, n);
 	}
-	free(c->end_notices);
-	c->end_notices = copy;
-	c->end_nnotices = m->nnotices;
 	c->ends++;
 	check_wait_end(c);
 }

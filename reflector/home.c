@@ -1,44 +1,36 @@
-/* Reflector protocol layer: R's role in docs/dsm.md with one reflector
- * level.  The home of every page, manager of every lock and barrier, and
- * the allocator, as a state machine fed decoded messages.
+/* Reflector protocol layer: role R of docs/dsm.md, for a root cluster of
+ * one or more reflectors ("Several reflectors").  A state machine fed
+ * decoded messages; it never touches a socket.
  *
  * Choices where docs/dsm.md leaves room (the lead may fold them into it):
- *  - Run ids compare as unsigned numbers: larger is newer.  The home starts
- *    at run 0; the first message of a larger run resets every piece of run
- *    state (pages, versions, epoch, barriers, locks, allocator, id
- *    counters) but not the counters of lm_home_stats.
- *  - Only messages from clusters whose reflector is this one are served;
- *    anything else (clients, tools, other reflectors' clusters) is dropped
- *    and counted.  Kinds are checked: FETCH, LOCK, ALLOC, FREE and JOIN
- *    must be requests, FLUSH, BARRIER, UNLOCK, CREATE, END and ABORT
- *    one-way.
+ *  - Run ids compare as unsigned numbers: larger is newer.  The first
+ *    message of a larger run, from a cluster or a reflector, resets every
+ *    piece of run state but not the counters of lm_home_stats.
+ *  - Messages are taken from the clusters whose reflector is this one and
+ *    from the other reflectors of the layout; anything else is dropped
+ *    and counted.  Kinds are checked (requests vs one-way messages), and
+ *    replies must answer a request of ours, with the matching type.
  *  - A FETCH of a page outside the region is answered with a PAGE of
  *    data_len 0 (PAGE has no status; the lemuriad treats it as an error)
  *    and counted in dropped_bad, so the requester does not hang.
- *  - A FLUSH list is all or nothing: if any entry is malformed, names a
- *    page outside the region or fails lm_diff_validate, nothing of it is
- *    applied and its entries count as rejected (those up to the first bad
- *    one when the list itself does not parse).  A page's version goes
- *    up once per applied list that contains it, however many entries for
- *    it the list has.  A FLUSH must name its writer: a rank of the
- *    sending cluster, else it is dropped as bad input.
- *  - Notices name who wrote the page in the epoch (base, writer,
- *    wcluster; docs/dsm.md "Sole writers"), so that a sole writer's copy
- *    is kept instead of refetched.
+ *  - A FLUSH list is all or nothing at the router (checked whole before
+ *    any part goes to a home) and at each home.  A page's version goes up
+ *    once per applied list that contains it.  A FLUSH must name its
+ *    writer: a rank of the sending cluster (or, between reflectors, of a
+ *    cluster of the sending reflector), else it is dropped as bad input.
  *  - ALLOC: with align == 0 and id != 0 it reserves `size` ids of kind id
- *    (see home.h) and answers the first one in offset (id != 0 with an
- *    align is LM_EINVAL; a kind out of range LM_EINVAL; ids exhausted
- *    LM_ENOMEM).  With id == 0 it allocates memory:
- *    sizes are rounded up to LM_HOME_ALIGN, the alignment is the larger of
+ *    (see home.h; id != 0 with an align is LM_EINVAL, a kind out of range
+ *    LM_EINVAL, ids exhausted LM_ENOMEM).  With id == 0 it allocates
+ *    memory: sizes rounded up to LM_HOME_ALIGN, alignment the larger of
  *    the explicit one (a power of two) and the default (LM_HOME_ALIGN, or
  *    page_size when size >= page_size).  Size 0 or a bad align: LM_EINVAL.
  *  - LOCK from a rank already waiting for that lock, UNLOCK from a rank
- *    that does not hold it, a second BARRIER arrival of a cluster before
- *    the barrier completed, a rank (LOCK, UNLOCK, FLUSH) outside the
- *    sending cluster: logged, dropped, counted in dropped_bad.
+ *    that does not hold it, a second arrival at a barrier before it
+ *    completed, a rank outside the sender's clusters: logged, dropped,
+ *    counted in dropped_bad.
  *  - JOIN (request, if a lemuriad sends one) is answered JOIN_OK{0}.
- *    ABORT from a cluster is passed on to every other cluster served, so
- *    their waiting clients fail instead of hanging. */
+ *    ABORT from a cluster goes to every other cluster served and to the
+ *    other reflectors, which pass it to their clusters. */
 #include "home.h"
 
 #include <stdbool.h>
@@ -49,30 +41,97 @@
 #include "log.h"
 #include "lm_error.h"
 
-/* Active lock entries (held or waited for); beyond this, LOCK is dropped.
- * Entries of free locks with no waiters are removed, so the table is
- * bounded by what the clients hold and wait for at the same moment. */
+/* Active lock entries (held, waited for, or carrying notices); beyond
+ * this, LOCK is dropped. */
 #define LM_HOME_LOCKS_MAX 65536u
+
+/* Requests of ours to other reflectors that may be outstanding at once;
+ * beyond this a cluster's request is dropped (I5). */
+#define LM_HOME_FORWARDS_MAX 65536u
+
+/* Messages held for flush acks at once (I5). */
+#define LM_HOME_HELD_MAX 65536u
+
+/* A notice with the epoch of the release that sent it. */
+struct tagged_notice {
+	struct lm_notice n;
+	uint32_t epoch;
+};
 
 struct home_waiter {
 	struct home_waiter *next;
-	uint16_t node;   /* lemuriad that asked */
+	uint16_t node;   /* who asked: a cluster of ours or a reflector */
 	uint32_t req_id; /* its LOCK request, answered by GRANT */
 	uint32_t rank;
+	uint32_t epoch;  /* the requester's epoch */
 };
 
+/* A lock at its manager.  `notes` are the write notices its releases
+ * carried since the last barrier: what the next holder must see. */
 struct home_lock {
 	uint32_t id;
 	uint32_t holder;             /* rank; meaningful when held */
 	bool held;
 	struct home_waiter *head, *tail; /* FIFO of waiters */
+	struct tagged_notice *notes;
+	size_t nnotes;
 };
 
-struct home_barrier {
+/* A barrier at a router: which of our clusters arrived. */
+struct router_barrier {
 	bool pending;
 	uint32_t id;
-	uint32_t arrived; /* clusters so far */
+	uint32_t arrived;
 	uint8_t *seen;    /* per layout cluster index, owned */
+};
+
+/* A barrier at its manager: which reflectors arrived and the notices
+ * they brought. */
+struct mgr_barrier {
+	bool pending;
+	uint32_t id;
+	uint32_t arrived;
+	uint8_t *seen;    /* per reflector index, owned */
+	struct lm_notice *notices;
+	size_t nnotices, cap;
+};
+
+/* The epoch's entry of a page at its home: who changed it since the
+ * epoch began, from which version. */
+struct page_epoch {
+	uint32_t epoch1;  /* epoch + 1 of the entry; 0: none yet */
+	uint32_t base;
+	uint32_t writer;
+	uint32_t wcluster;
+};
+
+/* A set of notices, one per page, latest version kept. */
+struct notice_set {
+	struct lm_notice *v; /* npages entries */
+	uint32_t n;
+	uint32_t *at;        /* per page: index + 1 in v, 0 when absent */
+};
+
+/* A request of ours to another reflector, matched by req_id. */
+struct forward {
+	uint32_t req_id;
+	uint16_t type;     /* the request's type */
+	uint16_t to;       /* reflector node it went to */
+	uint16_t node;     /* who we answer: a cluster of ours */
+	uint32_t node_req; /* ... and its request id */
+	uint64_t seq;      /* FLUSH: its place among our flushes */
+};
+
+/* A cluster's message held until the homes applied every change our
+ * clusters sent before it (I2). */
+struct held_msg {
+	uint16_t type;     /* BARRIER, UNLOCK, END or CREATE */
+	uint32_t id, rank;
+	int32_t status;
+	uint64_t offset;
+	uint8_t *data;     /* CREATE's image, owned */
+	size_t data_len;
+	uint64_t mark;     /* flushes up to this seq must be acked first */
 };
 
 /* A range of the shared region [off, off + len). */
@@ -91,36 +150,44 @@ struct lm_home {
 	uint16_t self_id;
 	struct lm_msg_out out;
 	void *ctx;
-	size_t self_index;   /* into layout->reflectors */
-	uint32_t nserved;    /* clusters whose reflector is self */
+	uint32_t self_index;   /* into layout->reflectors */
+	uint32_t nrefl;
+	uint32_t nserved;      /* clusters whose reflector is self */
+	uint32_t nactive;      /* reflectors that serve clusters */
 	uint32_t page_size;
 	uint32_t npages;
 	uint64_t run;
 
-	/* Master copies: NULL until first written (the zero page). */
+	/* ---- home: master copies of our pages; NULL until first written */
 	uint8_t **pages;
 	uint32_t *versions;
+	struct page_epoch *pe;
 	uint8_t *zero; /* page_size zero bytes, answers FETCH of NULL pages */
-
-	/* The epoch's notice list: one entry per page changed since the last
-	 * barrier, with its latest version, the version it had before the
-	 * epoch's first change and who made the changes.  in_epoch[p] is the
-	 * index + 1 of p's entry, 0 when p has none, so a notice is updated
-	 * in place and the list is cleared in O(changed). */
-	struct lm_notice *notices; /* npages entries */
-	uint32_t nnotices;
-	uint32_t *in_epoch;
-
 	/* flush_mark[p] == flush_seq when p's version went up in the list
 	 * being applied. */
 	uint32_t *flush_mark;
 	uint32_t flush_seq;
 
-	struct home_barrier barriers[LM_HOME_BARRIERS_MAX];
+	/* ---- router */
+	uint32_t epoch;            /* barriers released to our clusters */
+	struct notice_set epoch_set; /* our clusters' changes this epoch */
+	struct router_barrier barriers[LM_HOME_BARRIERS_MAX];
+	struct forward *fwd;
+	size_t nfwd, fwd_cap;
+	uint32_t next_req;
+	uint64_t flush_sent;       /* seq of the last FLUSH forwarded */
+	struct held_msg *held;
+	size_t nheld, held_cap;
+	uint8_t *split;            /* builds per-home parts of a list */
+	size_t split_cap;
 
+	/* ---- managers */
+	struct mgr_barrier mbarriers[LM_HOME_BARRIERS_MAX];
 	struct home_lock *locks; /* unordered, active entries only */
 	size_t nlocks, locks_cap;
+	struct lm_notice *scratch; /* npages entries: notices being sent */
 
+	/* ---- allocator (the first reflector) */
 	struct extent_vec free_list; /* free ranges */
 	struct extent_vec used;      /* live allocations (rounded size) */
 	uint64_t next_id[LM_HOME_ID_KINDS]; /* may reach 2^32: exhausted */
@@ -187,6 +254,32 @@ static uint64_t align_up(uint64_t x, uint64_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
+/* ---- placement -------------------------------------------------------- */
+
+uint32_t lm_home_of_page(const struct lm_layout *l, uint32_t page)
+{
+	return (uint32_t)((page / LM_HOME_PAGE_BLOCK) % l->nreflectors);
+}
+
+uint32_t lm_home_manager_of(const struct lm_layout *l, uint32_t id)
+{
+	return (uint32_t)(id % l->nreflectors);
+}
+
+static uint16_t refl_node(const lm_home *h, uint32_t index)
+{
+	return h->layout->reflectors[index].id;
+}
+
+/* Index of the reflector with node id `node`, other than us, or -1. */
+static long peer_reflector(const lm_home *h, uint16_t node)
+{
+	for (uint32_t i = 0; i < h->nrefl; i++)
+		if (h->layout->reflectors[i].id == node)
+			return i == h->self_index ? -1 : (long)i;
+	return -1;
+}
+
 /* Layout index of the cluster with node id `node` if this reflector serves
  * it, else -1. */
 static long served_cluster(const lm_home *h, uint16_t node)
@@ -199,21 +292,29 @@ static long served_cluster(const lm_home *h, uint16_t node)
 		return -1;
 	i = node - first;
 	if (l->clusters[i].id != node ||
-	    (size_t)l->clusters[i].reflector_index != h->self_index)
+	    (uint32_t)l->clusters[i].reflector_index != h->self_index)
 		return -1;
 	return (long)i;
 }
 
-/* The served cluster holding `rank`, or NULL. */
-static const struct lm_cluster_cfg *served_rank(const lm_home *h,
-						uint32_t rank)
+/* The cluster holding `rank` if reflector `index` serves it, else NULL. */
+static const struct lm_cluster_cfg *rank_under(const lm_home *h,
+					       uint32_t rank, uint32_t index)
 {
 	const struct lm_cluster_cfg *c;
 
 	c = lm_layout_cluster_of_rank(h->layout, rank);
-	if (!c || (size_t)c->reflector_index != h->self_index)
+	if (!c || (uint32_t)c->reflector_index != index)
 		return NULL;
 	return c;
+}
+
+static bool serves_clusters(const lm_home *h, uint32_t index)
+{
+	for (size_t i = 0; i < h->layout->nclusters; i++)
+		if ((uint32_t)h->layout->clusters[i].reflector_index == index)
+			return true;
+	return false;
 }
 
 static void drop_bad(lm_home *h, uint16_t from, const struct lm_msg *m,
@@ -234,27 +335,55 @@ static struct lm_msg msg_new(const lm_home *h, enum lm_msg_type type)
 	return m;
 }
 
+/* Notices from another reflector must name pages of the region. */
+static bool notices_valid(const lm_home *h, const struct lm_msg *m)
+{
+	for (uint32_t i = 0; i < m->nnotices; i++)
+		if (m->notices[i].page >= h->npages)
+			return false;
+	return true;
+}
+
+/* ---- notice sets ------------------------------------------------------ */
+
+static void set_put(struct notice_set *s, const struct lm_notice *n)
+{
+	uint32_t at = s->at[n->page];
+
+	if (!at) {
+		s->v[s->n] = *n;
+		s->at[n->page] = ++s->n;
+	} else if (n->version > s->v[at - 1].version) {
+		s->v[at - 1] = *n;
+	}
+}
+
+static void set_clear(struct notice_set *s)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		s->at[s->v[i].page] = 0;
+	s->n = 0;
+}
+
 /* ---- run state -------------------------------------------------------- */
 
-static void epoch_clear(lm_home *h)
+static void lock_free_entry(struct home_lock *lk)
 {
-	for (uint32_t i = 0; i < h->nnotices; i++)
-		h->in_epoch[h->notices[i].page] = 0;
-	h->nnotices = 0;
+	struct home_waiter *w = lk->head;
+
+	while (w) {
+		struct home_waiter *next = w->next;
+
+		free(w);
+		w = next;
+	}
+	free(lk->notes);
 }
 
 static void locks_clear(lm_home *h)
 {
-	for (size_t i = 0; i < h->nlocks; i++) {
-		struct home_waiter *w = h->locks[i].head;
-
-		while (w) {
-			struct home_waiter *next = w->next;
-
-			free(w);
-			w = next;
-		}
-	}
+	for (size_t i = 0; i < h->nlocks; i++)
+		lock_free_entry(&h->locks[i]);
 	h->nlocks = 0;
 }
 
@@ -264,7 +393,18 @@ static void barriers_clear(lm_home *h)
 		h->barriers[i].pending = false;
 		h->barriers[i].arrived = 0;
 		memset(h->barriers[i].seen, 0, h->layout->nclusters);
+		h->mbarriers[i].pending = false;
+		h->mbarriers[i].arrived = 0;
+		h->mbarriers[i].nnotices = 0;
+		memset(h->mbarriers[i].seen, 0, h->nrefl);
 	}
+}
+
+static void held_clear(lm_home *h)
+{
+	for (size_t i = 0; i < h->nheld; i++)
+		free(h->held[i].data);
+	h->nheld = 0;
 }
 
 /* Forgets everything of the current run (docs/dsm.md "Identity and
@@ -277,9 +417,13 @@ static void run_reset(lm_home *h)
 		h->pages[p] = NULL;
 	}
 	memset(h->versions, 0, (size_t)h->npages * sizeof(*h->versions));
-	epoch_clear(h);
+	memset(h->pe, 0, (size_t)h->npages * sizeof(*h->pe));
+	h->epoch = 0;
+	set_clear(&h->epoch_set);
 	barriers_clear(h);
 	locks_clear(h);
+	held_clear(h);
+	h->nfwd = 0;
 	h->used.n = 0;
 	h->free_list.n = 1;
 	h->free_list.v[0].off = 0;
@@ -298,8 +442,8 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	uint64_t npages;
 	size_t i;
 
-	if (!layout || !out || !out->send || !out->reply ||
-	    layout->page_size == 0)
+	if (!layout || !out || !out->send || !out->reply || !out->request ||
+	    layout->page_size == 0 || layout->nreflectors == 0)
 		return NULL;
 	npages = layout->shared_size / layout->page_size;
 	if (npages == 0 || npages > UINT32_MAX - 1)
@@ -313,31 +457,37 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	h->ctx = ctx;
 	h->page_size = layout->page_size;
 	h->npages = (uint32_t)npages;
+	h->nrefl = (uint32_t)layout->nreflectors;
 	for (i = 0; i < layout->nreflectors; i++)
 		if (layout->reflectors[i].id == self_id)
 			break;
 	if (i == layout->nreflectors)
 		goto err;
-	h->self_index = i;
+	h->self_index = (uint32_t)i;
 	for (i = 0; i < layout->nclusters; i++)
-		if ((size_t)layout->clusters[i].reflector_index ==
+		if ((uint32_t)layout->clusters[i].reflector_index ==
 		    h->self_index)
 			h->nserved++;
+	for (i = 0; i < h->nrefl; i++)
+		h->nactive += serves_clusters(h, (uint32_t)i);
 
 	h->pages = calloc(npages, sizeof(*h->pages));
 	h->versions = calloc(npages, sizeof(*h->versions));
+	h->pe = calloc(npages, sizeof(*h->pe));
 	h->zero = calloc(1, layout->page_size);
-	h->notices = calloc(npages, sizeof(*h->notices));
-	h->in_epoch = calloc(npages, sizeof(*h->in_epoch));
 	h->flush_mark = calloc(npages, sizeof(*h->flush_mark));
-	if (!h->pages || !h->versions || !h->zero || !h->notices ||
-	    !h->in_epoch || !h->flush_mark)
+	h->epoch_set.v = calloc(npages, sizeof(*h->epoch_set.v));
+	h->epoch_set.at = calloc(npages, sizeof(*h->epoch_set.at));
+	h->scratch = calloc(npages, sizeof(*h->scratch));
+	if (!h->pages || !h->versions || !h->pe || !h->zero ||
+	    !h->flush_mark || !h->epoch_set.v || !h->epoch_set.at ||
+	    !h->scratch)
 		goto err;
 	for (i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
-		/* +1: a layout always has clusters, but calloc(0) may be
-		 * NULL */
+		/* +1: calloc(0) may be NULL */
 		h->barriers[i].seen = calloc(layout->nclusters + 1, 1);
-		if (!h->barriers[i].seen)
+		h->mbarriers[i].seen = calloc(h->nrefl + 1, 1);
+		if (!h->barriers[i].seen || !h->mbarriers[i].seen)
 			goto err;
 	}
 	if (vec_reserve(&h->free_list, 16) < 0 ||
@@ -359,14 +509,23 @@ void lm_home_destroy(lm_home *h)
 			free(h->pages[p]);
 	free(h->pages);
 	free(h->versions);
+	free(h->pe);
 	free(h->zero);
-	free(h->notices);
-	free(h->in_epoch);
 	free(h->flush_mark);
-	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++)
+	free(h->epoch_set.v);
+	free(h->epoch_set.at);
+	free(h->scratch);
+	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
 		free(h->barriers[i].seen);
+		free(h->mbarriers[i].seen);
+		free(h->mbarriers[i].notices);
+	}
 	locks_clear(h);
 	free(h->locks);
+	held_clear(h);
+	free(h->held);
+	free(h->fwd);
+	free(h->split);
 	free(h->free_list.v);
 	free(h->used.v);
 	free(h);
@@ -389,60 +548,37 @@ int lm_home_page(const lm_home *h, uint32_t page, const uint8_t **data,
 	return 0;
 }
 
-/* ---- pages ------------------------------------------------------------ */
+/* ---- home: pages ------------------------------------------------------ */
 
-static void handle_fetch(lm_home *h, uint16_t from, uint32_t req_id,
-			 const struct lm_msg *m)
+static void serve_page(lm_home *h, uint16_t node, uint32_t req_id,
+		       uint32_t page)
+{
+	struct lm_msg r = msg_new(h, LM_MSG_PAGE);
+
+	r.page = page;
+	r.version = h->versions[page];
+	r.data = h->pages[page] ? h->pages[page] : h->zero;
+	r.data_len = h->page_size;
+	h->stats.fetches++;
+	h->out.reply(h->ctx, node, req_id, &r);
+}
+
+/* An empty PAGE: the requester fails instead of waiting forever. */
+static void refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
+			 const struct lm_msg *m, const char *why)
 {
 	struct lm_msg r = msg_new(h, LM_MSG_PAGE);
 
 	r.page = m->page;
-	if (m->page >= h->npages) {
-		/* Answered anyway so the requester fails instead of
-		 * waiting forever; data_len 0 marks the error. */
-		drop_bad(h, from, m, "page outside the region");
-		h->out.reply(h->ctx, from, req_id, &r);
-		return;
-	}
-	r.version = h->versions[m->page];
-	r.data = h->pages[m->page] ? h->pages[m->page] : h->zero;
-	r.data_len = h->page_size;
-	h->stats.fetches++;
+	drop_bad(h, from, m, why);
 	h->out.reply(h->ctx, from, req_id, &r);
 }
 
-/* Records page's new version in the epoch's notice list (I3), after a
- * list of rank `writer` from cluster index `wcluster` raised it by one.
- * The version is exact: a copy at `base` plus exactly the diffs of the
- * epoch is the page at `version`, which is what lets a sole writer keep
- * its copy (docs/dsm.md "Sole writers"); so any second writer or cluster
- * turns the field into LM_WRITER_MANY for the rest of the epoch. */
-static void note_page(lm_home *h, uint32_t page, uint32_t writer,
-		      uint32_t wcluster)
-{
-	uint32_t at = h->in_epoch[page];
-	struct lm_notice *n;
-
-	if (!at) {
-		at = ++h->nnotices;
-		h->in_epoch[page] = at;
-		n = &h->notices[at - 1];
-		n->page = page;
-		n->base = h->versions[page] - 1;
-		n->writer = writer;
-		n->wcluster = wcluster;
-	}
-	n = &h->notices[at - 1];
-	n->version = h->versions[page];
-	if (n->writer != writer)
-		n->writer = LM_WRITER_MANY;
-	if (n->wcluster != wcluster)
-		n->wcluster = LM_WRITER_MANY;
-}
-
-/* Checks a whole diff list; returns the number of entries or a negative
- * count - 1 of entries seen before the first bad one. */
-static long flush_check(const lm_home *h, const struct lm_msg_diffs *d)
+/* Checks a whole diff list (and, for a home, that every page is ours);
+ * returns the number of entries or a negative count - 1 of entries seen
+ * before the first bad one. */
+static long flush_check(const lm_home *h, const struct lm_msg_diffs *d,
+			bool as_home)
 {
 	size_t pos = 0;
 	long n = 0;
@@ -453,6 +589,8 @@ static long flush_check(const lm_home *h, const struct lm_msg_diffs *d)
 
 	while ((r = lm_msg_diffs_next(d, &pos, &page, &diff, &len)) == 1) {
 		if (page >= h->npages ||
+		    (as_home &&
+		     lm_home_of_page(h->layout, page) != h->self_index) ||
 		    lm_diff_validate(diff, len, h->page_size) < 0)
 			return -(n + 1);
 		n++;
@@ -462,25 +600,34 @@ static long flush_check(const lm_home *h, const struct lm_msg_diffs *d)
 	return n;
 }
 
-static void handle_flush(lm_home *h, uint16_t from, long ci,
-			 const struct lm_msg *m)
+/* Applies a list of rank `writer`, sent in `epoch`, to our master copies,
+ * all or nothing.  A page's version goes up once per list; its epoch entry
+ * records the epoch's base and writers, so that the notice is exact: a
+ * copy at `base` plus exactly the epoch's diffs is the page at `version`,
+ * which lets a sole writer keep its copy (docs/dsm.md "Sole writers").
+ * The notices of the pages go to h->scratch; returns their count, or a
+ * negative LM_E* with nothing applied. */
+static long home_apply(lm_home *h, uint16_t from, uint32_t epoch,
+		       uint32_t writer, const struct lm_msg_diffs *d)
 {
-	size_t pos = 0;
-	uint32_t page;
+	const struct lm_cluster_cfg *wc;
+	uint32_t wcluster, page;
+	size_t pos = 0, len;
 	const uint8_t *diff;
-	size_t len;
-	long n;
+	long n, count = 0;
 
-	n = flush_check(h, &m->diffs);
+	n = flush_check(h, d, true);
 	if (n < 0) {
 		h->stats.diffs_rejected += (uint64_t)-n;
 		lm_log_warn("home: FLUSH from node %u rejected: malformed "
 			    "diff list or page", from);
-		return;
+		return LM_EBADMSG;
 	}
+	wc = lm_layout_cluster_of_rank(h->layout, writer);
+	wcluster = wc ? (uint32_t)(wc - h->layout->clusters) : LM_WRITER_MANY;
 	/* Materialise every zero page first: running out of memory then
 	 * still leaves the list unapplied rather than half-applied. */
-	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
+	while (lm_msg_diffs_next(d, &pos, &page, &diff, &len) == 1) {
 		if (h->pages[page])
 			continue;
 		h->pages[page] = calloc(1, h->page_size);
@@ -488,7 +635,7 @@ static void handle_flush(lm_home *h, uint16_t from, long ci,
 			h->stats.diffs_rejected += (uint64_t)n;
 			lm_log_error("home: FLUSH from node %u rejected: out "
 				     "of memory", from);
-			return;
+			return LM_ENOMEM;
 		}
 	}
 	if (++h->flush_seq == 0) {
@@ -497,45 +644,226 @@ static void handle_flush(lm_home *h, uint16_t from, long ci,
 		h->flush_seq = 1;
 	}
 	pos = 0;
-	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
+	while (lm_msg_diffs_next(d, &pos, &page, &diff, &len) == 1) {
+		struct page_epoch *pe = &h->pe[page];
+		struct lm_notice *no;
+
 		lm_diff_apply(h->pages[page], h->page_size, diff, len);
 		h->stats.diffs_applied++;
 		if (h->flush_mark[page] == h->flush_seq)
 			continue;
 		h->flush_mark[page] = h->flush_seq;
 		h->versions[page]++;
-		note_page(h, page, m->rank, (uint32_t)ci);
+		if (pe->epoch1 != epoch + 1) {
+			pe->epoch1 = epoch + 1;
+			pe->base = h->versions[page] - 1;
+			pe->writer = writer;
+			pe->wcluster = wcluster;
+		}
+		if (pe->writer != writer)
+			pe->writer = LM_WRITER_MANY;
+		if (pe->wcluster != wcluster)
+			pe->wcluster = LM_WRITER_MANY;
+		no = &h->scratch[count++];
+		no->page = page;
+		no->version = h->versions[page];
+		no->base = pe->base;
+		no->writer = pe->writer;
+		no->wcluster = pe->wcluster;
 	}
 	h->stats.flushes++;
+	return count;
 }
 
-/* ---- barriers --------------------------------------------------------- */
+/* ---- router: requests to other reflectors ----------------------------- */
 
-static void barrier_release(lm_home *h, struct home_barrier *b)
+static struct forward *fwd_add(lm_home *h, uint16_t type, uint32_t to,
+			       uint16_t node, uint32_t node_req)
 {
-	struct lm_msg r = msg_new(h, LM_MSG_RELEASE);
+	struct forward *f;
+
+	if (h->nfwd == h->fwd_cap) {
+		size_t cap = h->fwd_cap ? h->fwd_cap * 2 : 64;
+		struct forward *nf;
+
+		if (h->nfwd >= LM_HOME_FORWARDS_MAX)
+			return NULL;
+		nf = realloc(h->fwd, cap * sizeof(*nf));
+		if (!nf)
+			return NULL;
+		h->fwd = nf;
+		h->fwd_cap = cap;
+	}
+	f = &h->fwd[h->nfwd++];
+	memset(f, 0, sizeof(*f));
+	f->req_id = ++h->next_req;
+	f->type = type;
+	f->to = refl_node(h, to);
+	f->node = node;
+	f->node_req = node_req;
+	return f;
+}
+
+static struct forward *fwd_find(lm_home *h, uint32_t req_id)
+{
+	for (size_t i = 0; i < h->nfwd; i++)
+		if (h->fwd[i].req_id == req_id)
+			return &h->fwd[i];
+	return NULL;
+}
+
+static void fwd_remove(lm_home *h, struct forward *f)
+{
+	*f = h->fwd[--h->nfwd];
+}
+
+/* Sends cluster request m (from node, node_req) on to reflector `to`. */
+static void forward(lm_home *h, uint32_t to, const struct lm_msg *m,
+		    uint16_t node, uint32_t node_req)
+{
+	struct forward *f = fwd_add(h, m->type, to, node, node_req);
+
+	if (!f) {
+		lm_log_error("home: too many requests in flight; %s of "
+			     "node %u dropped", lm_msg_name(m->type), node);
+		h->stats.dropped_bad++;
+		return;
+	}
+	h->out.request(h->ctx, f->to, f->req_id, m);
+}
+
+/* Whether a FLUSH forwarded up to seq `mark` still waits for its ack. */
+static bool flush_pending_upto(const lm_home *h, uint64_t mark)
+{
+	for (size_t i = 0; i < h->nfwd; i++)
+		if (h->fwd[i].type == LM_MSG_FLUSH && h->fwd[i].seq <= mark)
+			return true;
+	return false;
+}
+
+/* ---- router: diffs ---------------------------------------------------- */
+
+/* One home's part of a cluster's list: applied here or sent to the home,
+ * whose ack brings the notices into our epoch set. */
+static void flush_part(lm_home *h, uint32_t home, uint32_t writer,
+		       const struct lm_msg_diffs *part)
+{
+	struct lm_msg r;
+	struct forward *f;
+
+	if (home == h->self_index) {
+		long n = home_apply(h, h->self_id, h->epoch, writer, part);
+
+		for (long i = 0; i < n; i++)
+			set_put(&h->epoch_set, &h->scratch[i]);
+		return;
+	}
+	r = msg_new(h, LM_MSG_FLUSH);
+	r.rank = writer;
+	r.epoch = h->epoch;
+	r.diffs = *part;
+	f = fwd_add(h, LM_MSG_FLUSH, home, 0, 0);
+	if (!f) {
+		lm_log_error("home: too many requests in flight; diffs of "
+			     "rank %u lost", writer);
+		h->stats.diffs_rejected += part->count;
+		return;
+	}
+	f->seq = ++h->flush_sent;
+	h->stats.flushes_forwarded++;
+	h->out.request(h->ctx, f->to, f->req_id, &r);
+}
+
+/* Splits a cluster's list by home: one part per home reflector. */
+static void route_flush(lm_home *h, uint16_t from, const struct lm_msg *m)
+{
+	uint32_t page, first = UINT32_MAX;
+	const uint8_t *diff;
+	size_t pos = 0, len;
+	bool mixed = false;
+	long n;
+
+	n = flush_check(h, &m->diffs, false);
+	if (n < 0) {
+		h->stats.diffs_rejected += (uint64_t)-n;
+		lm_log_warn("home: FLUSH from node %u rejected: malformed "
+			    "diff list or page", from);
+		return;
+	}
+	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
+		uint32_t home = lm_home_of_page(h->layout, page);
+
+		if (first == UINT32_MAX)
+			first = home;
+		else if (home != first)
+			mixed = true;
+	}
+	if (n == 0)
+		return;
+	if (!mixed) {
+		flush_part(h, first, m->rank, &m->diffs);
+		return;
+	}
+	if (h->split_cap < m->diffs.len) {
+		uint8_t *ns = realloc(h->split, m->diffs.len);
+
+		if (!ns) {
+			h->stats.diffs_rejected += (uint64_t)n;
+			lm_log_error("home: FLUSH from node %u rejected: out "
+				     "of memory", from);
+			return;
+		}
+		h->split = ns;
+		h->split_cap = m->diffs.len;
+	}
+	for (uint32_t k = 0; k < h->nrefl; k++) {
+		struct lm_msg_diffs part = { h->split, 0, 0 };
+
+		pos = 0;
+		while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff,
+					 &len) == 1) {
+			if (lm_home_of_page(h->layout, page) != k)
+				continue;
+			/* cannot fail: the parts add up to the list */
+			(void)lm_msg_diffs_append(h->split, h->split_cap,
+						  &part.len, page, diff, len);
+			part.count++;
+		}
+		if (part.count)
+			flush_part(h, k, m->rank, &part);
+	}
+}
+
+/* ---- managers: barriers ----------------------------------------------- */
+
+static void router_release(lm_home *h, uint32_t id,
+			   const struct lm_notice *notices, uint32_t n)
+{
 	const struct lm_layout *l = h->layout;
+	struct lm_msg r = msg_new(h, LM_MSG_RELEASE);
 
-	r.id = b->id;
-	r.notices = h->notices;
-	r.nnotices = h->nnotices;
+	r.id = id;
+	r.notices = notices;
+	r.nnotices = n;
 	for (size_t i = 0; i < l->nclusters; i++)
-		if ((size_t)l->clusters[i].reflector_index == h->self_index)
+		if ((uint32_t)l->clusters[i].reflector_index == h->self_index)
 			h->out.send(h->ctx, l->clusters[i].id, &r);
-	b->pending = false;
-	b->arrived = 0;
-	memset(b->seen, 0, l->nclusters);
-	epoch_clear(h);
-	h->stats.barriers++;
+	h->epoch++;
+	set_clear(&h->epoch_set);
+	h->stats.releases++;
 }
 
-static void handle_barrier(lm_home *h, uint16_t from, long ci,
-			   const struct lm_msg *m)
+/* Reflector `ri` (maybe us) arrived at barrier `id` with the notices of
+ * its clusters' changes in the epoch.  With every reflector that serves
+ * clusters in, the merged notices go back down (DESIGN.md §2, step 4). */
+static void mgr_arrive(lm_home *h, uint16_t from, uint32_t ri,
+		       const struct lm_msg *m)
 {
-	struct home_barrier *b = NULL, *spare = NULL;
+	struct mgr_barrier *b = NULL, *spare = NULL;
+	struct lm_msg r;
 
 	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
-		struct home_barrier *e = &h->barriers[i];
+		struct mgr_barrier *e = &h->mbarriers[i];
 
 		if (e->pending && e->id == m->id) {
 			b = e;
@@ -553,16 +881,51 @@ static void handle_barrier(lm_home *h, uint16_t from, long ci,
 		b->pending = true;
 		b->id = m->id;
 	}
-	if (b->seen[ci]) {
-		drop_bad(h, from, m, "cluster arrived twice");
+	if (b->seen[ri]) {
+		drop_bad(h, from, m, "reflector arrived twice");
 		return;
 	}
-	b->seen[ci] = 1;
-	if (++b->arrived == h->nserved)
-		barrier_release(h, b);
+	if (b->nnotices + m->nnotices > b->cap) {
+		size_t cap = b->nnotices + m->nnotices;
+		struct lm_notice *nv = realloc(b->notices,
+					       cap * sizeof(*nv));
+
+		if (!nv) {
+			drop_bad(h, from, m, "out of memory");
+			return;
+		}
+		b->notices = nv;
+		b->cap = cap;
+	}
+	if (m->nnotices)
+		memcpy(b->notices + b->nnotices, m->notices,
+		       m->nnotices * sizeof(*m->notices));
+	b->nnotices += m->nnotices;
+	b->seen[ri] = 1;
+	if (++b->arrived < h->nactive)
+		return;
+
+	b->nnotices = lm_notices_merge(b->notices, b->nnotices);
+	r = msg_new(h, LM_MSG_RELEASE);
+	r.id = b->id;
+	r.notices = b->notices;
+	r.nnotices = (uint32_t)b->nnotices;
+	h->stats.barriers++;
+	for (uint32_t k = 0; k < h->nrefl; k++) {
+		if (!serves_clusters(h, k))
+			continue;
+		if (k == h->self_index)
+			router_release(h, r.id, r.notices, r.nnotices);
+		else
+			h->out.send(h->ctx, refl_node(h, k), &r);
+	}
+	b->pending = false;
+	b->arrived = 0;
+	b->nnotices = 0;
+	memset(b->seen, 0, h->nrefl);
 }
 
-/* ---- locks ------------------------------------------------------------ */
+/* ---- managers: locks -------------------------------------------------- */
 
 static struct home_lock *lock_find(lm_home *h, uint32_t id)
 {
@@ -596,28 +959,33 @@ static struct home_lock *lock_add(lm_home *h, uint32_t id)
 
 static void lock_remove(lm_home *h, struct home_lock *lk)
 {
+	lock_free_entry(lk);
 	*lk = h->locks[--h->nlocks];
 }
 
-/* GRANT carries the epoch's notices: every page changed since the last
- * barrier, a superset of what the lock's holder chain wrote. */
+/* GRANT carries what the lock's releases published since the requester's
+ * last barrier; older notices reached it with that barrier. */
 static void lock_grant(lm_home *h, struct home_lock *lk, uint16_t node,
-		       uint32_t req_id, uint32_t rank)
+		       uint32_t req_id, uint32_t rank, uint32_t epoch)
 {
 	struct lm_msg r = msg_new(h, LM_MSG_GRANT);
+	uint32_t n = 0;
 
 	lk->held = true;
 	lk->holder = rank;
+	for (size_t i = 0; i < lk->nnotes; i++)
+		if (lk->notes[i].epoch >= epoch)
+			h->scratch[n++] = lk->notes[i].n;
 	r.id = lk->id;
 	r.rank = rank;
-	r.notices = h->notices;
-	r.nnotices = h->nnotices;
+	r.notices = h->scratch;
+	r.nnotices = n;
 	h->stats.lock_grants++;
 	h->out.reply(h->ctx, node, req_id, &r);
 }
 
-static void handle_lock(lm_home *h, uint16_t from, uint32_t req_id,
-			const struct lm_msg *m)
+static void mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
+		     const struct lm_msg *m, uint32_t epoch)
 {
 	struct home_lock *lk = lock_find(h, m->id);
 	struct home_waiter *w;
@@ -630,7 +998,7 @@ static void handle_lock(lm_home *h, uint16_t from, uint32_t req_id,
 		}
 	}
 	if (!lk->held) {
-		lock_grant(h, lk, from, req_id, m->rank);
+		lock_grant(h, lk, from, req_id, m->rank, epoch);
 		return;
 	}
 	for (w = lk->head; w; w = w->next) {
@@ -647,6 +1015,7 @@ static void handle_lock(lm_home *h, uint16_t from, uint32_t req_id,
 	w->node = from;
 	w->req_id = req_id;
 	w->rank = m->rank;
+	w->epoch = epoch;
 	if (lk->tail)
 		lk->tail->next = w;
 	else
@@ -654,7 +1023,50 @@ static void handle_lock(lm_home *h, uint16_t from, uint32_t req_id,
 	lk->tail = w;
 }
 
-static void handle_unlock(lm_home *h, uint16_t from, const struct lm_msg *m)
+static int tagged_order(const void *a, const void *b)
+{
+	const struct tagged_notice *x = a, *y = b;
+
+	if (x->n.page != y->n.page)
+		return x->n.page < y->n.page ? -1 : 1;
+	if (x->n.version != y->n.version)
+		return x->n.version > y->n.version ? -1 : 1;
+	return 0;
+}
+
+/* Adds a release's notices to the lock's.  Notices of epochs before the
+ * releaser's are dropped: every process has passed that barrier, so no
+ * later holder needs them from the lock. */
+static int lock_note(struct home_lock *lk, uint32_t epoch,
+		     const struct lm_notice *v, uint32_t n)
+{
+	size_t keep = 0, out = 0;
+	struct tagged_notice *t;
+
+	for (size_t i = 0; i < lk->nnotes; i++)
+		if (lk->notes[i].epoch >= epoch)
+			lk->notes[keep++] = lk->notes[i];
+	lk->nnotes = keep;
+	if (!n)
+		return 0;
+	t = realloc(lk->notes, (keep + n) * sizeof(*t));
+	if (!t)
+		return LM_ENOMEM;
+	lk->notes = t;
+	for (uint32_t i = 0; i < n; i++) {
+		t[keep + i].n = v[i];
+		t[keep + i].epoch = epoch;
+	}
+	qsort(t, keep + n, sizeof(*t), tagged_order);
+	for (size_t i = 0; i < keep + n; i++)
+		if (out == 0 || t[out - 1].n.page != t[i].n.page)
+			t[out++] = t[i];
+	lk->nnotes = out;
+	return 0;
+}
+
+static void mgr_unlock(lm_home *h, uint16_t from, const struct lm_msg *m,
+		       uint32_t epoch, const struct lm_notice *v, uint32_t n)
 {
 	struct home_lock *lk = lock_find(h, m->id);
 	struct home_waiter *w;
@@ -663,15 +1075,21 @@ static void handle_unlock(lm_home *h, uint16_t from, const struct lm_msg *m)
 		drop_bad(h, from, m, "rank does not hold the lock");
 		return;
 	}
+	if (lock_note(lk, epoch, v, n) < 0)
+		/* the next holder could miss changes: say so loudly */
+		lm_log_error("home: out of memory keeping the notices of "
+			     "lock %u", m->id);
 	w = lk->head;
 	if (!w) {
-		lock_remove(h, lk);
+		lk->held = false;
+		if (!lk->nnotes)
+			lock_remove(h, lk);
 		return;
 	}
 	lk->head = w->next;
 	if (!lk->head)
 		lk->tail = NULL;
-	lock_grant(h, lk, w->node, w->req_id, w->rank);
+	lock_grant(h, lk, w->node, w->req_id, w->rank, w->epoch);
 	free(w);
 }
 
@@ -795,36 +1213,170 @@ static void handle_free(lm_home *h, uint16_t from, uint32_t req_id,
 	h->out.reply(h->ctx, from, req_id, &r);
 }
 
-/* ---- create / end / abort routing ------------------------------------- */
+/* ---- router: synchronisation held for acks (I2) ----------------------- */
 
-static void handle_create(lm_home *h, uint16_t from, const struct lm_msg *m)
+/* Sends a held message on, with our clusters' notices of the epoch: a
+ * superset of what the sender's changes were. */
+static void held_send(lm_home *h, const struct held_msg *hm)
 {
-	const struct lm_cluster_cfg *c = served_rank(h, m->rank);
+	const struct notice_set *s = &h->epoch_set;
+	const struct lm_cluster_cfg *c;
+	struct lm_msg r = msg_new(h, hm->type);
+	uint32_t mgr;
 
-	if (!c || m->rank == 0) {
-		drop_bad(h, from, m, "target rank not a worker served here");
-		return;
+	r.id = hm->id;
+	r.rank = hm->rank;
+	r.epoch = h->epoch;
+	switch (hm->type) {
+	case LM_MSG_BARRIER:
+		r.notices = s->v;
+		r.nnotices = s->n;
+		mgr = lm_home_manager_of(h->layout, hm->id);
+		if (mgr == h->self_index)
+			mgr_arrive(h, h->self_id, mgr, &r);
+		else
+			h->out.send(h->ctx, refl_node(h, mgr), &r);
+		break;
+	case LM_MSG_UNLOCK:
+		r.notices = s->v;
+		r.nnotices = s->n;
+		mgr = lm_home_manager_of(h->layout, hm->id);
+		if (mgr == h->self_index)
+			mgr_unlock(h, h->self_id, &r, h->epoch, s->v, s->n);
+		else
+			h->out.send(h->ctx, refl_node(h, mgr), &r);
+		break;
+	case LM_MSG_END:
+		/* to rank 0's cluster, so that its WAIT_END sees what the
+		 * worker flushed before it ended (I2, I3) */
+		r.status = hm->status;
+		r.epoch = 0;
+		r.notices = s->v;
+		r.nnotices = s->n;
+		c = lm_layout_cluster_of_rank(h->layout, 0);
+		h->out.send(h->ctx,
+			    (uint32_t)c->reflector_index == h->self_index ?
+			    c->id : refl_node(h, (uint32_t)c->reflector_index),
+			    &r);
+		break;
+	case LM_MSG_CREATE:
+		r.epoch = 0;
+		r.offset = hm->offset;
+		r.data = hm->data;
+		r.data_len = hm->data_len;
+		c = lm_layout_cluster_of_rank(h->layout, hm->rank);
+		h->out.send(h->ctx,
+			    (uint32_t)c->reflector_index == h->self_index ?
+			    c->id : refl_node(h, (uint32_t)c->reflector_index),
+			    &r);
+		break;
 	}
-	h->out.send(h->ctx, c->id, m);
 }
 
-/* END goes to rank 0's cluster with the notices of the moment, so rank 0
- * sees what the worker flushed before it ended (I2, I3). */
-static void handle_end(lm_home *h, uint16_t from, const struct lm_msg *m)
+/* Sends, in order, every held message whose flushes have been acked. */
+static void held_release(lm_home *h)
 {
-	const struct lm_cluster_cfg *c = served_rank(h, 0);
-	struct lm_msg r = *m;
+	size_t done = 0;
 
-	if (!c) {
-		drop_bad(h, from, m, "rank 0 is not served here");
-		return;
+	while (done < h->nheld &&
+	       !flush_pending_upto(h, h->held[done].mark)) {
+		held_send(h, &h->held[done]);
+		free(h->held[done].data);
+		h->held[done].data = NULL;
+		done++;
 	}
-	r.notices = h->notices;
-	r.nnotices = h->nnotices;
-	h->out.send(h->ctx, c->id, &r);
+	if (done) {
+		memmove(h->held, h->held + done,
+			(h->nheld - done) * sizeof(*h->held));
+		h->nheld -= done;
+	}
 }
 
-static void handle_abort(lm_home *h, uint16_t from, const struct lm_msg *m)
+/* Queues a cluster's synchronisation message behind the acks of every
+ * FLUSH forwarded so far: the changes it publishes must be at their homes
+ * before anyone can acquire them (I2). */
+static void hold(lm_home *h, uint16_t from, const struct lm_msg *m)
+{
+	struct held_msg *hm;
+
+	if (h->nheld == h->held_cap) {
+		size_t cap = h->held_cap ? h->held_cap * 2 : 16;
+		struct held_msg *nh;
+
+		if (h->nheld >= LM_HOME_HELD_MAX ||
+		    !(nh = realloc(h->held, cap * sizeof(*nh)))) {
+			drop_bad(h, from, m, "too many messages held");
+			return;
+		}
+		h->held = nh;
+		h->held_cap = cap;
+	}
+	hm = &h->held[h->nheld];
+	memset(hm, 0, sizeof(*hm));
+	hm->type = m->type;
+	hm->id = m->id;
+	hm->rank = m->rank;
+	hm->status = m->status;
+	hm->offset = m->offset;
+	hm->mark = h->flush_sent;
+	if (m->type == LM_MSG_CREATE && m->data_len) {
+		hm->data = malloc(m->data_len);
+		if (!hm->data) {
+			drop_bad(h, from, m, "out of memory");
+			return;
+		}
+		memcpy(hm->data, m->data, m->data_len);
+		hm->data_len = m->data_len;
+	}
+	h->nheld++;
+	if (flush_pending_upto(h, hm->mark))
+		h->stats.held++;
+	held_release(h);
+}
+
+/* ---- router: cluster barriers ----------------------------------------- */
+
+static void router_barrier(lm_home *h, uint16_t from, long ci,
+			   const struct lm_msg *m)
+{
+	struct router_barrier *b = NULL, *spare = NULL;
+
+	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
+		struct router_barrier *e = &h->barriers[i];
+
+		if (e->pending && e->id == m->id) {
+			b = e;
+			break;
+		}
+		if (!e->pending && !spare)
+			spare = e;
+	}
+	if (!b) {
+		if (!spare) {
+			drop_bad(h, from, m, "too many barriers pending");
+			return;
+		}
+		b = spare;
+		b->pending = true;
+		b->id = m->id;
+	}
+	if (b->seen[ci]) {
+		drop_bad(h, from, m, "cluster arrived twice");
+		return;
+	}
+	b->seen[ci] = 1;
+	if (++b->arrived < h->nserved)
+		return;
+	b->pending = false;
+	b->arrived = 0;
+	memset(b->seen, 0, h->layout->nclusters);
+	hold(h, from, m); /* DESIGN.md §2, step 3 */
+}
+
+/* ---- abort ------------------------------------------------------------ */
+
+static void spread_abort(lm_home *h, uint16_t from, const struct lm_msg *m,
+			 bool to_reflectors)
 {
 	const struct lm_layout *l = h->layout;
 
@@ -832,16 +1384,20 @@ static void handle_abort(lm_home *h, uint16_t from, const struct lm_msg *m)
 		    m->rank, (int)(m->data_len > 200 ? 200 : m->data_len),
 		    m->data ? (const char *)m->data : "");
 	for (size_t i = 0; i < l->nclusters; i++)
-		if ((size_t)l->clusters[i].reflector_index == h->self_index &&
-		    l->clusters[i].id != from)
+		if ((uint32_t)l->clusters[i].reflector_index ==
+		    h->self_index && l->clusters[i].id != from)
 			h->out.send(h->ctx, l->clusters[i].id, m);
+	if (to_reflectors)
+		for (uint32_t k = 0; k < h->nrefl; k++)
+			if (k != h->self_index)
+				h->out.send(h->ctx, refl_node(h, k), m);
 }
 
-/* ---- dispatch --------------------------------------------------------- */
+/* ---- dispatch: from our clusters -------------------------------------- */
 
-/* Whether `type` is a request at R (answered by a reply) or one-way;
- * -1 for types R does not take. */
-static int expected_kind(uint16_t type)
+/* Whether `type` from a cluster is a request (answered by a reply) or
+ * one-way; -1 for types R does not take from clusters. */
+static int cluster_kind(uint16_t type)
 {
 	switch (type) {
 	case LM_MSG_JOIN:
@@ -862,17 +1418,252 @@ static int expected_kind(uint16_t type)
 	}
 }
 
+static void from_cluster(lm_home *h, uint16_t from, long ci,
+			 uint32_t req_id, const struct lm_msg *m)
+{
+	uint32_t home;
+
+	/* Ranks in LOCK, UNLOCK and FLUSH must be clients of the sender: a
+	 * FLUSH's rank is the writer its notices will name. */
+	if ((m->type == LM_MSG_LOCK || m->type == LM_MSG_UNLOCK ||
+	     m->type == LM_MSG_FLUSH) &&
+	    rank_under(h, m->rank, h->self_index) !=
+	    &h->layout->clusters[ci]) {
+		drop_bad(h, from, m, "rank is not in the sending cluster");
+		return;
+	}
+	switch (m->type) {
+	case LM_MSG_JOIN: {
+		struct lm_msg r = msg_new(h, LM_MSG_JOIN_OK);
+
+		h->out.reply(h->ctx, from, req_id, &r);
+		break;
+	}
+	case LM_MSG_FETCH:
+		if (m->page >= h->npages) {
+			refuse_fetch(h, from, req_id, m,
+				     "page outside the region");
+			break;
+		}
+		home = lm_home_of_page(h->layout, m->page);
+		if (home == h->self_index) {
+			serve_page(h, from, req_id, m->page);
+		} else {
+			struct lm_msg r = msg_new(h, LM_MSG_FETCH);
+
+			r.page = m->page;
+			h->stats.fetches_forwarded++;
+			forward(h, home, &r, from, req_id);
+		}
+		break;
+	case LM_MSG_FLUSH:
+		route_flush(h, from, m);
+		break;
+	case LM_MSG_BARRIER:
+		router_barrier(h, from, ci, m);
+		break;
+	case LM_MSG_LOCK: {
+		struct lm_msg r = msg_new(h, LM_MSG_LOCK);
+		uint32_t mgr = lm_home_manager_of(h->layout, m->id);
+
+		r.id = m->id;
+		r.rank = m->rank;
+		r.epoch = h->epoch;
+		if (mgr == h->self_index)
+			mgr_lock(h, from, req_id, &r, h->epoch);
+		else
+			forward(h, mgr, &r, from, req_id);
+		break;
+	}
+	case LM_MSG_UNLOCK:
+		hold(h, from, m);
+		break;
+	case LM_MSG_ALLOC:
+	case LM_MSG_FREE:
+		if (h->self_index != 0)
+			forward(h, 0, m, from, req_id);
+		else if (m->type == LM_MSG_ALLOC)
+			handle_alloc(h, from, req_id, m);
+		else
+			handle_free(h, from, req_id, m);
+		break;
+	case LM_MSG_CREATE:
+		if (m->rank == 0 || m->rank >= h->layout->nprocs) {
+			drop_bad(h, from, m, "target rank is not a worker");
+			break;
+		}
+		hold(h, from, m);
+		break;
+	case LM_MSG_END:
+		hold(h, from, m);
+		break;
+	case LM_MSG_ABORT:
+		spread_abort(h, from, m, true);
+		break;
+	}
+}
+
+/* ---- dispatch: from other reflectors ---------------------------------- */
+
+static int reflector_kind(uint16_t type)
+{
+	switch (type) {
+	case LM_MSG_FETCH:
+	case LM_MSG_FLUSH:
+	case LM_MSG_LOCK:
+	case LM_MSG_ALLOC:
+	case LM_MSG_FREE:
+		return LM_REL_REQUEST;
+	case LM_MSG_BARRIER:
+	case LM_MSG_RELEASE:
+	case LM_MSG_UNLOCK:
+	case LM_MSG_CREATE:
+	case LM_MSG_END:
+	case LM_MSG_ABORT:
+		return LM_REL_ONEWAY;
+	default:
+		return -1;
+	}
+}
+
+static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
+			   uint32_t req_id, const struct lm_msg *m)
+{
+	const struct lm_cluster_cfg *c;
+	bool managed = lm_home_manager_of(h->layout, m->id) == h->self_index;
+
+	if ((m->type == LM_MSG_LOCK || m->type == LM_MSG_UNLOCK ||
+	     m->type == LM_MSG_FLUSH) && !rank_under(h, m->rank, ri)) {
+		drop_bad(h, from, m, "rank is not under the sending reflector");
+		return;
+	}
+	if (!notices_valid(h, m)) {
+		drop_bad(h, from, m, "notice of a page outside the region");
+		return;
+	}
+	switch (m->type) {
+	case LM_MSG_FETCH:
+		if (m->page >= h->npages ||
+		    lm_home_of_page(h->layout, m->page) != h->self_index)
+			refuse_fetch(h, from, req_id, m, "not a page of ours");
+		else
+			serve_page(h, from, req_id, m->page);
+		break;
+	case LM_MSG_FLUSH: {
+		struct lm_msg r = msg_new(h, LM_MSG_FLUSH_OK);
+		long n = home_apply(h, from, m->epoch, m->rank, &m->diffs);
+
+		r.status = n < 0 ? (int32_t)n : 0;
+		r.notices = h->scratch;
+		r.nnotices = n < 0 ? 0 : (uint32_t)n;
+		h->out.reply(h->ctx, from, req_id, &r);
+		break;
+	}
+	case LM_MSG_LOCK:
+		if (!managed)
+			drop_bad(h, from, m, "lock not managed here");
+		else
+			mgr_lock(h, from, req_id, m, m->epoch);
+		break;
+	case LM_MSG_UNLOCK:
+		if (!managed)
+			drop_bad(h, from, m, "lock not managed here");
+		else
+			mgr_unlock(h, from, m, m->epoch, m->notices,
+				   m->nnotices);
+		break;
+	case LM_MSG_ALLOC:
+	case LM_MSG_FREE:
+		if (h->self_index != 0)
+			drop_bad(h, from, m, "not the allocator");
+		else if (m->type == LM_MSG_ALLOC)
+			handle_alloc(h, from, req_id, m);
+		else
+			handle_free(h, from, req_id, m);
+		break;
+	case LM_MSG_BARRIER:
+		if (!managed || !serves_clusters(h, ri))
+			drop_bad(h, from, m, "barrier not managed here");
+		else
+			mgr_arrive(h, from, ri, m);
+		break;
+	case LM_MSG_RELEASE:
+		if (refl_node(h, lm_home_manager_of(h->layout, m->id)) != from)
+			drop_bad(h, from, m, "not the barrier's manager");
+		else if (h->nserved)
+			router_release(h, m->id, m->notices, m->nnotices);
+		break;
+	case LM_MSG_CREATE:
+		c = rank_under(h, m->rank, h->self_index);
+		if (!c || m->rank == 0)
+			drop_bad(h, from, m, "target rank not a worker here");
+		else
+			h->out.send(h->ctx, c->id, m);
+		break;
+	case LM_MSG_END:
+		c = rank_under(h, 0, h->self_index);
+		if (!c)
+			drop_bad(h, from, m, "rank 0 is not served here");
+		else
+			h->out.send(h->ctx, c->id, m);
+		break;
+	case LM_MSG_ABORT:
+		spread_abort(h, from, m, false);
+		break;
+	}
+}
+
+/* A reply of another reflector to a request we forwarded. */
+static void from_reply(lm_home *h, uint16_t from, uint32_t req_id,
+		       const struct lm_msg *m)
+{
+	static const uint16_t answer[LM_MSG_TYPE_COUNT] = {
+		[LM_MSG_FETCH] = LM_MSG_PAGE,
+		[LM_MSG_FLUSH] = LM_MSG_FLUSH_OK,
+		[LM_MSG_LOCK] = LM_MSG_GRANT,
+		[LM_MSG_ALLOC] = LM_MSG_ALLOC_OK,
+		[LM_MSG_FREE] = LM_MSG_FREE_OK,
+	};
+	struct forward *f = fwd_find(h, req_id);
+	struct forward done;
+
+	if (!f || f->to != from) {
+		drop_bad(h, from, m, "reply to no request of ours");
+		return;
+	}
+	done = *f;
+	fwd_remove(h, f);
+	if (m->type != answer[done.type] || !notices_valid(h, m)) {
+		drop_bad(h, from, m, "bad reply");
+		if (done.type == LM_MSG_FLUSH)
+			held_release(h);
+		return;
+	}
+	if (done.type != LM_MSG_FLUSH) {
+		h->out.reply(h->ctx, done.node, done.node_req, m);
+		return;
+	}
+	if (m->status != 0)
+		lm_log_error("home: node %u refused diffs of ours: %s", from,
+			     lm_strerror(m->status));
+	for (uint32_t i = 0; i < m->nnotices; i++)
+		set_put(&h->epoch_set, &m->notices[i]);
+	held_release(h);
+}
+
 void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		    uint32_t req_id, const struct lm_msg *m)
 {
-	long ci;
+	long ci, ri = -1;
 	int want;
 
 	if (!h || !m)
 		return;
 	ci = served_cluster(h, from);
-	if (ci < 0) {
-		drop_bad(h, from, m, "not a cluster of this reflector");
+	if (ci < 0)
+		ri = peer_reflector(h, from);
+	if (ci < 0 && ri < 0) {
+		drop_bad(h, from, m, "not a cluster of ours or a reflector");
 		return;
 	}
 	if (m->run < h->run) {
@@ -887,7 +1678,14 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		run_reset(h);
 		h->run = m->run;
 	}
-	want = expected_kind(m->type);
+	if (kind == LM_REL_REPLY) {
+		if (ri < 0)
+			drop_bad(h, from, m, "reply from a cluster");
+		else
+			from_reply(h, from, req_id, m);
+		return;
+	}
+	want = ci >= 0 ? cluster_kind(m->type) : reflector_kind(m->type);
 	if (want < 0) {
 		drop_bad(h, from, m, "not a message for a reflector");
 		return;
@@ -898,51 +1696,8 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 			 "one-way message where a request expected");
 		return;
 	}
-	/* Ranks in LOCK, UNLOCK and FLUSH must be clients of the sender: a
-	 * FLUSH's rank is the writer its notices will name. */
-	if ((m->type == LM_MSG_LOCK || m->type == LM_MSG_UNLOCK ||
-	     m->type == LM_MSG_FLUSH) &&
-	    served_rank(h, m->rank) != &h->layout->clusters[ci]) {
-		drop_bad(h, from, m, "rank is not in the sending cluster");
-		return;
-	}
-
-	switch (m->type) {
-	case LM_MSG_JOIN: {
-		struct lm_msg r = msg_new(h, LM_MSG_JOIN_OK);
-
-		h->out.reply(h->ctx, from, req_id, &r);
-		break;
-	}
-	case LM_MSG_FETCH:
-		handle_fetch(h, from, req_id, m);
-		break;
-	case LM_MSG_FLUSH:
-		handle_flush(h, from, ci, m);
-		break;
-	case LM_MSG_BARRIER:
-		handle_barrier(h, from, ci, m);
-		break;
-	case LM_MSG_LOCK:
-		handle_lock(h, from, req_id, m);
-		break;
-	case LM_MSG_UNLOCK:
-		handle_unlock(h, from, m);
-		break;
-	case LM_MSG_ALLOC:
-		handle_alloc(h, from, req_id, m);
-		break;
-	case LM_MSG_FREE:
-		handle_free(h, from, req_id, m);
-		break;
-	case LM_MSG_CREATE:
-		handle_create(h, from, m);
-		break;
-	case LM_MSG_END:
-		handle_end(h, from, m);
-		break;
-	case LM_MSG_ABORT:
-		handle_abort(h, from, m);
-		break;
-	}
+	if (ci >= 0)
+		from_cluster(h, from, ci, req_id, m);
+	else
+		from_reflector(h, from, (uint32_t)ri, req_id, m);
 }

@@ -1,6 +1,13 @@
-/* The reflector's protocol state machine (docs/dsm.md, role R): master
- * copies of pages with their versions, the epoch's write notices, barrier
- * and lock managers, the allocator, CREATE/END routing and run ids.
+/* The reflector's protocol state machine (docs/dsm.md, role R).  Each
+ * reflector of the root cluster plays three parts:
+ *  - router for its own clusters: forwards what they send to the page's
+ *    home, the lock's or barrier's manager or the allocator (itself or
+ *    another reflector), collects the write notices of its clusters'
+ *    changes in the epoch and holds synchronisation messages until the
+ *    homes have applied the changes before them (I2);
+ *  - home of its share of the pages: master copies and versions (I1, I3);
+ *  - manager of its share of barriers and locks, and the allocator when
+ *    it is the layout's first reflector.
  *
  * Decoded messages go in through lm_home_handle; messages come out through
  * the struct lm_msg_out callbacks during that call.  No sockets, no clock,
@@ -30,10 +37,21 @@ typedef struct lm_home lm_home;
 /* Barriers that may be pending (some cluster arrived, not all) at once. */
 #define LM_HOME_BARRIERS_MAX 16u
 
-/* Creates the home of reflector `self_id` of `layout`.  The layout is
- * borrowed and must outlive the home; *out is copied; ctx is passed to
- * every callback.  Serves the clusters whose reflector is self_id.  NULL
- * when self_id is not a reflector of the layout or memory runs out. */
+/* Pages are homed in blocks of this many pages, dealt round-robin over
+ * the reflectors in layout order; lock and barrier `id` are managed by
+ * reflector id % nreflectors; the first reflector is the allocator. */
+#define LM_HOME_PAGE_BLOCK 8u
+
+/* Index into layout->reflectors of the home of `page`, the manager of
+ * lock or barrier `id`. */
+uint32_t lm_home_of_page(const struct lm_layout *l, uint32_t page);
+uint32_t lm_home_manager_of(const struct lm_layout *l, uint32_t id);
+
+/* Creates the state of reflector `self_id` of `layout`.  The layout is
+ * borrowed and must outlive it; *out is copied; ctx is passed to every
+ * callback.  Serves the clusters whose reflector is self_id and talks to
+ * the other reflectors.  NULL when self_id is not a reflector of the
+ * layout or memory runs out. */
 lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 			const struct lm_msg_out *out, void *ctx);
 /* Frees everything; accepts NULL. */
@@ -46,10 +64,17 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 
 struct lm_home_stats {
 	uint64_t fetches;          /* FETCH requests answered with a page */
-	uint64_t flushes;          /* FLUSH lists applied */
+	uint64_t fetches_forwarded; /* FETCHes of our clusters sent to
+				       another reflector's home */
+	uint64_t flushes;          /* FLUSH lists applied here as home */
+	uint64_t flushes_forwarded; /* (parts of) lists sent to another
+				       reflector's home */
+	uint64_t held;             /* messages held until the homes had
+				      applied the changes before them */
+	uint64_t releases;         /* barrier releases passed to clusters */
 	uint64_t diffs_applied;    /* page diffs applied */
 	uint64_t diffs_rejected;   /* diffs of FLUSH lists rejected whole */
-	uint64_t barriers;         /* barriers completed */
+	uint64_t barriers;         /* barriers completed as manager */
 	uint64_t lock_grants;
 	uint64_t allocs;           /* successful ALLOCs (memory or ids) */
 	uint64_t dropped_stale_run; /* messages of an older run */

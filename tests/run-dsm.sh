@@ -31,7 +31,7 @@ run() {
 }
 
 n=0
-for l in 1 2 4+4 4+4+4+4; do
+for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	n=$((n + 1))
 	mkdir -p "$tmp/$n"
 	lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
@@ -66,6 +66,16 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=11" run \
 	"$build/tests/dsmtest" stress 4 8 3
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=12" run \
 	"LU n=128 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
+	"$build/splash2/lu" -n128 -b16 -t
+
+mkdir -p "$tmp/rloss"
+lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/rloss" 12)
+echo "dsm: two reflectors with 5% loss, duplication and reordering injected"
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=13" run \
+	"race-free stress on 2x2-two-reflectors with loss" "$lay" 240 "PASSED" \
+	"$build/tests/dsmtest" stress 4 8 3
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=14" run \
+	"LU n=128 on 2x2-two-reflectors with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t
 
 # A client killed mid-run: lemuria-run names the rank and fails within a

@@ -792,7 +792,7 @@ static void r_end(lm_cluster *c, uint32_t rank, const struct lm_notice *n,
 static void test_end_and_wait_end(void)
 {
 	lm_cluster *c = setup();
-	struct lm_notice n1[1] = { NOTE(4, 7) };
+	struct lm_notice n1[2] = { NOTE(4, 7), NOTE(3, 2) };
 	struct lm_notice n2[2] = { NOTE(4, 9), NOTE(5, 1) };
 	struct lm_msg m = msg(LM_MSG_END, RUN);
 
@@ -812,7 +812,7 @@ static void test_end_and_wait_end(void)
 	clear_outs();
 
 	cache_page(c, 4, 8, 0x44);
-	r_end(c, 5, n1, 1); /* before the WAIT_END: counted */
+	r_end(c, 5, n1, 2); /* before the WAIT_END: counted */
 	m = msg(LM_MSG_WAIT_END, RUN);
 	m.id = 2;
 	creq(c, 0, 82, &m);
@@ -825,10 +825,13 @@ static void test_end_and_wait_end(void)
 	CU_ASSERT_EQUAL(outs[0].req_id, 82);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_RELEASE);
 	CU_ASSERT_EQUAL(outs[0].m.id, 0);
-	/* the notices of the last END, applied here first */
-	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 2);
-	CU_ASSERT_EQUAL(outs[0].notices[0].page, 4);
-	CU_ASSERT_EQUAL(outs[0].notices[0].version, 9);
+	/* the notices of both ENDs, merged (each reflector's END names
+	 * its own clusters' writes), applied here first */
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 3);
+	CU_ASSERT_EQUAL(outs[0].notices[0].page, 3);
+	CU_ASSERT_EQUAL(outs[0].notices[1].page, 4);
+	CU_ASSERT_EQUAL(outs[0].notices[1].version, 9);
+	CU_ASSERT_EQUAL(outs[0].notices[2].page, 5);
 	CU_ASSERT(!is_cached(c, 4));
 	clear_outs();
 

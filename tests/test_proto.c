@@ -83,6 +83,29 @@ static const uint8_t diff_list[] = {
 };
 
 /* Representative messages of every DSM type, including empty lists. */
+static void test_notices_merge_keeps_latest_per_page(void)
+{
+	struct lm_notice v[] = {
+		{ .page = 9, .version = 3, .base = 1, .writer = 4 },
+		{ .page = 2, .version = 5, .base = 4, .writer = 1 },
+		{ .page = 9, .version = 7, .base = 1, .writer = LM_WRITER_MANY },
+		{ .page = 2, .version = 4, .base = 4, .writer = 1 },
+		{ .page = 5, .version = 1, .base = 0, .writer = 0 },
+		{ .page = 9, .version = 5, .base = 1, .writer = 4 },
+	};
+	size_t n = lm_notices_merge(v, 6);
+
+	CU_ASSERT_EQUAL_FATAL(n, 3);
+	CU_ASSERT_EQUAL(v[0].page, 2);
+	CU_ASSERT_EQUAL(v[0].version, 5);
+	CU_ASSERT_EQUAL(v[1].page, 5);
+	CU_ASSERT_EQUAL(v[2].page, 9);
+	CU_ASSERT_EQUAL(v[2].version, 7);
+	CU_ASSERT_EQUAL(v[2].writer, LM_WRITER_MANY);
+	CU_ASSERT_EQUAL(lm_notices_merge(v, 1), 1);
+	CU_ASSERT_EQUAL(lm_notices_merge(v, 0), 0);
+}
+
 /* DSM types are those lm_msg_encoded_len knows (STATS and PING are not). */
 static bool is_dsm_type(int t)
 {
@@ -108,9 +131,13 @@ static size_t make_samples(struct lm_msg *s)
 	ADD(.type = LM_MSG_FLUSH, .rank = 6,
 	    .diffs = { diff_list, sizeof(diff_list), 2 });
 	ADD(.type = LM_MSG_FLUSH);
-	ADD(.type = LM_MSG_FLUSH, .rank = 0xfffffffeu);
+	ADD(.type = LM_MSG_FLUSH, .rank = 0xfffffffeu, .epoch = 77);
 	ADD(.type = LM_MSG_FLUSH_OK, .status = 0);
 	ADD(.type = LM_MSG_BARRIER, .id = 3);
+	ADD(.type = LM_MSG_BARRIER, .id = 3, .epoch = 12, .notices = notices5,
+	    .nnotices = 3);
+	ADD(.type = LM_MSG_FLUSH_OK, .status = 0, .notices = notices5,
+	    .nnotices = 5);
 	ADD(.type = LM_MSG_RELEASE, .id = 3, .notices = notices5,
 	    .nnotices = 5);
 	ADD(.type = LM_MSG_RELEASE, .id = 0);
@@ -119,6 +146,9 @@ static size_t make_samples(struct lm_msg *s)
 	    .nnotices = 2);
 	ADD(.type = LM_MSG_GRANT, .id = 9);
 	ADD(.type = LM_MSG_UNLOCK, .id = 9, .rank = 2);
+	ADD(.type = LM_MSG_UNLOCK, .id = 9, .rank = 2, .epoch = 4,
+	    .notices = notices5 + 2, .nnotices = 3);
+	ADD(.type = LM_MSG_LOCK, .id = 9, .rank = 2, .epoch = 0xfffffff0u);
 	ADD(.type = LM_MSG_UNLOCK_OK, .status = LM_EINVAL);
 	ADD(.type = LM_MSG_ALLOC, .size = 1ull << 33, .align = 4096, .id = 2);
 	ADD(.type = LM_MSG_ALLOC_OK, .status = 0, .offset = 0x100000040ull);
@@ -153,7 +183,8 @@ static int msg_equal(const struct lm_msg *a, const struct lm_msg *b)
 	if (a->type != b->type || a->run != b->run ||
 	    a->status != b->status || a->rank != b->rank || a->id != b->id ||
 	    a->page != b->page || a->version != b->version ||
-	    a->pid != b->pid || a->layout_hash != b->layout_hash ||
+	    a->pid != b->pid || a->epoch != b->epoch ||
+	    a->layout_hash != b->layout_hash ||
 	    a->size != b->size || a->align != b->align ||
 	    a->offset != b->offset)
 		return 0;
@@ -215,7 +246,8 @@ static void test_dsm_round_trip_every_type(void)
 /* Fields a type carries (docs/protocol.md "Messages"). */
 enum { U_STATUS = 1, U_ID = 2, U_RANK = 4, U_PAGE = 8, U_VERSION = 16,
        U_PID = 32, U_HASH = 64, U_SIZE = 128, U_ALIGN = 256, U_OFFSET = 512,
-       U_DATA = 1024, U_DIFFS = 2048, U_NOTICES = 4096 };
+       U_DATA = 1024, U_DIFFS = 2048, U_NOTICES = 4096,
+       U_EPOCH = 8192 };
 
 static unsigned used_fields(int type)
 {
@@ -223,12 +255,13 @@ static unsigned used_fields(int type)
 	case LM_MSG_JOIN: return U_RANK | U_PID | U_HASH;
 	case LM_MSG_FETCH: return U_PAGE;
 	case LM_MSG_PAGE: return U_PAGE | U_VERSION | U_DATA;
-	case LM_MSG_FLUSH: return U_RANK | U_DIFFS;
-	case LM_MSG_BARRIER: return U_ID;
+	case LM_MSG_FLUSH: return U_RANK | U_EPOCH | U_DIFFS;
+	case LM_MSG_FLUSH_OK: return U_STATUS | U_NOTICES;
+	case LM_MSG_BARRIER: return U_ID | U_EPOCH | U_NOTICES;
 	case LM_MSG_RELEASE: return U_ID | U_NOTICES;
-	case LM_MSG_LOCK: return U_ID | U_RANK;
+	case LM_MSG_LOCK: return U_ID | U_RANK | U_EPOCH;
 	case LM_MSG_GRANT: return U_ID | U_NOTICES;
-	case LM_MSG_UNLOCK: return U_ID | U_RANK;
+	case LM_MSG_UNLOCK: return U_ID | U_RANK | U_EPOCH | U_NOTICES;
 	case LM_MSG_ALLOC: return U_ID | U_SIZE | U_ALIGN;
 	case LM_MSG_ALLOC_OK: return U_STATUS | U_OFFSET;
 	case LM_MSG_FREE: return U_OFFSET;
@@ -247,7 +280,8 @@ static void test_dsm_unused_fields_decode_as_zero(void)
 {
 	struct lm_msg all = {
 		.run = RUN, .status = -3, .rank = 11, .id = 12, .page = 13,
-		.version = 14, .pid = 15, .layout_hash = 16, .size = 17,
+		.version = 14, .pid = 15, .epoch = 21, .layout_hash = 16,
+		.size = 17,
 		.align = 18, .offset = 19, .data = image, .data_len = 20,
 		.diffs = { diff_list, sizeof(diff_list), 2 },
 		.notices = notices5, .nnotices = 3
@@ -274,6 +308,7 @@ static void test_dsm_unused_fields_decode_as_zero(void)
 		CU_ASSERT_EQUAL(d.page, u & U_PAGE ? 13u : 0u);
 		CU_ASSERT_EQUAL(d.version, u & U_VERSION ? 14u : 0u);
 		CU_ASSERT_EQUAL(d.pid, u & U_PID ? 15u : 0u);
+		CU_ASSERT_EQUAL(d.epoch, u & U_EPOCH ? 21u : 0u);
 		CU_ASSERT_EQUAL(d.layout_hash, u & U_HASH ? 16u : 0u);
 		CU_ASSERT_EQUAL(d.size, u & U_SIZE ? 17u : 0u);
 		CU_ASSERT_EQUAL(d.align, u & U_ALIGN ? 18u : 0u);
@@ -295,7 +330,7 @@ static void test_dsm_wire_layout(void)
 {
 	static const uint8_t lock[] = {
 		11, 0, 0, 0, 0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01,
-		9, 0, 0, 0, 2, 0, 0, 0
+		9, 0, 0, 0, 2, 0, 0, 0, 6, 0, 0, 0
 	};
 	/* id 4, one notice {page 7, version 2, base 1, writer 3,
 	 * wcluster 0} */
@@ -304,13 +339,13 @@ static void test_dsm_wire_layout(void)
 		1, 0, 0, 0, 7, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0,
 		3, 0, 0, 0, 0, 0, 0, 0
 	};
-	/* rank 5, then an empty diff list (count 0, length 0) */
+	/* rank 5, epoch 0, then an empty diff list (count 0, length 0) */
 	static const uint8_t flush[] = {
 		7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 0
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 	};
 	struct lm_msg m = { .type = LM_MSG_LOCK, .run = RUN, .id = 9,
-			    .rank = 2 };
+			    .rank = 2, .epoch = 6 };
 	uint8_t buf[64];
 
 	CU_ASSERT_EQUAL_FATAL(lm_msg_encode(&m, buf, sizeof(buf)),
@@ -395,14 +430,15 @@ static size_t flush_header(uint8_t *b, uint32_t count, uint32_t list_len)
 	lm_put16(b + 2, 0);
 	lm_put64(b + 4, RUN);
 	lm_put32(b + 12, 3); /* rank */
-	lm_put32(b + 16, count);
-	lm_put32(b + 20, list_len);
-	return 24;
+	lm_put32(b + 16, 0); /* epoch */
+	lm_put32(b + 20, count);
+	lm_put32(b + 24, list_len);
+	return 28;
 }
 
 static void test_dsm_flush_bad_lengths_rejected(void)
 {
-	uint8_t b[64];
+	uint8_t b[72];
 	struct lm_msg d;
 	size_t n;
 
@@ -747,4 +783,5 @@ LM_TEST_SUITE("proto",
 	      LM_TEST(test_dsm_diffs_append_next_round_trip),
 	      LM_TEST(test_dsm_diffs_append_and_next_bounds),
 	      LM_TEST(test_dsm_fuzz_never_crashes),
-	      LM_TEST(test_msg_names))
+	      LM_TEST(test_msg_names),
+	      LM_TEST(test_notices_merge_keeps_latest_per_page))

@@ -36,6 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The layout every state machine harness runs: its path relative to the
  * repository, unless LM_FUZZ_LAYOUT names another file. */
 #define FZ_LAYOUT_DEFAULT "conf/4+4.ini"
+/* The home runs as r0 of a root of two reflectors, so that messages
+ * between reflectors are fuzzed too. */
+#define FZ_HOME_LAYOUT_DEFAULT "conf/2x2-two-reflectors.ini"
 #define FZ_CLUSTER_NAME "c0"
 
 #define FZ_REC_HDR 4
@@ -120,6 +123,8 @@ static inline size_t fz_peers(const struct lm_layout *l, enum fz_role role,
 		for (size_t i = 0; i < l->nclusters && n < 16; i++)
 			if (l->clusters[i].reflector_index == 0)
 				ids[n++] = l->clusters[i].id;
+		for (size_t i = 1; i < l->nreflectors && n < 24; i++)
+			ids[n++] = l->reflectors[i].id;
 		*nvalid = n;
 		ids[n++] = 0;
 		ids[n++] = l->reflectors[0].id;

@@ -50,7 +50,8 @@ void fz_machine_init(const struct fz_machine *fm)
 	char err[512];
 
 	if (!path)
-		path = FZ_LAYOUT_DEFAULT;
+		path = fm->role == FZ_ROLE_HOME ? FZ_HOME_LAYOUT_DEFAULT :
+		       FZ_LAYOUT_DEFAULT;
 	if (lm_layout_load(path, &layout, err, sizeof(err)) != 0) {
 		fprintf(stderr, "fuzz: cannot load layout: %s\n"
 			"fuzz: run from the repository root or set "
