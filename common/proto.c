@@ -192,6 +192,11 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_ABORT] = { "ABORT", F_RANK | F_DATA, true },
 	[LM_MSG_STATS] = { "STATS", 0, false },
 	[LM_MSG_STATS_REPLY] = { "STATS_REPLY", 0, false },
+	[LM_MSG_REGISTER] = { "REGISTER", F_EPOCH | F_NOTICES | F_DIFFS, true },
+	[LM_MSG_REGISTER_OK] = { "REGISTER_OK", F_STATUS | F_NOTICES, true },
+	[LM_MSG_PULL] = { "PULL", F_ID | F_PAGE | F_VERSION, true },
+	[LM_MSG_DELTA] = { "DELTA", F_STATUS | F_PAGE | F_VERSION | F_DIFFS,
+			   true },
 };
 
 /* Fields of a DSM type, or NULL when type is not one. */

@@ -53,6 +53,14 @@ enum lm_msg_type {
 	LM_MSG_STATS = 28,      /* tool -> daemon request: your counters
 				   (common/stats.h) */
 	LM_MSG_STATS_REPLY = 29, /* reply to STATS (common/stats.h) */
+	LM_MSG_REGISTER = 30,   /* L->R, R->home req: a cluster's deltas of
+				   an interval, as entries (notices) and
+				   data (diffs); see LM_REG_* */
+	LM_MSG_REGISTER_OK = 31, /* reply: status, the pages' notices */
+	LM_MSG_PULL = 32,       /* home->R, R->L req: page, version, id =
+				   layout index of the cluster */
+	LM_MSG_DELTA = 33,      /* reply to PULL: status, page, version,
+				   diffs (one entry) */
 	LM_MSG_TYPE_COUNT
 };
 
@@ -144,6 +152,19 @@ struct lm_msg {
 					       BARRIER, UNLOCK */
 	uint32_t nnotices;
 };
+
+/* REGISTER entries are notices: `page`, `writer` (rank, or
+ * LM_WRITER_MANY), `wcluster` (the cluster's layout index), `base` one of
+ * the kinds below, `version` as the kind says.  Entries with data take,
+ * in order, the next entry of the message's diff list, which must be for
+ * the same page (docs/dsm.md "Lazy relay"). */
+#define LM_REG_NEW 0u  /* the cluster keeps the delta; `version`: its
+			  unpulled delta of this page (0: none), which the
+			  home may merge the new one into */
+#define LM_REG_DATA 1u /* the delta travels now (eager relay, or memory
+			  pressure at the lemuriad) */
+#define LM_REG_PUSH 2u /* the data of the delta registered at `version` */
+#define LM_REG_KINDS 3u
 
 /* ALLOC with align 0 reserves ids of kind `id` instead of memory. */
 #define LM_ALLOC_KIND_LOCK 1u

@@ -42,9 +42,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deltas.h"
 #include "diff.h"
 #include "lm_error.h"
 #include "log.h"
+#include "wire.h"
 
 /* Client requests that may wait on the reflector at once, per client
  * (I5: a client that floods us cannot grow our lists without bound). */
@@ -76,6 +78,8 @@ enum up_kind {
 	UP_LOCK,  /* relayed; the GRANT is passed down */
 	UP_ALLOC, /* relayed */
 	UP_FREE,  /* relayed */
+	UP_REGISTER, /* ours: a batch of deltas registered at their homes */
+	UP_PUSH,  /* ours: sealed deltas pushed home */
 	UP_KIND_COUNT
 };
 
@@ -117,6 +121,19 @@ struct held_lock {
 	uint32_t rank;
 };
 
+/* A synchronisation message for the reflector (cluster barrier arrival,
+ * UNLOCK, END, CREATE), parked until the deltas it publishes are
+ * registered at their homes (I2): batch `need` must be done. */
+struct parked {
+	uint16_t type;
+	uint32_t id, rank;
+	int32_t status;
+	uint64_t offset;
+	uint8_t *data;     /* CREATE's image, owned */
+	size_t data_len;
+	uint32_t need;
+};
+
 struct lm_cluster {
 	const struct lm_layout *layout;
 	const struct lm_cluster_cfg *cfg;
@@ -155,6 +172,18 @@ struct lm_cluster {
 
 	struct held_lock *held; /* locks granted through us, not unlocked */
 	size_t nheld, held_cap;
+
+	/* cluster deltas (docs/dsm.md "Lazy relay") */
+	lm_deltas *deltas;
+	bool eager;             /* relay = eager: deltas go with the data */
+	uint32_t batch_started; /* registrations started ... */
+	uint32_t batch_done;    /* ... and answered */
+	uint32_t batch_parts;   /* REGISTERs of the current one unanswered */
+	bool sealing;           /* emitting a batch (not pushes) */
+	struct parked *parked;
+	size_t nparked, parked_cap;
+	uint8_t *pagebuf;       /* a fetched page with our deltas on top */
+	uint8_t *deltabuf;      /* one encoded delta, for PULL */
 
 	struct lm_cluster_stats stats;
 };
@@ -228,6 +257,8 @@ static void cache_clear(lm_cluster *c)
 		cache_remove(c, c->lru_head);
 }
 
+static size_t delta_pages(const lm_cluster *c);
+
 /* Stores data (page_size bytes, copied) as page at version.  A copy
  * already there is replaced only by one at least as new (I3). */
 static void cache_put(lm_cluster *c, uint32_t page, uint32_t version,
@@ -244,7 +275,7 @@ static void cache_put(lm_cluster *c, uint32_t page, uint32_t version,
 		cache_touch(c, cp);
 		return;
 	}
-	if (c->ncached >= c->cache_max) {
+	while (c->lru_tail && c->ncached + delta_pages(c) >= c->cache_max) {
 		cache_remove(c, c->lru_tail);
 		c->stats.evictions++;
 	}
@@ -346,6 +377,11 @@ static void reset_run(lm_cluster *c, uint64_t run)
 		free_client_work(&c->clients[i]);
 		memset(&c->clients[i], 0, sizeof(c->clients[i]));
 	}
+	lm_deltas_reset(c->deltas);
+	for (size_t i = 0; i < c->nparked; i++)
+		free(c->parked[i].data);
+	c->nparked = 0;
+	c->batch_started = c->batch_done = c->batch_parts = 0;
 	c->barrier_up = false;
 	c->ends = 0;
 	free(c->end_notices);
@@ -514,6 +550,175 @@ static void held_remove_at(lm_cluster *c, size_t i)
 	c->held[i] = c->held[--c->nheld];
 }
 
+/* ---- deltas and parked messages ------------------------------------ */
+
+/* Memory the deltas hold, in pages (a buffer is a page and a bit per
+ * byte): they share the cluster's cache budget with the copies (I5). */
+static size_t delta_pages(const lm_cluster *c)
+{
+	size_t n = lm_deltas_buffers(c->deltas);
+
+	return n + (n + 7) / 8;
+}
+
+static bool over_budget(const lm_cluster *c)
+{
+	return c->ncached + delta_pages(c) > c->cache_max;
+}
+
+static bool batch_outstanding(const lm_cluster *c)
+{
+	return c->batch_done != c->batch_started;
+}
+
+/* Data of `page` just left for its home: a FETCH reply still on its way
+ * may lack it, so it must not be cached. */
+static void mark_fetches_flushed(lm_cluster *c, uint32_t page)
+{
+	for (struct upreq *up = c->ups; up; up = up->next)
+		if (up->kind == UP_FETCH && up->page == page)
+			up->flushed = true;
+}
+
+/* lm_deltas' way out: every REGISTER goes up as a request. */
+static void emit_register(void *ctx, const struct lm_msg *reg)
+{
+	lm_cluster *c = ctx;
+	struct upreq *up = up_new(c, c->sealing ? UP_REGISTER : UP_PUSH);
+	struct lm_msg r = *reg;
+
+	for (uint32_t i = 0; i < reg->nnotices; i++)
+		if (reg->notices[i].base != LM_REG_NEW)
+			mark_fetches_flushed(c, reg->notices[i].page);
+	if (!up) {
+		lm_log_error("cluster %s: no memory to register deltas; "
+			     "they are lost", c->cfg->name);
+		return;
+	}
+	r.run = c->run;
+	if (c->sealing)
+		c->batch_parts++;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+static void start_batch(lm_cluster *c, bool with_data, bool all_sealed);
+
+static void send_parked(lm_cluster *c, const struct parked *p)
+{
+	struct lm_msg m;
+
+	msg_init(c, &m, p->type);
+	m.id = p->id;
+	m.rank = p->rank;
+	m.status = p->status;
+	m.offset = p->offset;
+	m.data = p->data;
+	m.data_len = p->data_len;
+	c->out.send(c->ctx, c->reflector, &m);
+}
+
+/* Sends, in order, the parked messages whose deltas are registered;
+ * starts the registration the next one waits for. */
+static void flush_parked(lm_cluster *c)
+{
+	size_t done = 0;
+
+	while (done < c->nparked && c->parked[done].need <= c->batch_done) {
+		send_parked(c, &c->parked[done]);
+		free(c->parked[done].data);
+		done++;
+	}
+	if (done) {
+		memmove(c->parked, c->parked + done,
+			(c->nparked - done) * sizeof(*c->parked));
+		c->nparked -= done;
+	}
+	if (c->nparked && !batch_outstanding(c))
+		start_batch(c, false, false);
+}
+
+static void batch_finished(lm_cluster *c)
+{
+	c->batch_done = c->batch_started;
+	flush_parked(c);
+	if (!batch_outstanding(c) && over_budget(c) && c->ncached == 0 &&
+	    lm_deltas_buffers(c->deltas)) {
+		c->stats.spills++;
+		start_batch(c, true, true);
+	}
+}
+
+/* Seals the open deltas into the next registration (docs/dsm.md "Lazy
+ * relay"): entries only, or with their data (eager relay, or memory
+ * pressure, which also pushes every sealed delta). */
+static void start_batch(lm_cluster *c, bool with_data, bool all_sealed)
+{
+	c->batch_started++;
+	c->batch_parts = 0;
+	c->sealing = true;
+	lm_deltas_seal(c->deltas, with_data || c->eager, all_sealed);
+	c->sealing = false;
+	c->stats.registrations++;
+	if (c->batch_parts == 0)
+		batch_finished(c);
+}
+
+/* Parks a message for the reflector behind the registration of every
+ * delta our clients flushed so far (I2). */
+static void park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
+		 int32_t status, uint64_t offset, const uint8_t *data,
+		 size_t data_len)
+{
+	struct parked *p;
+
+	if (c->nparked == c->parked_cap) {
+		size_t cap = c->parked_cap ? c->parked_cap * 2 : 16;
+		struct parked *np = realloc(c->parked, cap * sizeof(*np));
+
+		if (!np) {
+			lm_log_error("cluster %s: no memory to send %s up",
+				     c->cfg->name, lm_msg_name(type));
+			return;
+		}
+		c->parked = np;
+		c->parked_cap = cap;
+	}
+	p = &c->parked[c->nparked];
+	memset(p, 0, sizeof(*p));
+	if (data_len) {
+		p->data = malloc(data_len);
+		if (!p->data) {
+			lm_log_error("cluster %s: no memory to send %s up",
+				     c->cfg->name, lm_msg_name(type));
+			return;
+		}
+		memcpy(p->data, data, data_len);
+		p->data_len = data_len;
+	}
+	p->type = type;
+	p->id = id;
+	p->rank = rank;
+	p->status = status;
+	p->offset = offset;
+	p->need = c->batch_started + (lm_deltas_dirty(c->deltas) ? 1 : 0);
+	c->nparked++;
+	flush_parked(c);
+}
+
+/* Keeps copies and deltas within the cache size: copies go first (they
+ * can be fetched again); deltas alone beyond it go home with their data. */
+static void keep_budget(lm_cluster *c)
+{
+	while (over_budget(c) && c->lru_tail) {
+		cache_remove(c, c->lru_tail);
+		c->stats.evictions++;
+	}
+	if (over_budget(c) && !batch_outstanding(c)) {
+		c->stats.spills++;
+		start_batch(c, true, true);
+	}
+}
+
 /* ---- messages from clients ----------------------------------------- */
 
 static void handle_join(lm_cluster *c, int slot, uint16_t from,
@@ -632,7 +837,6 @@ static void handle_flush(lm_cluster *c, int slot, uint16_t from,
 	uint32_t page;
 	const uint8_t *diff;
 	size_t len;
-	struct lm_msg f;
 
 	/* all or nothing: a bad list changes no copy and never goes home */
 	if (flush_validate(c, &m->diffs) < 0) {
@@ -642,25 +846,27 @@ static void handle_flush(lm_cluster *c, int slot, uint16_t from,
 	}
 	/* the copy keeps its version: it now holds more than that version,
 	 * so the next notice for the page still invalidates it (I3) unless
-	 * it names us as the only cluster that wrote it.  A reply still on
-	 * its way predates these diffs and must not be cached. */
+	 * it names us as the only cluster that wrote it.  The diffs join
+	 * the page's open delta, which goes up (registered, or with its
+	 * data) before anything the client publishes later (I2); a reply
+	 * still on its way gets them from the delta. */
 	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
 		struct cpage *cp = cache_find(c, page);
 
 		if (cp)
 			lm_diff_apply(cp->data, c->page_size, diff, len);
-		for (struct upreq *up = c->ups; up; up = up->next)
-			if (up->kind == UP_FETCH && up->page == page)
-				up->flushed = true;
+		if (lm_deltas_add(c->deltas, page, diff, len,
+				  slot_rank(c, slot)) < 0) {
+			lm_log_error("cluster %s: no memory for a delta of "
+				     "page %u", c->cfg->name, page);
+			reply_status(c, from, req_id, LM_MSG_FLUSH_OK,
+				     LM_ENOMEM);
+			return;
+		}
 	}
-	/* forwarded before FLUSH_OK, so R has these diffs before anything
-	 * the client sends after (FIFO; I2) */
-	msg_init(c, &f, LM_MSG_FLUSH);
-	f.rank = slot_rank(c, slot);
-	f.diffs = m->diffs;
-	c->out.send(c->ctx, c->reflector, &f);
 	c->stats.flushes++;
 	reply_status(c, from, req_id, LM_MSG_FLUSH_OK, 0);
+	keep_budget(c);
 }
 
 static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
@@ -668,7 +874,6 @@ static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
 {
 	struct client *cl = &c->clients[slot];
 	uint32_t arrived = 0;
-	struct lm_msg b;
 
 	if (cl->at_barrier) {
 		count_bad(c, from, m, "second BARRIER while waiting");
@@ -686,9 +891,7 @@ static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
 	c->barrier_up = true;
 	c->barrier_up_id = m->id;
 	c->stats.barriers++;
-	msg_init(c, &b, LM_MSG_BARRIER);
-	b.id = m->id;
-	c->out.send(c->ctx, c->reflector, &b);
+	park(c, LM_MSG_BARRIER, m->id, 0, 0, 0, NULL, 0);
 }
 
 static void handle_lock(lm_cluster *c, int slot, uint16_t from,
@@ -714,17 +917,13 @@ static void handle_unlock(lm_cluster *c, int slot, uint16_t from,
 {
 	uint32_t rank = slot_rank(c, slot);
 	int i = held_find(c, m->id, rank);
-	struct lm_msg u;
 
 	if (i < 0) {
 		reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, LM_EINVAL);
 		return;
 	}
 	held_remove_at(c, (size_t)i);
-	msg_init(c, &u, LM_MSG_UNLOCK);
-	u.id = m->id;
-	u.rank = rank;
-	c->out.send(c->ctx, c->reflector, &u);
+	park(c, LM_MSG_UNLOCK, m->id, rank, 0, 0, NULL, 0);
 	reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, 0);
 }
 
@@ -746,15 +945,13 @@ static void handle_relay(lm_cluster *c, enum up_kind kind, uint16_t from,
 static void handle_create(lm_cluster *c, uint16_t from, uint32_t req_id,
 			  const struct lm_msg *m)
 {
-	struct lm_msg f = *m;
-
 	/* rank 0 runs main and is never a worker (docs/dsm.md 13) */
 	if (m->rank == 0 || m->rank >= c->layout->nprocs) {
 		reply_status(c, from, req_id, LM_MSG_CREATE_OK, LM_EINVAL);
 		return;
 	}
-	f.run = c->run;
-	c->out.send(c->ctx, c->reflector, &f);
+	park(c, LM_MSG_CREATE, 0, m->rank, m->status, m->offset, m->data,
+	     m->data_len);
 	reply_status(c, from, req_id, LM_MSG_CREATE_OK, 0);
 }
 
@@ -793,12 +990,7 @@ static void handle_wait_work(lm_cluster *c, int slot, uint16_t from,
 static void handle_end(lm_cluster *c, int slot, uint16_t from,
 		       uint32_t req_id, const struct lm_msg *m)
 {
-	struct lm_msg e;
-
-	msg_init(c, &e, LM_MSG_END);
-	e.rank = slot_rank(c, slot);
-	e.status = m->status;
-	c->out.send(c->ctx, c->reflector, &e);
+	park(c, LM_MSG_END, 0, slot_rank(c, slot), m->status, 0, NULL, 0);
 	reply_status(c, from, req_id, LM_MSG_END_OK, 0);
 }
 
@@ -993,12 +1185,16 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 		up_free(c, up);
 		return;
 	}
+	/* the home's copy plus what our clients wrote and the home has not
+	 * got yet: the cluster copy (DESIGN.md §2, read fault) */
+	memcpy(c->pagebuf, m->data, c->page_size);
+	lm_deltas_overlay(c->deltas, m->page, m->version, c->pagebuf);
 	if (m->version >= up->min_version && !up->flushed)
-		cache_put(c, m->page, m->version, m->data);
+		cache_put(c, m->page, m->version, c->pagebuf);
 	msg_init(c, &r, LM_MSG_PAGE);
 	r.page = m->page;
 	r.version = m->version;
-	r.data = m->data;
+	r.data = c->pagebuf;
 	r.data_len = m->data_len;
 	while (*pp) {
 		struct waiter *w = *pp;
@@ -1048,6 +1244,24 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 		reply_page(c, up, m);
 		return;
 	}
+	if (up->kind == UP_REGISTER || up->kind == UP_PUSH) {
+		bool batch = up->kind == UP_REGISTER;
+
+		if (m->type != LM_MSG_REGISTER_OK) {
+			count_bad(c, c->reflector, m, "reply of the wrong type");
+		} else {
+			if (m->status)
+				lm_log_error("cluster %s: homes refused deltas "
+					     "of ours: %s", c->cfg->name,
+					     lm_strerror(m->status));
+			lm_deltas_registered(c->deltas, m->notices,
+					     m->nnotices);
+		}
+		up_free(c, up);
+		if (batch && c->batch_parts && --c->batch_parts == 0)
+			batch_finished(c);
+		return;
+	}
 	if (m->type != expect[up->kind]) {
 		count_bad(c, c->reflector, m, "reply of the wrong type");
 		up_free(c, up);
@@ -1074,6 +1288,37 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 		c->out.reply(c->ctx, up->waiters->node, up->waiters->req_id,
 			     &r);
 	up_free(c, up);
+}
+
+/* A home wants a delta of ours: its data, and we forget it. */
+static void handle_pull(lm_cluster *c, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	struct lm_msg r;
+	size_t len = 0;
+	int rc = LM_EINVAL;
+
+	msg_init(c, &r, LM_MSG_DELTA);
+	r.page = m->page;
+	r.version = m->version;
+	if (m->page < c->npages)
+		rc = lm_deltas_pull(c->deltas, m->page, m->version,
+				    c->deltabuf + 8,
+				    lm_diff_bound(c->page_size), &len);
+	if (rc == 0) {
+		lm_put32(c->deltabuf, m->page);
+		lm_put32(c->deltabuf + 4, (uint32_t)len);
+		r.diffs.data = c->deltabuf;
+		r.diffs.len = len + 8;
+		r.diffs.count = 1;
+		mark_fetches_flushed(c, m->page);
+	} else {
+		lm_log_warn("cluster %s: PULL of page %u version %u: %s",
+			    c->cfg->name, m->page, m->version,
+			    lm_strerror(rc));
+	}
+	r.status = rc;
+	c->out.reply(c->ctx, c->reflector, req_id, &r);
 }
 
 static void handle_release(lm_cluster *c, const struct lm_msg *m)
@@ -1187,6 +1432,10 @@ static void from_reflector(lm_cluster *c, enum lm_rel_msg_kind kind,
 		handle_up_reply(c, req_id, m);
 		return;
 	}
+	if (kind == LM_REL_REQUEST && m->type == LM_MSG_PULL) {
+		handle_pull(c, req_id, m);
+		return;
+	}
 	if (kind != LM_REL_ONEWAY) {
 		count_bad(c, c->reflector, m, "request from the reflector");
 		return;
@@ -1257,7 +1506,13 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	c->buckets = calloc((size_t)1 << c->bucket_bits, sizeof(*c->buckets));
 	c->clients = calloc(c->nclients ? c->nclients : 1,
 			    sizeof(*c->clients));
-	if (!c->buckets || !c->clients || (c->nclients && c->first_node == 0))
+	c->eager = layout->relay == LM_RELAY_EAGER;
+	c->deltas = lm_deltas_create(c->page_size, (uint32_t)c->npages,
+				     c->index, emit_register, c);
+	c->pagebuf = malloc(c->page_size);
+	c->deltabuf = malloc(lm_diff_bound(c->page_size) + 8);
+	if (!c->buckets || !c->clients || (c->nclients && c->first_node == 0) ||
+	    !c->deltas || !c->pagebuf || !c->deltabuf)
 		goto err;
 	return c;
 err:
@@ -1269,8 +1524,12 @@ void lm_cluster_destroy(lm_cluster *c)
 {
 	if (!c)
 		return;
-	if (c->buckets && c->clients)
+	if (c->buckets && c->clients && c->deltas)
 		reset_run(c, c->run);
+	lm_deltas_destroy(c->deltas);
+	free(c->parked);
+	free(c->pagebuf);
+	free(c->deltabuf);
 	free(c->buckets);
 	free(c->clients);
 	free(c->held);
@@ -1318,4 +1577,9 @@ void lm_cluster_peer_lost(lm_cluster *c, uint16_t node)
 const struct lm_cluster_stats *lm_cluster_stats(const lm_cluster *c)
 {
 	return &c->stats;
+}
+
+const struct lm_deltas_stats *lm_cluster_delta_stats(const lm_cluster *c)
+{
+	return lm_deltas_stats(c->deltas);
 }

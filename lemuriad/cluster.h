@@ -59,10 +59,17 @@ struct lm_cluster_stats {
 	uint64_t locks;             /* GRANTs relayed to clients */
 	uint64_t dropped_stale_run; /* messages of an older (or aborted) run */
 	uint64_t dropped_bad;       /* bad sender, kind, type or content */
+	uint64_t registrations;     /* batches of deltas registered */
+	uint64_t spills;            /* batches sent with their data to stay
+				       within the cache size */
 	size_t cached_bytes;        /* page bytes held now (<= cache size) */
 };
 
 /* Counters since creation (a new run does not clear them). */
 const struct lm_cluster_stats *lm_cluster_stats(const lm_cluster *c);
+
+struct lm_deltas_stats;
+/* Counters of the cluster deltas (lemuriad/deltas.h). */
+const struct lm_deltas_stats *lm_cluster_delta_stats(const lm_cluster *c);
 
 #endif

@@ -112,14 +112,46 @@ struct notice_set {
 	uint32_t *at;        /* per page: index + 1 in v, 0 when absent */
 };
 
-/* A request of ours to another reflector, matched by req_id. */
+/* A request of ours to another reflector or to a cluster of ours,
+ * matched by req_id. */
 struct forward {
 	uint32_t req_id;
 	uint16_t type;     /* the request's type */
-	uint16_t to;       /* reflector node it went to */
-	uint16_t node;     /* who we answer: a cluster of ours */
+	uint16_t to;       /* node it went to */
+	uint16_t node;     /* who we answer (0: our own home, for PULL) */
 	uint32_t node_req; /* ... and its request id */
-	uint64_t seq;      /* FLUSH: its place among our flushes */
+	uint64_t seq;      /* FLUSH, REGISTER: place among our flushes */
+	uint32_t agg;      /* REGISTER: the cluster's request it is part of */
+};
+
+/* A cluster's REGISTER, split over homes: answered when every part is. */
+struct reg_agg {
+	uint32_t id;
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t parts;    /* parts not acked yet */
+	int32_t status;
+	struct lm_notice *notices;
+	size_t n, cap;
+};
+
+/* A delta registered at its home and not applied yet (lazy relay): it
+ * stays at its cluster until pulled or pushed. */
+struct pending {
+	struct pending *next;
+	uint32_t version;  /* the page's version once it is applied */
+	uint32_t cluster;  /* layout index of the cluster holding it */
+	bool pulling;      /* PULL sent */
+	bool has_data;
+	uint8_t *data;     /* the delta as a diff, owned */
+	size_t len;
+};
+
+/* A FETCH waiting for a page's pending deltas. */
+struct fetch_wait {
+	struct fetch_wait *next;
+	uint16_t node;
+	uint32_t req_id;
 };
 
 /* A cluster's message held until the homes applied every change our
@@ -167,6 +199,10 @@ struct lm_home {
 	 * being applied. */
 	uint32_t *flush_mark;
 	uint32_t flush_seq;
+	/* per page: deltas registered and not applied, in version order,
+	 * and the FETCHes that wait for them (lazy relay) */
+	struct pending **pend;
+	struct fetch_wait **fwait;
 
 	/* ---- router */
 	uint32_t epoch;            /* barriers released to our clusters */
@@ -180,6 +216,11 @@ struct lm_home {
 	size_t nheld, held_cap;
 	uint8_t *split;            /* builds per-home parts of a list */
 	size_t split_cap;
+	struct lm_notice *split_notices; /* npages entries: the same for
+					    REGISTER entries */
+	struct reg_agg *aggs;
+	size_t naggs, aggs_cap;
+	uint32_t next_agg;
 
 	/* ---- managers */
 	struct mgr_barrier mbarriers[LM_HOME_BARRIERS_MAX];
@@ -400,6 +441,28 @@ static void barriers_clear(lm_home *h)
 	}
 }
 
+static void pending_clear(lm_home *h)
+{
+	for (uint32_t p = 0; p < h->npages; p++) {
+		while (h->pend[p]) {
+			struct pending *pd = h->pend[p];
+
+			h->pend[p] = pd->next;
+			free(pd->data);
+			free(pd);
+		}
+		while (h->fwait[p]) {
+			struct fetch_wait *w = h->fwait[p];
+
+			h->fwait[p] = w->next;
+			free(w);
+		}
+	}
+	for (size_t i = 0; i < h->naggs; i++)
+		free(h->aggs[i].notices);
+	h->naggs = 0;
+}
+
 static void held_clear(lm_home *h)
 {
 	for (size_t i = 0; i < h->nheld; i++)
@@ -423,6 +486,7 @@ static void run_reset(lm_home *h)
 	barriers_clear(h);
 	locks_clear(h);
 	held_clear(h);
+	pending_clear(h);
 	h->nfwd = 0;
 	h->used.n = 0;
 	h->free_list.n = 1;
@@ -479,9 +543,12 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	h->epoch_set.v = calloc(npages, sizeof(*h->epoch_set.v));
 	h->epoch_set.at = calloc(npages, sizeof(*h->epoch_set.at));
 	h->scratch = calloc(npages, sizeof(*h->scratch));
+	h->split_notices = calloc(npages, sizeof(*h->split_notices));
+	h->pend = calloc(npages, sizeof(*h->pend));
+	h->fwait = calloc(npages, sizeof(*h->fwait));
 	if (!h->pages || !h->versions || !h->pe || !h->zero ||
 	    !h->flush_mark || !h->epoch_set.v || !h->epoch_set.at ||
-	    !h->scratch)
+	    !h->scratch || !h->split_notices || !h->pend || !h->fwait)
 		goto err;
 	for (i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
 		/* +1: calloc(0) may be NULL */
@@ -524,6 +591,12 @@ void lm_home_destroy(lm_home *h)
 	free(h->locks);
 	held_clear(h);
 	free(h->held);
+	if (h->pend && h->fwait)
+		pending_clear(h);
+	free(h->pend);
+	free(h->fwait);
+	free(h->aggs);
+	free(h->split_notices);
 	free(h->fwd);
 	free(h->split);
 	free(h->free_list.v);
@@ -600,6 +673,31 @@ static long flush_check(const lm_home *h, const struct lm_msg_diffs *d,
 	return n;
 }
 
+/* Appends a pending delta of `page` at the next version; with data when
+ * diff is not NULL.  0 or LM_ENOMEM. */
+static int queue_delta(lm_home *h, uint32_t page, uint32_t cluster,
+		       const uint8_t *diff, size_t len)
+{
+	struct pending *pd = calloc(1, sizeof(*pd)), **pp;
+
+	if (!pd || (diff && len && !(pd->data = malloc(len)))) {
+		free(pd);
+		return LM_ENOMEM;
+	}
+	if (diff) {
+		pd->has_data = true;
+		pd->len = len;
+		if (len)
+			memcpy(pd->data, diff, len);
+	}
+	pd->cluster = cluster;
+	pd->version = ++h->versions[page];
+	for (pp = &h->pend[page]; *pp; pp = &(*pp)->next)
+		;
+	*pp = pd;
+	return 0;
+}
+
 /* Applies a list of rank `writer`, sent in `epoch`, to our master copies,
  * all or nothing.  A page's version goes up once per list; its epoch entry
  * records the epoch's base and writers, so that the notice is exact: a
@@ -648,12 +746,23 @@ static long home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 		struct page_epoch *pe = &h->pe[page];
 		struct lm_notice *no;
 
-		lm_diff_apply(h->pages[page], h->page_size, diff, len);
-		h->stats.diffs_applied++;
-		if (h->flush_mark[page] == h->flush_seq)
-			continue;
-		h->flush_mark[page] = h->flush_seq;
-		h->versions[page]++;
+		if (h->pend[page]) {
+			/* registered deltas come first (I1): this one waits
+			 * behind them with its own version */
+			if (queue_delta(h, page, wc ? (uint32_t)(wc -
+				h->layout->clusters) : 0, diff, len) < 0)
+				lm_log_error("home: no memory to queue a diff "
+					     "of page %u: lost", page);
+			h->flush_mark[page] = h->flush_seq;
+		} else {
+			lm_diff_apply(h->pages[page], h->page_size, diff,
+				      len);
+			h->stats.diffs_applied++;
+			if (h->flush_mark[page] == h->flush_seq)
+				continue;
+			h->flush_mark[page] = h->flush_seq;
+			h->versions[page]++;
+		}
 		if (pe->epoch1 != epoch + 1) {
 			pe->epoch1 = epoch + 1;
 			pe->base = h->versions[page] - 1;
@@ -675,9 +784,254 @@ static long home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 	return count;
 }
 
+/* ---- home: registered deltas (lazy relay) ----------------------------- */
+
+static struct forward *fwd_add(lm_home *h, uint16_t type, uint16_t to,
+			       uint16_t node, uint32_t node_req);
+
+/* Asks the cluster holding `pd` for its data, through its reflector. */
+static void send_pull(lm_home *h, uint32_t page, struct pending *pd)
+{
+	const struct lm_cluster_cfg *c = &h->layout->clusters[pd->cluster];
+	uint32_t ri = (uint32_t)c->reflector_index;
+	struct lm_msg r = msg_new(h, LM_MSG_PULL);
+	struct forward *f;
+
+	f = fwd_add(h, LM_MSG_PULL, ri == h->self_index ? c->id :
+		    refl_node(h, ri), 0, 0);
+	if (!f) {
+		lm_log_error("home: too many requests in flight; PULL of "
+			     "page %u waits", page);
+		return;
+	}
+	r.id = pd->cluster;
+	r.page = page;
+	r.version = pd->version;
+	pd->pulling = true;
+	h->stats.deltas_pulled++;
+	h->out.request(h->ctx, f->to, f->req_id, &r);
+}
+
+/* Applies the page's pending deltas that have their data, in version
+ * order (I1); with none left, answers the FETCHes that waited; else pulls
+ * what is missing for them. */
+static void settle(lm_home *h, uint32_t page)
+{
+	struct pending *pd;
+
+	while ((pd = h->pend[page]) && pd->has_data) {
+		if (!h->pages[page] &&
+		    !(h->pages[page] = calloc(1, h->page_size))) {
+			lm_log_error("home: no memory for page %u", page);
+			return;
+		}
+		if (pd->len)
+			lm_diff_apply(h->pages[page], h->page_size, pd->data,
+				      pd->len);
+		h->stats.diffs_applied++;
+		h->pend[page] = pd->next;
+		free(pd->data);
+		free(pd);
+	}
+	if (!h->pend[page]) {
+		while (h->fwait[page]) {
+			struct fetch_wait *w = h->fwait[page];
+
+			h->fwait[page] = w->next;
+			serve_page(h, w->node, w->req_id, page);
+			free(w);
+		}
+		return;
+	}
+	if (!h->fwait[page])
+		return;
+	for (pd = h->pend[page]; pd; pd = pd->next)
+		if (!pd->has_data && !pd->pulling)
+			send_pull(h, page, pd);
+}
+
+/* A FETCH at the page's home: served once its deltas are in. */
+static void home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
+		       uint32_t page)
+{
+	struct fetch_wait *w;
+
+	if (!h->pend[page]) {
+		serve_page(h, node, req_id, page);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		lm_log_error("home: no memory to wait for page %u", page);
+		return;
+	}
+	w->node = node;
+	w->req_id = req_id;
+	w->next = h->fwait[page];
+	h->fwait[page] = w;
+	h->stats.fetches_waited++;
+	settle(h, page);
+}
+
+/* The data of a pulled delta (or the cluster's word that it has none). */
+static void home_pulled(lm_home *h, const struct lm_msg *m)
+{
+	struct pending *pd;
+	const uint8_t *diff = NULL;
+	uint32_t page;
+	size_t pos = 0, len = 0;
+
+	if (m->page >= h->npages)
+		return;
+	for (pd = h->pend[m->page]; pd; pd = pd->next)
+		if (pd->version == m->version)
+			break;
+	if (!pd || pd->has_data)
+		return; /* pushed meanwhile */
+	if (m->status != 0 || m->diffs.count != 1 ||
+	    lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) != 1 ||
+	    page != m->page ||
+	    lm_diff_validate(diff, len, h->page_size) < 0) {
+		/* nothing better to do than go on without it, loudly */
+		lm_log_error("home: delta of page %u version %u lost at "
+			     "cluster %u (%s)", m->page, m->version,
+			     pd->cluster, m->status ? lm_strerror(m->status) :
+			     "bad data");
+		len = 0;
+	} else if (len && !(pd->data = malloc(len))) {
+		lm_log_error("home: no memory for a delta of page %u",
+			     m->page);
+		pd->pulling = false;
+		return;
+	}
+	if (len)
+		memcpy(pd->data, diff, len);
+	pd->len = len;
+	pd->has_data = true;
+	settle(h, m->page);
+}
+
+/* Walks a REGISTER's entries with their data: checks everything
+ * (as_home: that every page is ours; ci: the registering cluster) and
+ * returns 0 or LM_EBADMSG. */
+static int register_check(const lm_home *h, const struct lm_msg *m,
+			  uint32_t ci, bool as_home)
+{
+	size_t pos = 0, len;
+	const uint8_t *diff;
+	uint32_t page;
+
+	for (uint32_t i = 0; i < m->nnotices; i++) {
+		const struct lm_notice *e = &m->notices[i];
+		const struct lm_cluster_cfg *wc;
+
+		if (e->page >= h->npages || e->base >= LM_REG_KINDS ||
+		    e->wcluster != ci ||
+		    (as_home &&
+		     lm_home_of_page(h->layout, e->page) != h->self_index))
+			return LM_EBADMSG;
+		if (e->writer != LM_WRITER_MANY) {
+			wc = lm_layout_cluster_of_rank(h->layout, e->writer);
+			if (!wc || wc != &h->layout->clusters[ci])
+				return LM_EBADMSG;
+		}
+		if (e->base == LM_REG_NEW)
+			continue;
+		if (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff,
+				      &len) != 1 || page != e->page ||
+		    lm_diff_validate(diff, len, h->page_size) < 0)
+			return LM_EBADMSG;
+	}
+	return lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 0 ?
+	       0 : LM_EBADMSG;
+}
+
+/* Registers a cluster's deltas at their home (docs/dsm.md "Lazy
+ * relay"): each NEW or DATA entry takes the page to a new version, held
+ * by the cluster (NEW) or here (DATA); a NEW entry whose cluster still
+ * holds the page's latest delta, unpulled, is merged into it; PUSH
+ * brings the data of one registered before.  The notices go to
+ * h->scratch; returns their count or LM_EBADMSG. */
+static long home_register(lm_home *h, uint16_t from, uint32_t ci,
+			  uint32_t epoch, const struct lm_msg *m)
+{
+	size_t pos = 0, len;
+	const uint8_t *diff;
+	uint32_t page;
+	long count = 0;
+
+	if (register_check(h, m, ci, true) < 0) {
+		lm_log_warn("home: REGISTER from node %u rejected: malformed "
+			    "entries or data", from);
+		h->stats.dropped_bad++;
+		return LM_EBADMSG;
+	}
+	for (uint32_t i = 0; i < m->nnotices; i++) {
+		const struct lm_notice *e = &m->notices[i];
+		struct pending *pd, *last = NULL;
+		struct page_epoch *pe = &h->pe[e->page];
+		struct lm_notice *no;
+
+		diff = NULL;
+		len = 0;
+		if (e->base != LM_REG_NEW)
+			(void)lm_msg_diffs_next(&m->diffs, &pos, &page, &diff,
+						&len);
+		for (pd = h->pend[e->page]; pd; pd = pd->next)
+			last = pd;
+		if (e->base == LM_REG_PUSH) {
+			for (pd = h->pend[e->page]; pd; pd = pd->next)
+				if (pd->version == e->version &&
+				    pd->cluster == ci && !pd->has_data)
+					break;
+			if (pd && (!len || (pd->data = malloc(len)))) {
+				if (len)
+					memcpy(pd->data, diff, len);
+				pd->len = len;
+				pd->has_data = true;
+				h->stats.deltas_pushed++;
+			}
+			continue;
+		}
+		if (e->base == LM_REG_NEW && e->version && last &&
+		    last->cluster == ci && last->version == e->version &&
+		    !last->has_data && !last->pulling &&
+		    h->versions[e->page] == e->version) {
+			/* the cluster folds the new delta into the one it
+			 * holds: nobody wrote the page in between (I1) */
+			last->version = ++h->versions[e->page];
+			h->stats.deltas_merged++;
+		} else if (queue_delta(h, e->page, ci, diff, len) < 0) {
+			lm_log_error("home: no memory to register page %u",
+				     e->page);
+			continue;
+		}
+		h->stats.deltas_registered++;
+		if (pe->epoch1 != epoch + 1) {
+			pe->epoch1 = epoch + 1;
+			pe->base = h->versions[e->page] - 1;
+			pe->writer = e->writer;
+			pe->wcluster = ci;
+		}
+		if (pe->writer != e->writer)
+			pe->writer = LM_WRITER_MANY;
+		if (pe->wcluster != ci)
+			pe->wcluster = LM_WRITER_MANY;
+		no = &h->scratch[count++];
+		no->page = e->page;
+		no->version = h->versions[e->page];
+		no->base = pe->base;
+		no->writer = pe->writer;
+		no->wcluster = pe->wcluster;
+	}
+	for (uint32_t i = 0; i < m->nnotices; i++)
+		settle(h, m->notices[i].page);
+	return count;
+}
+
 /* ---- router: requests to other reflectors ----------------------------- */
 
-static struct forward *fwd_add(lm_home *h, uint16_t type, uint32_t to,
+static struct forward *fwd_add(lm_home *h, uint16_t type, uint16_t to,
 			       uint16_t node, uint32_t node_req)
 {
 	struct forward *f;
@@ -698,7 +1052,7 @@ static struct forward *fwd_add(lm_home *h, uint16_t type, uint32_t to,
 	memset(f, 0, sizeof(*f));
 	f->req_id = ++h->next_req;
 	f->type = type;
-	f->to = refl_node(h, to);
+	f->to = to;
 	f->node = node;
 	f->node_req = node_req;
 	return f;
@@ -721,7 +1075,8 @@ static void fwd_remove(lm_home *h, struct forward *f)
 static void forward(lm_home *h, uint32_t to, const struct lm_msg *m,
 		    uint16_t node, uint32_t node_req)
 {
-	struct forward *f = fwd_add(h, m->type, to, node, node_req);
+	struct forward *f = fwd_add(h, m->type, refl_node(h, to), node,
+				    node_req);
 
 	if (!f) {
 		lm_log_error("home: too many requests in flight; %s of "
@@ -736,7 +1091,7 @@ static void forward(lm_home *h, uint32_t to, const struct lm_msg *m,
 static bool flush_pending_upto(const lm_home *h, uint64_t mark)
 {
 	for (size_t i = 0; i < h->nfwd; i++)
-		if (h->fwd[i].type == LM_MSG_FLUSH && h->fwd[i].seq <= mark)
+		if (h->fwd[i].seq && h->fwd[i].seq <= mark)
 			return true;
 	return false;
 }
@@ -762,7 +1117,7 @@ static void flush_part(lm_home *h, uint32_t home, uint32_t writer,
 	r.rank = writer;
 	r.epoch = h->epoch;
 	r.diffs = *part;
-	f = fwd_add(h, LM_MSG_FLUSH, home, 0, 0);
+	f = fwd_add(h, LM_MSG_FLUSH, refl_node(h, home), 0, 0);
 	if (!f) {
 		lm_log_error("home: too many requests in flight; diffs of "
 			     "rank %u lost", writer);
@@ -832,6 +1187,163 @@ static void route_flush(lm_home *h, uint16_t from, const struct lm_msg *m)
 		if (part.count)
 			flush_part(h, k, m->rank, &part);
 	}
+}
+
+/* ---- router: registrations ------------------------------------------- */
+
+static struct reg_agg *agg_find(lm_home *h, uint32_t id)
+{
+	for (size_t i = 0; i < h->naggs; i++)
+		if (h->aggs[i].id == id)
+			return &h->aggs[i];
+	return NULL;
+}
+
+static int agg_add_notices(struct reg_agg *a, const struct lm_notice *v,
+			   size_t n)
+{
+	if (a->n + n > a->cap) {
+		size_t cap = a->n + n + 16;
+		struct lm_notice *nv = realloc(a->notices, cap * sizeof(*nv));
+
+		if (!nv)
+			return LM_ENOMEM;
+		a->notices = nv;
+		a->cap = cap;
+	}
+	if (n)
+		memcpy(a->notices + a->n, v, n * sizeof(*v));
+	a->n += n;
+	return 0;
+}
+
+/* Answers the cluster once every home has acked its part. */
+static void agg_done(lm_home *h, struct reg_agg *a)
+{
+	struct lm_msg r = msg_new(h, LM_MSG_REGISTER_OK);
+	struct reg_agg done;
+
+	if (a->parts)
+		return;
+	done = *a;
+	*a = h->aggs[--h->naggs];
+	r.status = done.status;
+	r.notices = done.notices;
+	r.nnotices = (uint32_t)lm_notices_merge(done.notices, done.n);
+	h->out.reply(h->ctx, done.node, done.req_id, &r);
+	free(done.notices);
+}
+
+/* One home's part of a registration: entered here or sent to the home. */
+static void register_part(lm_home *h, struct reg_agg *a, uint32_t home,
+			  uint32_t ci, const struct lm_msg *part)
+{
+	struct forward *f;
+
+	if (home == h->self_index) {
+		long n = home_register(h, h->self_id, ci, h->epoch, part);
+
+		if (n < 0) {
+			a->status = (int32_t)n;
+			return;
+		}
+		for (long i = 0; i < n; i++)
+			set_put(&h->epoch_set, &h->scratch[i]);
+		if (agg_add_notices(a, h->scratch, (size_t)n) < 0)
+			a->status = LM_ENOMEM;
+		return;
+	}
+	f = fwd_add(h, LM_MSG_REGISTER, refl_node(h, home), 0, 0);
+	if (!f) {
+		lm_log_error("home: too many requests in flight; deltas of "
+			     "cluster %u lost", ci);
+		a->status = LM_ENOBUFS;
+		return;
+	}
+	f->seq = ++h->flush_sent;
+	f->agg = a->id;
+	a->parts++;
+	h->stats.registers_forwarded++;
+	h->out.request(h->ctx, f->to, f->req_id, part);
+}
+
+/* A cluster's REGISTER: checked whole, split by home, answered with the
+ * notices once every home has entered its part. */
+static void route_register(lm_home *h, uint16_t from, long ci,
+			   uint32_t req_id, const struct lm_msg *m)
+{
+	struct reg_agg *a;
+
+	if (register_check(h, m, (uint32_t)ci, false) < 0) {
+		struct lm_msg r = msg_new(h, LM_MSG_REGISTER_OK);
+
+		drop_bad(h, from, m, "malformed entries or data");
+		r.status = LM_EBADMSG;
+		h->out.reply(h->ctx, from, req_id, &r);
+		return;
+	}
+	if (h->naggs == h->aggs_cap) {
+		size_t cap = h->aggs_cap ? h->aggs_cap * 2 : 16;
+		struct reg_agg *na = realloc(h->aggs, cap * sizeof(*na));
+
+		if (!na) {
+			drop_bad(h, from, m, "out of memory");
+			return;
+		}
+		h->aggs = na;
+		h->aggs_cap = cap;
+	}
+	a = &h->aggs[h->naggs++];
+	memset(a, 0, sizeof(*a));
+	a->id = ++h->next_agg;
+	a->node = from;
+	a->req_id = req_id;
+	a->parts = 1; /* until every part went out */
+	if (h->split_cap < m->diffs.len) {
+		uint8_t *ns = realloc(h->split, m->diffs.len);
+
+		if (!ns) {
+			a->status = LM_ENOMEM;
+			a->parts = 0;
+			agg_done(h, a);
+			return;
+		}
+		h->split = ns;
+		h->split_cap = m->diffs.len;
+	}
+	for (uint32_t k = 0; k < h->nrefl; k++) {
+		struct lm_msg part = msg_new(h, LM_MSG_REGISTER);
+		size_t pos = 0, len;
+		const uint8_t *diff;
+		uint32_t page;
+
+		part.epoch = h->epoch;
+		part.notices = h->split_notices;
+		part.diffs.data = h->split;
+		for (uint32_t i = 0; i < m->nnotices; i++) {
+			const struct lm_notice *e = &m->notices[i];
+			bool mine = lm_home_of_page(h->layout, e->page) == k;
+
+			if (e->base != LM_REG_NEW)
+				(void)lm_msg_diffs_next(&m->diffs, &pos, &page,
+							&diff, &len);
+			if (!mine)
+				continue;
+			h->split_notices[part.nnotices++] = *e;
+			if (e->base != LM_REG_NEW) {
+				(void)lm_msg_diffs_append(h->split,
+							  h->split_cap,
+							  &part.diffs.len,
+							  page, diff, len);
+				part.diffs.count++;
+			}
+		}
+		if (part.nnotices)
+			register_part(h, a, k, (uint32_t)ci, &part);
+		a = agg_find(h, a->id); /* the table may have moved */
+	}
+	a->parts--;
+	agg_done(h, a);
 }
 
 /* ---- managers: barriers ----------------------------------------------- */
@@ -1400,6 +1912,7 @@ static void spread_abort(lm_home *h, uint16_t from, const struct lm_msg *m,
 static int cluster_kind(uint16_t type)
 {
 	switch (type) {
+	case LM_MSG_REGISTER:
 	case LM_MSG_JOIN:
 	case LM_MSG_FETCH:
 	case LM_MSG_LOCK:
@@ -1447,7 +1960,7 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 		}
 		home = lm_home_of_page(h->layout, m->page);
 		if (home == h->self_index) {
-			serve_page(h, from, req_id, m->page);
+			home_fetch(h, from, req_id, m->page);
 		} else {
 			struct lm_msg r = msg_new(h, LM_MSG_FETCH);
 
@@ -1458,6 +1971,9 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 		break;
 	case LM_MSG_FLUSH:
 		route_flush(h, from, m);
+		break;
+	case LM_MSG_REGISTER:
+		route_register(h, from, ci, req_id, m);
 		break;
 	case LM_MSG_BARRIER:
 		router_barrier(h, from, ci, m);
@@ -1508,6 +2024,8 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 static int reflector_kind(uint16_t type)
 {
 	switch (type) {
+	case LM_MSG_REGISTER:
+	case LM_MSG_PULL:
 	case LM_MSG_FETCH:
 	case LM_MSG_FLUSH:
 	case LM_MSG_LOCK:
@@ -1547,8 +2065,49 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		    lm_home_of_page(h->layout, m->page) != h->self_index)
 			refuse_fetch(h, from, req_id, m, "not a page of ours");
 		else
-			serve_page(h, from, req_id, m->page);
+			home_fetch(h, from, req_id, m->page);
 		break;
+	case LM_MSG_REGISTER: {
+		struct lm_msg r = msg_new(h, LM_MSG_REGISTER_OK);
+		uint32_t ci = m->nnotices ? m->notices[0].wcluster : 0;
+		long n = LM_EBADMSG;
+
+		/* every entry names the same cluster, one under the sender */
+		if (ci < h->layout->nclusters &&
+		    (uint32_t)h->layout->clusters[ci].reflector_index == ri)
+			n = home_register(h, from, ci, m->epoch, m);
+		else
+			drop_bad(h, from, m, "cluster not under the sender");
+		r.status = n < 0 ? (int32_t)n : 0;
+		r.notices = h->scratch;
+		r.nnotices = n < 0 ? 0 : (uint32_t)n;
+		h->out.reply(h->ctx, from, req_id, &r);
+		break;
+	}
+	case LM_MSG_PULL: {
+		struct forward *f;
+
+		if (m->id >= h->layout->nclusters ||
+		    (uint32_t)h->layout->clusters[m->id].reflector_index !=
+		    h->self_index) {
+			struct lm_msg r = msg_new(h, LM_MSG_DELTA);
+
+			drop_bad(h, from, m, "cluster not served here");
+			r.status = LM_EINVAL;
+			r.page = m->page;
+			r.version = m->version;
+			h->out.reply(h->ctx, from, req_id, &r);
+			break;
+		}
+		f = fwd_add(h, LM_MSG_PULL, h->layout->clusters[m->id].id,
+			    from, req_id);
+		if (!f) {
+			drop_bad(h, from, m, "too many requests in flight");
+			break;
+		}
+		h->out.request(h->ctx, f->to, f->req_id, m);
+		break;
+	}
 	case LM_MSG_FLUSH: {
 		struct lm_msg r = msg_new(h, LM_MSG_FLUSH_OK);
 		long n = home_apply(h, from, m->epoch, m->rank, &m->diffs);
@@ -1623,6 +2182,8 @@ static void from_reply(lm_home *h, uint16_t from, uint32_t req_id,
 		[LM_MSG_LOCK] = LM_MSG_GRANT,
 		[LM_MSG_ALLOC] = LM_MSG_ALLOC_OK,
 		[LM_MSG_FREE] = LM_MSG_FREE_OK,
+		[LM_MSG_REGISTER] = LM_MSG_REGISTER_OK,
+		[LM_MSG_PULL] = LM_MSG_DELTA,
 	};
 	struct forward *f = fwd_find(h, req_id);
 	struct forward done;
@@ -1634,9 +2195,36 @@ static void from_reply(lm_home *h, uint16_t from, uint32_t req_id,
 	done = *f;
 	fwd_remove(h, f);
 	if (m->type != answer[done.type] || !notices_valid(h, m)) {
+		struct reg_agg *a = agg_find(h, done.agg);
+
 		drop_bad(h, from, m, "bad reply");
-		if (done.type == LM_MSG_FLUSH)
+		if (done.type == LM_MSG_REGISTER && a) {
+			a->status = LM_EBADMSG;
+			a->parts--;
+			agg_done(h, a);
+		}
+		if (done.seq)
 			held_release(h);
+		return;
+	}
+	if (done.type == LM_MSG_PULL && done.node == 0) {
+		home_pulled(h, m);
+		return;
+	}
+	if (done.type == LM_MSG_REGISTER) {
+		struct reg_agg *a = agg_find(h, done.agg);
+
+		for (uint32_t i = 0; i < m->nnotices; i++)
+			set_put(&h->epoch_set, &m->notices[i]);
+		if (a) {
+			if (m->status)
+				a->status = m->status;
+			if (agg_add_notices(a, m->notices, m->nnotices) < 0)
+				a->status = LM_ENOMEM;
+			a->parts--;
+			agg_done(h, a);
+		}
+		held_release(h);
 		return;
 	}
 	if (done.type != LM_MSG_FLUSH) {
@@ -1679,10 +2267,7 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		h->run = m->run;
 	}
 	if (kind == LM_REL_REPLY) {
-		if (ri < 0)
-			drop_bad(h, from, m, "reply from a cluster");
-		else
-			from_reply(h, from, req_id, m);
+		from_reply(h, from, req_id, m); /* checks it answers us */
 		return;
 	}
 	want = ci >= 0 ? cluster_kind(m->type) : reflector_kind(m->type);

@@ -72,6 +72,14 @@ struct lm_home_stats {
 	uint64_t held;             /* messages held until the homes had
 				      applied the changes before them */
 	uint64_t releases;         /* barrier releases passed to clusters */
+	uint64_t deltas_registered; /* cluster deltas registered here */
+	uint64_t deltas_merged;    /* ... folded into the one the cluster
+				      held already */
+	uint64_t deltas_pulled;    /* PULLs sent to clusters */
+	uint64_t deltas_pushed;    /* registered deltas whose data a cluster
+				      pushed */
+	uint64_t fetches_waited;   /* FETCHes that waited for deltas */
+	uint64_t registers_forwarded; /* REGISTER parts sent to other homes */
 	uint64_t diffs_applied;    /* page diffs applied */
 	uint64_t diffs_rejected;   /* diffs of FLUSH lists rejected whole */
 	uint64_t barriers;         /* barriers completed as manager */

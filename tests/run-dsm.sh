@@ -78,6 +78,17 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=14" run \
 	"LU n=128 on 2x2-two-reflectors with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t
 
+mkdir -p "$tmp/eager"
+lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/eager" 13)
+sed -i 's/^relay = lazy/relay = eager/' "$lay"
+grep -q '^relay = eager' "$lay" || { echo "  FAIL cannot make an eager layout"; exit 1; }
+echo "dsm: two reflectors, relay = eager, with loss"
+run "race-free stress on 2x2-two-reflectors, eager" "$lay" 240 "PASSED" \
+	"$build/tests/dsmtest" stress 6 8 9
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run \
+	"LU n=128 on 2x2-two-reflectors, eager, with loss" "$lay" 240 \
+	"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
+
 # A client killed mid-run: lemuria-run names the rank and fails within a
 # bounded time; the daemons, started separately, serve the next run.
 mkdir -p "$tmp/kill"

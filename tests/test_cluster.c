@@ -13,6 +13,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "deltas.h"
 #include "diff.h"
 #include "lm_error.h"
 #include "proto.h"
@@ -429,7 +430,9 @@ static size_t make_flush(uint8_t *list, size_t cap, uint32_t page,
 	return len;
 }
 
-static void test_flush_applies_and_forwards_first(void)
+/* A client's FLUSH goes into the cached copy and the page's open delta:
+ * acked at once, nothing goes up until a release (lazy relay). */
+static void test_flush_applies_and_keeps_delta(void)
 {
 	lm_cluster *c = setup();
 	uint8_t list[256];
@@ -442,19 +445,12 @@ static void test_flush_applies_and_forwards_first(void)
 	f.diffs.count = 1;
 	f.rank = 3; /* a lie: the writer is the sender's rank */
 	creq(c, 1, 31, &f);
-	CU_ASSERT_EQUAL_FATAL(nouts, 2);
-	/* forwarded before the ack (I2 relies on this order) */
-	CU_ASSERT_EQUAL(outs[0].how, SENT);
-	CU_ASSERT_EQUAL(outs[0].node, refl);
-	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH);
-	CU_ASSERT_EQUAL(outs[0].m.rank, 1);
-	CU_ASSERT_EQUAL_FATAL(outs[0].m.diffs.len, f.diffs.len);
-	CU_ASSERT(memcmp(outs[0].diffs, list, f.diffs.len) == 0);
-	CU_ASSERT_EQUAL(outs[1].how, REPLIED);
-	CU_ASSERT_EQUAL(outs[1].node, node_of(1));
-	CU_ASSERT_EQUAL(outs[1].req_id, 31);
-	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FLUSH_OK);
-	CU_ASSERT_EQUAL(outs[1].m.status, 0);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(1));
+	CU_ASSERT_EQUAL(outs[0].req_id, 31);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH_OK);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
 	CU_ASSERT_EQUAL(lm_cluster_stats(c)->flushes, 1);
 	clear_outs();
 
@@ -1102,11 +1098,63 @@ static void flush_page(lm_cluster *c, uint32_t rank, uint32_t page,
 	f.diffs.len = make_flush(list, sizeof(list), page, off, n, val);
 	f.diffs.count = 1;
 	creq(c, rank, 70 + rank, &f);
-	CU_ASSERT_EQUAL_FATAL(nouts, 2);
-	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH);
-	CU_ASSERT_EQUAL(outs[0].m.rank, rank);
-	CU_ASSERT_EQUAL(outs[1].m.status, 0);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH_OK);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
 	clear_outs();
+}
+
+/* R releases barrier id without notices; the replies are cleared. */
+static void release(lm_cluster *c, uint32_t id)
+{
+	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
+
+	rel.id = id;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	clear_outs();
+}
+
+/* The homes answer every REGISTER among the outputs: a NEW entry holding
+ * version v gets v + 1 when `merge`, else v + 2 (someone wrote between);
+ * one holding none gets `fresh`.  Returns how many were answered; the
+ * answered requests are removed from the outputs. */
+static int answer_registers(lm_cluster *c, bool merge, uint32_t fresh)
+{
+	struct out pending[MAX_OUT];
+	size_t n = 0, keep = 0;
+	int answered = 0;
+
+	for (size_t i = 0; i < nouts; i++) {
+		if (outs[i].how == REQUESTED &&
+		    outs[i].m.type == LM_MSG_REGISTER)
+			pending[n++] = outs[i];
+		else
+			outs[keep++] = outs[i];
+	}
+	nouts = keep;
+	for (size_t i = 0; i < n; i++) {
+		struct lm_notice v[64];
+		struct lm_msg r = msg(LM_MSG_REGISTER_OK, RUN);
+
+		CU_ASSERT_FATAL(pending[i].m.nnotices <= 64);
+		for (uint32_t k = 0; k < pending[i].m.nnotices; k++) {
+			const struct lm_notice *e = &pending[i].notices[k];
+
+			v[r.nnotices] = *e;
+			v[r.nnotices].base = 0;
+			v[r.nnotices].version = e->version ?
+				e->version + (merge ? 1 : 2) : fresh;
+			if (e->base != LM_REG_PUSH)
+				r.nnotices++;
+		}
+		r.notices = v;
+		lm_cluster_handle(c, refl, LM_REL_REPLY, pending[i].req_id, &r);
+		free(pending[i].data);
+		free(pending[i].diffs);
+		free(pending[i].notices);
+		answered++;
+	}
+	return answered;
 }
 
 /* Every client arrives at barrier id, R releases it with notices n. */
@@ -1118,7 +1166,9 @@ static void barrier_release(lm_cluster *c, uint32_t id,
 	clear_outs();
 	for (uint32_t r = 0; r < 4; r++)
 		barrier(c, r, id);
+	answer_registers(c, true, 40);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_BARRIER);
 	clear_outs();
 	rel.id = id;
 	rel.notices = n;
@@ -1218,13 +1268,12 @@ static void test_sole_cluster_notice_invalidates_otherwise(void)
  * like "home at base" to the sole-cluster rule while lacking the diff.
  * It answers the waiter but is not cached; a later request, which follows
  * the FLUSH, is cached again. */
-static void test_fetch_reply_overtaken_by_flush_not_cached(void)
+/* A reply to a FETCH that was on its way while a client flushed the page
+ * lacks that diff: the cluster copy is the reply with our deltas on top. */
+static void test_fetch_reply_gets_our_deltas(void)
 {
 	lm_cluster *c = setup();
-	struct lm_notice n[1] = { { 7, 3, 2, 1, 0 } };
-	struct lm_notice late[1] = { { 7, 4, 2, 1, 0 } };
-	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
-	uint32_t up, up_lock, v;
+	uint32_t up, v;
 	uint8_t b;
 
 	join_all(c, RUN);
@@ -1236,44 +1285,244 @@ static void test_fetch_reply_overtaken_by_flush_not_cached(void)
 	r_page(c, up, 7, 2, 0x02); /* home at 2, without the diff */
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].req_id, 120);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.data_len, layout->page_size);
+	CU_ASSERT_EQUAL(outs[0].data[0], 0x77);
+	CU_ASSERT_EQUAL(outs[0].data[4], 0x02);
 	clear_outs();
-	barrier_release(c, 1, n, 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 0);
-	fetch(c, 0, 121, 7); /* a miss: the reply was not cached */
+	CU_ASSERT_FATAL(cached_version(c, 7, 3, &v, &b));
+	CU_ASSERT_EQUAL(v, 2);
+	CU_ASSERT_EQUAL(b, 0x77);
+	teardown(c);
+}
+
+/* Sends PULL{page, version} from the reflector; returns the DELTA. */
+static const struct out *pull(lm_cluster *c, uint32_t page,
+			      uint32_t version)
+{
+	struct lm_msg m = msg(LM_MSG_PULL, RUN);
+
+	clear_outs();
+	m.page = page;
+	m.version = version;
+	lm_cluster_handle(c, refl, LM_REL_REQUEST, 555, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].req_id, 555);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_DELTA);
+	return &outs[0];
+}
+
+/* The byte at `off` of the one diff a DELTA carries, after applying it
+ * to a page of `fill`. */
+static uint8_t delta_byte(const struct out *d, size_t off, uint8_t fill)
+{
+	static uint8_t page[4096];
+	size_t pos = 0, len;
+	const uint8_t *diff;
+	uint32_t pg;
+
+	memset(page, fill, sizeof(page));
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&d->m.diffs, &pos, &pg, &diff,
+					  &len) == 1);
+	CU_ASSERT_FATAL(lm_diff_apply(page, sizeof(page), diff, len) == 0);
+	return page[off];
+}
+
+/* Lazy relay: the cluster's arrival waits until its deltas are
+ * registered (I2), the registration carries no data, and the home pulls
+ * the delta later, exactly once. */
+static void test_barrier_waits_for_registration_then_pull(void)
+{
+	lm_cluster *c = setup();
+	const struct out *d;
+
+	join_all(c, RUN);
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1); /* no BARRIER yet */
 	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 1);
+	CU_ASSERT_EQUAL(outs[0].notices[0].page, 9);
+	CU_ASSERT_EQUAL(outs[0].notices[0].base, LM_REG_NEW);
+	CU_ASSERT_EQUAL(outs[0].notices[0].version, 0);
+	CU_ASSERT_EQUAL(outs[0].notices[0].writer, 1);
+	CU_ASSERT_EQUAL(outs[0].notices[0].wcluster, 0);
+	CU_ASSERT_EQUAL(outs[0].m.diffs.len, 0);
+	CU_ASSERT_EQUAL(answer_registers(c, true, 5), 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_BARRIER);
+	d = pull(c, 9, 5);
+	CU_ASSERT_EQUAL(d->m.status, 0);
+	CU_ASSERT_EQUAL(delta_byte(d, 100, 0), 0x77);
+	CU_ASSERT_EQUAL(delta_byte(d, 108, 0), 0);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->pulled, 1);
+	d = pull(c, 9, 5);
+	CU_ASSERT_EQUAL(d->m.status, LM_ENOENT);
+	teardown(c);
+}
+
+/* A second delta of a page whose first is still here: merged when the
+ * home says nobody wrote between (version + 1), else the first is pushed
+ * and the two stay apart (I1). */
+static void test_next_delta_merged_or_older_pushed(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice none[1] = { NOTE(500, 1) };
+	const struct out *d;
+
+	join_all(c, RUN);
+	flush_page(c, 1, 9, 0, 4, 0x11);
+	barrier_release(c, 1, none, 1); /* registered at 40 */
+	flush_page(c, 2, 9, 8, 4, 0x22);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 2);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].notices[0].version, 40); /* held: merge? */
+	answer_registers(c, true, 0);                    /* yes: 41 */
+	release(c, 2);
+	d = pull(c, 9, 41);
+	CU_ASSERT_EQUAL(d->m.status, 0);
+	CU_ASSERT_EQUAL(delta_byte(d, 0, 0), 0x11);
+	CU_ASSERT_EQUAL(delta_byte(d, 8, 0), 0x22);
+
+	/* again, but another cluster wrote the page in between */
+	flush_page(c, 1, 9, 0, 4, 0x33);
+	barrier_release(c, 3, none, 1); /* 40 again */
+	flush_page(c, 3, 9, 8, 4, 0x44);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 4);
+	answer_registers(c, false, 0); /* 42: not merged */
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER); /* the push */
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 1);
+	CU_ASSERT_EQUAL(outs[0].notices[0].base, LM_REG_PUSH);
+	CU_ASSERT_EQUAL(outs[0].notices[0].version, 40);
+	CU_ASSERT_EQUAL(outs[0].m.diffs.count, 1);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_BARRIER);
+	d = pull(c, 9, 42);
+	CU_ASSERT_EQUAL(d->m.status, 0);
+	CU_ASSERT_EQUAL(delta_byte(d, 0, 0), 0);    /* not the pushed one */
+	CU_ASSERT_EQUAL(delta_byte(d, 8, 0), 0x44);
+	CU_ASSERT_EQUAL(pull(c, 9, 40)->m.status, LM_ENOENT);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->merged, 1);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->pushed, 1);
+	teardown(c);
+}
+
+/* An UNLOCK goes up after the registration of what was written under
+ * the lock; the client is answered at once. */
+static void test_unlock_parked_behind_registration(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
+	uint32_t up;
+
+	join_all(c, RUN);
+	m.id = 3;
+	creq(c, 1, 60, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	up = outs[0].req_id;
 	clear_outs();
-
-	/* Again, with a newer notice on top: the re-request follows the
-	 * FLUSH, so its reply is cached. */
-	flush_page(c, 1, 7, 8, 4, 0x78);
-	m.id = 2;
-	creq(c, 1, 122, &m);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
-	up_lock = outs[0].req_id;
-	clear_outs();
 	m = msg(LM_MSG_GRANT, RUN);
-	m.id = 2;
-	m.notices = late;
-	m.nnotices = 1;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up_lock, &m);
-	clear_outs();
-	fetch(c, 2, 123, 7); /* needs version 4 */
-	r_page(c, up, 7, 3, 0x03);
+	m.id = 3;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	flush_page(c, 1, 12, 0, 4, 0x5a);
+	m = msg(LM_MSG_UNLOCK, RUN);
+	m.id = 3;
+	creq(c, 1, 61, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
-	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
-	up = outs[1].req_id;
-	clear_outs();
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
-	r_page(c, up, 7, 4, 0x04);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_UNLOCK_OK);
+	CU_ASSERT_EQUAL(outs[1].req_id, 61);
+	answer_registers(c, true, 7);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].how, SENT);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_UNLOCK);
+	CU_ASSERT_EQUAL(outs[1].m.id, 3);
+	CU_ASSERT_EQUAL(outs[1].m.rank, 1);
+	teardown(c);
+}
+
+/* Loads `text` as the layout through a temporary file. */
+static lm_cluster *setup_text(const char *text)
+{
+	char path[64];
+	FILE *f;
+	lm_cluster *c;
+
+	snprintf(path, sizeof(path), "/tmp/lm_test_cluster_%ld.ini",
+		 (long)getpid());
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+	c = setup_path(path);
+	remove(path);
+	return c;
+}
+
+/* relay = eager: the deltas travel with the registration, merged per
+ * page (two flushes of one page make one entry). */
+static void test_eager_relay_sends_data(void)
+{
+	char text[1024];
+	lm_cluster *c;
+	const char *at = strstr(small_layout, "auth = off\n");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	snprintf(text, sizeof(text), "%.*srelay = eager\n%s",
+		 (int)(at - small_layout), small_layout, at);
+	c = setup_text(text);
+	join_all(c, RUN);
+	flush_page(c, 1, 5, 0, 4, 0x66);
+	flush_page(c, 2, 5, 16, 4, 0x67);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 1);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
-	CU_ASSERT_EQUAL(outs[0].req_id, 123);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, layout->page_size);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 1);
+	CU_ASSERT_EQUAL(outs[0].notices[0].base, LM_REG_DATA);
+	CU_ASSERT_EQUAL(outs[0].notices[0].writer, LM_WRITER_MANY);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.diffs.count, 1);
+	CU_ASSERT_EQUAL(delta_byte(&outs[0], 0, 0), 0x66);
+	CU_ASSERT_EQUAL(delta_byte(&outs[0], 16, 0), 0x67);
+	answer_registers(c, true, 3);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_BARRIER);
+	CU_ASSERT_EQUAL(pull(c, 5, 3)->m.status, LM_ENOENT); /* it went */
+	teardown(c);
+}
+
+/* Deltas share the cache size with the copies (I5): beyond it they go
+ * home with their data, so the lemuriad's memory stays bounded. */
+static void test_deltas_stay_within_cache(void)
+{
+	lm_cluster *c = setup_small(); /* a cache of three pages */
+
+	join_all(c, RUN);
+	flush_page(c, 1, 1, 0, 4, 1);
+	flush_page(c, 1, 2, 0, 4, 2);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->spills, 0);
 	clear_outs();
-	CU_ASSERT(cached_version(c, 7, 0, &v, &b));
-	CU_ASSERT_EQUAL(v, 4);
+	{
+		static uint8_t list[256];
+		struct lm_msg f = msg(LM_MSG_FLUSH, RUN);
+
+		f.diffs.data = list;
+		f.diffs.len = make_flush(list, sizeof(list), 3, 0, 4, 3);
+		f.diffs.count = 1;
+		creq(c, 1, 99, &f);
+	}
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->spills, 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH_OK);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL(outs[1].m.nnotices, 3);
+	CU_ASSERT_EQUAL(outs[1].m.diffs.count, 3);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->sent_data, 3);
 	teardown(c);
 }
 
@@ -1368,7 +1617,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_fetch_coalesces_and_hits),
 	LM_TEST(test_fetch_ids_grow),
 	LM_TEST(test_fetch_bad_reply_fails_waiters),
-	LM_TEST(test_flush_applies_and_forwards_first),
+	LM_TEST(test_flush_applies_and_keeps_delta),
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_barrier_counts_each_client_once),
 	LM_TEST(test_lock_grant_unlock_relay),
@@ -1385,7 +1634,12 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_fetch_after_notice_refetches),
 	LM_TEST(test_sole_cluster_notice_keeps_copy),
 	LM_TEST(test_sole_cluster_notice_invalidates_otherwise),
-	LM_TEST(test_fetch_reply_overtaken_by_flush_not_cached),
+	LM_TEST(test_fetch_reply_gets_our_deltas),
+	LM_TEST(test_barrier_waits_for_registration_then_pull),
+	LM_TEST(test_next_delta_merged_or_older_pushed),
+	LM_TEST(test_unlock_parked_behind_registration),
+	LM_TEST(test_eager_relay_sends_data),
+	LM_TEST(test_deltas_stay_within_cache),
 	LM_TEST(test_abort_relayed_both_ways),
 	LM_TEST(test_grant_after_leave_returns_lock),
 	LM_TEST(test_bad_input_dropped))

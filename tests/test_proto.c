@@ -62,7 +62,7 @@ static void test_public_version(void)
 /* ---- DSM messages ------------------------------------------------------ */
 
 #define RUN 0x0123456789abcdefull
-#define NSAMPLES 40
+#define NSAMPLES 48
 
 static const uint8_t page_data[64] = { 1, 2, 3, 4, 5, 6, 7, 8, 250 };
 static const uint8_t image[40] = { 0x7f, 'E', 'L', 'F', 9, 9, 9 };
@@ -166,6 +166,13 @@ static size_t make_samples(struct lm_msg *s)
 	ADD(.type = LM_MSG_END_OK);
 	ADD(.type = LM_MSG_WAIT_END, .id = 7);
 	ADD(.type = LM_MSG_LEAVE);
+	ADD(.type = LM_MSG_REGISTER, .epoch = 3, .notices = notices5,
+	    .nnotices = 2, .diffs = { diff_list, sizeof(diff_list), 2 });
+	ADD(.type = LM_MSG_REGISTER_OK, .status = 0, .notices = notices5,
+	    .nnotices = 5);
+	ADD(.type = LM_MSG_PULL, .id = 1, .page = 77, .version = 4);
+	ADD(.type = LM_MSG_DELTA, .status = LM_ENOENT, .page = 77,
+	    .version = 4, .diffs = { diff_list, sizeof(diff_list), 2 });
 	ADD(.type = LM_MSG_LEAVE_OK, .status = 0);
 	ADD(.type = LM_MSG_ABORT, .rank = 6,
 	    .data = (const uint8_t *)"rank 6 lost", .data_len = 11);
@@ -271,6 +278,10 @@ static unsigned used_fields(int type)
 	case LM_MSG_WAIT_END: return U_ID;
 	case LM_MSG_LEAVE: return 0;
 	case LM_MSG_ABORT: return U_RANK | U_DATA;
+	case LM_MSG_REGISTER: return U_EPOCH | U_NOTICES | U_DIFFS;
+	case LM_MSG_REGISTER_OK: return U_STATUS | U_NOTICES;
+	case LM_MSG_PULL: return U_ID | U_PAGE | U_VERSION;
+	case LM_MSG_DELTA: return U_STATUS | U_PAGE | U_VERSION | U_DIFFS;
 	default: return U_STATUS; /* the *_OK replies */
 	}
 }

@@ -598,6 +598,207 @@ static void test_three_reflectors_barrier(void)
 	teardown();
 }
 
+/* ---- lazy relay -------------------------------------------------------- */
+
+/* A REGISTER from `cluster` (layout index ci) with entries e and the
+ * data in d; returns the REGISTER_OK (after pumping). */
+static const struct net_msg *reg(uint16_t cluster, uint32_t ci,
+				 struct lm_notice *e, uint32_t n,
+				 const struct dlist *d, uint32_t req_id)
+{
+	struct lm_msg m = msg(LM_MSG_REGISTER);
+	const struct net_msg *r = NULL;
+
+	for (uint32_t i = 0; i < n; i++)
+		e[i].wcluster = ci;
+	m.notices = e;
+	m.nnotices = n;
+	if (d) {
+		m.diffs.data = d->buf;
+		m.diffs.len = d->len;
+		m.diffs.count = d->count;
+	}
+	down_clear();
+	from_cluster(cluster, REQUEST, req_id, &m);
+	pump();
+	for (size_t i = 0; i < net.ndown; i++)
+		if (net.down[i].dst == cluster &&
+		    net.down[i].m.type == LM_MSG_REGISTER_OK &&
+		    net.down[i].req_id == req_id)
+			r = &net.down[i];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	return r;
+}
+
+/* The PULL that reached `cluster`, or NULL. */
+static const struct net_msg *pull_to(uint16_t cluster, uint32_t version)
+{
+	for (size_t i = 0; i < net.ndown; i++)
+		if (net.down[i].dst == cluster && net.down[i].how == REQUEST &&
+		    net.down[i].m.type == LM_MSG_PULL &&
+		    net.down[i].m.version == version)
+			return &net.down[i];
+	return NULL;
+}
+
+/* The cluster answers a PULL with one diff of `text` at `off`. */
+static void answer_pull(const struct net_msg *p, uint32_t off,
+			const char *text)
+{
+	struct lm_msg m = msg(LM_MSG_DELTA);
+	struct dlist d = { .len = 0 };
+	uint16_t cluster = p->dst;
+	uint32_t req_id = p->req_id;
+
+	dl_add(&d, p->m.page, off, text);
+	m.page = p->m.page;
+	m.version = p->m.version;
+	m.diffs.data = d.buf;
+	m.diffs.len = d.len;
+	m.diffs.count = d.count;
+	lm_home_handle(refl_of(cluster), cluster, LM_REL_REPLY, req_id, &m);
+	pump();
+}
+
+/* Lazy relay end to end through two reflectors: a registration carries
+ * no data; a FETCH from another cluster makes the home pull the delta
+ * from the cluster that holds it, then the page is served with it. */
+static void test_lazy_fetch_pulls_delta(void)
+{
+	struct lm_notice e[1] = { { .page = 8, .writer = 0 } };
+	const struct net_msg *r, *p, *pg = NULL;
+	struct lm_msg m = msg(LM_MSG_FETCH);
+
+	setup("conf/2x2-two-reflectors.ini");
+	r = reg(C0, 0, e, 1, NULL, 50);
+	CU_ASSERT_EQUAL(r->m.status, 0);
+	CU_ASSERT_FATAL(r->m.nnotices == 1);
+	CU_ASSERT(r->m.notices[0].page == 8 && r->m.notices[0].version == 1 &&
+		  r->m.notices[0].writer == 0 && r->m.notices[0].wcluster == 0);
+	down_clear();
+	m.page = 8;
+	from_cluster(C1, REQUEST, 51, &m);
+	pump();
+	CU_ASSERT(down_to(C1, LM_MSG_PAGE, NULL) == 0); /* waits */
+	p = pull_to(C0, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT(p->m.page == 8 && p->m.id == 0);
+	answer_pull(p, 0, "lazy");
+	CU_ASSERT_FATAL(down_to(C1, LM_MSG_PAGE, &pg) == 1);
+	CU_ASSERT(pg->req_id == 51 && pg->m.version == 1);
+	CU_ASSERT(memcmp(pg->m.data, "lazy", 4) == 0);
+	CU_ASSERT(lm_home_stats(net.h[1])->deltas_pulled == 1);
+	CU_ASSERT(lm_home_stats(net.h[1])->fetches_waited == 1);
+	teardown();
+}
+
+/* I1 at the home: a cluster's next delta merges into the one it holds
+ * only when nobody wrote the page in between; pulled deltas are applied
+ * in version order whatever order their data arrives in. */
+static void test_lazy_deltas_applied_in_version_order(void)
+{
+	struct lm_notice e[1];
+	const struct net_msg *r, *pg = NULL;
+	const struct net_msg *p2, *p3, *p4;
+	struct lm_msg m = msg(LM_MSG_FETCH);
+	uint32_t v;
+
+	setup("conf/2x2-two-reflectors.ini");
+	e[0] = (struct lm_notice){ .page = 8, .writer = 0 };
+	CU_ASSERT(reg(C0, 0, e, 1, NULL, 1)->m.notices[0].version == 1);
+	e[0] = (struct lm_notice){ .page = 8, .version = 1, .writer = 1 };
+	r = reg(C0, 0, e, 1, NULL, 2); /* holds 1: merged into 2 */
+	CU_ASSERT(r->m.notices[0].version == 2);
+	CU_ASSERT(r->m.notices[0].writer == LM_WRITER_MANY);
+	CU_ASSERT(lm_home_stats(net.h[1])->deltas_merged == 1);
+	e[0] = (struct lm_notice){ .page = 8, .writer = 2 };
+	CU_ASSERT(reg(C1, 1, e, 1, NULL, 3)->m.notices[0].version == 3);
+	e[0] = (struct lm_notice){ .page = 8, .version = 2, .writer = 0 };
+	r = reg(C0, 0, e, 1, NULL, 4); /* c1 wrote in between: apart */
+	CU_ASSERT(r->m.notices[0].version == 4);
+	CU_ASSERT(r->m.notices[0].wcluster == LM_WRITER_MANY);
+	CU_ASSERT(lm_home_stats(net.h[1])->deltas_merged == 1);
+
+	down_clear();
+	m.page = 8;
+	from_cluster(C2, REQUEST, 60, &m);
+	pump();
+	p2 = pull_to(C0, 2);
+	p3 = pull_to(C1, 3);
+	p4 = pull_to(C0, 4);
+	CU_ASSERT_FATAL(p2 && p3 && p4 && !pull_to(C0, 1));
+	answer_pull(p4, 0, "C");
+	answer_pull(p3, 0, "BB");
+	CU_ASSERT(down_to(C2, LM_MSG_PAGE, NULL) == 0);
+	CU_ASSERT(master(8, &v) == NULL); /* nothing applied out of order */
+	answer_pull(p2, 0, "AAAA");
+	CU_ASSERT_FATAL(down_to(C2, LM_MSG_PAGE, &pg) == 1);
+	CU_ASSERT(pg->m.version == 4);
+	CU_ASSERT(memcmp(pg->m.data, "CBAA", 4) == 0);
+	teardown();
+}
+
+/* Data pushed (or sent eagerly) needs no PULL. */
+static void test_pushed_and_eager_data_need_no_pull(void)
+{
+	struct lm_notice e[2];
+	struct dlist d = { .len = 0 };
+	const struct net_msg *pg = NULL;
+	struct lm_msg m = msg(LM_MSG_FETCH);
+
+	setup("conf/2x2-two-reflectors.ini");
+	e[0] = (struct lm_notice){ .page = 16, .writer = 1 };
+	CU_ASSERT(reg(C0, 0, e, 1, NULL, 1)->m.notices[0].version == 1);
+	e[0] = (struct lm_notice){ .page = 16, .version = 1,
+				   .base = LM_REG_PUSH, .writer = 1 };
+	e[1] = (struct lm_notice){ .page = 24, .base = LM_REG_DATA,
+				   .writer = 1 };
+	dl_add(&d, 16, 0, "pushed");
+	dl_add(&d, 24, 0, "eager");
+	CU_ASSERT(reg(C0, 0, e, 2, &d, 2)->m.nnotices == 1);
+	CU_ASSERT(lm_home_stats(net.h[0])->deltas_pushed == 1);
+	down_clear();
+	m.page = 16;
+	from_cluster(C3, REQUEST, 70, &m);
+	m.page = 24;
+	from_cluster(C3, REQUEST, 71, &m);
+	pump();
+	CU_ASSERT(!pull_to(C0, 1));
+	CU_ASSERT_EQUAL_FATAL(down_to(C3, LM_MSG_PAGE, &pg), 2);
+	for (size_t i = 0; i < net.ndown; i++) {
+		pg = &net.down[i];
+		CU_ASSERT_FATAL(pg->m.data_len == 4096);
+		if (pg->req_id == 70) {
+			CU_ASSERT(memcmp(pg->m.data, "pushed", 6) == 0);
+		} else {
+			CU_ASSERT(pg->req_id == 71 &&
+				  memcmp(pg->m.data, "eager", 5) == 0);
+		}
+	}
+	teardown();
+}
+
+/* A registration naming another cluster, or data that does not match
+ * its entries, is refused whole. */
+static void test_bad_registration_refused(void)
+{
+	struct lm_notice e[1] = { { .page = 8, .writer = 0 } };
+	struct dlist d = { .len = 0 };
+	uint32_t v = 7;
+
+	setup("conf/2x2-two-reflectors.ini");
+	CU_ASSERT(reg(C0, 1, e, 1, NULL, 1)->m.status == LM_EBADMSG);
+	e[0] = (struct lm_notice){ .page = 8, .base = LM_REG_DATA,
+				   .writer = 0 };
+	CU_ASSERT(reg(C0, 0, e, 1, NULL, 2)->m.status == LM_EBADMSG);
+	dl_add(&d, 9, 0, "x"); /* data for another page */
+	CU_ASSERT(reg(C0, 0, e, 1, &d, 3)->m.status == LM_EBADMSG);
+	e[0] = (struct lm_notice){ .page = 8, .writer = 2 }; /* c1's rank */
+	CU_ASSERT(reg(C0, 0, e, 1, NULL, 4)->m.status == LM_EBADMSG);
+	CU_ASSERT(master(8, &v) == NULL && v == 0);
+	teardown();
+}
+
 LM_TEST_SUITE("root",
 	      LM_TEST(test_placement),
 	      LM_TEST(test_fetch_routed_to_home),
@@ -608,4 +809,8 @@ LM_TEST_SUITE("root",
 	      LM_TEST(test_create_and_end_across_reflectors),
 	      LM_TEST(test_abort_reaches_every_cluster),
 	      LM_TEST(test_bad_input_between_reflectors),
-	      LM_TEST(test_three_reflectors_barrier))
+	      LM_TEST(test_three_reflectors_barrier),
+	      LM_TEST(test_lazy_fetch_pulls_delta),
+	      LM_TEST(test_lazy_deltas_applied_in_version_order),
+	      LM_TEST(test_pushed_and_eager_data_need_no_pull),
+	      LM_TEST(test_bad_registration_refused))

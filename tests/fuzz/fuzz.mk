@@ -42,6 +42,7 @@ FUZZ_SRC_fuzz_engine := tests/fuzz/fuzz_engine.c common/reliable.c \
 FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
 	$(FUZZ_MACHINE_SRC)
 FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c lemuriad/cluster.c \
+	lemuriad/deltas.c \
 	$(FUZZ_MACHINE_SRC)
 FUZZ_HDRS = $(wildcard common/*.h lemuriad/*.h reflector/*.h tests/fuzz/*.h)
 
