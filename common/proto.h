@@ -61,6 +61,9 @@ enum lm_msg_type {
 				   layout index of the cluster */
 	LM_MSG_DELTA = 33,      /* reply to PULL: status, page, version,
 				   diffs (one entry) */
+	LM_MSG_RECALL = 34,     /* lock manager -> R -> L one-way: give the
+				   lock's token back (id, rank it was
+				   granted to) */
 	LM_MSG_TYPE_COUNT
 };
 

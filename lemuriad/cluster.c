@@ -116,16 +116,42 @@ struct client {
 	uint32_t end_req;
 };
 
-struct held_lock {
-	uint32_t id;
+/* Local hand-offs a recalled token may still make before it goes back to
+ * its manager, so that no cluster starves the others. */
+#define LM_CLUSTER_HANDOFFS_MAX 4u
+
+/* A client waiting for a lock whose token is (or is coming) here. */
+struct lwaiter {
+	uint16_t node;
+	uint32_t req_id;
 	uint32_t rank;
+};
+
+/* A lock as this cluster sees it (DESIGN.md §2, Locks): its token stays
+ * here between local holders until the manager recalls it. */
+struct token {
+	uint32_t id;
+	bool here;          /* the token is in this cluster */
+	bool busy;          /* ... and local client `holder` has the lock */
+	bool asked;         /* LOCK sent up, its GRANT not back yet */
+	bool recalled;      /* the manager wants the token back */
+	uint32_t holder;
+	uint32_t granted;   /* the rank the manager granted it to: the
+			       UNLOCK that returns it names that rank */
+	uint32_t handoffs;  /* local hand-offs since the recall */
+	struct lwaiter *q;  /* local clients waiting, FIFO */
+	size_t nq, qcap;
+	struct lm_notice *notes; /* what the GRANT bringing it carried */
+	uint32_t nnotes;
 };
 
 /* A synchronisation message for the reflector (cluster barrier arrival,
  * UNLOCK, END, CREATE), parked until the deltas it publishes are
  * registered at their homes (I2): batch `need` must be done. */
 struct parked {
-	uint16_t type;
+	uint16_t type;      /* GRANT: a local hand-off of lock `id` */
+	uint16_t node;      /* GRANT: the client and its LOCK request */
+	uint32_t req_id;
 	uint32_t id, rank;
 	int32_t status;
 	uint64_t offset;
@@ -170,8 +196,11 @@ struct lm_cluster {
 	struct lm_notice *end_notices; /* merged from the ENDs (owned) */
 	uint32_t end_nnotices;
 
-	struct held_lock *held; /* locks granted through us, not unlocked */
-	size_t nheld, held_cap;
+	struct token *tokens;   /* locks our clients hold or want */
+	size_t ntokens, tokens_cap;
+	struct lm_notice *reg_notes; /* notices of our registrations since
+					the last barrier */
+	size_t nreg_notes, reg_notes_cap;
 
 	/* cluster deltas (docs/dsm.md "Lazy relay") */
 	lm_deltas *deltas;
@@ -361,6 +390,8 @@ static void free_client_work(struct client *cl)
 	cl->has_work = false;
 }
 
+static void tokens_clear(lm_cluster *c);
+
 /* Discards all state of the current run (pages, waits, barrier, ENDs,
  * locks) and starts `run`.  Counters stay. */
 static void reset_run(lm_cluster *c, uint64_t run)
@@ -387,7 +418,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 	free(c->end_notices);
 	c->end_notices = NULL;
 	c->end_nnotices = 0;
-	c->nheld = 0;
+	tokens_clear(c);
 	c->run = run;
 	c->active = false;
 	c->aborted = false;
@@ -517,37 +548,213 @@ static void apply_notices(lm_cluster *c, const struct lm_notice *n,
 	}
 }
 
-static int held_find(const lm_cluster *c, uint32_t id, uint32_t rank)
+/* ---- lock tokens ---------------------------------------------------- */
+
+static struct token *token_find(lm_cluster *c, uint32_t id)
 {
-	for (size_t i = 0; i < c->nheld; i++)
-		if (c->held[i].id == id && c->held[i].rank == rank)
-			return (int)i;
-	return -1;
+	for (size_t i = 0; i < c->ntokens; i++)
+		if (c->tokens[i].id == id)
+			return &c->tokens[i];
+	return NULL;
 }
 
-static void held_add(lm_cluster *c, uint32_t id, uint32_t rank)
+static struct token *token_get(lm_cluster *c, uint32_t id)
 {
-	if (c->nheld == c->held_cap) {
-		size_t cap = c->held_cap ? 2 * c->held_cap : 16;
-		struct held_lock *h = realloc(c->held, cap * sizeof(*h));
+	struct token *t = token_find(c, id);
 
-		if (!h) {
-			/* its UNLOCK will be refused; better than a crash */
-			lm_log_warn("cluster %s: no memory to record lock %u",
-				    c->cfg->name, id);
+	if (t)
+		return t;
+	if (c->ntokens == c->tokens_cap) {
+		size_t cap = c->tokens_cap ? c->tokens_cap * 2 : 8;
+		struct token *nt = realloc(c->tokens, cap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		c->tokens = nt;
+		c->tokens_cap = cap;
+	}
+	t = &c->tokens[c->ntokens++];
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	return t;
+}
+
+static void token_free(struct token *t)
+{
+	free(t->q);
+	free(t->notes);
+	t->q = NULL;
+	t->notes = NULL;
+	t->nq = t->qcap = 0;
+	t->nnotes = 0;
+}
+
+static void tokens_clear(lm_cluster *c)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		token_free(&c->tokens[i]);
+	c->ntokens = 0;
+	c->nreg_notes = 0;
+}
+
+/* Drops the entry of a lock nobody here holds, wants or has the token of. */
+static void token_tidy(lm_cluster *c, struct token *t)
+{
+	if (t->here || t->asked || t->nq)
+		return;
+	token_free(t);
+	*t = c->tokens[--c->ntokens];
+}
+
+static int token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
+			 uint32_t rank)
+{
+	if (t->nq == t->qcap) {
+		size_t cap = t->qcap ? t->qcap * 2 : 4;
+		struct lwaiter *nq = realloc(t->q, cap * sizeof(*nq));
+
+		if (!nq)
+			return LM_ENOMEM;
+		t->q = nq;
+		t->qcap = cap;
+	}
+	t->q[t->nq].node = node;
+	t->q[t->nq].req_id = req_id;
+	t->q[t->nq].rank = rank;
+	t->nq++;
+	return 0;
+}
+
+static struct lwaiter token_pop(struct token *t)
+{
+	struct lwaiter w = t->q[0];
+
+	memmove(t->q, t->q + 1, (t->nq - 1) * sizeof(*t->q));
+	t->nq--;
+	return w;
+}
+
+static void park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
+		 int32_t status, uint64_t offset, const uint8_t *data,
+		 size_t data_len);
+static void park_grant(lm_cluster *c, uint32_t id,
+		       const struct lwaiter *w);
+
+/* Asks the manager for the token, for the first local waiter. */
+static void token_ask(lm_cluster *c, struct token *t)
+{
+	struct upreq *up;
+	struct lm_msg r;
+
+	if (t->here || t->asked || !t->nq)
+		return;
+	up = up_new(c, UP_LOCK);
+	if (!up) {
+		lm_log_error("cluster %s: no memory to ask for lock %u",
+			     c->cfg->name, t->id);
+		return;
+	}
+	up->lock_id = t->id;
+	up->rank = t->q[0].rank;
+	t->asked = true;
+	msg_init(c, &r, LM_MSG_LOCK);
+	r.id = t->id;
+	r.rank = up->rank;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+/* Gives the token back to its manager, behind the registration of what
+ * its holders wrote (I2). */
+static void token_return(lm_cluster *c, struct token *t)
+{
+	park(c, LM_MSG_UNLOCK, t->id, t->granted, 0, 0, NULL, 0);
+	t->here = false;
+	t->busy = false;
+	t->recalled = false;
+	free(t->notes);
+	t->notes = NULL;
+	t->nnotes = 0;
+	c->stats.tokens_returned++;
+}
+
+/* The token is here and free: the next local waiter gets it (a recalled
+ * token only LM_CLUSTER_HANDOFFS_MAX more times), else it goes back if
+ * recalled, else it stays. */
+static void token_next(lm_cluster *c, struct token *t)
+{
+	if (!t->here || t->busy)
+		return;
+	if (t->nq && (!t->recalled || t->handoffs < LM_CLUSTER_HANDOFFS_MAX)) {
+		struct lwaiter w = token_pop(t);
+
+		if (t->recalled)
+			t->handoffs++;
+		t->busy = true;
+		t->holder = w.rank;
+		park_grant(c, t->id, &w);
+		return;
+	}
+	if (t->recalled || t->nq) {
+		token_return(c, t);
+		token_ask(c, t); /* local clients still wait: queue again */
+	}
+	token_tidy(c, t);
+}
+
+/* Answers a local LOCK: the notices of the GRANT that brought the token
+ * and of our registrations since the last barrier, a superset of what
+ * the lock's earlier holders wrote. */
+static void grant_local(lm_cluster *c, uint32_t id, uint16_t node,
+			uint32_t req_id)
+{
+	struct token *t = token_find(c, id);
+	size_t n = (t ? t->nnotes : 0) + c->nreg_notes;
+	struct lm_notice *v = n ? malloc(n * sizeof(*v)) : NULL;
+	struct lm_msg r;
+
+	msg_init(c, &r, LM_MSG_GRANT);
+	r.id = id;
+	if (n && !v) {
+		/* without the notices the holder could read stale data */
+		lm_log_error("cluster %s: no memory for the notices of lock "
+			     "%u", c->cfg->name, id);
+		return;
+	}
+	if (n) {
+		if (t && t->nnotes)
+			memcpy(v, t->notes, t->nnotes * sizeof(*v));
+		if (c->nreg_notes)
+			memcpy(v + (t ? t->nnotes : 0), c->reg_notes,
+			       c->nreg_notes * sizeof(*v));
+		n = lm_notices_merge(v, n);
+	}
+	r.notices = v;
+	r.nnotices = (uint32_t)n;
+	c->stats.locks++;
+	c->out.reply(c->ctx, node, req_id, &r);
+	free(v);
+}
+
+/* Keeps the notices our registrations got back, for local GRANTs. */
+static void note_registered(lm_cluster *c, const struct lm_notice *n,
+			    uint32_t count)
+{
+	if (c->nreg_notes + count > c->reg_notes_cap) {
+		size_t cap = c->nreg_notes + count + 64;
+		struct lm_notice *nv = realloc(c->reg_notes,
+					       cap * sizeof(*nv));
+
+		if (!nv) {
+			lm_log_error("cluster %s: no memory to keep notices",
+				     c->cfg->name);
 			return;
 		}
-		c->held = h;
-		c->held_cap = cap;
+		c->reg_notes = nv;
+		c->reg_notes_cap = cap;
 	}
-	c->held[c->nheld].id = id;
-	c->held[c->nheld].rank = rank;
-	c->nheld++;
-}
-
-static void held_remove_at(lm_cluster *c, size_t i)
-{
-	c->held[i] = c->held[--c->nheld];
+	memcpy(c->reg_notes + c->nreg_notes, n, count * sizeof(*n));
+	c->nreg_notes = lm_notices_merge(c->reg_notes,
+					 c->nreg_notes + count);
 }
 
 /* ---- deltas and parked messages ------------------------------------ */
@@ -607,6 +814,10 @@ static void send_parked(lm_cluster *c, const struct parked *p)
 {
 	struct lm_msg m;
 
+	if (p->type == LM_MSG_GRANT) {
+		grant_local(c, p->id, p->node, p->req_id);
+		return;
+	}
 	msg_init(c, &m, p->type);
 	m.id = p->id;
 	m.rank = p->rank;
@@ -663,6 +874,17 @@ static void start_batch(lm_cluster *c, bool with_data, bool all_sealed)
 		batch_finished(c);
 }
 
+/* A local hand-off of lock `id` to w, behind the registration of what
+ * the previous holder wrote, so that its GRANT names exact versions. */
+static void park_grant(lm_cluster *c, uint32_t id,
+		       const struct lwaiter *w)
+{
+	/* node and request id travel in `offset`, unpacked by park */
+	park(c, LM_MSG_GRANT, id, w->rank, 0,
+	     w->node | ((uint64_t)w->req_id << 16), NULL, 0);
+	c->stats.local_handoffs++;
+}
+
 /* Parks a message for the reflector behind the registration of every
  * delta our clients flushed so far (I2). */
 static void park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
@@ -700,6 +922,11 @@ static void park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
 	p->rank = rank;
 	p->status = status;
 	p->offset = offset;
+	if (type == LM_MSG_GRANT) {
+		p->node = (uint16_t)(offset & 0xffff);
+		p->req_id = (uint32_t)(offset >> 16);
+		p->offset = 0;
+	}
 	p->need = c->batch_started + (lm_deltas_dirty(c->deltas) ? 1 : 0);
 	c->nparked++;
 	flush_parked(c);
@@ -897,34 +1124,64 @@ static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
 static void handle_lock(lm_cluster *c, int slot, uint16_t from,
 			uint32_t req_id, const struct lm_msg *m)
 {
-	struct upreq *up;
-	struct lm_msg r;
+	uint32_t rank = slot_rank(c, slot);
+	struct token *t = token_get(c, m->id);
 
-	if (up_start(c, UP_LOCK, from, req_id, &up) < 0) {
-		count_bad(c, from, m, "too many waiting requests");
+	if (!t) {
+		count_bad(c, from, m, "no memory for the lock");
 		return;
 	}
-	up->lock_id = m->id;
-	up->rank = slot_rank(c, slot);
-	msg_init(c, &r, LM_MSG_LOCK);
-	r.id = m->id;
-	r.rank = up->rank;
-	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+	if (t->busy && t->holder == rank) {
+		count_bad(c, from, m, "LOCK of a lock it holds");
+		return;
+	}
+	for (size_t i = 0; i < t->nq; i++) {
+		if (t->q[i].rank == rank) {
+			count_bad(c, from, m, "second LOCK while waiting");
+			return;
+		}
+	}
+	if (token_enqueue(t, from, req_id, rank) < 0) {
+		count_bad(c, from, m, "no memory for the lock");
+		return;
+	}
+	if (t->here) {
+		token_next(c, t); /* cached here: no message leaves */
+		return;
+	}
+	token_ask(c, t);
 }
 
 static void handle_unlock(lm_cluster *c, int slot, uint16_t from,
 			  uint32_t req_id, const struct lm_msg *m)
 {
 	uint32_t rank = slot_rank(c, slot);
-	int i = held_find(c, m->id, rank);
+	struct token *t = token_find(c, m->id);
 
-	if (i < 0) {
+	if (!t || !t->here || !t->busy || t->holder != rank) {
 		reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, LM_EINVAL);
 		return;
 	}
-	held_remove_at(c, (size_t)i);
-	park(c, LM_MSG_UNLOCK, m->id, rank, 0, 0, NULL, 0);
+	t->busy = false;
 	reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, 0);
+	token_next(c, t);
+}
+
+/* The manager wants the token back: at once when nobody here holds it,
+ * else after at most LM_CLUSTER_HANDOFFS_MAX more local hand-offs. */
+static void handle_recall(lm_cluster *c, const struct lm_msg *m)
+{
+	struct token *t = token_find(c, m->id);
+
+	if (!t || !t->here) {
+		/* on its way back already */
+		count_bad(c, c->reflector, m, "RECALL of a token not here");
+		return;
+	}
+	c->stats.recalls++;
+	t->recalled = true;
+	t->handoffs = 0;
+	token_next(c, t);
 }
 
 /* ALLOC and FREE: the same request goes up, the reply comes down. */
@@ -945,7 +1202,7 @@ static void handle_relay(lm_cluster *c, enum up_kind kind, uint16_t from,
 static void handle_create(lm_cluster *c, uint16_t from, uint32_t req_id,
 			  const struct lm_msg *m)
 {
-	/* rank 0 runs main and is never a worker (docs/dsm.md 13) */
+	/* rank 0 runs main and is never a worker (docs/dsm.md 14) */
 	if (m->rank == 0 || m->rank >= c->layout->nprocs) {
 		reply_status(c, from, req_id, LM_MSG_CREATE_OK, LM_EINVAL);
 		return;
@@ -1057,9 +1314,22 @@ static void forget_client(lm_cluster *c, int slot)
 			}
 		}
 	}
-	for (size_t i = c->nheld; i-- > 0;)
-		if (c->held[i].rank == rank)
-			held_remove_at(c, i);
+	for (size_t i = c->ntokens; i-- > 0;) {
+		struct token *t = &c->tokens[i];
+
+		for (size_t k = t->nq; k-- > 0;)
+			if (t->q[k].rank == rank) {
+				memmove(&t->q[k], &t->q[k + 1],
+					(t->nq - k - 1) * sizeof(*t->q));
+				t->nq--;
+			}
+		if (t->busy && t->holder == rank) {
+			t->busy = false;
+			token_next(c, t);
+		} else {
+			token_tidy(c, t);
+		}
+	}
 	free_client_work(cl);
 	memset(cl, 0, sizeof(*cl));
 }
@@ -1256,6 +1526,8 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 					     lm_strerror(m->status));
 			lm_deltas_registered(c->deltas, m->notices,
 					     m->nnotices);
+			if (batch)
+				note_registered(c, m->notices, m->nnotices);
 		}
 		up_free(c, up);
 		if (batch && c->batch_parts && --c->batch_parts == 0)
@@ -1269,11 +1541,13 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 	}
 	r = *m;
 	if (up->kind == UP_LOCK) {
+		struct token *t = token_find(c, up->lock_id);
+
 		/* older copies go before the holder can read them (I3) */
 		apply_notices(c, m->notices, m->nnotices);
-		if (!up->waiters) {
-			/* its client left: hand the lock straight back so
-			 * that the others do not wait for it forever */
+		if (!t || t->here) {
+			/* nobody asked (a reset run?): hand it straight back
+			 * so that the others do not wait for it forever */
 			msg_init(c, &r, LM_MSG_UNLOCK);
 			r.id = up->lock_id;
 			r.rank = up->rank;
@@ -1281,8 +1555,24 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 			up_free(c, up);
 			return;
 		}
-		held_add(c, up->lock_id, up->rank);
-		c->stats.locks++;
+		t->asked = false;
+		t->here = true;
+		t->busy = false;
+		t->recalled = false;
+		t->handoffs = 0;
+		t->granted = up->rank;
+		free(t->notes);
+		t->notes = NULL;
+		t->nnotes = 0;
+		if (m->nnotices &&
+		    (t->notes = malloc(m->nnotices * sizeof(*t->notes)))) {
+			memcpy(t->notes, m->notices,
+			       m->nnotices * sizeof(*t->notes));
+			t->nnotes = m->nnotices;
+		}
+		up_free(c, up);
+		token_next(c, t);
+		return;
 	}
 	if (up->waiters)
 		c->out.reply(c->ctx, up->waiters->node, up->waiters->req_id,
@@ -1328,6 +1618,14 @@ static void handle_release(lm_cluster *c, const struct lm_msg *m)
 	/* invalidation is exact and idempotent, so it is safe even for a
 	 * RELEASE we did not expect */
 	apply_notices(c, m->notices, m->nnotices);
+	/* every process passed the barrier: older notices are known to all
+	 * and need not ride on local GRANTs any more */
+	c->nreg_notes = 0;
+	for (size_t i = 0; i < c->ntokens; i++) {
+		free(c->tokens[i].notes);
+		c->tokens[i].notes = NULL;
+		c->tokens[i].nnotes = 0;
+	}
 	if (!c->barrier_up || m->id != c->barrier_up_id) {
 		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
 		return;
@@ -1444,6 +1742,9 @@ static void from_reflector(lm_cluster *c, enum lm_rel_msg_kind kind,
 	case LM_MSG_RELEASE:
 		handle_release(c, m);
 		break;
+	case LM_MSG_RECALL:
+		handle_recall(c, m);
+		break;
 	case LM_MSG_CREATE:
 		handle_create_down(c, m);
 		break;
@@ -1532,7 +1833,8 @@ void lm_cluster_destroy(lm_cluster *c)
 	free(c->deltabuf);
 	free(c->buckets);
 	free(c->clients);
-	free(c->held);
+	free(c->tokens);
+	free(c->reg_notes);
 	free(c);
 }
 

@@ -72,6 +72,7 @@ struct home_lock {
 	uint32_t id;
 	uint32_t holder;             /* rank; meaningful when held */
 	bool held;
+	bool recalled;               /* RECALL sent to the holder's cluster */
 	struct home_waiter *head, *tail; /* FIFO of waiters */
 	struct tagged_notice *notes;
 	size_t nnotes;
@@ -1475,6 +1476,40 @@ static void lock_remove(lm_home *h, struct home_lock *lk)
 	*lk = h->locks[--h->nlocks];
 }
 
+static const struct lm_cluster_cfg *cluster_of(const lm_home *h,
+					       uint32_t rank)
+{
+	return lm_layout_cluster_of_rank(h->layout, rank);
+}
+
+/* Asks the cluster holding the lock's token for it back: its lemuriad
+ * keeps a token while its own clients want it (DESIGN.md §2, Locks). */
+static void send_recall(lm_home *h, struct home_lock *lk)
+{
+	const struct lm_cluster_cfg *c = cluster_of(h, lk->holder);
+	struct lm_msg r = msg_new(h, LM_MSG_RECALL);
+
+	if (!c || lk->recalled)
+		return;
+	lk->recalled = true;
+	r.id = lk->id;
+	r.rank = lk->holder;
+	h->stats.lock_recalls++;
+	h->out.send(h->ctx, (uint32_t)c->reflector_index == h->self_index ?
+		    c->id : refl_node(h, (uint32_t)c->reflector_index), &r);
+}
+
+/* Whether a waiter of another cluster than the holder's is queued. */
+static bool foreign_waiter(const lm_home *h, const struct home_lock *lk)
+{
+	const struct lm_cluster_cfg *hc = cluster_of(h, lk->holder);
+
+	for (const struct home_waiter *w = lk->head; w; w = w->next)
+		if (cluster_of(h, w->rank) != hc)
+			return true;
+	return false;
+}
+
 /* GRANT carries what the lock's releases published since the requester's
  * last barrier; older notices reached it with that barrier. */
 static void lock_grant(lm_home *h, struct home_lock *lk, uint16_t node,
@@ -1493,7 +1528,10 @@ static void lock_grant(lm_home *h, struct home_lock *lk, uint16_t node,
 	r.notices = h->scratch;
 	r.nnotices = n;
 	h->stats.lock_grants++;
+	lk->recalled = false;
 	h->out.reply(h->ctx, node, req_id, &r);
+	if (foreign_waiter(h, lk))
+		send_recall(h, lk);
 }
 
 static void mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
@@ -1533,6 +1571,8 @@ static void mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
 	else
 		lk->head = w;
 	lk->tail = w;
+	if (foreign_waiter(h, lk))
+		send_recall(h, lk);
 }
 
 static int tagged_order(const void *a, const void *b)
@@ -2035,6 +2075,7 @@ static int reflector_kind(uint16_t type)
 	case LM_MSG_BARRIER:
 	case LM_MSG_RELEASE:
 	case LM_MSG_UNLOCK:
+	case LM_MSG_RECALL:
 	case LM_MSG_CREATE:
 	case LM_MSG_END:
 	case LM_MSG_ABORT:
@@ -2151,6 +2192,15 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 			drop_bad(h, from, m, "not the barrier's manager");
 		else if (h->nserved)
 			router_release(h, m->id, m->notices, m->nnotices);
+		break;
+	case LM_MSG_RECALL:
+		c = rank_under(h, m->rank, h->self_index);
+		if (refl_node(h, lm_home_manager_of(h->layout, m->id)) != from)
+			drop_bad(h, from, m, "not the lock's manager");
+		else if (!c)
+			drop_bad(h, from, m, "holder not served here");
+		else
+			h->out.send(h->ctx, c->id, m);
 		break;
 	case LM_MSG_CREATE:
 		c = rank_under(h, m->rank, h->self_index);

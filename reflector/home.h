@@ -84,6 +84,7 @@ struct lm_home_stats {
 	uint64_t diffs_rejected;   /* diffs of FLUSH lists rejected whole */
 	uint64_t barriers;         /* barriers completed as manager */
 	uint64_t lock_grants;
+	uint64_t lock_recalls;     /* tokens asked back from a cluster */
 	uint64_t allocs;           /* successful ALLOCs (memory or ids) */
 	uint64_t dropped_stale_run; /* messages of an older run */
 	uint64_t dropped_bad;      /* bad sender, kind, type or content */

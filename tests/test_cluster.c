@@ -560,6 +560,16 @@ static void test_barrier_counts_each_client_once(void)
 	teardown(c);
 }
 
+/* The lock's manager asks for the token back. */
+static void recall(lm_cluster *c, uint32_t id, uint32_t rank)
+{
+	struct lm_msg m = msg(LM_MSG_RECALL, RUN);
+
+	m.id = id;
+	m.rank = rank;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+}
+
 static void test_lock_grant_unlock_relay(void)
 {
 	lm_cluster *c = setup();
@@ -608,24 +618,32 @@ static void test_lock_grant_unlock_relay(void)
 	CU_ASSERT_EQUAL(outs[0].m.status, LM_EINVAL);
 	clear_outs();
 
+	/* the token stays in the cluster: nothing goes up */
 	m.rank = 1;
 	creq(c, 1, 53, &m);
-	CU_ASSERT_EQUAL_FATAL(nouts, 2);
-	CU_ASSERT_EQUAL(outs[0].how, SENT);
-	CU_ASSERT_EQUAL(outs[0].node, refl);
-	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK);
-	CU_ASSERT_EQUAL(outs[0].m.id, 12);
-	CU_ASSERT_EQUAL(outs[0].m.rank, 1);
-	CU_ASSERT_EQUAL(outs[1].how, REPLIED);
-	CU_ASSERT_EQUAL(outs[1].req_id, 53);
-	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_UNLOCK_OK);
-	CU_ASSERT_EQUAL(outs[1].m.status, 0);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].req_id, 53);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK_OK);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
 	clear_outs();
 
 	/* unlocked twice: refused */
 	creq(c, 1, 54, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].m.status, LM_EINVAL);
+	clear_outs();
+
+	/* recalled while free: it goes back at once, naming the rank the
+	 * manager granted it to */
+	recall(c, 12, 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK);
+	CU_ASSERT_EQUAL(outs[0].m.id, 12);
+	CU_ASSERT_EQUAL(outs[0].m.rank, 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->tokens_returned, 1);
 	teardown(c);
 }
 
@@ -1429,20 +1447,141 @@ static void test_unlock_parked_behind_registration(void)
 	m = msg(LM_MSG_GRANT, RUN);
 	m.id = 3;
 	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	clear_outs();
+	recall(c, 3, 1); /* held: it goes back at the UNLOCK */
+	CU_ASSERT_EQUAL(nouts, 0);
 	flush_page(c, 1, 12, 0, 4, 0x5a);
 	m = msg(LM_MSG_UNLOCK, RUN);
 	m.id = 3;
 	creq(c, 1, 61, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
-	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER);
-	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_UNLOCK_OK);
-	CU_ASSERT_EQUAL(outs[1].req_id, 61);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK_OK);
+	CU_ASSERT_EQUAL(outs[0].req_id, 61);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER);
 	answer_registers(c, true, 7);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[1].how, SENT);
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_UNLOCK);
 	CU_ASSERT_EQUAL(outs[1].m.id, 3);
 	CU_ASSERT_EQUAL(outs[1].m.rank, 1);
+	teardown(c);
+}
+
+/* Rank `rank` asks for lock `id` (request req). */
+static void lock_req(lm_cluster *c, uint32_t rank, uint32_t req, uint32_t id)
+{
+	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
+
+	m.id = id;
+	creq(c, rank, req, &m);
+}
+
+static void unlock_req(lm_cluster *c, uint32_t rank, uint32_t req,
+		       uint32_t id)
+{
+	struct lm_msg m = msg(LM_MSG_UNLOCK, RUN);
+
+	m.id = id;
+	creq(c, rank, req, &m);
+}
+
+/* The first GRANT brings the token; rank 1 asked with request 300. */
+static void token_arrives(lm_cluster *c, uint32_t id)
+{
+	struct lm_msg m;
+	uint32_t up;
+
+	clear_outs();
+	lock_req(c, 1, 300, id);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_LOCK);
+	up = outs[0].req_id;
+	clear_outs();
+	m = msg(LM_MSG_GRANT, RUN);
+	m.id = id;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].req_id, 300);
+	clear_outs();
+}
+
+/* DESIGN.md §2, Locks: a token in the cluster goes from client to client
+ * without a message to the manager; each local GRANT names what the
+ * earlier holders wrote, at the versions their registration got. */
+static void test_lock_token_handed_off_locally(void)
+{
+	lm_cluster *c = setup();
+	const struct lm_notice *n;
+
+	join_all(c, RUN);
+	token_arrives(c, 3);
+	lock_req(c, 2, 301, 3);
+	CU_ASSERT_EQUAL(nouts, 0); /* waits here, nothing goes up */
+	flush_page(c, 1, 12, 0, 4, 0x5a);
+	unlock_req(c, 1, 302, 3);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK_OK);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER);
+	answer_registers(c, true, 7); /* the UNLOCK_OK stays in outs[0] */
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[1].node, node_of(2));
+	CU_ASSERT_EQUAL(outs[1].req_id, 301);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_GRANT);
+	CU_ASSERT_EQUAL_FATAL(outs[1].m.nnotices, 1);
+	n = &outs[1].notices[0];
+	CU_ASSERT(n->page == 12 && n->version == 7 && n->writer == 1);
+	clear_outs();
+	/* nothing written since: the next hand-off is immediate */
+	unlock_req(c, 2, 303, 3);
+	lock_req(c, 3, 304, 3);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_GRANT);
+	CU_ASSERT_EQUAL(outs[1].req_id, 304);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->local_handoffs, 3);
+	teardown(c);
+}
+
+/* A recalled token makes at most LM_CLUSTER_HANDOFFS_MAX (4) more local
+ * hand-offs, then goes back, and the cluster asks for it again for the
+ * clients still waiting: no cluster starves the others. */
+static void test_recalled_token_bounded_handoffs(void)
+{
+	lm_cluster *c = setup();
+	uint32_t holder = 1, req = 400;
+	int handoffs = 0;
+
+	join_all(c, RUN);
+	token_arrives(c, 5);
+	lock_req(c, 2, req++, 5);
+	lock_req(c, 3, req++, 5);
+	recall(c, 5, 1);
+	CU_ASSERT_EQUAL(nouts, 0);
+	for (int i = 0; i < 8; i++) {
+		bool granted = false, returned = false;
+
+		clear_outs();
+		unlock_req(c, holder, req++, 5);
+		lock_req(c, holder, req++, 5); /* and wants it again */
+		for (size_t k = 0; k < nouts; k++) {
+			if (outs[k].m.type == LM_MSG_GRANT) {
+				granted = true;
+				holder = (uint32_t)(outs[k].node - node_of(0));
+			}
+			if (outs[k].m.type == LM_MSG_UNLOCK)
+				returned = true;
+		}
+		if (returned) {
+			CU_ASSERT(!granted);
+			CU_ASSERT_EQUAL_FATAL(nouts, 3);
+			CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_UNLOCK);
+			CU_ASSERT_EQUAL(outs[2].m.type, LM_MSG_LOCK);
+			break;
+		}
+		CU_ASSERT_FATAL(granted);
+		handoffs++;
+	}
+	CU_ASSERT_EQUAL(handoffs, 4);
 	teardown(c);
 }
 
@@ -1598,10 +1737,12 @@ static void test_grant_after_leave_returns_lock(void)
 	m = msg(LM_MSG_LEAVE, RUN);
 	creq(c, 2, 122, &m);
 	clear_outs();
-	/* nobody can unlock it: L gives it straight back */
+	/* nobody holds it: the token stays, free, until it is recalled */
 	m = msg(LM_MSG_GRANT, RUN);
 	m.id = 4;
 	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	recall(c, 4, 2);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, SENT);
 	CU_ASSERT_EQUAL(outs[0].node, refl);
@@ -1621,6 +1762,8 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_barrier_counts_each_client_once),
 	LM_TEST(test_lock_grant_unlock_relay),
+	LM_TEST(test_lock_token_handed_off_locally),
+	LM_TEST(test_recalled_token_bounded_handoffs),
 	LM_TEST(test_alloc_free_relay),
 	LM_TEST(test_create_routing),
 	LM_TEST(test_create_kept_is_freed),

@@ -467,19 +467,28 @@ static void test_lock_fifo_with_notices(void)
 	CU_ASSERT(cap.v[0].m.type == LM_MSG_GRANT && cap.v[0].m.id == 5);
 	CU_ASSERT(cap.v[0].m.nnotices == 0);
 	cap_clear();
+	/* a waiter of another cluster: the holder's cluster is asked for
+	 * the token back, once */
 	lock(h, C1, 20, 5, 4);
 	lock(h, C0, 11, 5, 1);
-	CU_ASSERT(cap.n == 0);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_SEND && cap.v[0].node == C0);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_RECALL && cap.v[0].m.id == 5 &&
+		  cap.v[0].m.rank == 0);
+	cap_clear();
 
 	/* The holder writes, then releases: the next waiter (FIFO) gets the
-	 * lock with the page's new version. */
+	 * lock with the page's new version, and is asked for it back since
+	 * a client of C0 waits. */
 	flush1(h, C0, 9, 0, "w");
 	oneway(h, C0, LM_MSG_UNLOCK, 5, 0);
-	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT_FATAL(cap.n == 2);
 	CU_ASSERT(cap.v[0].how == HOW_REPLY && cap.v[0].node == C1 &&
 		  cap.v[0].req_id == 20);
 	CU_ASSERT(cap.v[0].m.type == LM_MSG_GRANT && cap.v[0].m.id == 5);
 	CU_ASSERT(has_notice(&cap.v[0], 9, 1));
+	CU_ASSERT(cap.v[1].m.type == LM_MSG_RECALL && cap.v[1].node == C1 &&
+		  cap.v[1].m.rank == 4);
 	cap_clear();
 	oneway(h, C1, LM_MSG_UNLOCK, 5, 4);
 	CU_ASSERT_FATAL(cap.n == 1);
@@ -492,6 +501,7 @@ static void test_lock_fifo_with_notices(void)
 	CU_ASSERT_FATAL(cap.n == 1);
 	CU_ASSERT(cap.v[0].node == C1 && cap.v[0].req_id == 21);
 	CU_ASSERT(lm_home_stats(h)->lock_grants == 4);
+	CU_ASSERT(lm_home_stats(h)->lock_recalls == 2);
 	CU_ASSERT(lm_home_stats(h)->dropped_bad == 0);
 	teardown(h);
 }

@@ -171,6 +171,7 @@ static size_t make_samples(struct lm_msg *s)
 	ADD(.type = LM_MSG_REGISTER_OK, .status = 0, .notices = notices5,
 	    .nnotices = 5);
 	ADD(.type = LM_MSG_PULL, .id = 1, .page = 77, .version = 4);
+	ADD(.type = LM_MSG_RECALL, .id = 12, .rank = 5);
 	ADD(.type = LM_MSG_DELTA, .status = LM_ENOENT, .page = 77,
 	    .version = 4, .diffs = { diff_list, sizeof(diff_list), 2 });
 	ADD(.type = LM_MSG_LEAVE_OK, .status = 0);
@@ -282,6 +283,7 @@ static unsigned used_fields(int type)
 	case LM_MSG_REGISTER_OK: return U_STATUS | U_NOTICES;
 	case LM_MSG_PULL: return U_ID | U_PAGE | U_VERSION;
 	case LM_MSG_DELTA: return U_STATUS | U_PAGE | U_VERSION | U_DIFFS;
+	case LM_MSG_RECALL: return U_ID | U_RANK;
 	default: return U_STATUS; /* the *_OK replies */
 	}
 }

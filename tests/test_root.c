@@ -459,6 +459,32 @@ static void test_lock_across_reflectors_carries_notices(void)
 	teardown();
 }
 
+/* The token of a lock managed by r1 and held in c0 (under r0) is
+ * recalled through r0 when a client of c3 asks for it. */
+static void test_recall_routed_to_holder_cluster(void)
+{
+	const struct net_msg *r = NULL;
+	struct lm_msg m = msg(LM_MSG_LOCK);
+
+	setup("conf/2x2-two-reflectors.ini");
+	m.id = 3; /* managed by r1 */
+	m.rank = 1;
+	from_cluster(C0, REQUEST, 5, &m);
+	pump();
+	CU_ASSERT(down_to(C0, LM_MSG_GRANT, NULL) == 1);
+	m.rank = 7;
+	from_cluster(C3, REQUEST, 6, &m);
+	pump();
+	CU_ASSERT_FATAL(down_to(C0, LM_MSG_RECALL, &r) == 1);
+	CU_ASSERT(r->m.id == 3 && r->m.rank == 1 && r->src == 1);
+	CU_ASSERT(down_to(C3, LM_MSG_RECALL, NULL) == 0);
+	oneway(C0, LM_MSG_UNLOCK, 3, 1);
+	pump();
+	CU_ASSERT(down_to(C3, LM_MSG_GRANT, NULL) == 1);
+	CU_ASSERT(lm_home_stats(net.h[1])->lock_recalls == 1);
+	teardown();
+}
+
 /* The allocator is the first reflector, whoever asks. */
 static void test_alloc_at_first_reflector(void)
 {
@@ -805,6 +831,7 @@ LM_TEST_SUITE("root",
 	      LM_TEST(test_flush_split_and_barrier_notices),
 	      LM_TEST(test_arrival_held_until_flush_acked),
 	      LM_TEST(test_lock_across_reflectors_carries_notices),
+	      LM_TEST(test_recall_routed_to_holder_cluster),
 	      LM_TEST(test_alloc_at_first_reflector),
 	      LM_TEST(test_create_and_end_across_reflectors),
 	      LM_TEST(test_abort_reaches_every_cluster),
