@@ -105,7 +105,7 @@ $(BUILD)/bin/lemuriad: $(call obj,lemuriad/main.c $(LEMURIAD_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
-$(BUILD)/bin/lemuriactl: $(call obj,tools/lemuriactl.c) $(LIB_A)
+$(BUILD)/bin/lemuriactl: $(call obj,tools/lemuriactl.c tools/runstats.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 

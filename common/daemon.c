@@ -22,7 +22,24 @@
 #include "fault.h"
 #include "lm_error.h"
 #include "pidfile.h"
+#include "stats.h"
 #include "udp.h"
+
+/* Per link level: what the protocol path moved, in whole messages. */
+enum lm_daemon_link_counter {
+	LM_DAEMON_MSGS_SENT,
+	LM_DAEMON_MSGS_RECEIVED,
+	LM_DAEMON_BYTES_SENT,
+	LM_DAEMON_BYTES_RECEIVED,
+	LM_DAEMON_LINK_COUNTER_COUNT
+};
+
+static const char *const lm_daemon_link_names[LM_DAEMON_LINK_COUNTER_COUNT] = {
+	[LM_DAEMON_MSGS_SENT] = "msgs_sent",
+	[LM_DAEMON_MSGS_RECEIVED] = "msgs_received",
+	[LM_DAEMON_BYTES_SENT] = "bytes_sent",
+	[LM_DAEMON_BYTES_RECEIVED] = "bytes_received",
+};
 
 struct lm_daemon {
 	const struct lm_layout *layout;
@@ -34,6 +51,13 @@ struct lm_daemon {
 	struct lm_notice *notices; /* decoding buffer: one per page */
 	size_t notice_cap;
 	struct lm_daemon_stats stats;
+	uint64_t link[LM_LEVEL_COUNT][LM_DAEMON_LINK_COUNTER_COUNT];
+	uint64_t run;             /* newest run id seen in a DSM message */
+	/* Clients of the run that were let in (JOIN_OK 0) and have not left
+	 * or been lost: one byte per rank (lemuriad only). */
+	uint8_t *attached;
+	uint32_t nattached;
+	lm_stats_set *reply_set;  /* built for each STATS request */
 	enum lm_role role;
 	char name[LM_NAME_MAX];
 	uint16_t id;
@@ -203,6 +227,57 @@ void lm_daemon_rel_config(const struct lm_layout *layout, enum lm_level level,
 	cfg->auth = auth;
 }
 
+/* Counts one message of `len` bytes to or from `peer` (`sent` or not);
+ * control tools are not counted. */
+static void lm_daemon_count(lm_daemon *d, uint16_t peer, bool sent,
+			    size_t len)
+{
+	int level = lm_stats_link_level(d->layout, d->id, peer);
+	uint64_t *c;
+
+	if (level < 0)
+		return;
+	c = d->link[level];
+	c[sent ? LM_DAEMON_MSGS_SENT : LM_DAEMON_MSGS_RECEIVED]++;
+	c[sent ? LM_DAEMON_BYTES_SENT : LM_DAEMON_BYTES_RECEIVED] += len;
+}
+
+/* The rank of client node `node`, or -1 when it is not a client. */
+static int64_t lm_daemon_client_rank(const lm_daemon *d, uint16_t node)
+{
+	const struct lm_layout *l = d->layout;
+	uint32_t first = (uint32_t)(l->nreflectors + l->nclusters + 1);
+
+	if (node < first || node - first >= l->nprocs)
+		return -1;
+	return node - first;
+}
+
+static void lm_daemon_attach(lm_daemon *d, uint16_t node, bool on)
+{
+	int64_t rank = lm_daemon_client_rank(d, node);
+
+	if (!d->attached || rank < 0 || d->attached[rank] == on)
+		return;
+	d->attached[rank] = on;
+	if (on)
+		d->nattached++;
+	else
+		d->nattached--;
+}
+
+/* A newer run makes the daemon forget the previous one (docs/dsm.md),
+ * and with it who was attached. */
+static void lm_daemon_see_run(lm_daemon *d, uint64_t run)
+{
+	if (run <= d->run)
+		return;
+	d->run = run;
+	if (d->attached)
+		memset(d->attached, 0, d->layout->nprocs);
+	d->nattached = 0;
+}
+
 static void lm_daemon_on_ping(lm_daemon *d, const struct lm_rel_msg *m)
 {
 	const struct lm_rel_stats *st = lm_rel_stats(lm_evnode_engine(d->node));
@@ -225,6 +300,89 @@ static void lm_daemon_on_ping(lm_daemon *d, const struct lm_rel_msg *m)
 		lm_evnode_reply(d->node, m->peer, m->req_id, buf, (size_t)len);
 }
 
+/* Grows the scratch buffer to `need` bytes; NULL when out of memory
+ * (counted). */
+static uint8_t *lm_daemon_scratch(lm_daemon *d, size_t need)
+{
+	if (need > d->scratch_cap) {
+		uint8_t *grown = realloc(d->scratch, need);
+
+		if (!grown) {
+			d->stats.sends_failed++;
+			return NULL;
+		}
+		d->scratch = grown;
+		d->scratch_cap = need;
+	}
+	return d->scratch;
+}
+
+void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out)
+{
+	const struct lm_layout *l = d->layout;
+	lm_rel *rel = lm_evnode_engine(d->node);
+	uint64_t rtx[LM_LEVEL_COUNT] = { 0 };
+	size_t last = l->nreflectors + l->nclusters + l->nprocs;
+	struct lm_stats_info info = {
+		.role = (uint8_t)d->role,
+		.uptime_us = lm_now_us() - d->started_us,
+		.run = d->run,
+		.clients = d->attached ? d->nattached
+				       : LM_STATS_CLIENTS_UNKNOWN,
+	};
+	/* The links a role has: a lemuriad has no root link, a reflector
+	 * no client link. */
+	int lo = d->role == LM_ROLE_REFLECTOR ? LM_LEVEL_CLUSTER
+					      : LM_LEVEL_CLIENT;
+	int hi = d->role == LM_ROLE_REFLECTOR ? LM_LEVEL_ROOT
+					      : LM_LEVEL_CLUSTER;
+
+	lm_stats_clear(out);
+	snprintf(info.name, sizeof(info.name), "%s", d->name);
+	lm_stats_set_info(out, &info);
+	for (size_t node = 1; node <= last && node < LM_NODE_CONTROL; node++) {
+		int level = lm_stats_link_level(l, d->id, (uint16_t)node);
+
+		if (level >= 0)
+			rtx[level] +=
+				lm_rel_peer_retransmits(rel, (uint16_t)node);
+	}
+	for (int level = lo; level <= hi; level++) {
+		for (int c = 0; c < LM_DAEMON_LINK_COUNTER_COUNT; c++)
+			lm_stats_add(out, level, lm_daemon_link_names[c],
+				     d->link[level][c]);
+		lm_stats_add(out, level, "retransmits", rtx[level]);
+	}
+	lm_stats_add(out, LM_STAT_NONE, "msgs_undecodable",
+		     d->stats.msgs_undecodable);
+	lm_stats_add(out, LM_STAT_NONE, "sends_failed", d->stats.sends_failed);
+	if (d->machine && d->proto->stats)
+		d->proto->stats(d->machine, out);
+}
+
+static void lm_daemon_on_stats(lm_daemon *d, const struct lm_rel_msg *m)
+{
+	uint8_t *buf;
+	int len;
+
+	if (lm_stats_decode_request(m->data, m->len)) {
+		d->stats.msgs_undecodable++;
+		return;
+	}
+	if (!d->reply_set && !(d->reply_set = lm_stats_create())) {
+		d->stats.sends_failed++;
+		return;
+	}
+	lm_daemon_collect_stats(d, d->reply_set);
+	buf = lm_daemon_scratch(d, lm_stats_reply_len(d->reply_set));
+	if (!buf)
+		return;
+	len = lm_stats_encode_reply(d->reply_set, buf, d->scratch_cap);
+	if (len < 0 ||
+	    lm_evnode_reply(d->node, m->peer, m->req_id, buf, (size_t)len))
+		d->stats.sends_failed++;
+}
+
 static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 {
 	lm_daemon *d = ctx;
@@ -232,8 +390,13 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 	struct lm_msg msg;
 	int rc;
 
+	lm_daemon_count(d, m->peer, false, m->len);
 	if (type == LM_MSG_PING && m->kind == LM_REL_REQUEST) {
 		lm_daemon_on_ping(d, m);
+		return;
+	}
+	if (type == LM_MSG_STATS && m->kind == LM_REL_REQUEST) {
+		lm_daemon_on_stats(d, m);
 		return;
 	}
 	if (!d->machine) {
@@ -253,6 +416,9 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 		return;
 	}
 	d->stats.msgs_handled++;
+	lm_daemon_see_run(d, msg.run);
+	if (msg.type == LM_MSG_LEAVE)
+		lm_daemon_attach(d, m->peer, false);
 	d->proto->handle(d->machine, m->peer, m->kind, m->req_id, &msg);
 }
 
@@ -261,8 +427,12 @@ static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 {
 	lm_daemon *d = ctx;
 
-	if (peer == LM_NODE_CONTROL) /* every lemuriactl run is a restart */
+	/* Control tools (ids outside the layout) come and go: each
+	 * lemuriactl run is a restart, and one that exits before acking
+	 * its reply becomes unreachable. */
+	if (lm_stats_link_level(d->layout, d->id, peer) < 0)
 		return;
+	lm_daemon_attach(d, peer, false);
 	lm_log_info("%s: node %u %s", d->name, peer,
 		    ev == LM_REL_PEER_UNREACHABLE ? "is unreachable"
 						  : "restarted");
@@ -277,16 +447,8 @@ static const uint8_t *lm_daemon_encode(lm_daemon *d, const struct lm_msg *m,
 	size_t need = lm_msg_encoded_len(m);
 	int rc;
 
-	if (need > d->scratch_cap) {
-		uint8_t *grown = realloc(d->scratch, need);
-
-		if (!grown) {
-			d->stats.sends_failed++;
-			return NULL;
-		}
-		d->scratch = grown;
-		d->scratch_cap = need;
-	}
+	if (!lm_daemon_scratch(d, need))
+		return NULL;
 	rc = lm_msg_encode(m, d->scratch, d->scratch_cap);
 	if (rc < 0) {
 		d->stats.sends_failed++;
@@ -320,7 +482,15 @@ static void lm_daemon_emit(lm_daemon *d, uint16_t node,
 		d->stats.sends_failed++;
 		lm_log_error("%s: %s to node %u not sent: %s", d->name,
 			     lm_msg_name(m->type), node, lm_strerror(rc));
+		return;
 	}
+	lm_daemon_count(d, node, true, len);
+	/* Who is attached follows from what the protocol told the clients:
+	 * let in by JOIN_OK 0, out by ABORT. */
+	if (m->type == LM_MSG_JOIN_OK && m->status == 0 && m->run == d->run)
+		lm_daemon_attach(d, node, true);
+	else if (m->type == LM_MSG_ABORT)
+		lm_daemon_attach(d, node, false);
 }
 
 static void lm_daemon_out_send(void *ctx, uint16_t node,
@@ -348,7 +518,11 @@ int lm_daemon_start_protocol(lm_daemon *d,
 	d->notice_cap = (size_t)(d->layout->shared_size /
 				 d->layout->page_size);
 	d->notices = calloc(d->notice_cap, sizeof(*d->notices));
-	if (!d->notices) {
+	if (d->role == LM_ROLE_LEMURIAD && d->layout->nprocs)
+		d->attached = calloc(d->layout->nprocs, 1);
+	if (!d->notices ||
+	    (d->role == LM_ROLE_LEMURIAD && d->layout->nprocs &&
+	     !d->attached)) {
 		snprintf(err, errlen, "out of memory");
 		return LM_ENOMEM;
 	}
@@ -477,6 +651,8 @@ void lm_daemon_destroy(lm_daemon *d)
 		d->proto->destroy(d->machine);
 	free(d->scratch);
 	free(d->notices);
+	free(d->attached);
+	lm_stats_destroy(d->reply_set);
 	lm_evnode_destroy(d->node);
 	lm_auth_destroy(d->auth);
 	free(d);

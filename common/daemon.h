@@ -16,6 +16,7 @@
 #include "evnode.h"
 #include "log.h"
 #include "proto.h"
+#include "stats.h"
 
 typedef struct lm_daemon lm_daemon;
 
@@ -84,6 +85,9 @@ struct lm_daemon_protocol {
 		       const struct lm_msg *m);
 	/* A peer is unreachable or restarted (optional). */
 	void (*peer_lost)(void *machine, uint16_t node);
+	/* Adds the protocol's own counters to a STATS reply (optional;
+	 * reflector/home_stats.c, lemuriad/cluster_stats.c). */
+	void (*stats)(void *machine, lm_stats_set *out);
 };
 
 /* Creates the protocol machine and routes every DSM message to it. */
@@ -96,6 +100,13 @@ struct lm_daemon_stats {
 	uint64_t msgs_handled, msgs_undecodable, sends_failed;
 };
 const struct lm_daemon_stats *lm_daemon_stats(const lm_daemon *d);
+
+/* Replaces the contents of `out` with what the daemon answers to STATS
+ * (docs/operations.md, "Counters"): who it is, then per link level the
+ * messages and bytes the protocol sent and received and the datagrams
+ * the transport resent, then the shell's and the protocol's counters.
+ * Control tools (node ids outside the layout) are not counted. */
+void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out);
 
 /* The whole program: parse, load, create, detach when asked, run until
  * SIGTERM/SIGINT (SIGHUP reopens the log file), destroy.  `proto` may be

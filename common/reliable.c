@@ -212,6 +212,7 @@ struct peer {
 	bool probe_used; /* a probe went out since the cumulative ack moved */
 	uint64_t srtt, rttvar, rto;
 	bool rtt_valid;
+	uint64_t retransmits; /* resends to this peer, kept across resets */
 
 	/* Receive channel. */
 	uint32_t rcv_next;
@@ -748,6 +749,7 @@ static void tx_retransmit(struct lm_rel *rel, struct peer *p, struct tx_slot *s)
 {
 	s->retries++;
 	rel->stats.retransmits++;
+	p->retransmits++;
 	tx_emit(rel, p, s);
 }
 
@@ -1672,6 +1674,13 @@ uint64_t lm_rel_rto(const lm_rel *rel, uint16_t peer)
 	if (peer > rel->cfg.max_peer_id || !rel->peers[peer])
 		return rel->cfg.transport.rto_initial_us;
 	return rel->peers[peer]->rto;
+}
+
+uint64_t lm_rel_peer_retransmits(const lm_rel *rel, uint16_t peer)
+{
+	if (!rel || peer > rel->cfg.max_peer_id || !rel->peers[peer])
+		return 0;
+	return rel->peers[peer]->retransmits;
 }
 
 size_t lm_rel_reasm_held(const lm_rel *rel)

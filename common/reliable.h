@@ -158,6 +158,9 @@ uint64_t lm_rel_next_deadline(const lm_rel *rel);
 size_t lm_rel_pending(const lm_rel *rel, uint16_t peer);
 /* Current retransmission timeout towards peer, microseconds. */
 uint64_t lm_rel_rto(const lm_rel *rel, uint16_t peer);
+/* Datagrams resent to peer since the engine was created (the per-peer
+ * share of lm_rel_stats.retransmits; a reset of the peer keeps it). */
+uint64_t lm_rel_peer_retransmits(const lm_rel *rel, uint16_t peer);
 /* Bytes currently held for reassembly (all peers). */
 size_t lm_rel_reasm_held(const lm_rel *rel);
 

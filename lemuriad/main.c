@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "cluster.h"
+#include "cluster_stats.h"
 #include "daemon.h"
 
 static void *lemuriad_create(const struct lm_layout *layout,
@@ -36,6 +37,11 @@ static void lemuriad_peer_lost(void *machine, uint16_t node)
 	lm_cluster_peer_lost(machine, node);
 }
 
+static void lemuriad_stats(void *machine, lm_stats_set *out)
+{
+	lm_cluster_stats_add(machine, out);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct lm_daemon_protocol proto = {
@@ -43,6 +49,7 @@ int main(int argc, char **argv)
 		.destroy = lemuriad_destroy,
 		.handle = lemuriad_handle,
 		.peer_lost = lemuriad_peer_lost,
+		.stats = lemuriad_stats,
 	};
 
 	return lm_daemon_main(argc, argv, LM_ROLE_LEMURIAD, &proto);

@@ -4,6 +4,7 @@
 
 #include "daemon.h"
 #include "home.h"
+#include "home_stats.h"
 
 static void *reflector_create(const struct lm_layout *layout,
 			      const char *name, uint16_t self_id,
@@ -30,12 +31,18 @@ static void reflector_handle(void *machine, uint16_t from,
 	lm_home_handle(machine, from, kind, req_id, m);
 }
 
+static void reflector_stats(void *machine, lm_stats_set *out)
+{
+	lm_home_stats_add(machine, out);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct lm_daemon_protocol proto = {
 		.create = reflector_create,
 		.destroy = reflector_destroy,
 		.handle = reflector_handle,
+		.stats = reflector_stats,
 	};
 
 	return lm_daemon_main(argc, argv, LM_ROLE_REFLECTOR, &proto);

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Integration tests with real daemons on loopback: start a layout's daemons,
-# ask them with lemuriactl, stop one, check it is reported, stop the rest
+# ask them with lemuriactl, run a small DSM program on them and read the
+# counters (lemuriactl stats, --json, lemuria-run --stats), stop one, check
+# it is reported (status and stats), stop the rest
 # with SIGTERM and check they exit cleanly; run one detached with a pidfile
 # and a log file (SIGHUP reopens it, a second copy is refused, SIGTERM
 # removes the pidfile, a stale pidfile is replaced); bad command lines and
@@ -57,6 +59,52 @@ expect "lemuriactl status: every daemon up" 0 $bin/lemuriactl -c "$tmp/layout.in
 expect_output "status lists the reflector" "reflector  r0"
 expect "lemuriactl ping: 50 round trips each" 0 $bin/lemuriactl -c "$tmp/layout.ini" -n 50 ping
 
+echo "integration: counters (lemuriactl stats, lemuria-run --stats)"
+# json_check FILE PYTHON_EXPR: the file is JSON and EXPR holds for it (d).
+json_check() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>>"$tmp/json.err"
+}
+lemuriads='[x for x in d["daemons"] if x["role"] == "lemuriad"]'
+$bin/lemuriactl -c "$tmp/layout.ini" stats --json >"$tmp/before.json" 2>&1
+expect "a small DSM run on the running daemons" 0 timeout -k 5 60 \
+	$bin/lemuria-run -c "$tmp/layout.ini" --timeout 50 -- "$build/tests/dsmtest" counter 20
+expect "lemuriactl stats: every daemon answers" 0 $bin/lemuriactl -c "$tmp/layout.ini" stats
+expect_output "stats has a block per daemon" "^lemuriad c0 (127.0.0.1:[0-9]*): up "
+# In a lemuriad's block the first column is the client level.
+if awk '/^lemuriad /{ l = 1 } /^reflector /{ l = 0 }
+	l && $1 == "msgs_received" && $2 > 0 { n++ } END { exit n >= 2 ? 0 : 1 }' "$tmp/out"; then
+	ok "stats: every lemuriad received client messages"
+else
+	fail "stats: no client-level msgs_received > 0"; sed 's/^/       /' "$tmp/out"
+fi
+expect "lemuriactl stats --json" 0 $bin/lemuriactl -c "$tmp/layout.ini" stats --json
+cp "$tmp/out" "$tmp/after.json"
+if python3 -m json.tool "$tmp/after.json" >/dev/null 2>&1; then ok "stats --json is valid JSON"; else
+	fail "stats --json is not JSON"; sed 's/^/       /' "$tmp/after.json"; fi
+if json_check "$tmp/after.json" "len(d['daemons']) == 3 and all(x['up'] for x in d['daemons']) and all(x['counters']['client']['msgs_received'] > 0 and x['counters']['client']['msgs_sent'] > 0 for x in $lemuriads)"; then
+	ok "stats --json: client-level message counts of every lemuriad > 0"
+else
+	fail "stats --json: client-level counts"; sed 's/^/       /' "$tmp/after.json"
+fi
+if json_check "$tmp/before.json" "all(x['counters']['client']['msgs_received'] < y['counters']['client']['msgs_received'] for x, y in zip($lemuriads, [x for x in json.load(open('$tmp/after.json'))['daemons'] if x['role'] == 'lemuriad']))"; then
+	ok "stats: the run raised the client-level counts"
+else
+	fail "stats: counts did not grow over the run"; sed 's/^/       /' "$tmp/before.json"
+fi
+expect "lemuria-run --stats on the running daemons" 0 timeout -k 5 60 \
+	$bin/lemuria-run -c "$tmp/layout.ini" --timeout 50 --stats -- "$build/tests/dsmtest" counter 20
+expect_output "lemuria-run --stats prints the total" "^lemuria-run: total of the 3 daemons that answered (of 3)"
+# The total's columns: client, cluster, root, -.
+if awk '/^lemuria-run: total/{ t = 1; next } /^lemuria-run: [a-z]/{ t = 0 }
+	t && $2 == "msgs_received" && $3 > 0 && $4 > 0 { n++ } END { exit n == 1 ? 0 : 1 }' "$tmp/out"; then
+	ok "lemuria-run --stats: client and cluster totals > 0"
+else
+	fail "lemuria-run --stats: no per-level totals"; sed 's/^/       /' "$tmp/out"
+fi
+expect_output "lemuria-run --stats lists each daemon" "^lemuria-run: lemuriad c1 (127.0.0.1:[0-9]*): up "
+
 victim=$(echo "$names" | awk -F: '$1 == "cluster" { print $2; exit }')
 eval "vpid=\$pid_$(echo "$victim" | tr -c 'a-zA-Z0-9\n' _)"
 kill -TERM "$vpid"
@@ -65,6 +113,15 @@ pids=$(echo "$pids" | tr ' ' '\n' | grep -vx "$vpid" | tr '\n' ' ')
 if [ "$st" -eq 0 ]; then ok "lemuriad exits 0 on SIGTERM"; else fail "lemuriad exit status $st on SIGTERM"; fi
 expect "status fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 300 status
 expect_output "status names the daemon that is down" "$victim .*down"
+expect "stats fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 300 stats
+expect_output "stats names the daemon that is down" "^lemuriad $victim (127.0.0.1:[0-9]*): down ("
+expect_output "stats still shows the others" "^reflector r0 (127.0.0.1:[0-9]*): up "
+expect "stats --json fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 300 stats --json
+if json_check "$tmp/out" "[x['up'] for x in d['daemons'] if x['name'] == '$victim'] == [False] and sum(x['up'] for x in d['daemons']) == 2"; then
+	ok "stats --json marks only $victim down"
+else
+	fail "stats --json: $victim not marked down"; sed 's/^/       /' "$tmp/out"
+fi
 
 # A restarted daemon serves again (new session, same node id).
 "$bin/lemuriad" -c "$tmp/layout.ini" -n "$victim" -l warn 2>>"$tmp/$victim.log" &
@@ -145,6 +202,7 @@ expect "bad layout refused" 2 $bin/reflector -c "$tmp/bad.ini" -n r0
 expect_output "message gives file:line" "bad.ini:4"
 expect "missing layout file" 2 $bin/lemuriactl -c "$tmp/nonexistent.ini" status
 expect "unknown lemuriactl command" 2 $bin/lemuriactl -c "$tmp/layout.ini" frobnicate
+expect "--json only after stats" 2 $bin/lemuriactl -c "$tmp/layout.ini" status --json
 
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -33,6 +33,7 @@
 #include "lm_error.h"
 #include "proto.h"
 #include "rpc.h"
+#include "stats.h"
 #include "udp.h"
 
 #define POLL_MS 10
@@ -296,7 +297,9 @@ static int ping_once(const struct lm_layout *l, const lm_auth *auth,
 	int rc, len = lm_msg_encode_ping(req, sizeof(req));
 	lm_rpc *rpc;
 
-	lm_daemon_rel_config(l, LM_LEVEL_CLIENT, LM_NODE_CONTROL, auth, &rcfg);
+	lm_daemon_rel_config(l, LM_LEVEL_CLIENT,
+			     lm_stats_tool_id(l, (uint32_t)getpid()), auth,
+			     &rcfg);
 	rcfg.transport.max_retries = 4; /* a daemon not up yet: give up fast */
 	rcfg.transport.rto_initial_us = 50000;
 	rcfg.transport.ack_delay_us = 0;

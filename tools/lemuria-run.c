@@ -1,9 +1,10 @@
 /* lemuria-run: starts the client ranks of a layout, like mpirun.
  *
  *   lemuria-run -c LAYOUT [--start-daemons] [--cluster NAME]... [--run ID]
- *               [--timeout SEC] [-v] -- PROGRAM ARGS...
+ *               [--timeout SEC] [--stats] [-v] -- PROGRAM ARGS...
  *
- * Thin main over tools/launch.c; the user's guide is docs/operations.md.
+ * Thin main over tools/launch.c (and tools/runstats.c for --stats); the
+ * user's guide is docs/operations.md.
  * Exit status: 0 when every rank exits 0; a failed rank's exit status (128
  * + N for signal N); 124 on --timeout; 2 on a usage or layout error; 1 when
  * the daemons cannot be started or one of them dies. */
@@ -13,12 +14,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "launch.h"
 #include "lm_error.h"
+#include "runstats.h"
+#include "stats.h"
 
 #define MAX_CLUSTERS 256
+#define STATS_TIMEOUT_MS 2000 /* per daemon, for --stats */
 
 extern char **environ;
 
@@ -51,6 +56,8 @@ static void usage(FILE *out)
 		"host of a run\n"
 		"  -t, --timeout SEC     stop everything after SEC seconds "
 		"(status 124)\n"
+		"  -s, --stats           print what the run changed in the "
+		"daemons' counters\n"
 		"  -v, --verbose         say what is started and how it "
 		"ends\n");
 }
@@ -66,6 +73,39 @@ static int find_daemon(const char *name, char *out, size_t outlen)
 		fprintf(stderr, "lemuria-run: cannot find the %s program "
 				"next to lemuria-run or in PATH\n", name);
 	return rc;
+}
+
+/* The daemons' counters now (--stats); NULL when out of memory. */
+static lm_runstats *stats_snapshot(const struct lm_layout *l,
+				   const char *when)
+{
+	size_t down = 0;
+	lm_runstats *rs = lm_runstats_snapshot(
+		l, lm_stats_tool_id(l, (uint32_t)getpid()), STATS_TIMEOUT_MS,
+		&down);
+
+	if (!rs)
+		fprintf(stderr, "lemuria-run: --stats: out of memory\n");
+	else if (down)
+		fprintf(stderr, "lemuria-run: --stats: %zu of %zu daemons did "
+				"not answer %s the run\n",
+			down, lm_runstats_count(rs), when);
+	return rs;
+}
+
+/* What the run changed, after the statuses; never changes the exit
+ * status. */
+static void stats_report(const struct lm_layout *l, lm_runstats *before)
+{
+	lm_runstats *after = before ? stats_snapshot(l, "after") : NULL;
+	lm_runstats *diff = after ? lm_runstats_diff(before, after) : NULL;
+
+	if (diff)
+		lm_runstats_print_run(diff, stderr);
+	else if (before && after)
+		fprintf(stderr, "lemuria-run: --stats: out of memory\n");
+	lm_runstats_destroy(diff);
+	lm_runstats_destroy(after);
 }
 
 static int start_daemons(const struct lm_layout *l, const char *layout_abs,
@@ -97,13 +137,14 @@ int main(int argc, char **argv)
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "run", required_argument, NULL, 'r' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *layout_path = NULL, *clusters[MAX_CLUSTERS];
 	size_t nclusters = 0, nranks = 0;
-	int c, daemons = 0, verbose = 0, status;
+	int c, daemons = 0, verbose = 0, stats = 0, status;
 	unsigned timeout_ms = 0;
 	uint64_t run = 0;
 	struct lm_layout *l = NULL;
@@ -114,7 +155,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+c:dC:r:t:vh", longopts,
+	while ((c = getopt_long(argc, argv, "+c:dC:r:t:svh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -154,6 +195,9 @@ int main(int argc, char **argv)
 			timeout_ms = (unsigned)(sec * 1000 + 0.5);
 			break;
 		}
+		case 's':
+			stats = 1;
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -207,6 +251,8 @@ int main(int argc, char **argv)
 	} else if (stop_signal) {
 		status = 128 + stop_signal;
 	} else {
+		lm_runstats *before = stats ? stats_snapshot(l, "before")
+					    : NULL;
 		struct lm_launch o = {
 			.argv = argv + optind, .environ_base = environ,
 			.ranks = ranks, .nranks = nranks,
@@ -222,6 +268,8 @@ int main(int argc, char **argv)
 		else if (verbose)
 			fprintf(stderr, "lemuria-run: all %zu ranks exited "
 					"with status 0\n", nranks);
+		stats_report(l, before);
+		lm_runstats_destroy(before);
 	}
 	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
 	free(ranks);

@@ -2,6 +2,8 @@
  *
  *   lemuriactl -c LAYOUT status        one line per daemon: up or down
  *   lemuriactl -c LAYOUT -n N ping     round-trip times through the transport
+ *   lemuriactl -c LAYOUT stats [--json]  every daemon's counters
+ *                                      (tools/runstats.c)
  *
  * Exit status: 0 when every daemon answered, 1 when some did not, 2 on a
  * usage or layout error. */
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "clock.h"
@@ -17,6 +20,8 @@
 #include "lm_error.h"
 #include "proto.h"
 #include "rpc.h"
+#include "runstats.h"
+#include "stats.h"
 #include "udp.h"
 
 struct lm_ctl_target {
@@ -27,8 +32,8 @@ struct lm_ctl_target {
 };
 
 static int lm_ctl_ping_one(const struct lm_layout *l, const lm_auth *auth,
-			   const struct lm_ctl_target *t, int count,
-			   int timeout_ms, struct lm_msg_pong *pong,
+			   uint16_t self, const struct lm_ctl_target *t,
+			   int count, int timeout_ms, struct lm_msg_pong *pong,
 			   double *median_us, const char **why)
 {
 	struct lm_rel_config rcfg;
@@ -38,7 +43,7 @@ static int lm_ctl_ping_one(const struct lm_layout *l, const lm_auth *auth,
 	lm_rpc *rpc;
 	int rc = 0, len = lm_msg_encode_ping(req, sizeof(req));
 
-	lm_daemon_rel_config(l, LM_LEVEL_CLIENT, LM_NODE_CONTROL, auth, &rcfg);
+	lm_daemon_rel_config(l, LM_LEVEL_CLIENT, self, auth, &rcfg);
 	/* Give up on a silent daemon quickly: a few retries, short RTO. */
 	rcfg.transport.max_retries = 4;
 	rcfg.transport.rto_initial_us = 50000;
@@ -83,9 +88,31 @@ static void lm_ctl_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: lemuriactl -c LAYOUT [-t TIMEOUT_MS] [-n COUNT] "
-		"status|ping\n"
+		"status|ping|stats [--json]\n"
 		"  status  which daemons of the layout answer\n"
-		"  ping    the same, with the median of COUNT round trips\n");
+		"  ping    the same, with the median of COUNT round trips\n"
+		"  stats   every daemon's counters per level (--json: as "
+		"JSON)\n");
+}
+
+/* Every daemon's counters, reflectors first.  Returns the exit status. */
+static int lm_ctl_stats(const struct lm_layout *l, const lm_auth *auth,
+			uint16_t self, int timeout_ms, int json)
+{
+	lm_runstats *rs = lm_runstats_create(l);
+	size_t down;
+
+	if (!rs) {
+		fprintf(stderr, "lemuriactl: out of memory\n");
+		return 1;
+	}
+	down = lm_runstats_query(rs, l, auth, self, timeout_ms);
+	if (json)
+		lm_runstats_print_json(rs, stdout);
+	else
+		lm_runstats_print_table(rs, stdout);
+	lm_runstats_destroy(rs);
+	return down ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -94,8 +121,9 @@ int main(int argc, char **argv)
 	struct lm_layout *l = NULL;
 	struct lm_ctl_target *targets;
 	lm_auth *auth = NULL;
-	int timeout_ms = 2000, count = 1, c, down = 0;
+	int timeout_ms = 2000, count = 1, c, down = 0, json = 0;
 	size_t ntargets = 0;
+	uint16_t self;
 	char err[512], abuf[32];
 
 	while ((c = getopt(argc, argv, "+c:t:n:h")) != -1) {
@@ -128,7 +156,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[optind++];
-	if (optind < argc || (strcmp(cmd, "ping") && strcmp(cmd, "status"))) {
+	if (strcmp(cmd, "stats") == 0 && optind < argc &&
+	    strcmp(argv[optind], "--json") == 0) {
+		json = 1;
+		optind++;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "lemuriactl: unexpected argument \"%s\"\n",
+			argv[optind]);
+		lm_ctl_usage(stderr);
+		return 2;
+	}
+	if (strcmp(cmd, "ping") && strcmp(cmd, "status") &&
+	    strcmp(cmd, "stats")) {
 		fprintf(stderr, "lemuriactl: unknown command \"%s\"\n", cmd);
 		lm_ctl_usage(stderr);
 		return 2;
@@ -141,6 +181,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lemuriactl: cannot initialise authentication\n");
 		lm_layout_free(l);
 		return 1;
+	}
+	/* Our own node id, so that two tools at once keep their sessions. */
+	self = lm_stats_tool_id(l, (uint32_t)getpid());
+	if (strcmp(cmd, "stats") == 0) {
+		down = lm_ctl_stats(l, auth, self, timeout_ms, json);
+		lm_auth_destroy(auth);
+		lm_layout_free(l);
+		return down;
 	}
 	targets = calloc(l->nreflectors + l->nclusters, sizeof(*targets));
 	for (size_t i = 0; targets && i < l->nreflectors; i++)
@@ -159,8 +207,8 @@ int main(int argc, char **argv)
 		struct lm_msg_pong pong = { 0 };
 		const char *why = NULL;
 		double rtt = 0;
-		int rc = lm_ctl_ping_one(l, auth, t, count, timeout_ms, &pong,
-					 &rtt, &why);
+		int rc = lm_ctl_ping_one(l, auth, self, t, count, timeout_ms,
+					 &pong, &rtt, &why);
 
 		lm_addr_str(t->addr, abuf, sizeof(abuf));
 		if (rc == 0 && (pong.role != t->role ||

@@ -1,0 +1,36 @@
+/* Names and levels of struct lm_cluster_stats (lemuriad/cluster.h).  A
+ * field added there gets one line in the table below: "client" for what
+ * the clients asked, "cluster" for what went up to the reflector, "-" for
+ * what belongs to no link (the cache, drops). */
+#include "cluster_stats.h"
+
+#define F(level, field) LM_STATS_FIELD(struct lm_cluster_stats, level, field)
+
+static const struct lm_stats_field lm_cluster_stat_fields[] = {
+	F(LM_STAT_CLIENT, fetch_hits),
+	F(LM_STAT_CLUSTER, fetch_misses),
+	F(LM_STAT_CLIENT, fetch_coalesced),
+	F(LM_STAT_CLIENT, flushes),
+	F(LM_STAT_NONE, evictions),
+	F(LM_STAT_NONE, invalidations),
+	F(LM_STAT_NONE, kept),
+	F(LM_STAT_CLUSTER, barriers),
+	F(LM_STAT_CLIENT, locks),
+	F(LM_STAT_NONE, dropped_stale_run),
+	F(LM_STAT_NONE, dropped_bad),
+	F(LM_STAT_CLUSTER, registrations),
+	F(LM_STAT_CLUSTER, spills),
+	F(LM_STAT_CLUSTER, recalls),
+	F(LM_STAT_CLUSTER, tokens_returned),
+	F(LM_STAT_CLIENT, local_handoffs),
+	F(LM_STAT_NONE, cached_bytes),
+};
+
+#undef F
+
+void lm_cluster_stats_add(const lm_cluster *c, lm_stats_set *out)
+{
+	lm_stats_add_fields(out, lm_cluster_stats(c), lm_cluster_stat_fields,
+			    sizeof(lm_cluster_stat_fields) /
+				    sizeof(lm_cluster_stat_fields[0]));
+}

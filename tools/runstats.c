@@ -1,0 +1,466 @@
+/* Tool side of the counters (runstats.h): one STATS request per daemon
+ * through a short-lived transport endpoint, snapshots kept as counter
+ * sets, and the arithmetic and printing the two tools share.  Names in
+ * the sets are of [A-Za-z0-9_.-] (stats.h), so only the reasons a daemon
+ * is down need escaping in JSON. */
+#include "runstats.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "lm_error.h"
+#include "rpc.h"
+#include "udp.h"
+
+struct lm_runstats {
+	struct lm_runstats_daemon *d;
+	size_t n;
+};
+
+/* Counters that say how much there is now, not how often something
+ * happened: a run's difference shows their value after the run. */
+static const char *const lm_runstats_gauges[] = { "cached_bytes" };
+
+static bool lm_runstats_is_gauge(const char *name)
+{
+	for (size_t i = 0; i < sizeof(lm_runstats_gauges) /
+				       sizeof(lm_runstats_gauges[0]);
+	     i++)
+		if (strcmp(name, lm_runstats_gauges[i]) == 0)
+			return true;
+	return false;
+}
+
+static void lm_runstats_target(struct lm_runstats_daemon *d, const char *name,
+			       enum lm_role role, uint16_t id,
+			       const struct sockaddr_in *addr)
+{
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	d->role = role;
+	d->id = id;
+	d->addr = *addr;
+	d->rc = LM_ENOENT;
+	snprintf(d->why, sizeof(d->why), "not asked");
+}
+
+lm_runstats *lm_runstats_create(const struct lm_layout *l)
+{
+	lm_runstats *rs = calloc(1, sizeof(*rs));
+	size_t total = l->nreflectors + l->nclusters;
+
+	if (!rs)
+		return NULL;
+	rs->d = calloc(total ? total : 1, sizeof(*rs->d));
+	if (!rs->d) {
+		free(rs);
+		return NULL;
+	}
+	for (size_t i = 0; i < l->nreflectors; i++)
+		lm_runstats_target(&rs->d[rs->n++], l->reflectors[i].name,
+				   LM_ROLE_REFLECTOR, l->reflectors[i].id,
+				   &l->reflectors[i].addr);
+	for (size_t i = 0; i < l->nclusters; i++)
+		lm_runstats_target(&rs->d[rs->n++], l->clusters[i].name,
+				   LM_ROLE_LEMURIAD, l->clusters[i].id,
+				   &l->clusters[i].addr);
+	return rs;
+}
+
+void lm_runstats_destroy(lm_runstats *rs)
+{
+	if (!rs)
+		return;
+	for (size_t i = 0; i < rs->n; i++)
+		lm_stats_destroy(rs->d[i].set);
+	free(rs->d);
+	free(rs);
+}
+
+size_t lm_runstats_count(const lm_runstats *rs)
+{
+	return rs->n;
+}
+
+const struct lm_runstats_daemon *lm_runstats_daemon(const lm_runstats *rs,
+						    size_t i)
+{
+	return i < rs->n ? &rs->d[i] : NULL;
+}
+
+int lm_runstats_put(lm_runstats *rs, size_t i, int rc, const char *why,
+		    const lm_stats_set *set)
+{
+	struct lm_runstats_daemon *d;
+
+	if (i >= rs->n || (rc == 0 && !set))
+		return LM_EINVAL;
+	d = &rs->d[i];
+	if (rc == 0) {
+		if (!d->set && !(d->set = lm_stats_create()))
+			return LM_ENOMEM;
+		if (lm_stats_copy(d->set, set))
+			return LM_ENOMEM;
+		d->why[0] = '\0';
+	} else {
+		snprintf(d->why, sizeof(d->why), "%s",
+			 why ? why : lm_strerror(rc));
+	}
+	d->rc = rc;
+	return 0;
+}
+
+/* One STATS round trip to d; 0 with the answer in `set`, else the
+ * reason in why. */
+static int lm_runstats_ask(const struct lm_layout *l, const lm_auth *auth,
+			   uint16_t self_id, int timeout_ms,
+			   const struct lm_runstats_daemon *d,
+			   lm_stats_set *set, const char **why)
+{
+	struct lm_rel_config rcfg;
+	uint8_t req[16];
+	void *reply = NULL;
+	size_t rlen = 0;
+	char err[256];
+	lm_rpc *rpc;
+	int rc, len = lm_stats_encode_request(req, sizeof(req));
+
+	lm_daemon_rel_config(l, LM_LEVEL_CLIENT, self_id, auth, &rcfg);
+	/* Give up on a silent daemon quickly: a few retries, short RTO. */
+	rcfg.transport.max_retries = 4;
+	rcfg.transport.rto_initial_us = 50000;
+	rcfg.transport.ack_delay_us = 0;
+	rpc = lm_rpc_create(&d->addr, d->id, &rcfg, NULL, err, sizeof(err));
+	if (!rpc || len < 0) {
+		lm_rpc_destroy(rpc);
+		*why = "cannot open a socket";
+		return LM_EIO;
+	}
+	rc = lm_rpc_call(rpc, req, (size_t)len, &reply, &rlen, timeout_ms);
+	if (rc) {
+		*why = lm_strerror(rc);
+	} else if (lm_stats_decode_reply(reply, rlen, set) != 0) {
+		*why = "undecodable answer (an older daemon?)";
+		rc = LM_EBADMSG;
+	} else if (lm_stats_info(set)->role != d->role ||
+		   strcmp(lm_stats_info(set)->name, d->name) != 0) {
+		*why = "another daemon answers at this address";
+		rc = LM_EBADMSG;
+	}
+	free(reply);
+	lm_rpc_destroy(rpc);
+	return rc;
+}
+
+size_t lm_runstats_query(lm_runstats *rs, const struct lm_layout *l,
+			 const lm_auth *auth, uint16_t self_id,
+			 int timeout_ms)
+{
+	lm_stats_set *set = lm_stats_create();
+	size_t down = 0;
+
+	for (size_t i = 0; i < rs->n; i++) {
+		const char *why = "out of memory";
+		int rc = set ? lm_runstats_ask(l, auth, self_id, timeout_ms,
+					       &rs->d[i], set, &why)
+			     : LM_ENOMEM;
+
+		if (rc == 0 && lm_runstats_put(rs, i, 0, NULL, set) != 0) {
+			rc = LM_ENOMEM;
+			why = "out of memory";
+		}
+		if (rc) {
+			lm_runstats_put(rs, i, rc, why, NULL);
+			down++;
+		}
+	}
+	lm_stats_destroy(set);
+	return down;
+}
+
+lm_runstats *lm_runstats_snapshot(const struct lm_layout *l, uint16_t self_id,
+				  int timeout_ms, size_t *down)
+{
+	lm_runstats *rs = lm_runstats_create(l);
+	lm_auth *auth = NULL;
+	size_t n;
+
+	if (!rs || (l->auth && !(auth = lm_auth_create(l->key)))) {
+		lm_runstats_destroy(rs);
+		return NULL;
+	}
+	n = lm_runstats_query(rs, l, auth, self_id, timeout_ms);
+	if (down)
+		*down = n;
+	lm_auth_destroy(auth);
+	return rs;
+}
+
+/* after - before for one daemon that answered both times. */
+static int lm_runstats_diff_set(const lm_stats_set *before,
+				const lm_stats_set *after, lm_stats_set *out)
+{
+	bool restarted = lm_stats_info(after)->uptime_us <
+			 lm_stats_info(before)->uptime_us;
+
+	lm_stats_clear(out);
+	lm_stats_set_info(out, lm_stats_info(after));
+	for (size_t i = 0; i < lm_stats_count(after); i++) {
+		const struct lm_stat *a = lm_stats_at(after, i);
+		uint64_t b = 0, v = a->value;
+		int rc;
+
+		if (!restarted && !lm_runstats_is_gauge(a->name) &&
+		    lm_stats_get(before, a->level, a->name, &b) == 0)
+			v = a->value >= b ? a->value - b : a->value;
+		rc = lm_stats_add(out, a->level, a->name, v);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+lm_runstats *lm_runstats_diff(const lm_runstats *before,
+			      const lm_runstats *after)
+{
+	lm_runstats *rs = calloc(1, sizeof(*rs));
+	lm_stats_set *tmp = lm_stats_create();
+
+	if (!rs || !tmp || before->n != after->n)
+		goto fail;
+	rs->d = calloc(after->n ? after->n : 1, sizeof(*rs->d));
+	if (!rs->d)
+		goto fail;
+	for (size_t i = 0; i < after->n; i++) {
+		const struct lm_runstats_daemon *b = &before->d[i],
+						*a = &after->d[i];
+		struct lm_runstats_daemon *d = &rs->d[rs->n++];
+
+		if (a->id != b->id || a->role != b->role ||
+		    strcmp(a->name, b->name) != 0)
+			goto fail;
+		lm_runstats_target(d, a->name, a->role, a->id, &a->addr);
+		if (a->rc || b->rc) {
+			lm_runstats_put(rs, i, a->rc ? a->rc : b->rc,
+					a->rc ? a->why : b->why, NULL);
+			continue;
+		}
+		if (lm_runstats_diff_set(b->set, a->set, tmp) ||
+		    lm_runstats_put(rs, i, 0, NULL, tmp))
+			goto fail;
+	}
+	lm_stats_destroy(tmp);
+	return rs;
+fail:
+	lm_stats_destroy(tmp);
+	lm_runstats_destroy(rs);
+	return NULL;
+}
+
+int lm_runstats_sum(const lm_runstats *rs, lm_stats_set *out)
+{
+	lm_stats_clear(out);
+	for (size_t i = 0; i < rs->n; i++) {
+		const lm_stats_set *s = rs->d[i].set;
+
+		if (rs->d[i].rc)
+			continue;
+		for (size_t k = 0; k < lm_stats_count(s); k++) {
+			const struct lm_stat *st = lm_stats_at(s, k);
+			int rc = lm_stats_add(out, st->level, st->name,
+					      st->value);
+
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* ---- reports ------------------------------------------------------------ */
+
+/* The counters of s as rows, one column per level that has any;
+ * every line starts with `prefix`. */
+static void lm_runstats_print_set(FILE *out, const char *prefix,
+				  const lm_stats_set *s)
+{
+	bool used[LM_STAT_LEVEL_COUNT] = { false };
+	size_t n = lm_stats_count(s);
+	int width = 7; /* strlen("counter") */
+
+	for (size_t i = 0; i < n; i++) {
+		const struct lm_stat *st = lm_stats_at(s, i);
+		int len = (int)strlen(st->name);
+
+		used[st->level] = true;
+		if (len > width)
+			width = len;
+	}
+	fprintf(out, "%s  %-*s", prefix, width, "counter");
+	for (int l = 0; l < LM_STAT_LEVEL_COUNT; l++)
+		if (used[l])
+			fprintf(out, " %14s", lm_stats_level_name(l));
+	fputc('\n', out);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = lm_stats_at(s, i)->name;
+		bool seen = false;
+
+		/* One row per name, where it first appears. */
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(lm_stats_at(s, j)->name, name) == 0;
+		if (seen)
+			continue;
+		fprintf(out, "%s  %-*s", prefix, width, name);
+		for (int l = 0; l < LM_STAT_LEVEL_COUNT; l++) {
+			uint64_t v;
+
+			if (!used[l])
+				continue;
+			if (lm_stats_get(s, l, name, &v) == 0)
+				fprintf(out, " %14" PRIu64, v);
+			else
+				fprintf(out, " %14s", ".");
+		}
+		fputc('\n', out);
+	}
+}
+
+/* "reflector r0 (127.0.0.1:7400)" */
+static void lm_runstats_print_label(FILE *out, const char *prefix,
+				    const struct lm_runstats_daemon *d)
+{
+	char abuf[32];
+
+	fprintf(out, "%s%s %s (%s)", prefix, lm_role_name(d->role), d->name,
+		lm_addr_str(&d->addr, abuf, sizeof(abuf)));
+}
+
+static void lm_runstats_print_head(FILE *out, const char *prefix,
+				   const struct lm_runstats_daemon *d)
+{
+	const struct lm_stats_info *info;
+
+	lm_runstats_print_label(out, prefix, d);
+	if (d->rc) {
+		fprintf(out, ": down (%s)\n", d->why);
+		return;
+	}
+	info = lm_stats_info(d->set);
+	fprintf(out, ": up %.1f s, run %" PRIu64,
+		(double)info->uptime_us / 1e6, info->run);
+	if (info->clients != LM_STATS_CLIENTS_UNKNOWN)
+		fprintf(out, ", %" PRIu32 " clients attached", info->clients);
+	fputc('\n', out);
+}
+
+void lm_runstats_print_table(const lm_runstats *rs, FILE *out)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		if (i > 0)
+			fputc('\n', out);
+		lm_runstats_print_head(out, "", &rs->d[i]);
+		if (rs->d[i].rc == 0)
+			lm_runstats_print_set(out, "", rs->d[i].set);
+	}
+}
+
+static void lm_runstats_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void lm_runstats_json_daemon(FILE *out,
+				    const struct lm_runstats_daemon *d)
+{
+	const struct lm_stats_info *info;
+	char abuf[32];
+
+	fputs("{\"name\":", out);
+	lm_runstats_json_string(out, d->name);
+	fputs(",\"role\":", out);
+	lm_runstats_json_string(out, lm_role_name(d->role));
+	fputs(",\"address\":", out);
+	lm_runstats_json_string(out, lm_addr_str(&d->addr, abuf,
+						 sizeof(abuf)));
+	if (d->rc) {
+		fputs(",\"up\":false,\"error\":", out);
+		lm_runstats_json_string(out, d->why);
+		fputc('}', out);
+		return;
+	}
+	info = lm_stats_info(d->set);
+	fprintf(out, ",\"up\":true,\"uptime_s\":%.3f,\"run\":%" PRIu64,
+		(double)info->uptime_us / 1e6, info->run);
+	if (info->clients != LM_STATS_CLIENTS_UNKNOWN)
+		fprintf(out, ",\"clients\":%" PRIu32, info->clients);
+	else
+		fputs(",\"clients\":null", out);
+	fputs(",\"counters\":{", out);
+	for (int l = 0; l < LM_STAT_LEVEL_COUNT; l++) {
+		bool first = true;
+
+		fprintf(out, "%s\"%s\":{", l ? "," : "",
+			lm_stats_level_name(l));
+		for (size_t i = 0; i < lm_stats_count(d->set); i++) {
+			const struct lm_stat *st = lm_stats_at(d->set, i);
+
+			if (st->level != l)
+				continue;
+			fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",",
+				st->name, st->value);
+			first = false;
+		}
+		fputc('}', out);
+	}
+	fputs("}}", out);
+}
+
+void lm_runstats_print_json(const lm_runstats *rs, FILE *out)
+{
+	fputs("{\"daemons\":[", out);
+	for (size_t i = 0; i < rs->n; i++) {
+		if (i > 0)
+			fputc(',', out);
+		lm_runstats_json_daemon(out, &rs->d[i]);
+	}
+	fputs("]}\n", out);
+}
+
+void lm_runstats_print_run(const lm_runstats *diff, FILE *out)
+{
+	static const char prefix[] = "lemuria-run: ";
+	lm_stats_set *total = lm_stats_create();
+	size_t up = 0;
+
+	for (size_t i = 0; i < diff->n; i++)
+		up += diff->d[i].rc == 0;
+	if (!total || lm_runstats_sum(diff, total) != 0) {
+		fprintf(out, "%scannot sum the counters\n", prefix);
+	} else {
+		fprintf(out, "%scounters of the run (after minus before)\n",
+			prefix);
+		fprintf(out, "%stotal of the %zu daemons that answered (of "
+			     "%zu)\n",
+			prefix, up, diff->n);
+		lm_runstats_print_set(out, prefix, total);
+	}
+	for (size_t i = 0; i < diff->n; i++) {
+		lm_runstats_print_head(out, prefix, &diff->d[i]);
+		if (diff->d[i].rc == 0)
+			lm_runstats_print_set(out, prefix, diff->d[i].set);
+	}
+	lm_stats_destroy(total);
+}
