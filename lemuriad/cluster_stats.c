@@ -4,6 +4,8 @@
  * what belongs to no link (the cache, drops). */
 #include "cluster_stats.h"
 
+#include "deltas.h"
+
 #define F(level, field) LM_STATS_FIELD(struct lm_cluster_stats, level, field)
 
 static const struct lm_stats_field lm_cluster_stat_fields[] = {
@@ -27,10 +29,28 @@ static const struct lm_stats_field lm_cluster_stat_fields[] = {
 };
 
 #undef F
+#define F(level, field) LM_STATS_FIELD(struct lm_deltas_stats, level, field)
+
+/* The cluster deltas (lemuriad/deltas.h): all about the reflector link. */
+static const struct lm_stats_field lm_delta_stat_fields[] = {
+	F(LM_STAT_CLUSTER, deltas_registered),
+	F(LM_STAT_CLUSTER, deltas_merged),
+	F(LM_STAT_CLUSTER, deltas_sent_data),
+	F(LM_STAT_CLUSTER, deltas_pushed),
+	F(LM_STAT_CLUSTER, deltas_pulled),
+	F(LM_STAT_CLUSTER, deltas_pull_missing),
+	F(LM_STAT_CLUSTER, delta_bytes_sent),
+};
+
+#undef F
 
 void lm_cluster_stats_add(const lm_cluster *c, lm_stats_set *out)
 {
 	lm_stats_add_fields(out, lm_cluster_stats(c), lm_cluster_stat_fields,
 			    sizeof(lm_cluster_stat_fields) /
 				    sizeof(lm_cluster_stat_fields[0]));
+	lm_stats_add_fields(out, lm_cluster_delta_stats(c),
+			    lm_delta_stat_fields,
+			    sizeof(lm_delta_stat_fields) /
+				    sizeof(lm_delta_stat_fields[0]));
 }

@@ -266,7 +266,7 @@ static void add_entry(lm_deltas *d, uint32_t page, uint32_t kind,
 		(void)lm_msg_diffs_append(d->data, d->data_cap, &d->data_len,
 					  page, d->enc, len);
 		d->data_count++;
-		d->stats.bytes_sent += len;
+		d->stats.delta_bytes_sent += len;
 	}
 	e = &d->entries[d->nentries++];
 	e->page = page;
@@ -285,7 +285,7 @@ static void push_sealed(lm_deltas *d, struct pdelta *p)
 		  &p->sealed);
 	p->pushed_version = p->sealed_version;
 	drop(d, &p->sealed, &p->has_sealed);
-	d->stats.pushed++;
+	d->stats.deltas_pushed++;
 }
 
 int lm_deltas_seal(lm_deltas *d, bool with_data, bool all_sealed)
@@ -301,7 +301,7 @@ int lm_deltas_seal(lm_deltas *d, bool with_data, bool all_sealed)
 		p->reg_writer = p->open_writer;
 		memset(&p->open, 0, sizeof(p->open));
 		p->has_open = false;
-		d->stats.registered++;
+		d->stats.deltas_registered++;
 		if (!with_data) {
 			add_entry(d, p->page, LM_REG_NEW,
 				  p->has_sealed ? p->sealed_version : 0,
@@ -312,7 +312,7 @@ int lm_deltas_seal(lm_deltas *d, bool with_data, bool all_sealed)
 			push_sealed(d, p);
 		add_entry(d, p->page, LM_REG_DATA, 0, p->reg_writer, &p->reg);
 		drop(d, &p->reg, &p->has_reg);
-		d->stats.sent_data++;
+		d->stats.deltas_sent_data++;
 		tidy(d, p);
 	}
 	d->ndirty = 0;
@@ -346,7 +346,7 @@ void lm_deltas_registered(lm_deltas *d, const struct lm_notice *n,
 			(void)lm_delta_merge(&p->sealed, &p->reg);
 			drop(d, &p->reg, &p->has_reg);
 			p->sealed_version = n[i].version;
-			d->stats.merged++;
+			d->stats.deltas_merged++;
 			continue;
 		}
 		if (p->has_sealed)
@@ -381,13 +381,13 @@ int lm_deltas_pull(lm_deltas *d, uint32_t page, uint32_t version,
 		x = &p->reg;
 	}
 	if (!x) {
-		d->stats.pull_missing++;
+		d->stats.deltas_pull_missing++;
 		return LM_ENOENT;
 	}
 	if (lm_delta_encode(x, out, cap, len) < 0)
 		return LM_ENOBUFS;
-	d->stats.bytes_sent += *len;
-	d->stats.pulled++;
+	d->stats.delta_bytes_sent += *len;
+	d->stats.deltas_pulled++;
 	if (x == &p->sealed)
 		drop(d, &p->sealed, &p->has_sealed);
 	else

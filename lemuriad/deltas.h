@@ -80,13 +80,15 @@ void lm_deltas_overlay(const lm_deltas *d, uint32_t page, uint32_t version,
 bool lm_deltas_has(const lm_deltas *d, uint32_t page);
 
 struct lm_deltas_stats {
-	uint64_t registered;  /* deltas registered (entries) */
-	uint64_t merged;      /* registered deltas the home merged */
-	uint64_t sent_data;   /* deltas whose data went with a REGISTER */
-	uint64_t pushed;      /* sealed deltas pushed */
-	uint64_t pulled;      /* PULLs answered with data */
-	uint64_t pull_missing; /* PULLs of a delta no longer here */
-	uint64_t bytes_sent;  /* delta bytes in REGISTERs and PULL answers */
+	uint64_t deltas_registered;   /* deltas registered (entries) */
+	uint64_t deltas_merged;       /* registered deltas the home merged */
+	uint64_t deltas_sent_data;    /* deltas whose data went with a
+					 REGISTER (eager, spill) */
+	uint64_t deltas_pushed;       /* sealed deltas pushed */
+	uint64_t deltas_pulled;       /* PULLs answered with data */
+	uint64_t deltas_pull_missing; /* PULLs of a delta no longer here */
+	uint64_t delta_bytes_sent;    /* delta bytes in REGISTERs and PULL
+					 answers */
 };
 const struct lm_deltas_stats *lm_deltas_stats(const lm_deltas *d);
 

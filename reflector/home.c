@@ -809,7 +809,7 @@ static void send_pull(lm_home *h, uint32_t page, struct pending *pd)
 	r.page = page;
 	r.version = pd->version;
 	pd->pulling = true;
-	h->stats.deltas_pulled++;
+	h->stats.pulls_sent++;
 	h->out.request(h->ctx, f->to, f->req_id, &r);
 }
 
@@ -990,7 +990,7 @@ static long home_register(lm_home *h, uint16_t from, uint32_t ci,
 					memcpy(pd->data, diff, len);
 				pd->len = len;
 				pd->has_data = true;
-				h->stats.deltas_pushed++;
+				h->stats.pushes_received++;
 			}
 			continue;
 		}
@@ -1001,13 +1001,13 @@ static long home_register(lm_home *h, uint16_t from, uint32_t ci,
 			/* the cluster folds the new delta into the one it
 			 * holds: nobody wrote the page in between (I1) */
 			last->version = ++h->versions[e->page];
-			h->stats.deltas_merged++;
+			h->stats.regs_merged++;
 		} else if (queue_delta(h, e->page, ci, diff, len) < 0) {
 			lm_log_error("home: no memory to register page %u",
 				     e->page);
 			continue;
 		}
-		h->stats.deltas_registered++;
+		h->stats.regs_entered++;
 		if (pe->epoch1 != epoch + 1) {
 			pe->epoch1 = epoch + 1;
 			pe->base = h->versions[e->page] - 1;

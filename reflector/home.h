@@ -72,11 +72,11 @@ struct lm_home_stats {
 	uint64_t held;             /* messages held until the homes had
 				      applied the changes before them */
 	uint64_t releases;         /* barrier releases passed to clusters */
-	uint64_t deltas_registered; /* cluster deltas registered here */
-	uint64_t deltas_merged;    /* ... folded into the one the cluster
+	uint64_t regs_entered; /* cluster deltas registered here */
+	uint64_t regs_merged;    /* ... folded into the one the cluster
 				      held already */
-	uint64_t deltas_pulled;    /* PULLs sent to clusters */
-	uint64_t deltas_pushed;    /* registered deltas whose data a cluster
+	uint64_t pulls_sent;    /* PULLs sent to clusters */
+	uint64_t pushes_received;    /* registered deltas whose data a cluster
 				      pushed */
 	uint64_t fetches_waited;   /* FETCHes that waited for deltas */
 	uint64_t registers_forwarded; /* REGISTER parts sent to other homes */

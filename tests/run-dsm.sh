@@ -89,6 +89,42 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run \
 	"LU n=128 on 2x2-two-reflectors, eager, with loss" "$lay" 240 \
 	"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
 
+# Lazy relay at work, through the counters: every process rewrites a
+# slice nobody else reads, 10 rounds x 2 KiB x 8 processes = 160 KiB of
+# writes.  Lazy: the only delta data that leaves a lemuriad is the few
+# bytes of lm_distribute's page; eager: all of it goes up.
+# delta_bytes_sent N: the run's total at cluster level (lemuria-run --stats)
+delta_bytes_sent() {
+	awk '$2 == "delta_bytes_sent" { print $4; exit }' "$1"
+}
+echo "dsm: lazy relay keeps private writes in their cluster (counters)"
+idx=14
+for relay in lazy eager; do
+	mkdir -p "$tmp/priv-$relay"
+	idx=$((idx + 1))
+	lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/priv-$relay" \
+		$idx)
+	sed -i "s/^relay = lazy/relay = $relay/" "$lay"
+	checks=$((checks + 1))
+	timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons \
+		--stats --timeout 110 -- "$build/tests/dsmtest" private 10 2048 \
+		>"$tmp/out" 2>&1
+	st=$?
+	bytes=$(delta_bytes_sent "$tmp/out")
+	case "$relay" in
+	lazy) ok=$([ "${bytes:-x}" -le 1024 ] 2>/dev/null && echo y) ;;
+	eager) ok=$([ "${bytes:-0}" -ge 163840 ] 2>/dev/null && echo y) ;;
+	esac
+	if [ $st -eq 0 ] && [ "$(grep -c PASSED "$tmp/out")" -eq 8 ] &&
+	   [ "$ok" = y ]; then
+		echo "  ok   $relay: $bytes delta bytes left the lemuriads"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $relay: status $st, $bytes delta bytes sent"
+		tail -n 25 "$tmp/out" | sed 's/^/       /'
+	fi
+done
+
 # A client killed mid-run: lemuria-run names the rank and fails within a
 # bounded time; the daemons, started separately, serve the next run.
 mkdir -p "$tmp/kill"

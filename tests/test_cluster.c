@@ -1376,7 +1376,7 @@ static void test_barrier_waits_for_registration_then_pull(void)
 	CU_ASSERT_EQUAL(d->m.status, 0);
 	CU_ASSERT_EQUAL(delta_byte(d, 100, 0), 0x77);
 	CU_ASSERT_EQUAL(delta_byte(d, 108, 0), 0);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->pulled, 1);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_pulled, 1);
 	d = pull(c, 9, 5);
 	CU_ASSERT_EQUAL(d->m.status, LM_ENOENT);
 	teardown(c);
@@ -1425,8 +1425,8 @@ static void test_next_delta_merged_or_older_pushed(void)
 	CU_ASSERT_EQUAL(delta_byte(d, 0, 0), 0);    /* not the pushed one */
 	CU_ASSERT_EQUAL(delta_byte(d, 8, 0), 0x44);
 	CU_ASSERT_EQUAL(pull(c, 9, 40)->m.status, LM_ENOENT);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->merged, 1);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->pushed, 1);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_merged, 1);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_pushed, 1);
 	teardown(c);
 }
 
@@ -1661,7 +1661,7 @@ static void test_deltas_stay_within_cache(void)
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER);
 	CU_ASSERT_EQUAL(outs[1].m.nnotices, 3);
 	CU_ASSERT_EQUAL(outs[1].m.diffs.count, 3);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->sent_data, 3);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_sent_data, 3);
 	teardown(c);
 }
 

@@ -713,7 +713,7 @@ static void test_lazy_fetch_pulls_delta(void)
 	CU_ASSERT_FATAL(down_to(C1, LM_MSG_PAGE, &pg) == 1);
 	CU_ASSERT(pg->req_id == 51 && pg->m.version == 1);
 	CU_ASSERT(memcmp(pg->m.data, "lazy", 4) == 0);
-	CU_ASSERT(lm_home_stats(net.h[1])->deltas_pulled == 1);
+	CU_ASSERT(lm_home_stats(net.h[1])->pulls_sent == 1);
 	CU_ASSERT(lm_home_stats(net.h[1])->fetches_waited == 1);
 	teardown();
 }
@@ -736,14 +736,14 @@ static void test_lazy_deltas_applied_in_version_order(void)
 	r = reg(C0, 0, e, 1, NULL, 2); /* holds 1: merged into 2 */
 	CU_ASSERT(r->m.notices[0].version == 2);
 	CU_ASSERT(r->m.notices[0].writer == LM_WRITER_MANY);
-	CU_ASSERT(lm_home_stats(net.h[1])->deltas_merged == 1);
+	CU_ASSERT(lm_home_stats(net.h[1])->regs_merged == 1);
 	e[0] = (struct lm_notice){ .page = 8, .writer = 2 };
 	CU_ASSERT(reg(C1, 1, e, 1, NULL, 3)->m.notices[0].version == 3);
 	e[0] = (struct lm_notice){ .page = 8, .version = 2, .writer = 0 };
 	r = reg(C0, 0, e, 1, NULL, 4); /* c1 wrote in between: apart */
 	CU_ASSERT(r->m.notices[0].version == 4);
 	CU_ASSERT(r->m.notices[0].wcluster == LM_WRITER_MANY);
-	CU_ASSERT(lm_home_stats(net.h[1])->deltas_merged == 1);
+	CU_ASSERT(lm_home_stats(net.h[1])->regs_merged == 1);
 
 	down_clear();
 	m.page = 8;
@@ -782,7 +782,7 @@ static void test_pushed_and_eager_data_need_no_pull(void)
 	dl_add(&d, 16, 0, "pushed");
 	dl_add(&d, 24, 0, "eager");
 	CU_ASSERT(reg(C0, 0, e, 2, &d, 2)->m.nnotices == 1);
-	CU_ASSERT(lm_home_stats(net.h[0])->deltas_pushed == 1);
+	CU_ASSERT(lm_home_stats(net.h[0])->pushes_received == 1);
 	down_clear();
 	m.page = 16;
 	from_cluster(C3, REQUEST, 70, &m);

@@ -15,6 +15,11 @@
  *                              or a lock hand-off in rank order (odd
  *                              rounds); every process checks the whole
  *                              buffer against a reference model
+ *   dsmtest private R BYTES    R barrier rounds; each process rewrites
+ *                              BYTES bytes of a slice of its own that no
+ *                              other process ever reads, and checks them
+ *                              (with lazy relay, none of it leaves its
+ *                              cluster: tests/run-dsm.sh checks counters)
  *
  * Exit status 0 and "PASSED" when every check held; 1 and the first
  * difference otherwise. */
@@ -201,6 +206,40 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 	return 0;
 }
 
+/* Slices are page aligned and apart, so that no page is shared. */
+#define PRIVATE_SLICE (64 * 1024)
+
+static int run_private(long rounds, long bytes)
+{
+	unsigned char *base = NULL, *mine;
+
+	if (bytes <= 0 || bytes > PRIVATE_SLICE) {
+		fprintf(stderr, "dsmtest: BYTES must be 1..%d\n",
+			PRIVATE_SLICE);
+		return 2;
+	}
+	if (rank == 0) {
+		base = lm_malloc((size_t)nprocs * PRIVATE_SLICE);
+		if (!base)
+			die("lm_malloc", -2);
+	}
+	check(lm_distribute(&base, sizeof(base)), "lm_distribute");
+	mine = base + (size_t)rank * PRIVATE_SLICE;
+	for (long r = 0; r < rounds; r++) {
+		for (long i = 0; i < bytes; i++)
+			mine[i] = (unsigned char)(rank * 7 + r + i);
+		check(lm_barrier(8), "lm_barrier");
+		for (long i = 0; i < bytes; i++) {
+			if (mine[i] != (unsigned char)(rank * 7 + r + i)) {
+				fprintf(stderr, "dsmtest: rank %d: byte %ld "
+					"of round %ld lost\n", rank, i, r);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 static int run_die(int victim)
 {
 	check(lm_barrier(6), "lm_barrier");
@@ -218,7 +257,8 @@ int main(int argc, char **argv)
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
-				"die RANK | stress ROUNDS PAGES SEED\n");
+				"die RANK | stress ROUNDS PAGES SEED | "
+				"private ROUNDS BYTES\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
@@ -230,6 +270,8 @@ int main(int argc, char **argv)
 		failed = run_barriers(atol(argv[2]));
 	else if (strcmp(argv[1], "die") == 0)
 		failed = run_die(atoi(argv[2]));
+	else if (strcmp(argv[1], "private") == 0 && argc == 4)
+		failed = run_private(atol(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "stress") == 0 && argc == 5)
 		failed = run_stress(atol(argv[2]), atol(argv[3]),
 				    strtoull(argv[4], NULL, 10));
