@@ -140,6 +140,7 @@ check: all
 	@$(MAKE) --no-print-directory splash2-check
 	@sh tests/run-integration.sh $(BUILD)
 	@sh tests/run-dsm.sh $(BUILD)
+	@sh tests/run-memory.sh $(BUILD)
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
