@@ -402,7 +402,7 @@ enum lemuria_key { LK_SHARED_SIZE, LK_PAGE_SIZE, LK_BASE, LK_SECRET_FILE,
 		   LK_AUTH, LK_RELAY };
 enum transport_key { TK_MTU, TK_RTO_INITIAL, TK_RTO_MIN, TK_RTO_MAX,
 		     TK_RETRIES, TK_WINDOW, TK_ACK_DELAY };
-enum reflector_key { RK_LISTEN };
+enum reflector_key { RK_LISTEN, RK_CACHE };
 enum cluster_key { CK_REFLECTOR, CK_LISTEN, CK_CLIENTS, CK_CACHE };
 
 static const char *const lemuria_keys[] = {
@@ -413,7 +413,7 @@ static const char *const transport_keys[] = {
 	"mtu", "rto_initial", "rto_min", "rto_max", "retries", "window",
 	"ack_delay", NULL
 };
-static const char *const reflector_keys[] = { "listen", NULL };
+static const char *const reflector_keys[] = { "listen", "cache", NULL };
 static const char *const cluster_keys[] = {
 	"reflector", "listen", "clients", "cache", NULL
 };
@@ -966,7 +966,15 @@ static int on_key(void *user, const char *section, const char *name,
 			fail(p, p->line, LM_ECONFIG, "%s", why);
 		break;
 	case SECT_REFLECTOR:
-		get_listen(p, value, &p->layout->reflectors[s->index].addr);
+		if (key == RK_LISTEN)
+			get_listen(p, value,
+				   &p->layout->reflectors[s->index].addr);
+		else if (lm_parse_size(value,
+				       &p->layout->reflectors[s->index]
+						.cache_size) < 0)
+			fail(p, p->line, LM_ECONFIG,
+			     "cache \"%s\" is not a size (bytes, or with a "
+			     "K, M or G suffix)", value);
 		break;
 	case SECT_CLUSTER:
 		set_cluster(p, &p->layout->clusters[s->index], key, value);
@@ -1074,6 +1082,22 @@ static int link_clusters(struct parser *p)
 	struct lm_layout *l = p->layout;
 	uint64_t page = l->page_size;
 
+	for (size_t i = 0; i < p->nsects; i++) {
+		struct section *s = &p->sects[i];
+		struct lm_reflector_cfg *rc;
+
+		if (s->kind != SECT_REFLECTOR)
+			continue;
+		rc = &l->reflectors[s->index];
+		if (!(s->seen & 1u << RK_CACHE))
+			rc->cache_size = LM_REFLECTOR_CACHE_DEFAULT;
+		if (rc->cache_size < page) {
+			fail(p, s->key_line[RK_CACHE], LM_ECONFIG,
+			     "cache \"%s\" is smaller than one page (%llu)",
+			     s->raw[RK_CACHE], (unsigned long long)page);
+			return -1;
+		}
+	}
 	for (size_t i = 0; i < p->nsects; i++) {
 		struct section *s = &p->sects[i];
 		struct lm_cluster_cfg *c;

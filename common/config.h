@@ -50,9 +50,14 @@ struct lm_fault_cfg {
 	uint64_t seed;       /* 0: seed from the clock */
 };
 
+/* Pages a reflector caches of those it relays from other reflectors'
+ * homes, when its section sets no `cache`. */
+#define LM_REFLECTOR_CACHE_DEFAULT (64ull << 20)
+
 struct lm_reflector_cfg {
 	char name[LM_NAME_MAX];
 	struct sockaddr_in addr;
+	uint64_t cache_size;  /* bytes of relayed pages it caches */
 	uint16_t id;  /* transport node id */
 	int line;     /* where its section starts, for messages */
 };

@@ -135,7 +135,9 @@ struct lm_msg {
 	uint32_t id;           /* BARRIER, RELEASE, LOCK, GRANT, UNLOCK: the
 				  barrier or lock id; WAIT_END: count */
 	uint32_t page;         /* FETCH, PAGE */
-	uint32_t version;      /* PAGE */
+	uint32_t version;      /* PAGE; FETCH from L: the oldest version
+				  that may answer it (the newest notice
+				  L has seen for the page) */
 	uint32_t pid;          /* JOIN */
 	uint32_t epoch;        /* FLUSH, BARRIER, LOCK, UNLOCK between
 				  reflectors: barriers completed in the run

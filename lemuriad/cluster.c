@@ -212,6 +212,8 @@ struct lm_cluster {
 	struct parked *parked;
 	size_t nparked, parked_cap;
 	uint8_t *pagebuf;       /* a fetched page with our deltas on top */
+	uint32_t *known;        /* per page: the newest notice seen, which
+				   a FETCH asks the reflector's cache for */
 	uint8_t *deltabuf;      /* one encoded delta, for PULL */
 
 	struct lm_cluster_stats stats;
@@ -409,6 +411,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 		memset(&c->clients[i], 0, sizeof(c->clients[i]));
 	}
 	lm_deltas_reset(c->deltas);
+	memset(c->known, 0, c->npages * sizeof(*c->known));
 	for (size_t i = 0; i < c->nparked; i++)
 		free(c->parked[i].data);
 	c->nparked = 0;
@@ -531,6 +534,8 @@ static void apply_notices(lm_cluster *c, const struct lm_notice *n,
 	for (uint32_t i = 0; n && i < count; i++) {
 		struct cpage *cp = cache_find(c, n[i].page);
 
+		if (n[i].page < c->npages && c->known[n[i].page] < n[i].version)
+			c->known[n[i].page] = n[i].version;
 		if (cp && cp->version < n[i].version) {
 			if (n[i].wcluster == c->index &&
 			    cp->version == n[i].base) {
@@ -1038,6 +1043,7 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = m->page;
+	r.version = c->known[m->page];
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
 }
 
@@ -1488,6 +1494,8 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = up->page;
+	r.version = up->min_version > c->known[up->page] ? up->min_version :
+		    c->known[up->page];
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
 }
 
@@ -1811,9 +1819,10 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	c->deltas = lm_deltas_create(c->page_size, (uint32_t)c->npages,
 				     c->index, emit_register, c);
 	c->pagebuf = malloc(c->page_size);
+	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + 8);
 	if (!c->buckets || !c->clients || (c->nclients && c->first_node == 0) ||
-	    !c->deltas || !c->pagebuf || !c->deltabuf)
+	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->known)
 		goto err;
 	return c;
 err:
@@ -1831,6 +1840,7 @@ void lm_cluster_destroy(lm_cluster *c)
 	free(c->parked);
 	free(c->pagebuf);
 	free(c->deltabuf);
+	free(c->known);
 	free(c->buckets);
 	free(c->clients);
 	free(c->tokens);

@@ -148,6 +148,31 @@ struct pending {
 	size_t len;
 };
 
+/* A page of another reflector's home, cached by its router. */
+struct rpage {
+	uint32_t page;
+	uint32_t version;
+	struct rpage *hnext;
+	struct rpage *prev, *next; /* LRU, head = most recent */
+	uint8_t data[];
+};
+
+/* A cluster's FETCH waiting at the router for another home's PAGE. */
+struct rwaiter {
+	struct rwaiter *next;
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t need;   /* oldest version that may answer it */
+};
+
+/* One FETCH of ours per page in flight; the clusters' FETCHes of the page
+ * wait on it (coalesced). */
+struct rfetch {
+	uint32_t id;
+	uint32_t page;
+	struct rwaiter *waiters;
+};
+
 /* A FETCH waiting for a page's pending deltas. */
 struct fetch_wait {
 	struct fetch_wait *next;
@@ -222,6 +247,15 @@ struct lm_home {
 	struct reg_agg *aggs;
 	size_t naggs, aggs_cap;
 	uint32_t next_agg;
+	/* pages relayed from other homes: cache (LRU, bounded by our
+	 * `cache`) and FETCHes in flight */
+	struct rpage **rbuckets;
+	uint32_t rbits;
+	struct rpage *rhead, *rtail;
+	size_t ncached, cache_max;
+	struct rfetch *rfetches;
+	size_t nrfetches, rfetches_cap;
+	uint32_t next_rfetch;
 
 	/* ---- managers */
 	struct mgr_barrier mbarriers[LM_HOME_BARRIERS_MAX];
@@ -471,6 +505,9 @@ static void held_clear(lm_home *h)
 	h->nheld = 0;
 }
 
+static void rcache_clear(lm_home *h);
+static void rfetches_clear(lm_home *h);
+
 /* Forgets everything of the current run (docs/dsm.md "Identity and
  * runs").  Cannot fail: the free list's room for one extent was reserved
  * at create. */
@@ -488,6 +525,8 @@ static void run_reset(lm_home *h)
 	locks_clear(h);
 	held_clear(h);
 	pending_clear(h);
+	rcache_clear(h);
+	rfetches_clear(h);
 	h->nfwd = 0;
 	h->used.n = 0;
 	h->free_list.n = 1;
@@ -546,10 +585,19 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	h->scratch = calloc(npages, sizeof(*h->scratch));
 	h->split_notices = calloc(npages, sizeof(*h->split_notices));
 	h->pend = calloc(npages, sizeof(*h->pend));
+	h->cache_max = layout->reflectors[h->self_index].cache_size /
+		       layout->page_size;
+	if (h->cache_max == 0)
+		h->cache_max = 1;
+	h->rbits = 4;
+	while (((size_t)1 << h->rbits) < h->cache_max && h->rbits < 20)
+		h->rbits++;
+	h->rbuckets = calloc((size_t)1 << h->rbits, sizeof(*h->rbuckets));
 	h->fwait = calloc(npages, sizeof(*h->fwait));
 	if (!h->pages || !h->versions || !h->pe || !h->zero ||
 	    !h->flush_mark || !h->epoch_set.v || !h->epoch_set.at ||
-	    !h->scratch || !h->split_notices || !h->pend || !h->fwait)
+	    !h->scratch || !h->split_notices || !h->pend || !h->fwait ||
+	    !h->rbuckets)
 		goto err;
 	for (i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
 		/* +1: calloc(0) may be NULL */
@@ -596,6 +644,12 @@ void lm_home_destroy(lm_home *h)
 		pending_clear(h);
 	free(h->pend);
 	free(h->fwait);
+	if (h->rbuckets) {
+		rcache_clear(h);
+		rfetches_clear(h);
+	}
+	free(h->rbuckets);
+	free(h->rfetches);
 	free(h->aggs);
 	free(h->split_notices);
 	free(h->fwd);
@@ -1097,6 +1151,256 @@ static bool flush_pending_upto(const lm_home *h, uint64_t mark)
 	return false;
 }
 
+/* ---- router: pages relayed from other homes --------------------------- */
+
+static size_t rbucket(const lm_home *h, uint32_t page)
+{
+	return (size_t)((page * 2654435761u) >> (32 - h->rbits));
+}
+
+static struct rpage *rcache_find(const lm_home *h, uint32_t page)
+{
+	struct rpage *rp = h->rbuckets[rbucket(h, page)];
+
+	while (rp && rp->page != page)
+		rp = rp->hnext;
+	return rp;
+}
+
+static void rlru_unlink(lm_home *h, struct rpage *rp)
+{
+	if (rp->prev)
+		rp->prev->next = rp->next;
+	else
+		h->rhead = rp->next;
+	if (rp->next)
+		rp->next->prev = rp->prev;
+	else
+		h->rtail = rp->prev;
+	rp->prev = rp->next = NULL;
+}
+
+static void rlru_push(lm_home *h, struct rpage *rp)
+{
+	rp->next = h->rhead;
+	if (h->rhead)
+		h->rhead->prev = rp;
+	else
+		h->rtail = rp;
+	h->rhead = rp;
+}
+
+static void rcache_remove(lm_home *h, struct rpage *rp)
+{
+	struct rpage **pp = &h->rbuckets[rbucket(h, rp->page)];
+
+	while (*pp != rp)
+		pp = &(*pp)->hnext;
+	*pp = rp->hnext;
+	rlru_unlink(h, rp);
+	free(rp);
+	h->ncached--;
+}
+
+static void rcache_clear(lm_home *h)
+{
+	while (h->rhead)
+		rcache_remove(h, h->rhead);
+}
+
+/* Keeps `data` as page at version; an older copy is replaced, a newer one
+ * kept (I3). */
+static void rcache_put(lm_home *h, uint32_t page, uint32_t version,
+		       const uint8_t *data)
+{
+	struct rpage *rp = rcache_find(h, page);
+	size_t b;
+
+	if (rp) {
+		if (version > rp->version) {
+			memcpy(rp->data, data, h->page_size);
+			rp->version = version;
+		}
+		rlru_unlink(h, rp);
+		rlru_push(h, rp);
+		return;
+	}
+	if (h->ncached >= h->cache_max)
+		rcache_remove(h, h->rtail);
+	rp = malloc(sizeof(*rp) + h->page_size);
+	if (!rp)
+		return; /* a cache: nothing is lost */
+	rp->page = page;
+	rp->version = version;
+	memcpy(rp->data, data, h->page_size);
+	b = rbucket(h, page);
+	rp->hnext = h->rbuckets[b];
+	h->rbuckets[b] = rp;
+	rp->prev = NULL;
+	rlru_push(h, rp);
+	h->ncached++;
+}
+
+/* Drops copies older than the notices passing down (they could never
+ * answer a FETCH of the clusters that learn them). */
+static void rcache_invalidate(lm_home *h, const struct lm_notice *n,
+			      uint32_t count)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		struct rpage *rp = rcache_find(h, n[i].page);
+
+		if (rp && rp->version < n[i].version)
+			rcache_remove(h, rp);
+	}
+}
+
+static struct rfetch *rfetch_by_page(lm_home *h, uint32_t page)
+{
+	for (size_t i = 0; i < h->nrfetches; i++)
+		if (h->rfetches[i].page == page)
+			return &h->rfetches[i];
+	return NULL;
+}
+
+static struct rfetch *rfetch_by_id(lm_home *h, uint32_t id)
+{
+	for (size_t i = 0; i < h->nrfetches; i++)
+		if (h->rfetches[i].id == id)
+			return &h->rfetches[i];
+	return NULL;
+}
+
+static void rfetch_free_waiters(struct rfetch *rf)
+{
+	while (rf->waiters) {
+		struct rwaiter *w = rf->waiters;
+
+		rf->waiters = w->next;
+		free(w);
+	}
+}
+
+static void rfetches_clear(lm_home *h)
+{
+	for (size_t i = 0; i < h->nrfetches; i++)
+		rfetch_free_waiters(&h->rfetches[i]);
+	h->nrfetches = 0;
+}
+
+/* Sends the FETCH of rf to the page's home, for the newest need. */
+static void rfetch_send(lm_home *h, struct rfetch *rf)
+{
+	struct lm_msg r = msg_new(h, LM_MSG_FETCH);
+	struct forward *f;
+
+	r.page = rf->page;
+	for (struct rwaiter *w = rf->waiters; w; w = w->next)
+		if (w->need > r.version)
+			r.version = w->need;
+	f = fwd_add(h, LM_MSG_FETCH,
+		    refl_node(h, lm_home_of_page(h->layout, rf->page)), 0, 0);
+	if (!f) {
+		lm_log_error("home: too many requests in flight; FETCH of "
+			     "page %u waits for the next", rf->page);
+		return;
+	}
+	f->agg = rf->id;
+	h->stats.fetches_forwarded++;
+	h->out.request(h->ctx, f->to, f->req_id, &r);
+}
+
+/* A cluster's FETCH of a page homed elsewhere: from our cache when the
+ * copy is as new as the cluster needs, else joined to the FETCH in flight,
+ * else sent to the home. */
+static void route_fetch(lm_home *h, uint16_t from, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	struct rpage *rp = rcache_find(h, m->page);
+	struct rfetch *rf;
+	struct rwaiter *w, **pp;
+
+	if (rp && rp->version >= m->version) {
+		struct lm_msg r = msg_new(h, LM_MSG_PAGE);
+
+		rlru_unlink(h, rp);
+		rlru_push(h, rp);
+		r.page = rp->page;
+		r.version = rp->version;
+		r.data = rp->data;
+		r.data_len = h->page_size;
+		h->stats.fetch_cache_hits++;
+		h->out.reply(h->ctx, from, req_id, &r);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		drop_bad(h, from, m, "out of memory");
+		return;
+	}
+	w->node = from;
+	w->req_id = req_id;
+	w->need = m->version;
+	rf = rfetch_by_page(h, m->page);
+	if (rf) {
+		for (pp = &rf->waiters; *pp; pp = &(*pp)->next)
+			;
+		*pp = w;
+		h->stats.fetches_coalesced++;
+		return;
+	}
+	if (h->nrfetches == h->rfetches_cap) {
+		size_t cap = h->rfetches_cap ? h->rfetches_cap * 2 : 16;
+		struct rfetch *nr = realloc(h->rfetches, cap * sizeof(*nr));
+
+		if (!nr) {
+			free(w);
+			drop_bad(h, from, m, "out of memory");
+			return;
+		}
+		h->rfetches = nr;
+		h->rfetches_cap = cap;
+	}
+	rf = &h->rfetches[h->nrfetches++];
+	rf->id = ++h->next_rfetch;
+	rf->page = m->page;
+	rf->waiters = w;
+	rfetch_send(h, rf);
+}
+
+/* The home's PAGE for one of our FETCHes: cached, and every waiter it is
+ * new enough for answered; the others wait for a FETCH sent again. */
+static void rfetch_reply(lm_home *h, uint32_t id, const struct lm_msg *m)
+{
+	struct rfetch *rf = rfetch_by_id(h, id);
+	struct rwaiter **pp;
+	bool whole;
+
+	if (!rf)
+		return;
+	whole = m->page == rf->page && m->data &&
+		m->data_len == h->page_size;
+	if (whole)
+		rcache_put(h, m->page, m->version, m->data);
+	pp = &rf->waiters;
+	while (*pp) {
+		struct rwaiter *w = *pp;
+
+		/* an empty PAGE fails every waiter rather than none */
+		if (whole && w->need > m->version) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		h->out.reply(h->ctx, w->node, w->req_id, m);
+		free(w);
+	}
+	if (rf->waiters) {
+		rfetch_send(h, rf);
+		return;
+	}
+	*rf = h->rfetches[--h->nrfetches];
+}
+
 /* ---- router: diffs ---------------------------------------------------- */
 
 /* One home's part of a cluster's list: applied here or sent to the home,
@@ -1358,6 +1662,7 @@ static void router_release(lm_home *h, uint32_t id,
 	r.id = id;
 	r.notices = notices;
 	r.nnotices = n;
+	rcache_invalidate(h, notices, n);
 	for (size_t i = 0; i < l->nclusters; i++)
 		if ((uint32_t)l->clusters[i].reflector_index == h->self_index)
 			h->out.send(h->ctx, l->clusters[i].id, &r);
@@ -2002,11 +2307,7 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 		if (home == h->self_index) {
 			home_fetch(h, from, req_id, m->page);
 		} else {
-			struct lm_msg r = msg_new(h, LM_MSG_FETCH);
-
-			r.page = m->page;
-			h->stats.fetches_forwarded++;
-			forward(h, home, &r, from, req_id);
+			route_fetch(h, from, req_id, m);
 		}
 		break;
 	case LM_MSG_FLUSH:
@@ -2259,6 +2560,10 @@ static void from_reply(lm_home *h, uint16_t from, uint32_t req_id,
 	}
 	if (done.type == LM_MSG_PULL && done.node == 0) {
 		home_pulled(h, m);
+		return;
+	}
+	if (done.type == LM_MSG_FETCH && done.node == 0) {
+		rfetch_reply(h, done.agg, m);
 		return;
 	}
 	if (done.type == LM_MSG_REGISTER) {

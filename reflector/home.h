@@ -66,6 +66,8 @@ struct lm_home_stats {
 	uint64_t fetches;          /* FETCH requests answered with a page */
 	uint64_t fetches_forwarded; /* FETCHes of our clusters sent to
 				       another reflector's home */
+	uint64_t fetch_cache_hits; /* ... answered from our cache instead */
+	uint64_t fetches_coalesced; /* ... joined to one already in flight */
 	uint64_t flushes;          /* FLUSH lists applied here as home */
 	uint64_t flushes_forwarded; /* (parts of) lists sent to another
 				       reflector's home */

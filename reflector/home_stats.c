@@ -9,6 +9,8 @@
 static const struct lm_stats_field lm_home_stat_fields[] = {
 	F(LM_STAT_CLUSTER, fetches),
 	F(LM_STAT_ROOT, fetches_forwarded),
+	F(LM_STAT_CLUSTER, fetch_cache_hits),
+	F(LM_STAT_CLUSTER, fetches_coalesced),
 	F(LM_STAT_CLUSTER, flushes),
 	F(LM_STAT_ROOT, flushes_forwarded),
 	F(LM_STAT_NONE, held),

@@ -399,6 +399,7 @@ static void test_defaults(void)
 	CU_ASSERT(!l->auth);
 	CU_ASSERT_EQUAL(l->relay, LM_RELAY_LAZY);
 	CU_ASSERT_EQUAL(l->clusters[0].cache_size, 64ULL << 20);
+	CU_ASSERT_EQUAL(l->reflectors[0].cache_size, 64ULL << 20);
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {
 		const struct lm_transport_cfg *t = &l->transport[lv];
 
@@ -457,6 +458,7 @@ static void test_every_key(void)
 		"listen = 127.0.0.1:7411\r\n"
 		"[reflector R_a]\r\n"
 		"listen = 127.0.0.2:7411\r\n"
+		"cache = 16K\r\n"
 		"[cluster c2]\r\n"
 		"reflector = R_a\r\n"
 		"listen = 127.0.0.1:7412\r\n"
@@ -499,6 +501,9 @@ static void test_every_key(void)
 	CU_ASSERT_STRING_EQUAL(l->reflectors[0].name, "r-b");
 	CU_ASSERT_EQUAL(l->reflectors[0].line, 31);
 	CU_ASSERT_EQUAL(l->reflectors[1].id, 2);
+	CU_ASSERT_EQUAL(l->reflectors[0].cache_size,
+			LM_REFLECTOR_CACHE_DEFAULT);
+	CU_ASSERT_EQUAL(l->reflectors[1].cache_size, 16384);
 	CU_ASSERT_EQUAL(l->nclusters, 2);
 	c = lm_layout_cluster(l, "c.1");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -695,6 +700,10 @@ static void test_reject_clusters(void)
 		      "cache \"lots\" is not a size");
 	expect_reject(LEM REF CL("c0", "7410") "cache = 1K\n", 11,
 		      "cache \"1K\" is smaller than one page (4096)");
+	expect_reject(LEM REF "cache = lots\n" CL("c0", "7410"), 7,
+		      "cache \"lots\" is not a size");
+	expect_reject(LEM REF "cache = 2K\n" CL("c0", "7410"), 7,
+		      "cache \"2K\" is smaller than one page (4096)");
 	expect_reject(LEM "[reflector r0]\nlisten = 127.0.0.1\n", 6,
 		      "listen \"127.0.0.1\" is not a numeric IPv4:port");
 	expect_reject(LEM "[reflector r0]\nlisten = 1.2.3:80\n", 6,

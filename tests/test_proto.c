@@ -125,6 +125,7 @@ static size_t make_samples(struct lm_msg *s)
 	    .layout_hash = 0xfedcba9876543210ull);
 	ADD(.type = LM_MSG_JOIN_OK, .status = LM_ECONFIG);
 	ADD(.type = LM_MSG_FETCH, .page = 0xfffffff0u);
+	ADD(.type = LM_MSG_FETCH, .page = 3, .version = 9);
 	ADD(.type = LM_MSG_PAGE, .page = 12, .version = 7, .data = page_data,
 	    .data_len = sizeof(page_data));
 	ADD(.type = LM_MSG_PAGE, .page = 0, .version = 0);
@@ -261,7 +262,7 @@ static unsigned used_fields(int type)
 {
 	switch (type) {
 	case LM_MSG_JOIN: return U_RANK | U_PID | U_HASH;
-	case LM_MSG_FETCH: return U_PAGE;
+	case LM_MSG_FETCH: return U_PAGE | U_VERSION;
 	case LM_MSG_PAGE: return U_PAGE | U_VERSION | U_DATA;
 	case LM_MSG_FLUSH: return U_RANK | U_EPOCH | U_DIFFS;
 	case LM_MSG_FLUSH_OK: return U_STATUS | U_NOTICES;

@@ -348,6 +348,58 @@ static void test_fetch_routed_to_home(void)
 	teardown();
 }
 
+/* FETCH{page, need} from a cluster. */
+static void fetch_from(uint16_t cluster, uint32_t req_id, uint32_t page,
+		       uint32_t need)
+{
+	struct lm_msg m = msg(LM_MSG_FETCH);
+
+	m.page = page;
+	m.version = need;
+	from_cluster(cluster, REQUEST, req_id, &m);
+}
+
+/* Fetches of one remote page by two clusters of r0 make one FETCH to
+ * its home; the copy r0 keeps answers later FETCHes that need no newer
+ * version, and a FETCH that needs a newer one goes to the home again. */
+static void test_router_coalesces_and_caches_pages(void)
+{
+	const struct net_msg *p = NULL;
+
+	setup("conf/2x2-two-reflectors.ini");
+	flush1(C1, 2, 8, 0, "v1"); /* page 8: home r1, now at version 1 */
+	fetch_from(C0, 11, 8, 0);
+	fetch_from(C2, 12, 8, 1);
+	CU_ASSERT_EQUAL(net.qn, 1); /* one FETCH to r1 */
+	pump();
+	CU_ASSERT_FATAL(down_to(C0, LM_MSG_PAGE, &p) == 1);
+	CU_ASSERT(p->req_id == 11 && p->m.version == 1);
+	CU_ASSERT_FATAL(down_to(C2, LM_MSG_PAGE, &p) == 1);
+	CU_ASSERT(p->req_id == 12 && p->m.version == 1);
+	CU_ASSERT(lm_home_stats(net.h[0])->fetches_forwarded == 1);
+	CU_ASSERT(lm_home_stats(net.h[0])->fetches_coalesced == 1);
+	CU_ASSERT(lm_home_stats(net.h[1])->fetches == 1);
+	down_clear();
+
+	fetch_from(C0, 13, 8, 1); /* from r0's cache: no message */
+	CU_ASSERT_EQUAL(net.qn, 0);
+	CU_ASSERT_FATAL(down_to(C0, LM_MSG_PAGE, &p) == 1);
+	CU_ASSERT(p->req_id == 13 && p->m.version == 1);
+	CU_ASSERT(memcmp(p->m.data, "v1", 2) == 0);
+	CU_ASSERT(lm_home_stats(net.h[0])->fetch_cache_hits == 1);
+	down_clear();
+
+	flush1(C3, 6, 8, 0, "v2");
+	pump();
+	fetch_from(C2, 14, 8, 2); /* needs what the cache lacks */
+	pump();
+	CU_ASSERT_FATAL(down_to(C2, LM_MSG_PAGE, &p) == 1);
+	CU_ASSERT(p->m.version == 2 && memcmp(p->m.data, "v2", 2) == 0);
+	CU_ASSERT(lm_home_stats(net.h[0])->fetches_forwarded == 2);
+	CU_ASSERT(lm_home_stats(net.h[1])->fetches == 2);
+	teardown();
+}
+
 /* One list over pages of both homes is split; the barrier's RELEASE, sent
  * by barrier 1's manager (r1) through both reflectors, names every page
  * written in the epoch, also false sharing of a page by two clusters. */
@@ -828,6 +880,7 @@ static void test_bad_registration_refused(void)
 LM_TEST_SUITE("root",
 	      LM_TEST(test_placement),
 	      LM_TEST(test_fetch_routed_to_home),
+	      LM_TEST(test_router_coalesces_and_caches_pages),
 	      LM_TEST(test_flush_split_and_barrier_notices),
 	      LM_TEST(test_arrival_held_until_flush_acked),
 	      LM_TEST(test_lock_across_reflectors_carries_notices),
