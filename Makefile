@@ -147,6 +147,10 @@ $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
+$(BUILD)/bench/region: $(call obj,bench/region.c) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
 $(DSMTEST): tests/dsm/dsmtest.c $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
@@ -157,6 +161,12 @@ bench-transport: all
 
 bench-diff: all
 	$(BENCH_DIFF)
+
+# Notices over 2048 pages, one mprotect per page vs per run.
+.PHONY: bench-region
+bench-region: all
+	@$(MAKE) --no-print-directory $(BUILD)/bench/region
+	$(BUILD)/bench/region
 
 # The SPLASH-2 harness (long: see docs/performance.md); plots need gnuplot.
 bench-splash: all

@@ -7,6 +7,9 @@
  * mapping.  Fetched pages and twins go through the private one, so a page
  * is complete before the view opens (no thread sees half a page), and the
  * flush never touches the view, so it cannot fault while holding the lock.
+ * A flush or a list of notices changes the protection of many pages at
+ * once: those are walked in address order and changed with one mprotect
+ * per run of adjacent pages.
  *
  * Choices left open by the spec:
  * - A notice blocks (LM_EINVAL, nothing done) only when it would
@@ -81,6 +84,8 @@ struct region {
 	uint8_t **twin;     /* per page, set in PAGE_WRITE */
 	uint32_t *dirty;    /* PAGE_WRITE pages, in order of first write */
 	uint32_t ndirty;
+	uint64_t *marks;    /* a bit per page: protection change pending */
+	uint32_t mark_lo, mark_hi; /* marked pages lie in [lo, hi) */
 	struct twin_free *free_twins;
 	uint8_t **chunks;   /* mapped twin chunks, max_chunks slots */
 	uint32_t nchunks, max_chunks, chunk_pages;
@@ -92,7 +97,10 @@ struct region {
 	struct lm_region_stats stats;
 };
 
-static struct region R = { .fd = -1 };
+static struct region R = { .fd = -1, .mark_lo = UINT32_MAX };
+
+/* false: one mprotect per page, as before batching (bench/region.c) */
+static bool batching = true;
 
 static void lock(void)
 {
@@ -108,6 +116,14 @@ static void unlock(void)
 static size_t page_off(uint32_t page)
 {
 	return (size_t)page << R.page_shift;
+}
+
+/* Every change of the view's protection goes through here, so that the
+ * statistics count them. */
+static int view_protect(uint32_t first, uint32_t n, int prot)
+{
+	R.stats.mprotects++;
+	return mprotect(R.view + page_off(first), page_off(n), prot);
 }
 
 /* ---- messages from the signal handler --------------------------------
@@ -247,7 +263,7 @@ static void chain(int sig, siginfo_t *si, void *uctx)
 
 static void open_page(uint32_t page, int prot)
 {
-	if (mprotect(R.view + page_off(page), R.page_size, prot) != 0)
+	if (view_protect(page, 1, prot) != 0)
 		fault_fatal(page, "cannot open", errno == ENOMEM ?
 			    "mprotect: out of memory (vm.max_map_count?)" :
 			    "mprotect failed");
@@ -350,6 +366,7 @@ static void release_all(void)
 	free(R.version);
 	free(R.twin);
 	free(R.dirty);
+	free(R.marks);
 	free(R.scratch);
 	free(R.out);
 	R.base = 0;
@@ -367,6 +384,9 @@ static void release_all(void)
 	R.twin = NULL;
 	R.dirty = NULL;
 	R.ndirty = 0;
+	R.marks = NULL;
+	R.mark_lo = UINT32_MAX;
+	R.mark_hi = 0;
 	R.free_twins = NULL;
 	R.chunks = NULL;
 	R.nchunks = R.max_chunks = R.chunk_pages = 0;
@@ -509,10 +529,11 @@ int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 	R.version = calloc(R.npages, sizeof(*R.version));
 	R.twin = calloc(R.npages, sizeof(*R.twin));
 	R.dirty = calloc(R.npages, sizeof(*R.dirty));
+	R.marks = calloc(((size_t)R.npages + 63) / 64, sizeof(*R.marks));
 	R.scratch_cap = lm_diff_bound(page_size);
 	R.scratch = malloc(R.scratch_cap);
 	if (!R.chunks || !R.state || !R.version || !R.twin || !R.dirty ||
-	    !R.scratch) {
+	    !R.marks || !R.scratch) {
 		snprintf(err, errlen, "no memory for the page table of %u "
 			 "pages", R.npages);
 		goto fail;
@@ -551,24 +572,85 @@ int lm_region_contains(const void *addr)
 	return atomic_load(&R.active) && (uintptr_t)addr - R.base < R.size;
 }
 
+/* ---- protection changes in batches -----------------------------------
+ * A flush or a list of notices gives many pages the same protection, often
+ * adjacent ones in any order (LU's notices name thousands of pages, in
+ * runs).  Marked in a bitmap, they are walked in address order and changed
+ * with one mprotect per run of adjacent marked pages. */
+
+static void mark(uint32_t page)
+{
+	R.marks[page / 64] |= (uint64_t)1 << (page % 64);
+	if (page < R.mark_lo)
+		R.mark_lo = page;
+	if (page >= R.mark_hi)
+		R.mark_hi = page + 1;
+}
+
+/* The first page in [from, end) whose mark is `set`, or end. */
+static uint32_t next_mark(uint32_t from, uint32_t end, bool set)
+{
+	uint64_t p = from; /* 64 bits: rounding up may pass UINT32_MAX */
+
+	while (p < end) {
+		uint64_t w = R.marks[p / 64];
+
+		if (!set)
+			w = ~w;
+		w &= ~(uint64_t)0 << (p % 64);
+		if (w) {
+			p = p - p % 64 + (uint64_t)__builtin_ctzll(w);
+			return p < end ? (uint32_t)p : end;
+		}
+		p = p - p % 64 + 64;
+	}
+	return end;
+}
+
+/* Gives every marked page prot, one mprotect per run (per page when
+ * batching is off), and clears the marks.  A run whose mprotect fails
+ * may be changed in part, so it is retried page by page: every mprotect
+ * of the view covers whole pages, so a page lies in one mapping and a call
+ * on it alone changes it or fails leaving it as it was.  Each page that
+ * keeps its old protection is passed to failed (may be NULL).  Returns 0
+ * or LM_ENOMEM (a page failed). */
+static int protect_marked(int prot, void (*failed)(uint32_t page))
+{
+	uint32_t lo = R.mark_lo, hi = R.mark_hi, p = lo;
+	int rc = 0;
+
+	while ((p = next_mark(p, hi, true)) < hi) {
+		uint32_t end = batching ? next_mark(p, hi, false) : p + 1;
+
+		if (view_protect(p, end - p, prot) != 0) {
+			for (uint32_t i = p; i < end; i++) {
+				if (end - p > 1 &&
+				    view_protect(i, 1, prot) == 0)
+					continue;
+				rc = LM_ENOMEM;
+				if (failed)
+					failed(i);
+			}
+		}
+		p = end;
+	}
+	if (lo < hi)
+		memset(&R.marks[lo / 64], 0,
+		       ((hi - 1) / 64 - lo / 64 + 1) * sizeof(*R.marks));
+	R.mark_lo = UINT32_MAX;
+	R.mark_hi = 0;
+	return rc;
+}
+
 /* ---- release and acquire --------------------------------------------- */
 
-/* Sets prot on every dirty page, one mprotect per run of adjacent pages
- * (sequential writers dirty pages in order). */
+/* Sets prot on every dirty page (the dirty list is in order of first
+ * write, not of address). */
 static int protect_dirty(int prot)
 {
-	uint32_t i = 0;
-
-	while (i < R.ndirty) {
-		uint32_t first = R.dirty[i], n = 1;
-
-		while (i + n < R.ndirty && R.dirty[i + n] == first + n)
-			n++;
-		if (mprotect(R.view + page_off(first), page_off(n), prot) != 0)
-			return LM_ENOMEM;
-		i += n;
-	}
-	return 0;
+	for (uint32_t i = 0; i < R.ndirty; i++)
+		mark(R.dirty[i]);
+	return protect_marked(prot, NULL);
 }
 
 static int out_reserve(size_t need)
@@ -655,6 +737,14 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 	return 0;
 }
 
+/* A page its notice invalidated but mprotect could not close: it is still
+ * readable, so it stays valid at its version. */
+static void keep_unclosed(uint32_t page)
+{
+	R.state[page] = PAGE_READ;
+	R.stats.invalidations--;
+}
+
 int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
 			    uint32_t self_rank)
 {
@@ -682,7 +772,9 @@ int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
 	 * version, plus at most our lists applied after it (as after any
 	 * flush).  A copy the lemuriad gave us at base may hold other ranks'
 	 * diffs too, but those reached the home after base and before our
-	 * first list, so the writer would be LM_WRITER_MANY. */
+	 * first list, so the writer would be LM_WRITER_MANY.
+	 * The pages are closed after the loop, in runs: the lock keeps every
+	 * fault waiting until then. */
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t page = n[i].page;
 
@@ -695,14 +787,11 @@ int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
 			R.stats.kept++;
 			continue;
 		}
-		if (mprotect(R.view + page_off(page), R.page_size,
-			     PROT_NONE) != 0) {
-			rc = LM_ENOMEM;
-			goto out;
-		}
 		R.state[page] = PAGE_INVALID;
 		R.stats.invalidations++;
+		mark(page);
 	}
+	rc = protect_marked(PROT_NONE, keep_unclosed);
 out:
 	unlock();
 	return rc;
@@ -712,6 +801,13 @@ void lm_region_stats(struct lm_region_stats *out)
 {
 	lock();
 	*out = R.stats;
+	unlock();
+}
+
+void lm_region_set_batching(int on)
+{
+	lock();
+	batching = on != 0;
 	unlock();
 }
 

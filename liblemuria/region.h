@@ -13,11 +13,11 @@
  * The backend must not touch the region or call lm_region_* itself, and
  * no signal handler other than the region's may touch the region.
  *
- * Memory: besides the region itself, a page table of about 17 bytes per
- * page, one twin per page written in the current interval (twins are
- * recycled through a free list, never returned to the system before
- * lm_region_fini) and the flush buffer (as large as the largest diff list
- * built so far). */
+ * Memory: besides the region itself, a page table of about 17 bytes and
+ * a bit per page, one twin per page written in the current interval
+ * (twins are recycled through a free list, never returned to the system
+ * before lm_region_fini) and the flush buffer (as large as the largest
+ * diff list built so far). */
 #ifndef LM_REGION_H
 #define LM_REGION_H
 
@@ -64,11 +64,13 @@ int lm_region_contains(const void *addr);
  * (valid until the next lm_region_flush or lm_region_fini; *diffs may be
  * NULL when *len is 0).  Those pages become read-only (their copy stays
  * valid, their version unchanged) and their twins are dropped.  *count =
- * number of entries; pages whose diff is empty are omitted.  Returns 0,
- * LM_EINVAL (not initialised), LM_ENOMEM (no memory, or mprotect could
- * not split the mapping: vm.max_map_count) or LM_ENOBUFS (the list would
- * exceed the 4 GiB a FLUSH can carry); on error nothing changed and the
- * pages stay dirty and writable. */
+ * number of entries; pages whose diff is empty are omitted.  The pages
+ * are protected with one mprotect per run of adjacent pages, whatever
+ * their order in the list.  Returns 0, LM_EINVAL (not initialised),
+ * LM_ENOMEM (no memory, or mprotect could not split the mapping:
+ * vm.max_map_count) or LM_ENOBUFS (the list would exceed the 4 GiB a
+ * FLUSH can carry); on error nothing changed and the pages stay dirty
+ * and writable. */
 int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count);
 
 /* Applies write notices (I3): every page whose copy is valid and whose
@@ -80,9 +82,11 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count);
  * The runtime flushes first: a notice that would invalidate a dirty page
  * (written since the last flush), or that names a page outside the
  * region, makes the call return LM_EINVAL without changing anything.  n (count
- * entries) is only read.  Returns 0, LM_EINVAL (also when not
- * initialised) or LM_ENOMEM (mprotect failed: the pages before the
- * failing one are invalidated). */
+ * entries) is only read.  The pages invalidated are closed with one
+ * mprotect per run of adjacent pages, whatever the order of the notices.
+ * Returns 0, LM_EINVAL (also when not initialised) or LM_ENOMEM (mprotect
+ * failed: the pages it could not close stay valid at their version, every
+ * other notice is applied). */
 int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
 			    uint32_t self_rank);
 
@@ -94,9 +98,15 @@ struct lm_region_stats {
 	uint64_t kept;          /* own copies kept by a sole-writer notice */
 	uint64_t flushed_pages; /* diff-list entries built */
 	uint64_t flushed_bytes; /* diff-list bytes built (headers included) */
+	uint64_t mprotects;     /* mprotect calls on the application's view */
 };
 
 void lm_region_stats(struct lm_region_stats *out);
+
+/* For bench/region.c: 0 makes every protection change of a flush or of
+ * notices one mprotect per page, as before they were batched; 1 (the
+ * default) batches runs of adjacent pages.  Kept across init and fini. */
+void lm_region_set_batching(int on);
 
 /* Version of the valid copy of `page`; UINT32_MAX when the page is
  * invalid, out of range, or the region is not initialised.  For tests. */

@@ -513,6 +513,168 @@ static void test_sole_writer_dirty_page_refused(void)
 	lm_region_fini();
 }
 
+/* ---- protection changes in batches ------------------------------------ */
+
+static uint64_t mprotects(void)
+{
+	return stats().mprotects;
+}
+
+/* Reads every page of [first, end) so that each holds a valid copy. */
+static void read_pages(uint32_t first, uint32_t end)
+{
+	for (uint32_t p = first; p < end; p++)
+		CU_ASSERT_EQUAL(pg(p)[0], home[p][0]);
+}
+
+/* Notices for every page of the region, newest page first, each newer
+ * than the copy; the home's pages change under them. */
+static void notices_for_every_page(struct lm_notice *n, uint32_t version)
+{
+	for (uint32_t i = 0; i < NPAGES; i++) {
+		uint32_t p = NPAGES - 1 - i;
+
+		n[i] = (struct lm_notice)NOTE(p, version);
+		home[p][0] ^= 0xff;
+		home_version[p] = version;
+	}
+}
+
+/* LU's notices name long runs of pages: 64 adjacent ones, listed in
+ * descending order, are closed by one mprotect, and every one of them
+ * faults afterwards and gets the home's new data (a page left readable
+ * would show the old byte without a fault). */
+static void test_contiguous_notices_close_pages_in_one_mprotect(void)
+{
+	static struct lm_notice n[NPAGES];
+	uint64_t before;
+
+	if (setup())
+		return;
+	read_pages(0, NPAGES);
+	notices_for_every_page(n, HOME_VERSION + 1);
+	before = mprotects();
+	CU_ASSERT_EQUAL(lm_region_apply_notices(n, NPAGES, ME), 0);
+	CU_ASSERT_EQUAL(mprotects() - before, 1);
+	CU_ASSERT_EQUAL(stats().invalidations, NPAGES);
+	for (uint32_t p = 0; p < NPAGES; p++) {
+		CU_ASSERT_EQUAL(lm_region_page_version(p), UINT32_MAX);
+		CU_ASSERT_EQUAL(pg(p)[0], home[p][0]);
+		CU_ASSERT_EQUAL(stats().read_faults, (uint64_t)NPAGES + p + 1);
+		CU_ASSERT_EQUAL(lm_region_page_version(p), HOME_VERSION + 1);
+	}
+	CU_ASSERT_EQUAL(nfetch, 2 * NPAGES);
+
+	/* the benchmark's baseline: one mprotect per page */
+	notices_for_every_page(n, HOME_VERSION + 2);
+	lm_region_set_batching(0);
+	before = mprotects();
+	CU_ASSERT_EQUAL(lm_region_apply_notices(n, NPAGES, ME), 0);
+	lm_region_set_batching(1);
+	CU_ASSERT_EQUAL(mprotects() - before, NPAGES);
+	CU_ASSERT_EQUAL(stats().invalidations, 2 * NPAGES);
+	CU_ASSERT_EQUAL(pg(NPAGES / 2)[0], home[NPAGES / 2][0]);
+	CU_ASSERT_EQUAL(nfetch, 2 * NPAGES + 1);
+	lm_region_fini();
+}
+
+/* Runs of invalidated pages broken by a kept sole writer's copy, a copy
+ * the notice is not newer than, a page with no notice and pages never
+ * fetched: one mprotect per maximal run, in whatever order the notices
+ * come, and every page ends as the rules of docs/dsm.md say. */
+static void test_mixed_notices_one_mprotect_per_run(void)
+{
+	enum { SPAN = 24 };
+	/* runs [0,3] [5,7] [9,11] [16,19] [21,23] */
+	static const uint8_t closed[SPAN] = {
+		1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1,
+		0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1,
+	};
+	struct lm_notice n[SPAN];
+	uint32_t count = 0;
+	uint64_t before, faults;
+
+	if (setup())
+		return;
+	read_pages(0, 12);
+	read_pages(16, SPAN);
+	write_flush_home(4, 0, "mine"); /* page 4: our own, kept */
+	for (uint32_t i = 0; i < SPAN; i++) {
+		uint32_t p = i * 7 % SPAN; /* a permutation of the span */
+
+		if (p == 4)
+			n[count++] = (struct lm_notice){ 4, HOME_VERSION + 1,
+							 HOME_VERSION, ME, 0 };
+		else if (p == 8) /* not newer than the copy */
+			n[count++] = (struct lm_notice)NOTE(8, HOME_VERSION);
+		else if (p == 13 || closed[p]) /* 13: never fetched */
+			n[count++] = (struct lm_notice)NOTE(p,
+							    HOME_VERSION + 1);
+		if (closed[p]) {
+			home[p][0] ^= 0xff;
+			home_version[p] = HOME_VERSION + 1;
+		}
+	}
+	before = mprotects();
+	CU_ASSERT_EQUAL(lm_region_apply_notices(n, count, ME), 0);
+	CU_ASSERT_EQUAL(mprotects() - before, 5);
+	CU_ASSERT_EQUAL(stats().invalidations, 17);
+	CU_ASSERT_EQUAL(stats().kept, 1);
+	CU_ASSERT_EQUAL(lm_region_page_version(4), HOME_VERSION + 1);
+	CU_ASSERT_EQUAL(lm_region_page_version(8), HOME_VERSION);
+	CU_ASSERT_EQUAL(lm_region_page_version(20), HOME_VERSION);
+	for (uint32_t p = 12; p < 16; p++)
+		CU_ASSERT_EQUAL(lm_region_page_version(p), UINT32_MAX);
+	for (uint32_t p = 0; p < SPAN; p++) {
+		if (p >= 12 && p < 16)
+			continue;
+		faults = stats().read_faults;
+		CU_ASSERT_EQUAL(lm_region_page_version(p) == UINT32_MAX,
+				closed[p]);
+		CU_ASSERT_EQUAL(pg(p)[0], home[p][0]);
+		CU_ASSERT_EQUAL(stats().read_faults - faults, closed[p]);
+	}
+	lm_region_fini();
+}
+
+/* A flush write-protects its pages by address, not in the list's order
+ * of first write: 32 adjacent pages written downwards take one mprotect,
+ * two runs written in turn take two. */
+static void test_flush_protects_runs_of_dirty_pages_at_once(void)
+{
+	static const uint32_t two_runs[] = { 1, 50, 2, 51, 3 };
+	static struct entry e[NPAGES + 1];
+	uint64_t before;
+
+	if (setup())
+		return;
+	for (uint32_t p = 40; p >= 9; p--)
+		pg(p)[1] = (uint8_t)(home[p][1] + 1);
+	before = mprotects();
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, NPAGES + 1), 32);
+	CU_ASSERT_EQUAL(mprotects() - before, 1);
+	for (uint32_t i = 0; i < 32; i++)
+		CU_ASSERT_EQUAL(e[i].page, 40 - i); /* still in write order */
+	/* every page is read-only now: each write faults, nothing fetched */
+	for (uint32_t p = 9; p <= 40; p++) {
+		pg(p)[2] = (uint8_t)(home[p][2] + 1);
+		CU_ASSERT_EQUAL(stats().write_faults, 32 + (p - 9) + 1);
+	}
+	CU_ASSERT_EQUAL(nfetch, 32);
+	before = mprotects();
+	CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 32);
+	CU_ASSERT_EQUAL(mprotects() - before, 1);
+
+	for (size_t i = 0; i < sizeof(two_runs) / sizeof(two_runs[0]); i++)
+		pg(two_runs[i])[0] = (uint8_t)~home[two_runs[i]][0];
+	before = mprotects();
+	CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 5);
+	CU_ASSERT_EQUAL(mprotects() - before, 2);
+	pg(50)[1] = 0;
+	CU_ASSERT_EQUAL(stats().write_faults, 64 + 5 + 1);
+	lm_region_fini();
+}
+
 /* Two threads write different bytes of the same pages: each page is
  * fetched and twinned once, whichever thread faults first, and the diff
  * holds both writes. */
@@ -677,6 +839,111 @@ static void test_fetch_error_aborts_naming_the_page(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, lm_strerror(LM_EIO)));
 }
 
+/* Maps single pages of alternating protection (so that none merge) until
+ * the process reaches vm.max_map_count; returns how many, 0 if it never
+ * did within the limit plus some slack. */
+static size_t fill_map_count(void **maps, size_t cap)
+{
+	for (size_t i = 0; i < cap; i++) {
+		maps[i] = mmap(NULL, PAGE, (i & 1) ? PROT_READ :
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (maps[i] == MAP_FAILED)
+			return i;
+	}
+	return 0;
+}
+
+/* The child of the test below: exit status 0 when every check held, the
+ * number of the first one that failed, or 77 when the limit was never
+ * reached. */
+static int notices_at_map_count_limit(void)
+{
+	struct lm_notice n[14];
+	uint32_t count = 0;
+	uint64_t before;
+	size_t cap = 70000, nmaps;
+	void **maps;
+	int rc;
+
+	if (setup() != 0)
+		return 1;
+	/* mappings: [0,9) readable, page 9 never fetched, [10,64) readable */
+	for (uint32_t p = 0; p < NPAGES; p++)
+		if (p != 9 && pg(p)[0] != home[p][0])
+			return 2;
+	for (uint32_t p = 5; p < 30; p++) { /* notices for [5,9), [20,30) */
+		if (p >= 9 && p < 20)
+			continue;
+		n[count++] = (struct lm_notice)NOTE(p, HOME_VERSION + 1);
+		home[p][0] ^= 0xff;
+		home_version[p] = HOME_VERSION + 1;
+	}
+	maps = mmap(NULL, cap * sizeof(*maps), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (maps == MAP_FAILED)
+		return 3;
+	nmaps = fill_map_count(maps, cap);
+	if (nmaps < 16)
+		return 77;
+
+	before = stats().mprotects;
+	rc = lm_region_apply_notices(n, count, ME);
+	/* [5,9) joins the closed page 9: one call, no split; [20,30) needs
+	 * two splits: one failed call, then ten failed ones page by page */
+	if (rc != LM_ENOMEM)
+		return 4;
+	if (stats().mprotects - before != 12)
+		return 5;
+	if (stats().invalidations != 4)
+		return 6;
+	for (uint32_t p = 20; p < 30; p++)
+		if (lm_region_page_version(p) != HOME_VERSION ||
+		    pg(p)[0] == home[p][0])
+			return 7; /* stale copy, but valid and readable */
+	if (stats().read_faults != NPAGES - 1)
+		return 8;
+	for (size_t i = nmaps - 16; i < nmaps; i++)
+		munmap(maps[i], PAGE);
+	for (uint32_t p = 5; p < 9; p++)
+		if (lm_region_page_version(p) != UINT32_MAX ||
+		    pg(p)[0] != home[p][0])
+			return 9;
+	/* with room for the splits, the same notices close the rest */
+	if (lm_region_apply_notices(n, count, ME) != 0 ||
+	    stats().invalidations != 14)
+		return 10;
+	for (uint32_t p = 20; p < 30; p++)
+		if (pg(p)[0] != home[p][0] ||
+		    lm_region_page_version(p) != HOME_VERSION + 1)
+			return 11;
+	lm_region_fini();
+	return 0;
+}
+
+/* At vm.max_map_count, mprotect cannot split a mapping.  A run that needs
+ * a split stays open, and its pages stay valid: a page marked invalid but
+ * left readable would serve a stale copy without faulting.  A run that
+ * needs no split is closed in the same call. */
+static void test_notices_at_map_count_limit_keep_open_pages_valid(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		child_start();
+		_exit(notices_at_map_count_limit());
+	}
+	status = wait_child(pid);
+	CU_ASSERT_TRUE(WIFEXITED(status));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		CU_PASS("vm.max_map_count not reached; skipped");
+		return;
+	}
+	CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+}
+
 /* ---- set-up and tear-down --------------------------------------------- */
 
 static void test_init_twice_is_einval(void)
@@ -812,6 +1079,10 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_sole_writer_keeps_own_copy),
 	      LM_TEST(test_sole_writer_rule_needs_every_condition),
 	      LM_TEST(test_sole_writer_dirty_page_refused),
+	      LM_TEST(test_contiguous_notices_close_pages_in_one_mprotect),
+	      LM_TEST(test_mixed_notices_one_mprotect_per_run),
+	      LM_TEST(test_flush_protects_runs_of_dirty_pages_at_once),
+	      LM_TEST(test_notices_at_map_count_limit_keep_open_pages_valid),
 	      LM_TEST(test_two_threads_share_faults),
 	      LM_TEST(test_fault_outside_region_kills_like_a_normal_program),
 	      LM_TEST(test_fault_outside_region_goes_to_previous_handler),
