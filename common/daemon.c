@@ -356,6 +356,14 @@ void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out)
 	lm_stats_add(out, LM_STAT_NONE, "msgs_undecodable",
 		     d->stats.msgs_undecodable);
 	lm_stats_add(out, LM_STAT_NONE, "sends_failed", d->stats.sends_failed);
+	{
+		uint64_t trains, dgs;
+
+		/* datagrams per train: how much sending one event batched */
+		lm_evnode_train_stats(d->node, &trains, &dgs);
+		lm_stats_add(out, LM_STAT_NONE, "tx_trains", trains);
+		lm_stats_add(out, LM_STAT_NONE, "tx_train_datagrams", dgs);
+	}
 	if (d->machine && d->proto->stats)
 		d->proto->stats(d->machine, out);
 }

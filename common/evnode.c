@@ -2,6 +2,9 @@
  * socket from a libevent loop.  Reads are batched per wake-up, one timer
  * tracks the engine's (and the fault injector's) next deadline, and peer
  * addresses come from the layout or from the first authentic datagram.
+ * Datagrams produced while one event is handled (a read burst, a timer, an
+ * API call) leave together as one train: one sendmmsg for all of them,
+ * whatever their destinations.
  *
  * Threading: everything here, the callbacks included, runs on the thread
  * of the event_base; call lm_evnode_* only from that thread. */
@@ -27,6 +30,9 @@
 #define LM_EVNODE_BUF 65536
 /* Datagrams the fault injector may hold back at once. */
 #define LM_EVNODE_FAULT_HOLD 4096
+/* A train: at most this many datagrams and bytes, then it leaves. */
+#define LM_EVNODE_TRAIN_DGS 64
+#define LM_EVNODE_TRAIN_BYTES (256 * 1024)
 
 enum lm_evnode_addr_state {
 	LM_EVNODE_ADDR_NONE,     /* nothing known: transmissions are dropped */
@@ -61,6 +67,15 @@ struct lm_evnode {
 	uint64_t tx_drops; /* sendto refused, or no address for the peer */
 	uint8_t *rxbuf;    /* one reusable receive buffer */
 	uint8_t *fxbuf;    /* datagrams released by the fault injector */
+	/* the train being loaded while an event is handled (depth > 0) */
+	unsigned depth;
+	uint8_t *train;    /* LM_EVNODE_TRAIN_BYTES */
+	size_t train_len;
+	unsigned ntrain;
+	struct mmsghdr msgs[LM_EVNODE_TRAIN_DGS];
+	struct iovec iov[LM_EVNODE_TRAIN_DGS];
+	struct sockaddr_in to[LM_EVNODE_TRAIN_DGS];
+	uint64_t trains, train_dgs;
 };
 
 static bool same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
@@ -88,23 +103,75 @@ static const struct sockaddr_in *peer_addr(const struct lm_evnode *node,
 	return NULL;
 }
 
+/* Sends the loaded train: one sendmmsg (more only if the kernel takes
+ * part of it).  A datagram refused (EAGAIN, ENOBUFS and the like) is
+ * counted and left to the engine's retransmission. */
+static void train_flush(struct lm_evnode *node)
+{
+	unsigned sent = 0;
+
+	if (!node->ntrain)
+		return;
+	for (unsigned i = 0; i < node->ntrain; i++) {
+		memset(&node->msgs[i], 0, sizeof(node->msgs[i]));
+		node->msgs[i].msg_hdr.msg_name = &node->to[i];
+		node->msgs[i].msg_hdr.msg_namelen = sizeof(node->to[i]);
+		node->msgs[i].msg_hdr.msg_iov = &node->iov[i];
+		node->msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	node->trains++;
+	node->train_dgs += node->ntrain;
+	while (sent < node->ntrain) {
+		int n = sendmmsg(node->fd, node->msgs + sent,
+				 node->ntrain - sent, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			node->tx_drops++;
+			sent++; /* skip the refused one, try the rest */
+			continue;
+		}
+		sent += (unsigned)n;
+	}
+	node->ntrain = 0;
+	node->train_len = 0;
+}
+
 static void send_now(struct lm_evnode *node, uint16_t peer, const uint8_t *dg,
 		     size_t len)
 {
 	const struct sockaddr_in *to = peer_addr(node, peer);
-	ssize_t n;
+	unsigned i;
 
 	if (!to) {
 		node->tx_drops++;
 		return;
 	}
-	do {
-		n = sendto(node->fd, dg, len, 0, (const struct sockaddr *)to,
-			   sizeof(*to));
-	} while (n < 0 && errno == EINTR);
-	/* EAGAIN, ENOBUFS and the like: the engine retransmits. */
-	if (n < 0)
-		node->tx_drops++;
+	if (node->ntrain == LM_EVNODE_TRAIN_DGS ||
+	    node->train_len + len > LM_EVNODE_TRAIN_BYTES)
+		train_flush(node);
+	i = node->ntrain++;
+	memcpy(node->train + node->train_len, dg, len);
+	node->iov[i].iov_base = node->train + node->train_len;
+	node->iov[i].iov_len = len;
+	node->to[i] = *to;
+	node->train_len += len;
+	if (!node->depth)
+		train_flush(node); /* not inside an event: it leaves now */
+}
+
+/* Brackets the handling of one event: the datagrams it produces leave as
+ * one train when the outermost bracket closes. */
+static void train_begin(struct lm_evnode *node)
+{
+	node->depth++;
+}
+
+static void train_end(struct lm_evnode *node)
+{
+	if (--node->depth == 0)
+		train_flush(node);
 }
 
 static void drain_faults(struct lm_evnode *node, uint64_t now)
@@ -216,6 +283,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	uint64_t now = 0;
 
 	(void)what;
+	train_begin(node);
 	for (int i = 0; i < LM_EVNODE_READ_BATCH; i++) {
 		slen = sizeof(src);
 		n = recvfrom(fd, node->rxbuf, LM_EVNODE_BUF, MSG_TRUNC,
@@ -238,6 +306,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	if (now)
 		drain_faults(node, now);
 	arm_timer(node);
+	train_end(node);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -248,9 +317,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	node->timer_at = UINT64_MAX; /* the event is no longer pending */
+	train_begin(node);
 	lm_rel_tick(node->rel, now);
 	drain_faults(node, now);
 	arm_timer(node);
+	train_end(node);
 }
 
 lm_evnode *lm_evnode_create(struct event_base *base, struct sockaddr_in *addr,
@@ -282,7 +353,8 @@ lm_evnode *lm_evnode_create(struct event_base *base, struct sockaddr_in *addr,
 	node->peers = calloc(node->npeers, sizeof(*node->peers));
 	node->rxbuf = malloc(LM_EVNODE_BUF);
 	node->fxbuf = malloc(LM_EVNODE_BUF);
-	if (!node->peers || !node->rxbuf || !node->fxbuf)
+	node->train = malloc(LM_EVNODE_TRAIN_BYTES);
+	if (!node->peers || !node->rxbuf || !node->fxbuf || !node->train)
 		goto nomem;
 	if (faults && lm_fault_cfg_active(faults)) {
 		node->fault = lm_fault_create(faults, LM_EVNODE_FAULT_HOLD);
@@ -330,6 +402,7 @@ void lm_evnode_destroy(lm_evnode *node)
 	free(node->peers);
 	free(node->rxbuf);
 	free(node->fxbuf);
+	free(node->train);
 	free(node);
 }
 
@@ -347,29 +420,55 @@ int lm_evnode_add_peer(lm_evnode *node, uint16_t peer,
 int lm_evnode_send(lm_evnode *node, uint16_t peer, const void *msg,
 		   size_t len)
 {
-	int rc = lm_rel_send(node->rel, peer, msg, len, lm_now_us());
+	int rc;
 
+	train_begin(node);
+	rc = lm_rel_send(node->rel, peer, msg, len, lm_now_us());
 	arm_timer(node);
+	train_end(node);
 	return rc;
 }
 
 int lm_evnode_request(lm_evnode *node, uint16_t peer, uint32_t req_id,
 		      const void *msg, size_t len)
 {
-	int rc = lm_rel_request(node->rel, peer, req_id, msg, len,
-				lm_now_us());
+	int rc;
 
+	train_begin(node);
+	rc = lm_rel_request(node->rel, peer, req_id, msg, len, lm_now_us());
 	arm_timer(node);
+	train_end(node);
 	return rc;
 }
 
 int lm_evnode_reply(lm_evnode *node, uint16_t peer, uint32_t req_id,
 		    const void *msg, size_t len)
 {
-	int rc = lm_rel_reply(node->rel, peer, req_id, msg, len, lm_now_us());
+	int rc;
 
+	train_begin(node);
+	rc = lm_rel_reply(node->rel, peer, req_id, msg, len, lm_now_us());
 	arm_timer(node);
+	train_end(node);
 	return rc;
+}
+
+void lm_evnode_cork(lm_evnode *node)
+{
+	train_begin(node);
+}
+
+void lm_evnode_uncork(lm_evnode *node)
+{
+	if (node->depth)
+		train_end(node);
+}
+
+void lm_evnode_train_stats(const lm_evnode *node, uint64_t *trains,
+			   uint64_t *datagrams)
+{
+	*trains = node->trains;
+	*datagrams = node->train_dgs;
 }
 
 lm_rel *lm_evnode_engine(lm_evnode *node)

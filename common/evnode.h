@@ -51,4 +51,14 @@ uint64_t lm_evnode_drops(const lm_evnode *node);
  * full, no address known for the peer); the engine retransmits them. */
 uint64_t lm_evnode_tx_drops(const lm_evnode *node);
 
+/* Datagrams produced between cork and uncork (they nest) leave together,
+ * as one train (sendmmsg), at the outermost uncork.  Every event the node
+ * handles itself is corked this way; these let a caller group several
+ * sends of its own. */
+void lm_evnode_cork(lm_evnode *node);
+void lm_evnode_uncork(lm_evnode *node);
+/* Trains sent, and the datagrams they carried. */
+void lm_evnode_train_stats(const lm_evnode *node, uint64_t *trains,
+			   uint64_t *datagrams);
+
 #endif

@@ -733,6 +733,54 @@ static void test_evnode_drops_wrong_source_for_declared_peer(void)
 	server_free(&srv);
 }
 
+/* Messages sent while the node is corked leave as one train: one
+ * sendmmsg for all their datagrams, which all arrive. */
+static void test_evnode_corked_sends_leave_as_one_train(void)
+{
+	struct lm_rel_config scfg;
+	struct server srv;
+	struct sockaddr_in sink = { .sin_family = AF_INET };
+	lm_auth *auth = lm_auth_create(test_key);
+	uint64_t trains = 9, dgs = 9;
+	char err[128];
+	uint8_t buf[2048];
+	int fd, got = 0;
+
+	CU_ASSERT_FATAL(auth != NULL);
+	fast_config(&scfg, SERVER_ID, auth, 1400);
+	CU_ASSERT_FATAL(server_init(&srv, &scfg, NULL, false) == 0);
+	sink.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&sink, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(srv.node, CLIENT_ID, &sink), 0);
+	lm_evnode_cork(srv.node);
+	for (int i = 0; i < 5; i++)
+		CU_ASSERT_EQUAL(lm_evnode_send(srv.node, CLIENT_ID, "train",
+					       5), 0);
+	lm_evnode_train_stats(srv.node, &trains, &dgs);
+	CU_ASSERT_EQUAL(trains, 0); /* nothing left yet */
+	lm_evnode_uncork(srv.node);
+	lm_evnode_train_stats(srv.node, &trains, &dgs);
+	CU_ASSERT_EQUAL(trains, 1);
+	CU_ASSERT_EQUAL(dgs, 5);
+	for (int i = 0; i < 50 && got < 5; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n > 0)
+			got++;
+		else
+			sleep_ms(10);
+	}
+	CU_ASSERT_EQUAL(got, 5);
+	/* uncorked, each send is its own train */
+	CU_ASSERT_EQUAL(lm_evnode_send(srv.node, CLIENT_ID, "one", 3), 0);
+	lm_evnode_train_stats(srv.node, &trains, &dgs);
+	CU_ASSERT_EQUAL(trains, 2);
+	close(fd);
+	server_free(&srv);
+	lm_auth_destroy(auth);
+}
+
 LM_TEST_SUITE("loopback",
 	      LM_TEST(test_udp_bind_and_addr_str),
 	      LM_TEST(test_echo_10000_under_faults),
@@ -744,4 +792,5 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_driver_wakes_for_new_send),
 	      LM_TEST(test_bad_mac_dropped_server_keeps_serving),
 	      LM_TEST(test_evnode_learns_client_address),
-	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer))
+	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer),
+	      LM_TEST(test_evnode_corked_sends_leave_as_one_train))
