@@ -89,6 +89,25 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run \
 	"LU n=128 on 2x2-two-reflectors, eager, with loss" "$lay" 240 \
 	"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
 
+# The acceptance matrix of the hierarchy: three reflectors and 8+8+8+8,
+# lazy and eager, with loss on every link.
+idx=20
+for l in 3-reflectors 8+8+8+8; do
+	for relay in lazy eager; do
+		idx=$((idx + 1))
+		mkdir -p "$tmp/m$idx"
+		lay=$(private_layout "conf/$l.ini" "$tmp/m$idx" $idx)
+		sed -i "s/^relay = lazy/relay = $relay/" "$lay"
+		echo "dsm: $l, relay = $relay, 5% loss"
+		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run \
+			"race-free stress on $l, $relay, with loss" "$lay" 240 \
+			"PASSED" "$build/tests/dsmtest" stress 4 8 $idx
+		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run \
+			"LU n=128 on $l, $relay, with loss" "$lay" 240 \
+			"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
+	done
+done
+
 # Lazy relay at work, through the counters: every process rewrites a
 # slice nobody else reads, 10 rounds x 2 KiB x 8 processes = 160 KiB of
 # writes.  Lazy: the only delta data that leaves a lemuriad is the few
