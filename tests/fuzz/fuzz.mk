@@ -40,6 +40,8 @@ FUZZ_SRC_fuzz_msg := tests/fuzz/fuzz_msg.c common/proto.c common/diff.c \
 FUZZ_SRC_fuzz_engine := tests/fuzz/fuzz_engine.c common/reliable.c \
 	common/auth.c $(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
+	reflector/home_pages.c reflector/router.c reflector/managers.c \
+	reflector/alloc.c \
 	$(FUZZ_MACHINE_SRC)
 FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c lemuriad/cluster.c \
 	lemuriad/deltas.c \

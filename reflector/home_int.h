@@ -1,0 +1,376 @@
+/* Internals of the reflector's state machine (reflector/home.h), shared by
+ * its parts: home.c (creation, run state, dispatch), home_pages.c (the
+ * home of a share of the pages), router.c (the router of its own
+ * clusters), managers.c (barrier and lock managers) and alloc.c (the
+ * allocator).  Nothing here is for use outside reflector/. */
+#ifndef LM_REFLECTOR_HOME_INT_H
+#define LM_REFLECTOR_HOME_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "home.h"
+#include "log.h"
+
+/* Active lock entries (held, waited for, or carrying notices); beyond
+ * this, LOCK is dropped. */
+#define LM_HOME_LOCKS_MAX 65536u
+
+/* Requests of ours to other reflectors that may be outstanding at once;
+ * beyond this a cluster's request is dropped (I5). */
+#define LM_HOME_FORWARDS_MAX 65536u
+
+/* Messages held for flush acks at once (I5). */
+#define LM_HOME_HELD_MAX 65536u
+
+/* A notice with the epoch of the release that sent it. */
+struct tagged_notice {
+	struct lm_notice n;
+	uint32_t epoch;
+};
+
+struct home_waiter {
+	struct home_waiter *next;
+	uint16_t node;   /* who asked: a cluster of ours or a reflector */
+	uint32_t req_id; /* its LOCK request, answered by GRANT */
+	uint32_t rank;
+	uint32_t epoch;  /* the requester's epoch */
+};
+
+/* A lock at its manager.  `notes` are the write notices its releases
+ * carried since the last barrier: what the next holder must see. */
+struct home_lock {
+	uint32_t id;
+	uint32_t holder;             /* rank; meaningful when held */
+	bool held;
+	bool recalled;               /* RECALL sent to the holder's cluster */
+	struct home_waiter *head, *tail; /* FIFO of waiters */
+	struct tagged_notice *notes;
+	size_t nnotes;
+};
+
+/* A barrier at a router: which of our clusters arrived. */
+struct router_barrier {
+	bool pending;
+	uint32_t id;
+	uint32_t arrived;
+	uint8_t *seen;    /* per layout cluster index, owned */
+};
+
+/* A barrier at its manager: which reflectors arrived and the notices
+ * they brought. */
+struct mgr_barrier {
+	bool pending;
+	uint32_t id;
+	uint32_t arrived;
+	uint8_t *seen;    /* per reflector index, owned */
+	struct lm_notice *notices;
+	size_t nnotices, cap;
+};
+
+/* The epoch's entry of a page at its home: who changed it since the
+ * epoch began, from which version. */
+struct page_epoch {
+	uint32_t epoch1;  /* epoch + 1 of the entry; 0: none yet */
+	uint32_t base;
+	uint32_t writer;
+	uint32_t wcluster;
+};
+
+/* A set of notices, one per page, latest version kept. */
+struct notice_set {
+	struct lm_notice *v; /* npages entries */
+	uint32_t n;
+	uint32_t *at;        /* per page: index + 1 in v, 0 when absent */
+};
+
+/* A request of ours to another reflector or to a cluster of ours,
+ * matched by req_id. */
+struct forward {
+	uint32_t req_id;
+	uint16_t type;     /* the request's type */
+	uint16_t to;       /* node it went to */
+	uint16_t node;     /* who we answer (0: our own home, for PULL) */
+	uint32_t node_req; /* ... and its request id */
+	uint64_t seq;      /* FLUSH, REGISTER: place among our flushes */
+	uint32_t agg;      /* REGISTER: the cluster's request it is part of */
+};
+
+/* A cluster's REGISTER, split over homes: answered when every part is. */
+struct reg_agg {
+	uint32_t id;
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t parts;    /* parts not acked yet */
+	int32_t status;
+	struct lm_notice *notices;
+	size_t n, cap;
+};
+
+/* A delta registered at its home and not applied yet (lazy relay): it
+ * stays at its cluster until pulled or pushed. */
+struct pending {
+	struct pending *next;
+	uint32_t version;  /* the page's version once it is applied */
+	uint32_t cluster;  /* layout index of the cluster holding it */
+	bool pulling;      /* PULL sent */
+	bool has_data;
+	uint8_t *data;     /* the delta as a diff, owned */
+	size_t len;
+};
+
+/* A page of another reflector's home, cached by its router. */
+struct rpage {
+	uint32_t page;
+	uint32_t version;
+	struct rpage *hnext;
+	struct rpage *prev, *next; /* LRU, head = most recent */
+	uint8_t data[];
+};
+
+/* A cluster's FETCH waiting at the router for another home's PAGE. */
+struct rwaiter {
+	struct rwaiter *next;
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t need;   /* oldest version that may answer it */
+};
+
+/* One FETCH of ours per page in flight; the clusters' FETCHes of the page
+ * wait on it (coalesced). */
+struct rfetch {
+	uint32_t id;
+	uint32_t page;
+	struct rwaiter *waiters;
+};
+
+/* A FETCH waiting for a page's pending deltas. */
+struct fetch_wait {
+	struct fetch_wait *next;
+	uint16_t node;
+	uint32_t req_id;
+};
+
+/* A cluster's message held until the homes applied every change our
+ * clusters sent before it (I2). */
+struct held_msg {
+	uint16_t type;     /* BARRIER, UNLOCK, END or CREATE */
+	uint32_t id, rank;
+	int32_t status;
+	uint64_t offset;
+	uint8_t *data;     /* CREATE's image, owned */
+	size_t data_len;
+	uint64_t mark;     /* flushes up to this seq must be acked first */
+};
+
+/* A range of the shared region [off, off + len). */
+struct extent {
+	uint64_t off, len;
+};
+
+/* Sorted by off, no overlaps. */
+struct extent_vec {
+	struct extent *v;
+	size_t n, cap;
+};
+
+struct lm_home {
+	const struct lm_layout *layout; /* borrowed */
+	uint16_t self_id;
+	struct lm_msg_out out;
+	void *ctx;
+	uint32_t self_index;   /* into layout->reflectors */
+	uint32_t nrefl;
+	uint32_t nserved;      /* clusters whose reflector is self */
+	uint32_t nactive;      /* reflectors that serve clusters */
+	uint32_t page_size;
+	uint32_t npages;
+	uint64_t run;
+
+	/* ---- home: master copies of our pages; NULL until first written */
+	uint8_t **pages;
+	uint32_t *versions;
+	struct page_epoch *pe;
+	uint8_t *zero; /* page_size zero bytes, answers FETCH of NULL pages */
+	/* flush_mark[p] == flush_seq when p's version went up in the list
+	 * being applied. */
+	uint32_t *flush_mark;
+	uint32_t flush_seq;
+	/* per page: deltas registered and not applied, in version order,
+	 * and the FETCHes that wait for them (lazy relay) */
+	struct pending **pend;
+	struct fetch_wait **fwait;
+
+	/* ---- router */
+	uint32_t epoch;            /* barriers released to our clusters */
+	struct notice_set epoch_set; /* our clusters' changes this epoch */
+	struct router_barrier barriers[LM_HOME_BARRIERS_MAX];
+	struct forward *fwd;
+	size_t nfwd, fwd_cap;
+	uint32_t next_req;
+	uint64_t flush_sent;       /* seq of the last FLUSH forwarded */
+	struct held_msg *held;
+	size_t nheld, held_cap;
+	uint8_t *split;            /* builds per-home parts of a list */
+	size_t split_cap;
+	struct lm_notice *split_notices; /* npages entries: the same for
+					    REGISTER entries */
+	struct reg_agg *aggs;
+	size_t naggs, aggs_cap;
+	uint32_t next_agg;
+	/* pages relayed from other homes: cache (LRU, bounded by our
+	 * `cache`) and FETCHes in flight */
+	struct rpage **rbuckets;
+	uint32_t rbits;
+	struct rpage *rhead, *rtail;
+	size_t ncached, cache_max;
+	struct rfetch *rfetches;
+	size_t nrfetches, rfetches_cap;
+	uint32_t next_rfetch;
+
+	/* ---- managers */
+	struct mgr_barrier mbarriers[LM_HOME_BARRIERS_MAX];
+	struct home_lock *locks; /* unordered, active entries only */
+	size_t nlocks, locks_cap;
+	struct lm_notice *scratch; /* npages entries: notices being sent */
+
+	/* ---- allocator (the first reflector) */
+	struct extent_vec free_list; /* free ranges */
+	struct extent_vec used;      /* live allocations (rounded size) */
+	uint64_t next_id[LM_HOME_ID_KINDS]; /* may reach 2^32: exhausted */
+
+	struct lm_home_stats stats;
+};
+
+/* ---- helpers shared by the parts ---- */
+
+static inline uint16_t refl_node(const lm_home *h, uint32_t index)
+{
+	return h->layout->reflectors[index].id;
+}
+
+/* The cluster holding `rank` if reflector `index` serves it, else NULL. */
+static inline const struct lm_cluster_cfg *rank_under(const lm_home *h,
+						      uint32_t rank,
+						      uint32_t index)
+{
+	const struct lm_cluster_cfg *c;
+
+	c = lm_layout_cluster_of_rank(h->layout, rank);
+	if (!c || (uint32_t)c->reflector_index != index)
+		return NULL;
+	return c;
+}
+
+static inline bool serves_clusters(const lm_home *h, uint32_t index)
+{
+	for (size_t i = 0; i < h->layout->nclusters; i++)
+		if ((uint32_t)h->layout->clusters[i].reflector_index == index)
+			return true;
+	return false;
+}
+
+static inline void drop_bad(lm_home *h, uint16_t from,
+			    const struct lm_msg *m, const char *why)
+{
+	h->stats.dropped_bad++;
+	lm_log_warn("home: %s from node %u dropped: %s",
+		    lm_msg_name(m->type), from, why);
+}
+
+static inline struct lm_msg msg_new(const lm_home *h, enum lm_msg_type type)
+{
+	struct lm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = (uint16_t)type;
+	m.run = h->run;
+	return m;
+}
+
+/* Notices from another reflector must name pages of the region. */
+static inline bool notices_valid(const lm_home *h, const struct lm_msg *m)
+{
+	for (uint32_t i = 0; i < m->nnotices; i++)
+		if (m->notices[i].page >= h->npages)
+			return false;
+	return true;
+}
+
+static inline void set_put(struct notice_set *s, const struct lm_notice *n)
+{
+	uint32_t at = s->at[n->page];
+
+	if (!at) {
+		s->v[s->n] = *n;
+		s->at[n->page] = ++s->n;
+	} else if (n->version > s->v[at - 1].version) {
+		s->v[at - 1] = *n;
+	}
+}
+
+static inline void set_clear(struct notice_set *s)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		s->at[s->v[i].page] = 0;
+	s->n = 0;
+}
+
+/* home_pages.c: the home of a share of the pages */
+void lm_home_serve_page(lm_home *h, uint16_t node, uint32_t req_id,
+			uint32_t page);
+void lm_home_refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
+			  const struct lm_msg *m, const char *why);
+long lm_home_flush_check(const lm_home *h, const struct lm_msg_diffs *d,
+			 bool as_home);
+long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
+		   uint32_t writer, const struct lm_msg_diffs *d);
+void lm_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
+		   uint32_t page);
+void lm_home_pulled(lm_home *h, const struct lm_msg *m);
+int lm_home_register_check(const lm_home *h, const struct lm_msg *m,
+			   uint32_t ci, bool as_home);
+long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
+		      uint32_t epoch, const struct lm_msg *m);
+
+/* router.c: the router of our own clusters */
+struct forward *lm_router_fwd_add(lm_home *h, uint16_t type, uint16_t to,
+				  uint16_t node, uint32_t node_req);
+void lm_router_forward(lm_home *h, uint32_t to, const struct lm_msg *m,
+		       uint16_t node, uint32_t node_req);
+void lm_router_cache_clear(lm_home *h);
+void lm_router_fetches_clear(lm_home *h);
+void lm_router_fetch(lm_home *h, uint16_t from, uint32_t req_id,
+		     const struct lm_msg *m);
+void lm_router_flush(lm_home *h, uint16_t from, const struct lm_msg *m);
+void lm_router_register(lm_home *h, uint16_t from, long ci,
+			uint32_t req_id, const struct lm_msg *m);
+void lm_router_release(lm_home *h, uint32_t id,
+		       const struct lm_notice *notices, uint32_t n);
+void lm_router_held_release(lm_home *h);
+void lm_router_held_clear(lm_home *h);
+void lm_router_hold(lm_home *h, uint16_t from, const struct lm_msg *m);
+void lm_router_barrier(lm_home *h, uint16_t from, long ci,
+		       const struct lm_msg *m);
+void lm_router_reply(lm_home *h, uint16_t from, uint32_t req_id,
+		     const struct lm_msg *m);
+
+/* managers.c: barrier and lock managers */
+void lm_mgr_locks_clear(lm_home *h);
+void lm_mgr_arrive(lm_home *h, uint16_t from, uint32_t ri,
+		   const struct lm_msg *m);
+void lm_mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
+		 const struct lm_msg *m, uint32_t epoch);
+void lm_mgr_unlock(lm_home *h, uint16_t from, const struct lm_msg *m,
+		   uint32_t epoch, const struct lm_notice *v, uint32_t n);
+
+/* alloc.c: the allocator */
+void lm_alloc_request(lm_home *h, uint16_t from, uint32_t req_id,
+		      const struct lm_msg *m);
+void lm_alloc_free(lm_home *h, uint16_t from, uint32_t req_id,
+		   const struct lm_msg *m);
+int lm_alloc_init(lm_home *h);
+void lm_alloc_reset(lm_home *h);
+
+#endif

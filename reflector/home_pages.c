@@ -1,0 +1,414 @@
+/* The home of a share of the pages (docs/dsm.md, "Pages and versions",
+ * "Lazy relay"): master copies and versions, the epoch's entry of each
+ * page, deltas registered and pulled, FETCHes that wait for them. */
+#include "home_int.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+#include "log.h"
+#include "lm_error.h"
+
+void lm_home_serve_page(lm_home *h, uint16_t node, uint32_t req_id,
+			uint32_t page)
+{
+	struct lm_msg r = msg_new(h, LM_MSG_PAGE);
+
+	r.page = page;
+	r.version = h->versions[page];
+	r.data = h->pages[page] ? h->pages[page] : h->zero;
+	r.data_len = h->page_size;
+	h->stats.fetches++;
+	h->out.reply(h->ctx, node, req_id, &r);
+}
+
+/* An empty PAGE: the requester fails instead of waiting forever. */
+void lm_home_refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
+			  const struct lm_msg *m, const char *why)
+{
+	struct lm_msg r = msg_new(h, LM_MSG_PAGE);
+
+	r.page = m->page;
+	drop_bad(h, from, m, why);
+	h->out.reply(h->ctx, from, req_id, &r);
+}
+
+/* Checks a whole diff list (and, for a home, that every page is ours);
+ * returns the number of entries or a negative count - 1 of entries seen
+ * before the first bad one. */
+long lm_home_flush_check(const lm_home *h, const struct lm_msg_diffs *d,
+			 bool as_home)
+{
+	size_t pos = 0;
+	long n = 0;
+	uint32_t page;
+	const uint8_t *diff;
+	size_t len;
+	int r;
+
+	while ((r = lm_msg_diffs_next(d, &pos, &page, &diff, &len)) == 1) {
+		if (page >= h->npages ||
+		    (as_home &&
+		     lm_home_of_page(h->layout, page) != h->self_index) ||
+		    lm_diff_validate(diff, len, h->page_size) < 0)
+			return -(n + 1);
+		n++;
+	}
+	if (r < 0)
+		return -(n + 1);
+	return n;
+}
+
+/* Appends a pending delta of `page` at the next version; with data when
+ * diff is not NULL.  0 or LM_ENOMEM. */
+static int queue_delta(lm_home *h, uint32_t page, uint32_t cluster,
+		       const uint8_t *diff, size_t len)
+{
+	struct pending *pd = calloc(1, sizeof(*pd)), **pp;
+
+	if (!pd || (diff && len && !(pd->data = malloc(len)))) {
+		free(pd);
+		return LM_ENOMEM;
+	}
+	if (diff) {
+		pd->has_data = true;
+		pd->len = len;
+		if (len)
+			memcpy(pd->data, diff, len);
+	}
+	pd->cluster = cluster;
+	pd->version = ++h->versions[page];
+	for (pp = &h->pend[page]; *pp; pp = &(*pp)->next)
+		;
+	*pp = pd;
+	return 0;
+}
+
+/* Applies a list of rank `writer`, sent in `epoch`, to our master copies,
+ * all or nothing.  A page's version goes up once per list; its epoch entry
+ * records the epoch's base and writers, so that the notice is exact: a
+ * copy at `base` plus exactly the epoch's diffs is the page at `version`,
+ * which lets a sole writer keep its copy (docs/dsm.md "Sole writers").
+ * The notices of the pages go to h->scratch; returns their count, or a
+ * negative LM_E* with nothing applied. */
+long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
+		   uint32_t writer, const struct lm_msg_diffs *d)
+{
+	const struct lm_cluster_cfg *wc;
+	uint32_t wcluster, page;
+	size_t pos = 0, len;
+	const uint8_t *diff;
+	long n, count = 0;
+
+	n = lm_home_flush_check(h, d, true);
+	if (n < 0) {
+		h->stats.diffs_rejected += (uint64_t)-n;
+		lm_log_warn("home: FLUSH from node %u rejected: malformed "
+			    "diff list or page", from);
+		return LM_EBADMSG;
+	}
+	wc = lm_layout_cluster_of_rank(h->layout, writer);
+	wcluster = wc ? (uint32_t)(wc - h->layout->clusters) : LM_WRITER_MANY;
+	/* Materialise every zero page first: running out of memory then
+	 * still leaves the list unapplied rather than half-applied. */
+	while (lm_msg_diffs_next(d, &pos, &page, &diff, &len) == 1) {
+		if (h->pages[page])
+			continue;
+		h->pages[page] = calloc(1, h->page_size);
+		if (!h->pages[page]) {
+			h->stats.diffs_rejected += (uint64_t)n;
+			lm_log_error("home: FLUSH from node %u rejected: out "
+				     "of memory", from);
+			return LM_ENOMEM;
+		}
+	}
+	if (++h->flush_seq == 0) {
+		memset(h->flush_mark, 0,
+		       (size_t)h->npages * sizeof(*h->flush_mark));
+		h->flush_seq = 1;
+	}
+	pos = 0;
+	while (lm_msg_diffs_next(d, &pos, &page, &diff, &len) == 1) {
+		struct page_epoch *pe = &h->pe[page];
+		struct lm_notice *no;
+
+		if (h->pend[page]) {
+			/* registered deltas come first (I1): this one waits
+			 * behind them with its own version */
+			if (queue_delta(h, page, wc ? (uint32_t)(wc -
+				h->layout->clusters) : 0, diff, len) < 0)
+				lm_log_error("home: no memory to queue a diff "
+					     "of page %u: lost", page);
+			h->flush_mark[page] = h->flush_seq;
+		} else {
+			lm_diff_apply(h->pages[page], h->page_size, diff,
+				      len);
+			h->stats.diffs_applied++;
+			if (h->flush_mark[page] == h->flush_seq)
+				continue;
+			h->flush_mark[page] = h->flush_seq;
+			h->versions[page]++;
+		}
+		if (pe->epoch1 != epoch + 1) {
+			pe->epoch1 = epoch + 1;
+			pe->base = h->versions[page] - 1;
+			pe->writer = writer;
+			pe->wcluster = wcluster;
+		}
+		if (pe->writer != writer)
+			pe->writer = LM_WRITER_MANY;
+		if (pe->wcluster != wcluster)
+			pe->wcluster = LM_WRITER_MANY;
+		no = &h->scratch[count++];
+		no->page = page;
+		no->version = h->versions[page];
+		no->base = pe->base;
+		no->writer = pe->writer;
+		no->wcluster = pe->wcluster;
+	}
+	h->stats.flushes++;
+	return count;
+}
+
+/* Asks the cluster holding `pd` for its data, through its reflector. */
+static void send_pull(lm_home *h, uint32_t page, struct pending *pd)
+{
+	const struct lm_cluster_cfg *c = &h->layout->clusters[pd->cluster];
+	uint32_t ri = (uint32_t)c->reflector_index;
+	struct lm_msg r = msg_new(h, LM_MSG_PULL);
+	struct forward *f;
+
+	f = lm_router_fwd_add(h, LM_MSG_PULL,
+			      ri == h->self_index ? c->id : refl_node(h, ri),
+			      0, 0);
+	if (!f) {
+		lm_log_error("home: too many requests in flight; PULL of "
+			     "page %u waits", page);
+		return;
+	}
+	r.id = pd->cluster;
+	r.page = page;
+	r.version = pd->version;
+	pd->pulling = true;
+	h->stats.pulls_sent++;
+	h->out.request(h->ctx, f->to, f->req_id, &r);
+}
+
+/* Applies the page's pending deltas that have their data, in version
+ * order (I1); with none left, answers the FETCHes that waited; else pulls
+ * what is missing for them. */
+static void settle(lm_home *h, uint32_t page)
+{
+	struct pending *pd;
+
+	while ((pd = h->pend[page]) && pd->has_data) {
+		if (!h->pages[page] &&
+		    !(h->pages[page] = calloc(1, h->page_size))) {
+			lm_log_error("home: no memory for page %u", page);
+			return;
+		}
+		if (pd->len)
+			lm_diff_apply(h->pages[page], h->page_size, pd->data,
+				      pd->len);
+		h->stats.diffs_applied++;
+		h->pend[page] = pd->next;
+		free(pd->data);
+		free(pd);
+	}
+	if (!h->pend[page]) {
+		while (h->fwait[page]) {
+			struct fetch_wait *w = h->fwait[page];
+
+			h->fwait[page] = w->next;
+			lm_home_serve_page(h, w->node, w->req_id, page);
+			free(w);
+		}
+		return;
+	}
+	if (!h->fwait[page])
+		return;
+	for (pd = h->pend[page]; pd; pd = pd->next)
+		if (!pd->has_data && !pd->pulling)
+			send_pull(h, page, pd);
+}
+
+/* A FETCH at the page's home: served once its deltas are in. */
+void lm_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
+		   uint32_t page)
+{
+	struct fetch_wait *w;
+
+	if (!h->pend[page]) {
+		lm_home_serve_page(h, node, req_id, page);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		lm_log_error("home: no memory to wait for page %u", page);
+		return;
+	}
+	w->node = node;
+	w->req_id = req_id;
+	w->next = h->fwait[page];
+	h->fwait[page] = w;
+	h->stats.fetches_waited++;
+	settle(h, page);
+}
+
+/* The data of a pulled delta (or the cluster's word that it has none). */
+void lm_home_pulled(lm_home *h, const struct lm_msg *m)
+{
+	struct pending *pd;
+	const uint8_t *diff = NULL;
+	uint32_t page;
+	size_t pos = 0, len = 0;
+
+	if (m->page >= h->npages)
+		return;
+	for (pd = h->pend[m->page]; pd; pd = pd->next)
+		if (pd->version == m->version)
+			break;
+	if (!pd || pd->has_data)
+		return; /* pushed meanwhile */
+	if (m->status != 0 || m->diffs.count != 1 ||
+	    lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) != 1 ||
+	    page != m->page ||
+	    lm_diff_validate(diff, len, h->page_size) < 0) {
+		/* nothing better to do than go on without it, loudly */
+		lm_log_error("home: delta of page %u version %u lost at "
+			     "cluster %u (%s)", m->page, m->version,
+			     pd->cluster, m->status ? lm_strerror(m->status) :
+			     "bad data");
+		len = 0;
+	} else if (len && !(pd->data = malloc(len))) {
+		lm_log_error("home: no memory for a delta of page %u",
+			     m->page);
+		pd->pulling = false;
+		return;
+	}
+	if (len)
+		memcpy(pd->data, diff, len);
+	pd->len = len;
+	pd->has_data = true;
+	settle(h, m->page);
+}
+
+/* Walks a REGISTER's entries with their data: checks everything
+ * (as_home: that every page is ours; ci: the registering cluster) and
+ * returns 0 or LM_EBADMSG. */
+int lm_home_register_check(const lm_home *h, const struct lm_msg *m,
+			   uint32_t ci, bool as_home)
+{
+	size_t pos = 0, len;
+	const uint8_t *diff;
+	uint32_t page;
+
+	for (uint32_t i = 0; i < m->nnotices; i++) {
+		const struct lm_notice *e = &m->notices[i];
+		const struct lm_cluster_cfg *wc;
+
+		if (e->page >= h->npages || e->base >= LM_REG_KINDS ||
+		    e->wcluster != ci ||
+		    (as_home &&
+		     lm_home_of_page(h->layout, e->page) != h->self_index))
+			return LM_EBADMSG;
+		if (e->writer != LM_WRITER_MANY) {
+			wc = lm_layout_cluster_of_rank(h->layout, e->writer);
+			if (!wc || wc != &h->layout->clusters[ci])
+				return LM_EBADMSG;
+		}
+		if (e->base == LM_REG_NEW)
+			continue;
+		if (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff,
+				      &len) != 1 || page != e->page ||
+		    lm_diff_validate(diff, len, h->page_size) < 0)
+			return LM_EBADMSG;
+	}
+	return lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 0 ?
+	       0 : LM_EBADMSG;
+}
+
+/* Registers a cluster's deltas at their home (docs/dsm.md "Lazy
+ * relay"): each NEW or DATA entry takes the page to a new version, held
+ * by the cluster (NEW) or here (DATA); a NEW entry whose cluster still
+ * holds the page's latest delta, unpulled, is merged into it; PUSH
+ * brings the data of one registered before.  The notices go to
+ * h->scratch; returns their count or LM_EBADMSG. */
+long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
+		      uint32_t epoch, const struct lm_msg *m)
+{
+	size_t pos = 0, len;
+	const uint8_t *diff;
+	uint32_t page;
+	long count = 0;
+
+	if (lm_home_register_check(h, m, ci, true) < 0) {
+		lm_log_warn("home: REGISTER from node %u rejected: malformed "
+			    "entries or data", from);
+		h->stats.dropped_bad++;
+		return LM_EBADMSG;
+	}
+	for (uint32_t i = 0; i < m->nnotices; i++) {
+		const struct lm_notice *e = &m->notices[i];
+		struct pending *pd, *last = NULL;
+		struct page_epoch *pe = &h->pe[e->page];
+		struct lm_notice *no;
+
+		diff = NULL;
+		len = 0;
+		if (e->base != LM_REG_NEW)
+			(void)lm_msg_diffs_next(&m->diffs, &pos, &page, &diff,
+						&len);
+		for (pd = h->pend[e->page]; pd; pd = pd->next)
+			last = pd;
+		if (e->base == LM_REG_PUSH) {
+			for (pd = h->pend[e->page]; pd; pd = pd->next)
+				if (pd->version == e->version &&
+				    pd->cluster == ci && !pd->has_data)
+					break;
+			if (pd && (!len || (pd->data = malloc(len)))) {
+				if (len)
+					memcpy(pd->data, diff, len);
+				pd->len = len;
+				pd->has_data = true;
+				h->stats.pushes_received++;
+			}
+			continue;
+		}
+		if (e->base == LM_REG_NEW && e->version && last &&
+		    last->cluster == ci && last->version == e->version &&
+		    !last->has_data && !last->pulling &&
+		    h->versions[e->page] == e->version) {
+			/* the cluster folds the new delta into the one it
+			 * holds: nobody wrote the page in between (I1) */
+			last->version = ++h->versions[e->page];
+			h->stats.regs_merged++;
+		} else if (queue_delta(h, e->page, ci, diff, len) < 0) {
+			lm_log_error("home: no memory to register page %u",
+				     e->page);
+			continue;
+		}
+		h->stats.regs_entered++;
+		if (pe->epoch1 != epoch + 1) {
+			pe->epoch1 = epoch + 1;
+			pe->base = h->versions[e->page] - 1;
+			pe->writer = e->writer;
+			pe->wcluster = ci;
+		}
+		if (pe->writer != e->writer)
+			pe->writer = LM_WRITER_MANY;
+		if (pe->wcluster != ci)
+			pe->wcluster = LM_WRITER_MANY;
+		no = &h->scratch[count++];
+		no->page = e->page;
+		no->version = h->versions[e->page];
+		no->base = pe->base;
+		no->writer = pe->writer;
+		no->wcluster = pe->wcluster;
+	}
+	for (uint32_t i = 0; i < m->nnotices; i++)
+		settle(h, m->notices[i].page);
+	return count;
+}
