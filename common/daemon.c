@@ -65,6 +65,8 @@ struct lm_daemon {
 	uint64_t started_us;
 	lm_auth *auth;
 	lm_evnode *node;
+	struct event *keepalive_ev;
+	uint64_t keepalives;      /* keepalive PINGs sent */
 };
 
 /* Long options without a short form. */
@@ -364,6 +366,7 @@ void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out)
 		lm_stats_add(out, LM_STAT_NONE, "tx_trains", trains);
 		lm_stats_add(out, LM_STAT_NONE, "tx_train_datagrams", dgs);
 	}
+	lm_stats_add(out, LM_STAT_NONE, "keepalives", d->keepalives);
 	if (d->machine && d->proto->stats)
 		d->proto->stats(d->machine, out);
 }
@@ -407,6 +410,8 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 		lm_daemon_on_stats(d, m);
 		return;
 	}
+	if (type == LM_MSG_PING && m->kind == LM_REL_ONEWAY)
+		return; /* a keepalive: the transport's ack was the answer */
 	if (!d->machine) {
 		d->stats.msgs_undecodable++;
 		lm_log_debug("%s: %s from node %u: no protocol running",
@@ -606,10 +611,60 @@ static int lm_daemon_declare_peers(lm_daemon *d)
 	return rc;
 }
 
+/* Liveness (docs/operations.md, "Failures"): a daemon that waits for its
+ * reflector (or a reflector for its peers) may have nothing in flight to
+ * it for a long time, e.g. during a barrier.  A one-way PING then keeps
+ * one datagram in flight; a peer that died stops acking it, and the
+ * transport reports it unreachable after its retries, which aborts the
+ * run with the peer's name instead of leaving everyone waiting. */
+static void lm_daemon_keepalive(evutil_socket_t fd, short what, void *arg)
+{
+	lm_daemon *d = arg;
+	const struct lm_layout *l = d->layout;
+	lm_rel *rel = lm_evnode_engine(d->node);
+	uint8_t ping[16];
+	int len = lm_msg_encode_ping(ping, sizeof(ping));
+
+	(void)fd;
+	(void)what;
+	if (!d->machine || !d->run || len < 0)
+		return; /* no run yet: nobody waits */
+	for (size_t i = 0; i < l->nreflectors; i++) {
+		uint16_t peer = l->reflectors[i].id;
+
+		if (peer == d->id)
+			continue;
+		if (d->role == LM_ROLE_LEMURIAD) {
+			const struct lm_cluster_cfg *c =
+				lm_layout_cluster(l, d->name);
+
+			if (!c || (size_t)c->reflector_index != i)
+				continue;
+		}
+		if (lm_rel_pending(rel, peer))
+			continue; /* in flight already: it will tell */
+		if (lm_evnode_send(d->node, peer, ping, (size_t)len) == 0)
+			d->keepalives++;
+	}
+	/* a reflector watches its own lemuriads too */
+	for (size_t i = 0; d->role == LM_ROLE_REFLECTOR && i < l->nclusters;
+	     i++) {
+		uint16_t peer = l->clusters[i].id;
+
+		if (l->reflectors[l->clusters[i].reflector_index].id != d->id ||
+		    lm_rel_pending(rel, peer))
+			continue;
+		if (lm_evnode_send(d->node, peer, ping, (size_t)len) == 0)
+			d->keepalives++;
+	}
+}
+
 lm_daemon *lm_daemon_create(struct event_base *base,
 			    const struct lm_layout *layout, enum lm_role role,
 			    const char *name, char *err, size_t errlen)
 {
+	struct timeval every = { LM_DAEMON_KEEPALIVE_US / 1000000,
+				 LM_DAEMON_KEEPALIVE_US % 1000000 };
 	struct lm_evnode_callbacks cbs = {
 		.deliver = lm_daemon_deliver,
 		.peer_event = lm_daemon_peer_event,
@@ -645,6 +700,12 @@ lm_daemon *lm_daemon_create(struct event_base *base,
 		snprintf(err, errlen, "cannot declare the layout's peers");
 		goto fail;
 	}
+	d->keepalive_ev = event_new(base, -1, EV_PERSIST, lm_daemon_keepalive,
+				    d);
+	if (!d->keepalive_ev || event_add(d->keepalive_ev, &every) < 0) {
+		snprintf(err, errlen, "cannot arm the keepalive timer");
+		goto fail;
+	}
 	return d;
 fail:
 	lm_daemon_destroy(d);
@@ -655,6 +716,8 @@ void lm_daemon_destroy(lm_daemon *d)
 {
 	if (!d)
 		return;
+	if (d->keepalive_ev)
+		event_free(d->keepalive_ev);
 	if (d->machine)
 		d->proto->destroy(d->machine);
 	free(d->scratch);

@@ -95,6 +95,12 @@ int lm_daemon_start_protocol(lm_daemon *d,
 			     const struct lm_daemon_protocol *proto,
 			     char *err, size_t errlen);
 
+/* While a run is on, a daemon sends a one-way PING this often to each
+ * daemon it depends on (a lemuriad's reflector; a reflector's peers and
+ * its own lemuriads) when nothing else is in flight to it, so that a dead
+ * one is found. */
+#define LM_DAEMON_KEEPALIVE_US 1000000u
+
 /* Counters of the shell itself. */
 struct lm_daemon_stats {
 	uint64_t msgs_handled, msgs_undecodable, sends_failed;

@@ -7,7 +7,13 @@
  * condition variable when their replies are in.  A lone caller thus gets
  * its reply without any thread switch.  When the driver leaves it hands
  * the role to whoever still waits; an eventfd pulls the driver out of its
- * poll when another thread's send moves the engine's deadline earlier. */
+ * poll when another thread's send moves the engine's deadline earlier.
+ *
+ * Liveness: while calls wait and nothing of ours is in flight to the
+ * server (it acked our request and works on it, or waits for others), the
+ * driver sends a PING every keepalive interval.  A server that died stops
+ * acking it, the engine gives up after its retries, and the waiting calls
+ * fail with LM_EUNREACH instead of waiting for ever. */
 #include "rpc.h"
 
 #include <errno.h>
@@ -24,6 +30,7 @@
 #include "clock.h"
 #include "fault.h"
 #include "lm_error.h"
+#include "proto.h"
 #include "udp.h"
 
 /* Datagrams read per poll round before the engine is ticked. */
@@ -71,6 +78,9 @@ struct lm_rpc {
 	uint64_t q_drops, tx_drops;
 	uint64_t events;      /* peer events so far (wakes lm_rpc_recv) */
 	int last_event_rc;    /* LM_EUNREACH or LM_ERESET */
+	uint64_t keepalive_us; /* 0: no PINGs while calls wait */
+	uint64_t last_probe;  /* when the last PING (or request) left */
+	uint64_t probes;      /* PINGs sent */
 	uint8_t *rxbuf;       /* used by the driver only */
 	uint8_t *fxbuf;       /* datagrams released by the fault injector */
 };
@@ -254,6 +264,35 @@ static void read_socket_locked(struct lm_rpc *rpc, uint64_t now)
 /* One round of driving: poll until data, the engine's next deadline or
  * `deadline`, whichever comes first, then input, tick and wake waiters.
  * Entered and left with the lock held; the poll runs without it. */
+/* When the next keepalive PING is due (UINT64_MAX: none). */
+static uint64_t probe_due_locked(const struct lm_rpc *rpc)
+{
+	if (!rpc->keepalive_us || !rpc->pending)
+		return UINT64_MAX;
+	return rpc->last_probe + rpc->keepalive_us;
+}
+
+/* A PING whose PONG nobody waits for (on_deliver drops it): what matters
+ * is that the server acks it, or the engine finds it gone. */
+static void probe_locked(struct lm_rpc *rpc, uint64_t now)
+{
+	uint8_t ping[16];
+	int len;
+
+	if (now < probe_due_locked(rpc))
+		return;
+	rpc->last_probe = now;
+	if (lm_rel_pending(rpc->rel, rpc->server_id))
+		return; /* something is in flight already: it will tell */
+	len = lm_msg_encode_ping(ping, sizeof(ping));
+	if (++rpc->last_req_id == 0)
+		rpc->last_req_id = 1;
+	if (len > 0 && lm_rel_request(rpc->rel, rpc->server_id,
+				      rpc->last_req_id, ping, (size_t)len,
+				      now) == 0)
+		rpc->probes++;
+}
+
 static void drive_locked(struct lm_rpc *rpc, uint64_t deadline)
 {
 	struct pollfd pfd[2] = {
@@ -266,6 +305,8 @@ static void drive_locked(struct lm_rpc *rpc, uint64_t deadline)
 
 	if (deadline < until)
 		until = deadline;
+	if (probe_due_locked(rpc) < until)
+		until = probe_due_locked(rpc);
 	if (until != UINT64_MAX) {
 		delta = until > now ? until - now : 0;
 		ts.tv_sec = (time_t)(delta / 1000000u);
@@ -284,6 +325,7 @@ static void drive_locked(struct lm_rpc *rpc, uint64_t deadline)
 	now = lm_now_us();
 	if (pfd[0].revents)
 		read_socket_locked(rpc, now);
+	probe_locked(rpc, now);
 	lm_rel_tick(rpc->rel, now);
 	drain_faults_locked(rpc, now);
 	if (rpc->progress) {
@@ -380,6 +422,7 @@ lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
 	rpc->wake_fd = -1;
 	rpc->server_id = server_id;
 	rpc->q_tail = &rpc->q_head;
+	rpc->keepalive_us = LM_RPC_KEEPALIVE_US;
 	pthread_mutex_init(&rpc->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -462,8 +505,9 @@ int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
 	if (++rpc->last_req_id == 0)
 		rpc->last_req_id = 1;
 	p.req_id = rpc->last_req_id;
+	rpc->last_probe = lm_now_us();
 	rc = lm_rel_request(rpc->rel, rpc->server_id, p.req_id, req, len,
-			    lm_now_us());
+			    rpc->last_probe);
 	if (rc) {
 		pthread_mutex_unlock(&rpc->lock);
 		return rc;
@@ -545,4 +589,21 @@ void lm_rpc_stats(lm_rpc *rpc, struct lm_rel_stats *out)
 	pthread_mutex_lock(&rpc->lock);
 	*out = *lm_rel_stats(rpc->rel);
 	pthread_mutex_unlock(&rpc->lock);
+}
+
+void lm_rpc_set_keepalive(lm_rpc *rpc, uint64_t interval_us)
+{
+	pthread_mutex_lock(&rpc->lock);
+	rpc->keepalive_us = interval_us;
+	pthread_mutex_unlock(&rpc->lock);
+}
+
+uint64_t lm_rpc_probes(lm_rpc *rpc)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&rpc->lock);
+	n = rpc->probes;
+	pthread_mutex_unlock(&rpc->lock);
+	return n;
 }

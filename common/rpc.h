@@ -41,4 +41,14 @@ int lm_rpc_recv(lm_rpc *rpc, void **msg, size_t *len, int timeout_ms);
 /* Copies the engine's counters (taken under the endpoint's lock). */
 void lm_rpc_stats(lm_rpc *rpc, struct lm_rel_stats *out);
 
+/* While calls wait with nothing of ours in flight, a PING goes to the
+ * server every `interval_us` (0: never), so that a server that died after
+ * acking a request is found (its calls fail with LM_EUNREACH after the
+ * transport's retries) instead of waited for ever.  The PONGs are
+ * dropped. */
+#define LM_RPC_KEEPALIVE_US 1000000u
+void lm_rpc_set_keepalive(lm_rpc *rpc, uint64_t interval_us);
+/* PINGs sent so far. */
+uint64_t lm_rpc_probes(lm_rpc *rpc);
+
 #endif

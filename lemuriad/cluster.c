@@ -427,6 +427,41 @@ static void reset_run(lm_cluster *c, uint64_t run)
 	c->aborted = false;
 }
 
+/* Answers every client request still waiting here with `m` (an ABORT):
+ * a client blocked in a call does not read one-way messages, and must not
+ * wait for an answer the aborted run will never give. */
+static void answer_waiting(lm_cluster *c, const struct lm_msg *m,
+			   uint16_t skip)
+{
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		struct client *cl = &c->clients[i];
+		uint16_t node = slot_node(c, (int)i);
+
+		if (node == skip)
+			continue;
+		if (cl->at_barrier)
+			c->out.reply(c->ctx, node, cl->barrier_req, m);
+		if (cl->wants_work)
+			c->out.reply(c->ctx, node, cl->work_req, m);
+		if (cl->wants_end)
+			c->out.reply(c->ctx, node, cl->end_req, m);
+	}
+	for (struct upreq *up = c->ups; up; up = up->next)
+		for (struct waiter *w = up->waiters; w; w = w->next)
+			if (w->node != skip)
+				c->out.reply(c->ctx, w->node, w->req_id, m);
+	for (size_t i = 0; i < c->ntokens; i++)
+		for (size_t k = 0; k < c->tokens[i].nq; k++)
+			if (c->tokens[i].q[k].node != skip)
+				c->out.reply(c->ctx, c->tokens[i].q[k].node,
+					     c->tokens[i].q[k].req_id, m);
+	for (size_t i = 0; i < c->nparked; i++)
+		if (c->parked[i].type == LM_MSG_GRANT &&
+		    c->parked[i].node != skip)
+			c->out.reply(c->ctx, c->parked[i].node,
+				     c->parked[i].req_id, m);
+}
+
 /* Sends ABORT{rank, reason} to every joined client but `skip`, then drops
  * the run.  The run id stays so that its late messages are dropped. */
 static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
@@ -448,6 +483,7 @@ static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
 	for (uint32_t i = 0; i < c->nclients; i++)
 		if ((int)i != skip && c->clients[i].joined)
 			c->out.send(c->ctx, slot_node(c, (int)i), &a);
+	answer_waiting(c, &a, skip >= 0 ? slot_node(c, skip) : 0);
 	reset_run(c, c->run);
 	c->aborted = true;
 }

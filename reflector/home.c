@@ -34,6 +34,7 @@
 #include "home_int.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -606,4 +607,30 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		from_cluster(h, from, ci, req_id, m);
 	else
 		from_reflector(h, from, (uint32_t)ri, req_id, m);
+}
+
+void lm_home_peer_lost(lm_home *h, uint16_t node)
+{
+	struct lm_msg a = msg_new(h, LM_MSG_ABORT);
+	char reason[LM_NAME_MAX + 32];
+	long ci, ri;
+
+	if (!h || !h->run)
+		return; /* no run: nobody to tell */
+	ci = served_cluster(h, node);
+	ri = ci < 0 ? peer_reflector(h, node) : -1;
+	if (ci >= 0)
+		snprintf(reason, sizeof(reason), "lemuriad %s lost",
+			 h->layout->clusters[ci].name);
+	else if (ri >= 0)
+		snprintf(reason, sizeof(reason), "reflector %s lost",
+			 h->layout->reflectors[ri].name);
+	else
+		return;
+	a.rank = LM_HOME_ABORT_PEER;
+	a.data = (const uint8_t *)reason;
+	a.data_len = strlen(reason);
+	/* the clusters of this reflector and, for a lost lemuriad, the
+	 * other reflectors, which pass it on to theirs */
+	spread_abort(h, node, &a, ci >= 0);
 }

@@ -62,6 +62,16 @@ void lm_home_destroy(lm_home *h);
 void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		    uint32_t req_id, const struct lm_msg *m);
 
+/* Rank carried by the ABORT a reflector sends when a peer is lost. */
+#define LM_HOME_ABORT_PEER 0xffffffffu
+
+/* The transport says `node` is unreachable or restarted.  During a run:
+ * one of our lemuriads, "lemuriad NAME lost" goes as ABORT to our other
+ * clusters and the other reflectors (which pass it on); another
+ * reflector, "reflector NAME lost" to our clusters.  Their lemuriads
+ * abort the run for their clients. */
+void lm_home_peer_lost(lm_home *h, uint16_t node);
+
 struct lm_home_stats {
 	uint64_t fetches;          /* FETCH requests answered with a page */
 	uint64_t fetches_forwarded; /* FETCHes of our clusters sent to

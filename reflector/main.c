@@ -31,6 +31,11 @@ static void reflector_handle(void *machine, uint16_t from,
 	lm_home_handle(machine, from, kind, req_id, m);
 }
 
+static void reflector_peer_lost(void *machine, uint16_t node)
+{
+	lm_home_peer_lost(machine, node);
+}
+
 static void reflector_stats(void *machine, lm_stats_set *out)
 {
 	lm_home_stats_add(machine, out);
@@ -42,6 +47,7 @@ int main(int argc, char **argv)
 		.create = reflector_create,
 		.destroy = reflector_destroy,
 		.handle = reflector_handle,
+		.peer_lost = reflector_peer_lost,
 		.stats = reflector_stats,
 	};
 

@@ -188,6 +188,54 @@ run_plain "$build/tests/dsmtest" stress 2 4 5
 for p in $dpids; do kill -TERM "$p"; done
 for p in $dpids; do wait "$p"; done
 
+# A daemon killed while everyone waits with nothing in flight (rank 0
+# sleeps 60 s, the others sit in a barrier): only the keepalives can find
+# it, within the transport's retries (6 here, to keep the test short);
+# every client fails with a message naming it well before rank 0 wakes.
+# kill_daemon WHAT NAME PATTERN IDX: kills daemon NAME (reflector|lemuriad)
+# 2 s into the wait, on 2x2-two-reflectors.
+kill_daemon() {
+	what=$1; victim=$2; pattern=$3
+	d=$tmp/kd-$victim; mkdir -p "$d"
+	lay=$(private_layout conf/2x2-two-reflectors.ini "$d" $4)
+	printf '\n[transport client]\nretries = 6\n[transport cluster]\nretries = 6\n[transport root]\nretries = 6\n' >>"$lay"
+	dpids=""; vpid=""
+	for entry in $(awk '/^\[(reflector|cluster) /{ gsub(/[\[\]]/, ""); print $1 ":" $2 }' "$lay"); do
+		role=${entry%%:*}; name=${entry#*:}
+		prog=$bin/lemuriad; [ "$role" = reflector ] && prog=$bin/reflector
+		"$prog" -c "$lay" -n "$name" -l error 2>>"$d/daemons.log" &
+		dpids="$dpids $!"
+		[ "$name" = "$victim" ] && vpid=$!
+	done
+	i=0
+	until "$bin/lemuriactl" -c "$lay" -t 500 status >/dev/null 2>&1; do
+		i=$((i + 1)); [ $i -ge 10 ] && break; sleep 0.5
+	done
+	checks=$((checks + 1))
+	start=$(date +%s)
+	timeout -k 5 90 "$bin/lemuria-run" -c "$lay" -- \
+		"$build/tests/dsmtest" sleep 60 >"$d/out" 2>&1 &
+	rpid=$!
+	sleep 2
+	kill -KILL "$vpid"
+	wait "$rpid"
+	st=$?
+	secs=$(( $(date +%s) - start ))
+	if [ $st -ne 0 ] && [ $st -ne 124 ] && [ $secs -le 40 ] &&
+	   grep -q "$pattern" "$d/out"; then
+		echo "  ok   $what $victim killed: the run fails naming it (${secs}s)"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $what $victim killed (status $st, ${secs}s)"
+		tail -n 20 "$d/out" | sed 's/^/       /'
+	fi
+	for p in $dpids; do kill -TERM "$p" 2>/dev/null; done
+	for p in $dpids; do wait "$p" 2>/dev/null; done
+}
+echo "dsm: daemons killed mid-run on 2x2-two-reflectors"
+kill_daemon reflector r1 "reflector" 16
+kill_daemon lemuriad c2 "lemuriad c2" 17
+
 # No daemons at all: every client fails lm_init with a message naming its
 # lemuriad instead of hanging (few retries, so the test stays short).
 mkdir -p "$tmp/none"

@@ -987,9 +987,12 @@ static void test_peer_lost_client_aborts(void)
 	barrier(c, 0, 1);
 	barrier(c, 1, 1);
 	lm_cluster_peer_lost(c, node_of(2));
-	CU_ASSERT_EQUAL_FATAL(nouts, 3);
+	/* ABORT to the three others, and as the answer to the two blocked
+	 * BARRIER requests, which would otherwise wait for ever */
+	CU_ASSERT_EQUAL_FATAL(nouts, 5);
 	for (uint32_t r = 0; r < 4; r++) {
 		struct out *o = find_out(SENT, node_of(r), LM_MSG_ABORT);
+		struct out *a = find_out(REPLIED, node_of(r), LM_MSG_ABORT);
 
 		if (r == 2) {
 			CU_ASSERT_PTR_NULL(o);
@@ -999,6 +1002,13 @@ static void test_peer_lost_client_aborts(void)
 		CU_ASSERT_EQUAL(o->m.rank, 2);
 		CU_ASSERT_EQUAL_FATAL(o->m.data_len, strlen("rank 2 lost"));
 		CU_ASSERT(memcmp(o->data, "rank 2 lost", o->m.data_len) == 0);
+		if (r < 2) {
+			CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+			CU_ASSERT_EQUAL(a->req_id, 40 + r);
+			CU_ASSERT_EQUAL(a->m.rank, 2);
+		} else {
+			CU_ASSERT_PTR_NULL(a);
+		}
 	}
 	clear_outs();
 

@@ -733,6 +733,49 @@ static void test_evnode_drops_wrong_source_for_declared_peer(void)
 	server_free(&srv);
 }
 
+/* A server that acked a request and then died: with keepalive PINGs the
+ * call fails with LM_EUNREACH (here within a few seconds: 30 retries of
+ * at most 100 ms); without them it would still be waiting. */
+static void test_call_to_server_that_died_after_ack_fails(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	struct bg_call b;
+	pthread_t th;
+	uint64_t t0;
+	lm_rpc *rpc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	for (int keepalive = 0; keepalive < 2; keepalive++) {
+		CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, false) == 0);
+		rpc = client_new(&srv, &ccfg, NULL);
+		CU_ASSERT_FATAL(rpc != NULL);
+		lm_rpc_set_keepalive(rpc, keepalive ? 100000 : 0);
+		b = (struct bg_call){ rpc, "wait", keepalive ? 15000 : 2000,
+				      1 };
+		CU_ASSERT_FATAL(pthread_create(&th, NULL, bg_call_main, &b) ==
+				0);
+		sleep_ms(400); /* the request is in and acked */
+		/* (the server counts the PINGs too) */
+		CU_ASSERT(__atomic_load_n(&srv.requests, __ATOMIC_RELAXED) >=
+			  1);
+		server_stop(&srv);
+		server_free(&srv);
+		t0 = lm_now_us();
+		pthread_join(th, NULL);
+		if (keepalive) {
+			CU_ASSERT_EQUAL(b.rc, LM_EUNREACH);
+			CU_ASSERT(lm_now_us() - t0 < 7000000u);
+			CU_ASSERT(lm_rpc_probes(rpc) >= 3);
+		} else {
+			/* nothing to retransmit: only the timeout ends it */
+			CU_ASSERT_EQUAL(b.rc, LM_ETIMEDOUT);
+		}
+		lm_rpc_destroy(rpc);
+	}
+}
+
 /* Messages sent while the node is corked leave as one train: one
  * sendmmsg for all their datagrams, which all arrive. */
 static void test_evnode_corked_sends_leave_as_one_train(void)
@@ -793,4 +836,5 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_bad_mac_dropped_server_keeps_serving),
 	      LM_TEST(test_evnode_learns_client_address),
 	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer),
-	      LM_TEST(test_evnode_corked_sends_leave_as_one_train))
+	      LM_TEST(test_evnode_corked_sends_leave_as_one_train),
+	      LM_TEST(test_call_to_server_that_died_after_ack_fails))

@@ -605,6 +605,36 @@ static void test_abort_reaches_every_cluster(void)
 	teardown();
 }
 
+/* A lost lemuriad is reported to every other cluster, through the other
+ * reflector too; a lost reflector to the clusters of the one that saw it
+ * go.  Before any run nothing is sent. */
+static void test_peer_lost_aborts_the_run(void)
+{
+	const struct net_msg *a = NULL;
+
+	setup("conf/2x2-two-reflectors.ini");
+	lm_home_peer_lost(net.h[0], C0);
+	CU_ASSERT_EQUAL(net.qn + net.ndown, 0);
+	oneway(C0, LM_MSG_BARRIER, 1, 0); /* the run begins */
+	lm_home_peer_lost(net.h[0], C0);
+	pump();
+	CU_ASSERT(down_to(C0, LM_MSG_ABORT, NULL) == 0);
+	CU_ASSERT_FATAL(down_to(C2, LM_MSG_ABORT, &a) == 1);
+	CU_ASSERT(a->m.data_len == strlen("lemuriad c0 lost") &&
+		  memcmp(a->m.data, "lemuriad c0 lost", a->m.data_len) == 0);
+	CU_ASSERT(down_to(C1, LM_MSG_ABORT, NULL) == 1);
+	CU_ASSERT(down_to(C3, LM_MSG_ABORT, NULL) == 1);
+	down_clear();
+	lm_home_peer_lost(net.h[0], 2); /* r1 */
+	pump();
+	CU_ASSERT_FATAL(down_to(C0, LM_MSG_ABORT, &a) == 1);
+	CU_ASSERT(a->m.data_len == strlen("reflector r1 lost") &&
+		  memcmp(a->m.data, "reflector r1 lost", a->m.data_len) == 0);
+	CU_ASSERT(down_to(C2, LM_MSG_ABORT, NULL) == 1);
+	CU_ASSERT(down_to(C1, LM_MSG_ABORT, NULL) == 0);
+	teardown();
+}
+
 /* Between reflectors too, a writer or lock holder must be under the
  * sender, a RELEASE must come from the barrier's manager, a reply must
  * answer a request. */
@@ -889,6 +919,7 @@ LM_TEST_SUITE("root",
 	      LM_TEST(test_create_and_end_across_reflectors),
 	      LM_TEST(test_abort_reaches_every_cluster),
 	      LM_TEST(test_bad_input_between_reflectors),
+	      LM_TEST(test_peer_lost_aborts_the_run),
 	      LM_TEST(test_three_reflectors_barrier),
 	      LM_TEST(test_lazy_fetch_pulls_delta),
 	      LM_TEST(test_lazy_deltas_applied_in_version_order),

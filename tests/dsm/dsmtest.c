@@ -15,6 +15,9 @@
  *                              or a lock hand-off in rank order (odd
  *                              rounds); every process checks the whole
  *                              buffer against a reference model
+ *   dsmtest sleep S            a barrier, then rank 0 sleeps S seconds
+ *                              while the others wait in a second barrier
+ *                              with nothing to send (for liveness tests)
  *   dsmtest private R BYTES    R barrier rounds; each process rewrites
  *                              BYTES bytes of a slice of its own that no
  *                              other process ever reads, and checks them
@@ -28,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lemuria.h"
 
@@ -240,6 +244,15 @@ static int run_private(long rounds, long bytes)
 	return 0;
 }
 
+static int run_sleep(int seconds)
+{
+	check(lm_barrier(9), "lm_barrier");
+	if (rank == 0)
+		sleep((unsigned)seconds);
+	check(lm_barrier(10), "lm_barrier");
+	return 0;
+}
+
 static int run_die(int victim)
 {
 	check(lm_barrier(6), "lm_barrier");
@@ -258,7 +271,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
-				"private ROUNDS BYTES\n");
+				"private ROUNDS BYTES | sleep SECONDS\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
@@ -270,6 +283,8 @@ int main(int argc, char **argv)
 		failed = run_barriers(atol(argv[2]));
 	else if (strcmp(argv[1], "die") == 0)
 		failed = run_die(atoi(argv[2]));
+	else if (strcmp(argv[1], "sleep") == 0)
+		failed = run_sleep(atoi(argv[2]));
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
 		failed = run_private(atol(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "stress") == 0 && argc == 5)
