@@ -57,6 +57,8 @@ until $bin/lemuriactl -c "$tmp/layout.ini" -t 500 status >"$tmp/out" 2>&1; do
 done
 expect "lemuriactl status: every daemon up" 0 $bin/lemuriactl -c "$tmp/layout.ini" status
 expect_output "status lists the reflector" "reflector  r0"
+expect_output "status shows clients attached and the run (none yet)" \
+	"^lemuriad  *c0 .* up  *[0-9.]*  *[0-9.]*  *0  none$"
 expect "lemuriactl ping: 50 round trips each" 0 $bin/lemuriactl -c "$tmp/layout.ini" -n 50 ping
 
 echo "integration: counters (lemuriactl stats, lemuria-run --stats)"

@@ -1,6 +1,7 @@
 /* lemuriactl: asks the daemons of a layout how they are.
  *
- *   lemuriactl -c LAYOUT status        one line per daemon: up or down
+ *   lemuriactl -c LAYOUT status        one line per daemon: up or down,
+ *                                      uptime, clients attached, run
  *   lemuriactl -c LAYOUT -n N ping     round-trip times through the transport
  *   lemuriactl -c LAYOUT stats [--json]  every daemon's counters
  *                                      (tools/runstats.c)
@@ -89,10 +90,33 @@ static void lm_ctl_usage(FILE *out)
 	fprintf(out,
 		"usage: lemuriactl -c LAYOUT [-t TIMEOUT_MS] [-n COUNT] "
 		"status|ping|stats [--json]\n"
-		"  status  which daemons of the layout answer\n"
+		"  status  which daemons of the layout answer, their uptime,\n"
+		"          clients attached and current run\n"
 		"  ping    the same, with the median of COUNT round trips\n"
 		"  stats   every daemon's counters per level (--json: as "
 		"JSON)\n");
+}
+
+/* Daemon i's attached clients and current run (from its STATS answer),
+ * or "-" where it did not say.  The targets are in lm_runstats order. */
+static void status_info(const lm_runstats *rs, size_t i, char *clients,
+			size_t clen, char *run, size_t rlen)
+{
+	const struct lm_runstats_daemon *d;
+	const struct lm_stats_info *info;
+
+	if (!rs || i >= lm_runstats_count(rs))
+		return;
+	d = lm_runstats_daemon(rs, i);
+	if (d->rc || !d->set)
+		return;
+	info = lm_stats_info(d->set);
+	if (info->clients != LM_STATS_CLIENTS_UNKNOWN)
+		snprintf(clients, clen, "%u", info->clients);
+	if (info->run)
+		snprintf(run, rlen, "%016llx", (unsigned long long)info->run);
+	else
+		snprintf(run, rlen, "none");
 }
 
 /* Every daemon's counters, reflectors first.  Returns the exit status. */
@@ -120,6 +144,7 @@ int main(int argc, char **argv)
 	const char *layout_path = NULL, *cmd;
 	struct lm_layout *l = NULL;
 	struct lm_ctl_target *targets;
+	lm_runstats *rs = NULL;
 	lm_auth *auth = NULL;
 	int timeout_ms = 2000, count = 1, c, down = 0, json = 0;
 	size_t ntargets = 0;
@@ -200,8 +225,12 @@ int main(int argc, char **argv)
 			l->clusters[i].name, LM_ROLE_LEMURIAD,
 			l->clusters[i].id, &l->clusters[i].addr };
 
-	printf("%-10s %-16s %-22s %-5s %12s %12s\n", "role", "name", "address",
-	       "state", "uptime_s", "rtt_us");
+	/* clients attached and the current run come with the counters */
+	rs = strcmp(cmd, "status") == 0 ? lm_runstats_create(l) : NULL;
+	if (rs)
+		lm_runstats_query(rs, l, auth, self, timeout_ms);
+	printf("%-10s %-16s %-22s %-5s %12s %12s %7s  %s\n", "role", "name",
+	       "address", "state", "uptime_s", "rtt_us", "clients", "run");
 	for (size_t i = 0; i < ntargets; i++) {
 		const struct lm_ctl_target *t = &targets[i];
 		struct lm_msg_pong pong = { 0 };
@@ -222,12 +251,17 @@ int main(int argc, char **argv)
 			       lm_role_name(t->role), t->name, abuf, "down",
 			       "-", "-", why);
 		} else {
-			printf("%-10s %-16s %-22s %-5s %12.1f %12.1f\n",
+			char clients[16] = "-", run[24] = "-";
+
+			status_info(rs, i, clients, sizeof(clients), run,
+				    sizeof(run));
+			printf("%-10s %-16s %-22s %-5s %12.1f %12.1f %7s  %s\n",
 			       lm_role_name(t->role), t->name, abuf, "up",
-			       (double)pong.uptime_us / 1e6, rtt);
+			       (double)pong.uptime_us / 1e6, rtt, clients, run);
 		}
 	}
 	free(targets);
+	lm_runstats_destroy(rs);
 	lm_auth_destroy(auth);
 	lm_layout_free(l);
 	return down ? 1 : 0;
