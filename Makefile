@@ -141,6 +141,7 @@ check: all
 	@sh tests/run-integration.sh $(BUILD)
 	@sh tests/run-dsm.sh $(BUILD)
 	@sh tests/run-memory.sh $(BUILD)
+	@sh tests/run-netns.sh $(BUILD)
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)

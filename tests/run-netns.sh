@@ -1,0 +1,124 @@
+#!/bin/sh
+# Real hosts, simulated: the reflector and each cluster (its lemuriad and
+# its clients) run in network namespaces of their own, with their own
+# addresses on a bridge, so that nothing depends on loopback.  Each
+# cluster's ranks are started by their own lemuria-run (--cluster, one
+# --run id), as on separate hosts.  The namespaces are created here and
+# removed at the end; where `ip netns` is not permitted the test is
+# skipped with a message.
+#   tests/run-netns.sh BUILD_DIR
+set -u
+build=${1:-build}
+bin=$build/bin
+tmp=$(mktemp -d /tmp/lm-netns.XXXXXX)
+tag=$$
+hub=lm-hub-$tag
+spaces="lm-r-$tag lm-c0-$tag lm-c1-$tag"
+failures=0
+checks=0
+pids=""
+
+cleanup() {
+	for p in $pids; do kill -TERM "$p" 2>/dev/null; done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	for ns in $spaces $hub; do ip netns del "$ns" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+if ! ip netns add "$hub" 2>"$tmp/err"; then
+	echo "netns: SKIPPED: cannot create network namespaces here ($(cat "$tmp/err"))"
+	exit 0
+fi
+echo "netns: reflector and two clusters in namespaces of their own"
+ip -n "$hub" link add br0 type bridge
+ip -n "$hub" link set br0 up
+n=0
+for ns in $spaces; do
+	n=$((n + 1))
+	ip netns add "$ns"
+	ip -n "$hub" link add "v$n" type veth peer name eth0 netns "$ns"
+	ip -n "$hub" link set "v$n" master br0 up
+	ip -n "$ns" addr add "10.231.0.$n/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" link set lo up
+done
+
+# The layout: every daemon at its namespace's address.
+cp conf/demo.key "$tmp/demo.key"
+cat >"$tmp/layout.ini" <<EOF
+[lemuria]
+shared_size = 64M
+page_size = 4096
+base = 0x500000000000
+secret_file = demo.key
+[reflector r0]
+listen = 10.231.0.1:7600
+[cluster c0]
+reflector = r0
+listen = 10.231.0.2:7610
+clients = 2
+[cluster c1]
+reflector = r0
+listen = 10.231.0.3:7611
+clients = 2
+EOF
+lay=$tmp/layout.ini
+
+ip netns exec "lm-r-$tag" "$bin/reflector" -c "$lay" -n r0 -l warn \
+	2>>"$tmp/daemons.log" &
+pids="$pids $!"
+ip netns exec "lm-c0-$tag" "$bin/lemuriad" -c "$lay" -n c0 -l warn \
+	2>>"$tmp/daemons.log" &
+pids="$pids $!"
+ip netns exec "lm-c1-$tag" "$bin/lemuriad" -c "$lay" -n c1 -l warn \
+	2>>"$tmp/daemons.log" &
+pids="$pids $!"
+
+# lemuriactl runs in the reflector's namespace: the others are reachable
+# over the bridge only.
+i=0
+until ip netns exec "lm-r-$tag" "$bin/lemuriactl" -c "$lay" -t 500 status \
+	>"$tmp/status" 2>&1; do
+	i=$((i + 1)); [ $i -ge 20 ] && break; sleep 0.5
+done
+checks=$((checks + 1))
+if [ "$(grep -c ' up ' "$tmp/status")" -eq 3 ]; then
+	echo "  ok   every daemon answers across namespaces"
+else
+	failures=$((failures + 1))
+	echo "  FAIL daemons not all up across namespaces"
+	sed 's/^/       /' "$tmp/status" "$tmp/daemons.log"
+fi
+
+# One run over both "hosts": each cluster's ranks by its own lemuria-run.
+# run_both NAME PATTERN COUNT PROGRAM ARGS...: both exit 0 and PATTERN
+# appears COUNT times in their output.
+run_both() {
+	name=$1; pattern=$2; count=$3; shift 3
+	checks=$((checks + 1))
+	run=$(( $(date +%s) * 1000000 + tag ))
+	for c in c0 c1; do
+		timeout -k 5 120 ip netns exec "lm-$c-$tag" "$bin/lemuria-run" \
+			-c "$lay" --cluster "$c" --run "$run" --timeout 110 -- \
+			"$@" >"$tmp/out-$c" 2>&1 &
+		eval "rp_$c=\$!"
+	done
+	wait "$rp_c0"; s0=$?
+	wait "$rp_c1"; s1=$?
+	if [ $s0 -eq 0 ] && [ $s1 -eq 0 ] &&
+	   [ "$(cat "$tmp/out-c0" "$tmp/out-c1" | grep -c -- "$pattern")" -eq "$count" ]; then
+		echo "  ok   $name"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $name (status $s0 and $s1)"
+		tail -n 15 "$tmp/out-c0" "$tmp/out-c1" | sed 's/^/       /'
+	fi
+}
+run_both "LU n=256 over two namespaces" "TEST PASSED" 1 \
+	"$build/splash2/lu" -n256 -b16 -t
+run_both "race-free stress over two namespaces" "PASSED" 4 \
+	"$build/tests/dsmtest" stress 4 8 21
+
+echo "netns: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
