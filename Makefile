@@ -173,7 +173,13 @@ bench-region: all
 bench-splash: all
 	bench/splash.sh $(SPLASH_BENCH_ARGS)
 
-bench: bench-transport bench-diff bench-splash
+# LU per layout with lazy and eager relay, traffic per level (long: see
+# docs/performance.md); HIERARCHY_BENCH_ARGS=-q for a quick check.
+.PHONY: bench-hierarchy
+bench-hierarchy: all
+	bench/hierarchy.sh $(HIERARCHY_BENCH_ARGS)
+
+bench: bench-transport bench-diff bench-splash bench-hierarchy
 
 # The main job: SPLASH-2 LU on a two-cluster layout on this host.
 LAYOUT ?= conf/4+4.ini

@@ -237,10 +237,8 @@ stats() {
 		}'
 }
 
-# Messages and bytes per level of the hierarchy (client-lemuriad,
-# lemuriad-reflector, reflector-reflector) will be added as columns once the
-# daemons count them per level and lemuriactl stats reports them; until then
-# there is no column without data.
+# Messages and bytes per level of the hierarchy are measured by
+# bench/hierarchy.sh (lemuria-run --stats), next to lazy vs eager relay.
 header=layout,processes,clusters,median_s,min_s,max_s
 header=$header,pthread_median_s,ratio_to_pthread,failed_runs
 
