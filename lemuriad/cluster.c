@@ -89,8 +89,11 @@ struct upreq {
 	enum up_kind kind;
 	uint32_t page;          /* UP_FETCH */
 	uint32_t min_version;   /* UP_FETCH: newest notice seen meanwhile */
-	bool flushed;           /* UP_FETCH: a FLUSH of the page went up
-				   since the request: do not cache */
+	uint32_t left;          /* UP_FETCH: data of the page that left us
+				   while it was pending is in the home's
+				   copy from this version on (UINT32_MAX:
+				   not known); an older reply is not cached.
+				   0: nothing left */
 	uint32_t lock_id;       /* UP_LOCK */
 	uint32_t rank;          /* UP_LOCK: who will hold it */
 	struct waiter *waiters;
@@ -562,7 +565,7 @@ static int up_start(lm_cluster *c, enum up_kind kind, uint16_t node,
  * notice's base, the copy is the home's page at base plus those very
  * diffs, applied as we forwarded them; no diff forwarded before the copy
  * was cached can be missing, since such a copy is never cached (the
- * `flushed` rule) or is newer than base.  So it equals the home's page at
+ * `left` rule) or is newer than base.  So it equals the home's page at
  * the notice's version and only its version moves. */
 static void apply_notices(lm_cluster *c, const struct lm_notice *n,
 			  uint32_t count)
@@ -796,6 +799,13 @@ static void note_registered(lm_cluster *c, const struct lm_notice *n,
 	memcpy(c->reg_notes + c->nreg_notes, n, count * sizeof(*n));
 	c->nreg_notes = lm_notices_merge(c->reg_notes,
 					 c->nreg_notes + count);
+	/* a client that joins a FETCH of ours from now on may hold a GRANT
+	 * naming these versions: an older reply is not for it (I3) */
+	for (uint32_t i = 0; i < count; i++)
+		for (struct upreq *up = c->ups; up; up = up->next)
+			if (up->kind == UP_FETCH && up->page == n[i].page &&
+			    up->min_version < n[i].version)
+				up->min_version = n[i].version;
 }
 
 /* ---- deltas and parked messages ------------------------------------ */
@@ -819,13 +829,15 @@ static bool batch_outstanding(const lm_cluster *c)
 	return c->batch_done != c->batch_started;
 }
 
-/* Data of `page` just left for its home: a FETCH reply still on its way
- * may lack it, so it must not be cached. */
-static void mark_fetches_flushed(lm_cluster *c, uint32_t page)
+/* Data of `page` just left for its home, where it is in the page from
+ * `version` on (UINT32_MAX: not known yet): a FETCH reply still on its
+ * way that is older may lack it, so it must not be cached. */
+static void mark_data_left(lm_cluster *c, uint32_t page, uint32_t version)
 {
 	for (struct upreq *up = c->ups; up; up = up->next)
-		if (up->kind == UP_FETCH && up->page == page)
-			up->flushed = true;
+		if (up->kind == UP_FETCH && up->page == page &&
+		    up->left < version)
+			up->left = version;
 }
 
 /* lm_deltas' way out: every REGISTER goes up as a request. */
@@ -835,9 +847,13 @@ static void emit_register(void *ctx, const struct lm_msg *reg)
 	struct upreq *up = up_new(c, c->sealing ? UP_REGISTER : UP_PUSH);
 	struct lm_msg r = *reg;
 
+	/* a push names its version; data sent with a new registration
+	 * gets one only in the answer */
 	for (uint32_t i = 0; i < reg->nnotices; i++)
 		if (reg->notices[i].base != LM_REG_NEW)
-			mark_fetches_flushed(c, reg->notices[i].page);
+			mark_data_left(c, reg->notices[i].page,
+				       reg->notices[i].base == LM_REG_PUSH ?
+				       reg->notices[i].version : UINT32_MAX);
 	if (!up) {
 		lm_log_error("cluster %s: no memory to register deltas; "
 			     "they are lost", c->cfg->name);
@@ -1501,7 +1517,7 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 	 * got yet: the cluster copy (DESIGN.md §2, read fault) */
 	memcpy(c->pagebuf, m->data, c->page_size);
 	lm_deltas_overlay(c->deltas, m->page, m->version, c->pagebuf);
-	if (m->version >= up->min_version && !up->flushed)
+	if (m->version >= up->min_version && m->version >= up->left)
 		cache_put(c, m->page, m->version, c->pagebuf);
 	msg_init(c, &r, LM_MSG_PAGE);
 	r.page = m->page;
@@ -1526,7 +1542,7 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 	}
 	/* asked after a newer notice: this reply is too old for them */
 	up->req_id = c->next_req++;
-	up->flushed = false; /* the new request follows every FLUSH so far */
+	up->left = 0; /* the new request follows all that left so far */
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = up->page;
@@ -1645,7 +1661,7 @@ static void handle_pull(lm_cluster *c, uint32_t req_id,
 		r.diffs.data = c->deltabuf;
 		r.diffs.len = len + 8;
 		r.diffs.count = 1;
-		mark_fetches_flushed(c, m->page);
+		mark_data_left(c, m->page, m->version);
 	} else {
 		lm_log_warn("cluster %s: PULL of page %u version %u: %s",
 			    c->cfg->name, m->page, m->version,

@@ -1392,6 +1392,40 @@ static void test_barrier_waits_for_registration_then_pull(void)
 	teardown(c);
 }
 
+/* A FETCH pending while the home pulls our delta of the page: the home
+ * answers it only after applying the delta, so a reply at least as new
+ * as the pulled version holds it and is cached; an older one may lack it
+ * (we no longer have it to write on top) and is not. */
+static void test_reply_after_pull_cached_when_new_enough(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice none[1] = { NOTE(500, 1) };
+	uint32_t up, v;
+	uint8_t b;
+
+	join_all(c, RUN);
+	for (uint32_t page = 9; page <= 10; page++) {
+		flush_page(c, 1, page, 0, 4, 0x66);
+		barrier_release(c, page, none, 1); /* registered at 40 */
+		clear_outs();
+		fetch(c, 2, 600 + page, page);
+		CU_ASSERT_EQUAL_FATAL(nouts, 1);
+		up = outs[0].req_id;
+		CU_ASSERT_EQUAL(pull(c, page, 40)->m.status, 0);
+		clear_outs();
+		r_page(c, up, page, page == 9 ? 40 : 39, 0x66);
+		CU_ASSERT_EQUAL(nouts, 1); /* the waiter is answered */
+		clear_outs();
+		if (page == 9) {
+			CU_ASSERT(cached_version(c, page, 0, &v, &b));
+			CU_ASSERT_EQUAL(v, 40);
+		} else {
+			CU_ASSERT(!is_cached(c, page));
+		}
+	}
+	teardown(c);
+}
+
 /* A second delta of a page whose first is still here: merged when the
  * home says nobody wrote between (version + 1), else the first is pushed
  * and the two stay apart (I1). */
@@ -1789,6 +1823,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_sole_cluster_notice_invalidates_otherwise),
 	LM_TEST(test_fetch_reply_gets_our_deltas),
 	LM_TEST(test_barrier_waits_for_registration_then_pull),
+	LM_TEST(test_reply_after_pull_cached_when_new_enough),
 	LM_TEST(test_next_delta_merged_or_older_pushed),
 	LM_TEST(test_unlock_parked_behind_registration),
 	LM_TEST(test_eager_relay_sends_data),
