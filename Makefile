@@ -142,6 +142,7 @@ check: all
 	@sh tests/run-dsm.sh $(BUILD)
 	@sh tests/run-memory.sh $(BUILD)
 	@sh tests/run-netns.sh $(BUILD)
+	@sh tests/soak.sh $(BUILD) 30
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
