@@ -617,11 +617,19 @@ static int lm_daemon_declare_peers(lm_daemon *d)
  * one datagram in flight; a peer that died stops acking it, and the
  * transport reports it unreachable after its retries, which aborts the
  * run with the peer's name instead of leaving everyone waiting. */
+static void lm_daemon_ping_if_idle(lm_daemon *d, uint16_t peer,
+				   const uint8_t *ping, size_t len)
+{
+	if (peer == d->id || lm_rel_pending(lm_evnode_engine(d->node), peer))
+		return; /* in flight already: it will tell */
+	if (lm_evnode_send(d->node, peer, ping, len) == 0)
+		d->keepalives++;
+}
+
 static void lm_daemon_keepalive(evutil_socket_t fd, short what, void *arg)
 {
 	lm_daemon *d = arg;
 	const struct lm_layout *l = d->layout;
-	lm_rel *rel = lm_evnode_engine(d->node);
 	uint8_t ping[16];
 	int len = lm_msg_encode_ping(ping, sizeof(ping));
 
@@ -629,34 +637,21 @@ static void lm_daemon_keepalive(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!d->machine || !d->run || len < 0)
 		return; /* no run yet: nobody waits */
-	for (size_t i = 0; i < l->nreflectors; i++) {
-		uint16_t peer = l->reflectors[i].id;
+	if (d->role == LM_ROLE_LEMURIAD) {
+		const struct lm_cluster_cfg *c = lm_layout_cluster(l, d->name);
 
-		if (peer == d->id)
-			continue;
-		if (d->role == LM_ROLE_LEMURIAD) {
-			const struct lm_cluster_cfg *c =
-				lm_layout_cluster(l, d->name);
-
-			if (!c || (size_t)c->reflector_index != i)
-				continue;
-		}
-		if (lm_rel_pending(rel, peer))
-			continue; /* in flight already: it will tell */
-		if (lm_evnode_send(d->node, peer, ping, (size_t)len) == 0)
-			d->keepalives++;
+		lm_daemon_ping_if_idle(d, l->reflectors[c->reflector_index].id,
+				       ping, (size_t)len);
+		return;
 	}
-	/* a reflector watches its own lemuriads too */
-	for (size_t i = 0; d->role == LM_ROLE_REFLECTOR && i < l->nclusters;
-	     i++) {
-		uint16_t peer = l->clusters[i].id;
-
-		if (l->reflectors[l->clusters[i].reflector_index].id != d->id ||
-		    lm_rel_pending(rel, peer))
-			continue;
-		if (lm_evnode_send(d->node, peer, ping, (size_t)len) == 0)
-			d->keepalives++;
-	}
+	/* a reflector: the other reflectors and its own lemuriads */
+	for (size_t i = 0; i < l->nreflectors; i++)
+		lm_daemon_ping_if_idle(d, l->reflectors[i].id, ping,
+				       (size_t)len);
+	for (size_t i = 0; i < l->nclusters; i++)
+		if (l->reflectors[l->clusters[i].reflector_index].id == d->id)
+			lm_daemon_ping_if_idle(d, l->clusters[i].id, ping,
+					       (size_t)len);
 }
 
 lm_daemon *lm_daemon_create(struct event_base *base,
