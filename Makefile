@@ -153,6 +153,11 @@ $(BUILD)/bench/region: $(call obj,bench/region.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
+$(BUILD)/bench/micro: bench/micro.c $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
+		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) $(PKG_LIBS)
+
 $(DSMTEST): tests/dsm/dsmtest.c $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
@@ -169,6 +174,11 @@ bench-diff: all
 bench-region: all
 	@$(MAKE) --no-print-directory $(BUILD)/bench/region
 	$(BUILD)/bench/region
+
+# Fault service, barrier and lock latency vs a bare UDP round trip.
+.PHONY: bench-micro
+bench-micro: all $(BUILD)/bench/micro
+	bench/micro.sh -B $(BUILD)
 
 # The SPLASH-2 harness (long: see docs/performance.md); plots need gnuplot.
 bench-splash: all

@@ -1,0 +1,156 @@
+/* micro: the DSM's basic operations, timed (run by bench/micro.sh under
+ * lemuria-run on a layout).  Prints one "micro: NAME VALUE" line per
+ * figure, from rank 0 (or the rank that measured it):
+ *
+ *   fault_cluster_us  read fault on a page the lemuriad holds (written by
+ *                     a rank of the same cluster just before)
+ *   fault_home_us     read fault on a page from another cluster: the
+ *                     lemuriad fetches it through its reflector from the
+ *                     page's home (which, with lazy relay, pulls it first)
+ *   barrier_us        one barrier of every process
+ *   lock_local_us     one lock hand-off between two ranks of one cluster
+ *   lock_remote_us    one lock hand-off between ranks of two clusters
+ *
+ * Figures that need two clusters (or two ranks in a cluster) are left out
+ * when the layout has none. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lemuria.h"
+
+#define PAGES 256
+#define PAGE 4096
+#define BARRIERS 1000
+#define HANDOFFS 400
+
+static int rank, nprocs;
+
+static void check(int rc, const char *what)
+{
+	if (rc < 0) {
+		fprintf(stderr, "micro: rank %d: %s: %s\n", rank, what,
+			lm_strerror(rc));
+		exit(1);
+	}
+}
+
+struct shared {
+	int lock;
+	volatile int turn;   /* whose turn to take the lock next */
+	int first_other;     /* first rank of another cluster, or -1 */
+	char pad[64];
+	unsigned char pages[2][PAGES][PAGE];
+};
+
+/* Touches one byte of every page of `p`: one read fault each. */
+static double read_faults(unsigned char (*p)[PAGE])
+{
+	uint64_t t0 = lm_clock_us();
+	volatile unsigned sum = 0;
+
+	for (int i = 0; i < PAGES; i++)
+		sum += p[i][i];
+	(void)sum;
+	return (double)(lm_clock_us() - t0) / PAGES;
+}
+
+/* Ranks a and b take the lock in turn, HANDOFFS times in all; returns the
+ * time per hand-off seen by rank a. */
+static double handoffs(struct shared *s, int a, int b)
+{
+	uint64_t t0 = lm_clock_us();
+
+	for (int i = 0; i < HANDOFFS; i++) {
+		int me = i % 2 ? b : a;
+
+		if (rank != me)
+			continue;
+		/* wait for our turn: the other unlocks after setting it */
+		for (;;) {
+			check(lm_lock(s->lock), "lm_lock");
+			if (s->turn == i)
+				break;
+			check(lm_unlock(s->lock), "lm_unlock");
+		}
+		s->turn = i + 1;
+		check(lm_unlock(s->lock), "lm_unlock");
+	}
+	return (double)(lm_clock_us() - t0) / HANDOFFS;
+}
+
+int main(int argc, char **argv)
+{
+	struct shared *s = NULL;
+	int my_cluster;
+	double t;
+
+	check(lm_init(&argc, &argv), "lm_init");
+	rank = lm_rank();
+	nprocs = lm_nprocs();
+	my_cluster = lm_cluster();
+	if (rank == 0) {
+		s = lm_malloc(sizeof(*s));
+		if (!s)
+			check(-2, "lm_malloc");
+		s->lock = lm_id_alloc(1);
+		check(s->lock, "lm_id_alloc");
+		s->first_other = -1;
+	}
+	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	check(lm_barrier(1), "lm_barrier");
+	/* the first rank of another cluster says who it is */
+	if (my_cluster != 0) {
+		check(lm_lock(s->lock), "lm_lock");
+		if (s->first_other < 0 || rank < s->first_other)
+			s->first_other = rank;
+		check(lm_unlock(s->lock), "lm_unlock");
+	}
+	if (rank == 0)
+		for (int k = 0; k < 2; k++)
+			for (int i = 0; i < PAGES; i++)
+				s->pages[k][i][i] = (unsigned char)(i + k);
+	check(lm_barrier(2), "lm_barrier");
+
+	/* rank 1 shares rank 0's cluster when rank 1's cluster is 0 */
+	if (rank == 1 && my_cluster == 0)
+		printf("micro: fault_cluster_us %.1f\n",
+		       read_faults(s->pages[0]));
+	if (s->first_other >= 0 && rank == s->first_other)
+		printf("micro: fault_home_us %.1f\n", read_faults(s->pages[1]));
+	check(lm_barrier(3), "lm_barrier");
+
+	t = (double)lm_clock_us();
+	for (int i = 0; i < BARRIERS; i++)
+		check(lm_barrier(4), "lm_barrier");
+	t = ((double)lm_clock_us() - t) / BARRIERS;
+	if (rank == 0)
+		printf("micro: barrier_us %.1f\n", t);
+
+	if (nprocs > 1) {
+		if (rank == 0)
+			s->turn = 0;
+		check(lm_barrier(5), "lm_barrier");
+		/* ranks 0 and 1 share cluster 0 unless rank 1 is the first
+		 * of another cluster */
+		if (s->first_other != 1 && (rank == 0 || rank == 1)) {
+			t = handoffs(s, 0, 1);
+			if (rank == 0)
+				printf("micro: lock_local_us %.1f\n", t);
+		}
+		check(lm_barrier(6), "lm_barrier");
+		if (rank == 0)
+			s->turn = 0;
+		check(lm_barrier(7), "lm_barrier");
+		if (s->first_other > 0 &&
+		    (rank == 0 || rank == s->first_other)) {
+			t = handoffs(s, 0, s->first_other);
+			if (rank == 0)
+				printf("micro: lock_remote_us %.1f\n", t);
+		}
+	}
+	check(lm_barrier(8), "lm_barrier");
+	lm_finalize();
+	return 0;
+}

@@ -1,0 +1,84 @@
+#!/bin/sh
+# Micro-benchmarks of the DSM next to their physical limit, measured in the
+# same run: read-fault service (from the lemuriad's cluster copy, and from
+# another cluster's home) against a bare UDP round trip of a 4 KiB page
+# (build/bench/transport), barrier latency by layout, lock hand-off inside
+# a cluster and across clusters.  Medians of REPS runs of build/bench/micro
+# (bench/micro.c) on each layout.
+#
+#   bench/micro.sh [-B BUILD] [-r REPS] [-l "LAYOUTS"] [-o CSV]
+#
+# Defaults: build, 3, "2 8 16 4+4 8+8 8+8+8+8", bench/results/micro.csv.
+set -u
+me=bench/micro.sh
+build=build
+reps=3
+layouts="2 8 16 4+4 8+8 8+8+8+8"
+out=bench/results/micro.csv
+usage() {
+	echo "usage: $me [-B BUILD] [-r REPS] [-l \"LAYOUTS\"] [-o CSV]"
+}
+while getopts B:r:l:o:h opt; do
+	case $opt in
+	B) build=$OPTARG ;;
+	r) reps=$OPTARG ;;
+	l) layouts=$OPTARG ;;
+	o) out=$OPTARG ;;
+	h) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+done
+case $reps in ''|*[!0-9]*|0) echo "$me: -r takes a count" >&2; exit 2 ;; esac
+for p in "$build/bin/lemuria-run" "$build/bench/micro" "$build/bench/transport"; do
+	[ -x "$p" ] || { echo "$me: $p missing (make bench-micro builds it)" >&2; exit 1; }
+done
+tmp=$(mktemp -d /tmp/lm-micro.XXXXXX) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+. tests/lib.sh
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+
+# The limit: a bare UDP round trip of 4 KiB on loopback, same session.
+"$build/bench/transport" -n 1000 -r 5 >"$tmp/udp" 2>&1
+udp=$(awk '$1 == "4096" && $2 == "B" { print $3 }' "$tmp/udp")
+[ -n "$udp" ] || { echo "$me: no bare UDP figure"; cat "$tmp/udp"; exit 1; }
+echo "bare UDP round trip, 4 KiB: $udp us (median)"
+
+names="fault_cluster_us fault_home_us barrier_us lock_local_us lock_remote_us"
+mkdir -p "$(dirname "$out")"
+echo "layout,processes,clusters,udp_rtt_4k_us,$(echo $names | tr ' ' ','),fault_cluster_per_rtt,fault_home_per_rtt" >"$tmp/csv"
+printf "%-9s %5s %9s %9s %9s %9s %9s %8s %8s\n" layout procs "fault L" "fault R" barrier "lock in" "lock out" "L/rtt" "R/rtt"
+idx=40
+for l in $layouts; do
+	idx=$((idx + 1))
+	mkdir -p "$tmp/$idx"
+	lay=$(private_layout "conf/$l.ini" "$tmp/$idx" $idx)
+	procs=$(awk -F= '/^clients/ { s += $2 } END { print s }' "$lay")
+	clusters=$(grep -c '^\[cluster ' "$lay")
+	: >"$tmp/runs"
+	r=0
+	while [ $r -lt "$reps" ]; do
+		timeout -k 5 300 "$build/bin/lemuria-run" -c "$lay" \
+			--start-daemons --timeout 280 -- "$build/bench/micro" \
+			>>"$tmp/runs" 2>&1 || echo "micro: failed 1" >>"$tmp/runs"
+		r=$((r + 1))
+	done
+	row="$l,$procs,$clusters,$udp"
+	for n in $names; do
+		v=$(awk -v n="$n" '$1 == "micro:" && $2 == n { print $3 }' "$tmp/runs" | median)
+		eval "v_$n=\${v:-}"
+		row="$row,${v:-}"
+	done
+	rl=""; rr=""
+	[ -n "$v_fault_cluster_us" ] && rl=$(awk -v a="$v_fault_cluster_us" -v b="$udp" 'BEGIN { printf "%.1f", a / b }')
+	[ -n "$v_fault_home_us" ] && rr=$(awk -v a="$v_fault_home_us" -v b="$udp" 'BEGIN { printf "%.1f", a / b }')
+	echo "$row,$rl,$rr" >>"$tmp/csv"
+	printf "%-9s %5s %9s %9s %9s %9s %9s %8s %8s\n" "$l" "$procs" \
+		"${v_fault_cluster_us:--}" "${v_fault_home_us:--}" \
+		"${v_barrier_us:--}" "${v_lock_local_us:--}" \
+		"${v_lock_remote_us:--}" "${rl:--}" "${rr:--}"
+	grep -q "failed" "$tmp/runs" && echo "  ($l: some runs failed)"
+done
+cp "$tmp/csv" "$out"
+echo "written: $out (times in us, medians of $reps runs)"
