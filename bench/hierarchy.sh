@@ -35,7 +35,7 @@ usage: $me [-q] [-l "LAYOUTS"] [-R "RELAYS"] [-r REPS] [-a "ARGS"]
                            [-o CSV] [-T SECONDS] [-B BUILD_DIR]
   -l "LAYOUTS" layout names (conf/NAME.ini) or .ini paths
                (default "$layouts")
-  -R "RELAYS"  relay modes to run each layout with, lazy and/or eager
+  -R "RELAYS"  relay modes to run each layout with: lazy, eager, adaptive
                (default "$relays")
   -r REPS      runs of each layout and relay (default $reps)
   -a "ARGS"    LU's arguments, without -p and -t (default "$args")
@@ -120,8 +120,8 @@ done
 seen=" "
 for r in $relays; do
 	case $r in
-	lazy | eager) ;;
-	*) complain "-R: relay '$r' is not lazy or eager" ;;
+	lazy | eager | adaptive) ;;
+	*) complain "-R: relay '$r' is not lazy, eager or adaptive" ;;
 	esac
 	case $seen in *" $r "*) complain "-R: relay '$r' given twice" ;; esac
 	seen="$seen$r "

@@ -780,9 +780,12 @@ static int set_lemuria(struct parser *p, int key, const char *v)
 			l->relay = LM_RELAY_LAZY;
 		} else if (strcasecmp(v, "eager") == 0) {
 			l->relay = LM_RELAY_EAGER;
+		} else if (strcasecmp(v, "adaptive") == 0) {
+			l->relay = LM_RELAY_ADAPTIVE;
 		} else {
 			fail(p, p->line, LM_ECONFIG,
-			     "relay \"%s\" is not lazy or eager", v);
+			     "relay \"%s\" is not lazy, eager or adaptive",
+			     v);
 			return -1;
 		}
 		return 0;

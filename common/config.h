@@ -19,6 +19,8 @@
 enum lm_relay_mode {
 	LM_RELAY_LAZY,  /* lemuriads send write notices; homes pull deltas */
 	LM_RELAY_EAGER, /* deltas pushed with the barrier, batched per home */
+	LM_RELAY_ADAPTIVE, /* lazy, but a page another cluster pulled goes
+			      with its data from then on */
 	LM_RELAY_MODE_COUNT
 };
 

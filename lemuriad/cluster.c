@@ -1869,7 +1869,9 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 			    sizeof(*c->clients));
 	c->eager = layout->relay == LM_RELAY_EAGER;
 	c->deltas = lm_deltas_create(c->page_size, (uint32_t)c->npages,
-				     c->index, emit_register, c);
+				     c->index,
+				     layout->relay == LM_RELAY_ADAPTIVE,
+				     emit_register, c);
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + 8);

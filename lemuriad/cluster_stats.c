@@ -40,6 +40,7 @@ static const struct lm_stats_field lm_delta_stat_fields[] = {
 	F(LM_STAT_CLUSTER, deltas_pulled),
 	F(LM_STAT_CLUSTER, deltas_pull_missing),
 	F(LM_STAT_CLUSTER, delta_bytes_sent),
+	F(LM_STAT_CLUSTER, deltas_sent_shared),
 };
 
 #undef F

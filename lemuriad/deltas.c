@@ -39,6 +39,8 @@ struct lm_deltas {
 	uint32_t data_count;
 	uint8_t *enc;         /* one encoded delta */
 	size_t enc_cap;
+	bool adaptive;
+	uint8_t *pulled;      /* adaptive: a bit per page a home pulled */
 	int emitted;
 	struct lm_deltas_stats stats;
 };
@@ -98,8 +100,8 @@ static void tidy(lm_deltas *d, struct pdelta *p)
 }
 
 lm_deltas *lm_deltas_create(uint32_t page_size, uint32_t npages,
-			    uint32_t cluster, lm_deltas_emit_fn emit,
-			    void *ctx)
+			    uint32_t cluster, bool adaptive,
+			    lm_deltas_emit_fn emit, void *ctx)
 {
 	lm_deltas *d = calloc(1, sizeof(*d));
 	uint32_t want = npages < 65536 ? npages : 65536;
@@ -111,6 +113,7 @@ lm_deltas *lm_deltas_create(uint32_t page_size, uint32_t npages,
 	d->cluster = cluster;
 	d->emit = emit;
 	d->ctx = ctx;
+	d->adaptive = adaptive;
 	d->bits = 4;
 	while ((1u << d->bits) < want)
 		d->bits++;
@@ -122,7 +125,8 @@ lm_deltas *lm_deltas_create(uint32_t page_size, uint32_t npages,
 	d->buckets = calloc((size_t)1 << d->bits, sizeof(*d->buckets));
 	d->entries = calloc(d->entries_max, sizeof(*d->entries));
 	d->enc = malloc(d->enc_cap);
-	if (!d->buckets || !d->entries || !d->enc)
+	d->pulled = calloc(npages / 8 + 1, 1);
+	if (!d->buckets || !d->entries || !d->enc || !d->pulled)
 		goto err;
 	return d;
 err:
@@ -147,6 +151,7 @@ void lm_deltas_reset(lm_deltas *d)
 	d->nentries = 0;
 	d->data_len = 0;
 	d->data_count = 0;
+	memset(d->pulled, 0, d->npages / 8 + 1);
 }
 
 void lm_deltas_destroy(lm_deltas *d)
@@ -160,6 +165,7 @@ void lm_deltas_destroy(lm_deltas *d)
 	free(d->entries);
 	free(d->data);
 	free(d->enc);
+	free(d->pulled);
 	free(d);
 }
 
@@ -302,7 +308,10 @@ int lm_deltas_seal(lm_deltas *d, bool with_data, bool all_sealed)
 		memset(&p->open, 0, sizeof(p->open));
 		p->has_open = false;
 		d->stats.deltas_registered++;
-		if (!with_data) {
+		if (!with_data && d->adaptive &&
+		    (d->pulled[p->page / 8] & (1u << (p->page % 8)))) {
+			d->stats.deltas_sent_shared++;
+		} else if (!with_data) {
 			add_entry(d, p->page, LM_REG_NEW,
 				  p->has_sealed ? p->sealed_version : 0,
 				  p->reg_writer, NULL);
@@ -388,6 +397,7 @@ int lm_deltas_pull(lm_deltas *d, uint32_t page, uint32_t version,
 		return LM_ENOBUFS;
 	d->stats.delta_bytes_sent += *len;
 	d->stats.deltas_pulled++;
+	d->pulled[page / 8] |= (uint8_t)(1u << (page % 8));
 	if (x == &p->sealed)
 		drop(d, &p->sealed, &p->has_sealed);
 	else

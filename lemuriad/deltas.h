@@ -35,10 +35,13 @@ typedef void (*lm_deltas_emit_fn)(void *ctx, const struct lm_msg *reg);
 #define LM_DELTAS_MSG_DATA (1u << 20)
 
 /* Deltas of pages of page_size bytes, npages of them, for the cluster of
- * layout index `cluster`.  NULL when memory runs out. */
+ * layout index `cluster`.  `adaptive` (relay = adaptive): a page whose
+ * delta a home pulled is registered with its data from then on, as in
+ * eager relay, since another cluster reads it.  NULL when memory runs
+ * out. */
 lm_deltas *lm_deltas_create(uint32_t page_size, uint32_t npages,
-			    uint32_t cluster, lm_deltas_emit_fn emit,
-			    void *ctx);
+			    uint32_t cluster, bool adaptive,
+			    lm_deltas_emit_fn emit, void *ctx);
 void lm_deltas_destroy(lm_deltas *d);
 /* Drops every delta (a new run). */
 void lm_deltas_reset(lm_deltas *d);
@@ -89,6 +92,8 @@ struct lm_deltas_stats {
 	uint64_t deltas_pull_missing; /* PULLs of a delta no longer here */
 	uint64_t delta_bytes_sent;    /* delta bytes in REGISTERs and PULL
 					 answers */
+	uint64_t deltas_sent_shared;  /* adaptive: sent with their data
+					 because the page was pulled before */
 };
 const struct lm_deltas_stats *lm_deltas_stats(const lm_deltas *d);
 

@@ -93,7 +93,7 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run \
 # lazy and eager, with loss on every link.
 idx=20
 for l in 3-reflectors 8+8+8+8; do
-	for relay in lazy eager; do
+	for relay in lazy eager adaptive; do
 		idx=$((idx + 1))
 		mkdir -p "$tmp/m$idx"
 		lay=$(private_layout "conf/$l.ini" "$tmp/m$idx" $idx)
@@ -111,14 +111,15 @@ done
 # Lazy relay at work, through the counters: every process rewrites a
 # slice nobody else reads, 10 rounds x 2 KiB x 8 processes = 160 KiB of
 # writes.  Lazy: the only delta data that leaves a lemuriad is the few
-# bytes of lm_distribute's page; eager: all of it goes up.
+# bytes of lm_distribute's page (adaptive too: nobody pulls these pages);
+# eager: all of it goes up.
 # delta_bytes_sent N: the run's total at cluster level (lemuria-run --stats)
 delta_bytes_sent() {
 	awk '$2 == "delta_bytes_sent" { print $4; exit }' "$1"
 }
 echo "dsm: lazy relay keeps private writes in their cluster (counters)"
 idx=14
-for relay in lazy eager; do
+for relay in lazy eager adaptive; do
 	mkdir -p "$tmp/priv-$relay"
 	idx=$((idx + 1))
 	lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/priv-$relay" \
@@ -131,7 +132,8 @@ for relay in lazy eager; do
 	st=$?
 	bytes=$(delta_bytes_sent "$tmp/out")
 	case "$relay" in
-	lazy) ok=$([ "${bytes:-x}" -le 1024 ] 2>/dev/null && echo y) ;;
+	lazy | adaptive)
+		ok=$([ "${bytes:-x}" -le 1024 ] 2>/dev/null && echo y) ;;
 	eager) ok=$([ "${bytes:-0}" -ge 163840 ] 2>/dev/null && echo y) ;;
 	esac
 	if [ $st -eq 0 ] && [ "$(grep -c PASSED "$tmp/out")" -eq 8 ] &&

@@ -1679,6 +1679,50 @@ static void test_eager_relay_sends_data(void)
 	teardown(c);
 }
 
+/* relay = adaptive: lazy until a home pulls a page's delta; from then on
+ * that page's deltas go with their data, the others stay lazy. */
+static void test_adaptive_relay_sends_pulled_pages_data(void)
+{
+	char text[1024];
+	lm_cluster *c;
+	const char *at = strstr(small_layout, "auth = off\n");
+	struct lm_notice none[1] = { NOTE(200, 1) };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	snprintf(text, sizeof(text), "%.*srelay = adaptive\n%s",
+		 (int)(at - small_layout), small_layout, at);
+	/* room for the deltas: no spill may blur what is sent */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(strstr(text, "cache = 12K"));
+	memcpy(strstr(text, "cache = 12K"), "cache = 64K", 11);
+	c = setup_text(text);
+	join_all(c, RUN);
+	flush_page(c, 1, 5, 0, 4, 0x11);
+	flush_page(c, 1, 6, 0, 4, 0x12);
+	barrier_release(c, 1, none, 1); /* both NEW (registered at 40) */
+	CU_ASSERT_EQUAL(pull(c, 5, 40)->m.status, 0); /* 5 is shared */
+	clear_outs();
+	flush_page(c, 1, 5, 8, 4, 0x21);
+	flush_page(c, 1, 6, 8, 4, 0x22);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 2);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct lm_notice *e = &outs[0].notices[i];
+
+		if (e->page == 5) {
+			CU_ASSERT_EQUAL(e->base, LM_REG_DATA);
+		} else {
+			CU_ASSERT(e->page == 6 && e->base == LM_REG_NEW &&
+				  e->version == 40);
+		}
+	}
+	CU_ASSERT_EQUAL(outs[0].m.diffs.count, 1);
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_sent_shared, 1);
+	teardown(c);
+}
+
 /* Deltas share the cache size with the copies (I5): beyond it they go
  * home with their data, so the lemuriad's memory stays bounded. */
 static void test_deltas_stay_within_cache(void)
@@ -1827,6 +1871,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_next_delta_merged_or_older_pushed),
 	LM_TEST(test_unlock_parked_behind_registration),
 	LM_TEST(test_eager_relay_sends_data),
+	LM_TEST(test_adaptive_relay_sends_pulled_pages_data),
 	LM_TEST(test_deltas_stay_within_cache),
 	LM_TEST(test_abort_relayed_both_ways),
 	LM_TEST(test_grant_after_leave_returns_lock),

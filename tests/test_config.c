@@ -676,7 +676,7 @@ static void test_reject_region(void)
 	expect_reject("[lemuria]\nauth = maybe\n", 2,
 		      "auth \"maybe\" is not on or off");
 	expect_reject("[lemuria]\nrelay = sometimes\n", 2,
-		      "relay \"sometimes\" is not lazy or eager");
+		      "relay \"sometimes\" is not lazy, eager or adaptive");
 	tmp_teardown();
 }
 
