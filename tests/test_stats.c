@@ -611,18 +611,18 @@ static void test_engine_counts_retransmits_per_peer(void)
 
 /* A protocol that answers JOIN and LEAVE, and on JOIN also sends one
  * message to its reflector, which is not running. */
-struct stub {
+struct probe {
 	struct lm_msg_out out;
 	void *ctx;
 	uint64_t handled;
 	uint16_t reflector;
 };
 
-static void *stub_create(const struct lm_layout *layout, const char *name,
+static void *probe_create(const struct lm_layout *layout, const char *name,
 			 uint16_t self_id, const struct lm_msg_out *out,
 			 void *out_ctx, char *err, size_t errlen)
 {
-	struct stub *s = calloc(1, sizeof(*s));
+	struct probe *s = calloc(1, sizeof(*s));
 
 	(void)name;
 	(void)self_id;
@@ -636,16 +636,16 @@ static void *stub_create(const struct lm_layout *layout, const char *name,
 	return s;
 }
 
-static void stub_destroy(void *machine)
+static void probe_destroy(void *machine)
 {
 	free(machine);
 }
 
-static void stub_handle(void *machine, uint16_t from,
+static void probe_handle(void *machine, uint16_t from,
 			enum lm_rel_msg_kind kind, uint32_t req_id,
 			const struct lm_msg *m)
 {
-	struct stub *s = machine;
+	struct probe *s = machine;
 	struct lm_msg r = { .run = m->run };
 
 	s->handled++;
@@ -663,18 +663,18 @@ static void stub_handle(void *machine, uint16_t from,
 	s->out.reply(s->ctx, from, req_id, &r);
 }
 
-static void stub_stats(void *machine, lm_stats_set *out)
+static void probe_stats(void *machine, lm_stats_set *out)
 {
-	struct stub *s = machine;
+	struct probe *s = machine;
 
-	lm_stats_add(out, LM_STAT_CLIENT, "stub_handled", s->handled);
+	lm_stats_add(out, LM_STAT_CLIENT, "probe_handled", s->handled);
 }
 
-static const struct lm_daemon_protocol stub_proto = {
-	.create = stub_create,
-	.destroy = stub_destroy,
-	.handle = stub_handle,
-	.stats = stub_stats,
+static const struct lm_daemon_protocol probe_proto = {
+	.create = probe_create,
+	.destroy = probe_destroy,
+	.handle = probe_handle,
+	.stats = probe_stats,
 };
 
 struct live {
@@ -717,7 +717,7 @@ static void *live_main(void *arg)
 }
 
 /* Lemuriad c0 of a one-reflector layout with two clients, running the
- * stub protocol in its own thread. */
+ * probe protocol in its own thread. */
 static int live_start(struct live *lv)
 {
 	char key[4096], err[512];
@@ -753,7 +753,7 @@ static int live_start(struct live *lv)
 		return -1;
 	lv->d = lm_daemon_create(lv->base, lv->l, LM_ROLE_LEMURIAD, "c0", err,
 				 sizeof(err));
-	if (!lv->d || lm_daemon_start_protocol(lv->d, &stub_proto, err,
+	if (!lv->d || lm_daemon_start_protocol(lv->d, &probe_proto, err,
 					       sizeof(err))) {
 		fprintf(stderr, "live: %s\n", err);
 		return -1;
@@ -873,7 +873,7 @@ static void test_daemon_answers_stats_per_level(void)
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLUSTER, "msgs_sent"), 0);
 	/* A lemuriad has no root link. */
 	CU_ASSERT_EQUAL(val(s, LM_STAT_ROOT, "msgs_sent"), UINT64_MAX);
-	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "stub_handled"), 0);
+	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "probe_handled"), 0);
 
 	ok_len = live_call(client, &join, &join_len);
 	CU_ASSERT_FATAL(ok_len > 0);
@@ -886,7 +886,7 @@ static void test_daemon_answers_stats_per_level(void)
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "bytes_sent"), (uint64_t)ok_len);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLUSTER, "msgs_sent"), 1);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLUSTER, "msgs_received"), 0);
-	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "stub_handled"), 1);
+	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "probe_handled"), 1);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_NONE, "msgs_undecodable"), 0);
 
 	/* Asking again: control traffic is not counted. */
@@ -914,7 +914,7 @@ static void test_daemon_answers_stats_per_level(void)
 			join_len + leave_len);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "bytes_sent"),
 			(uint64_t)(ok_len + left_len));
-	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "stub_handled"), 2);
+	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "probe_handled"), 2);
 
 	/* A STATS with a body is dropped and counted, not answered. */
 	{
@@ -968,7 +968,7 @@ static void test_runstats_query_live_daemon(void)
 	CU_ASSERT(r0->why[0] != '\0');
 	CU_ASSERT_STRING_EQUAL(c0->name, "c0");
 	CU_ASSERT_EQUAL_FATAL(c0->rc, 0);
-	CU_ASSERT_EQUAL(val(c0->set, LM_STAT_CLIENT, "stub_handled"), 0);
+	CU_ASSERT_EQUAL(val(c0->set, LM_STAT_CLIENT, "probe_handled"), 0);
 	CU_ASSERT_EQUAL(val(c0->set, LM_STAT_CLIENT, "msgs_sent"), 0);
 out:
 	lm_runstats_destroy(rs);
