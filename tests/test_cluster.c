@@ -874,8 +874,8 @@ static const char small_layout[] =
 	"clients = 4\n"
 	"cache = 12K\n";
 
-/* Loads small_layout (a cache of three pages) through a temporary file. */
-static lm_cluster *setup_small(void)
+/* Loads `text` as the layout through a temporary file. */
+static lm_cluster *setup_text(const char *text)
 {
 	char path[64];
 	FILE *f;
@@ -885,11 +885,17 @@ static lm_cluster *setup_small(void)
 		 (long)getpid());
 	f = fopen(path, "w");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs(small_layout, f);
+	fputs(text, f);
 	fclose(f);
 	c = setup_path(path);
 	remove(path);
 	return c;
+}
+
+/* small_layout: a cache of three pages. */
+static lm_cluster *setup_small(void)
+{
+	return setup_text(small_layout);
 }
 
 static void test_lru_bound(void)
@@ -1629,23 +1635,6 @@ static void test_recalled_token_bounded_handoffs(void)
 	teardown(c);
 }
 
-/* Loads `text` as the layout through a temporary file. */
-static lm_cluster *setup_text(const char *text)
-{
-	char path[64];
-	FILE *f;
-	lm_cluster *c;
-
-	snprintf(path, sizeof(path), "/tmp/lm_test_cluster_%ld.ini",
-		 (long)getpid());
-	f = fopen(path, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs(text, f);
-	fclose(f);
-	c = setup_path(path);
-	remove(path);
-	return c;
-}
 
 /* relay = eager: the deltas travel with the registration, merged per
  * page (two flushes of one page make one entry). */
