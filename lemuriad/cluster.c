@@ -1,5 +1,6 @@
 /* lemuriad protocol layer: the state machine of role L in docs/dsm.md.
- * It owns the cluster page cache and relays everything else between the
+ * It owns the cluster page cache, the cluster deltas (deltas.c) and the
+ * lock tokens held in the cluster, and relays everything else between the
  * cluster's clients and its reflector; it never touches a socket.
  *
  * Readings of docs/dsm.md where it leaves a choice (simplest that keeps
@@ -24,17 +25,19 @@
  *    from R is not a whole page, is answered with a PAGE of data_len 0
  *    (as R does), which the client reports as an error, instead of
  *    leaving it blocked.
- *  - A GRANT for a client that left meanwhile is handed back to R as an
- *    UNLOCK, so the lock is not lost.
+ *  - A lock token whose clients all left stays here, free, until the
+ *    manager recalls it, so the lock is not lost.
  *  - Coalesced fetches respect I3: a reply older than a notice seen while
  *    the fetch was pending is not cached, and the clients that asked after
  *    that notice are served by a new upstream FETCH.
- *  - A reply to a FETCH that was pending while a FLUSH of the same page
- *    went up is not cached either (it predates those diffs, FIFO), so a
- *    cached copy always holds every diff we forwarded after the home
- *    served it: what the sole-cluster rule in apply_notices relies on.
- *  - FLUSH goes up with the sender's rank (the writer R's notices name),
- *    taken from its node id like LOCK's. */
+ *  - A reply gets our deltas the home lacks written on top; one that was
+ *    pending while data of the page left us (push, pull, eager) is cached
+ *    only if at least as new as the version that data is in at the home,
+ *    so a cached copy always holds every delta of ours: what the
+ *    sole-cluster rule in apply_notices relies on.
+ *  - A client's diffs join the page's delta with the sender's rank as
+ *    writer (the one the home's notices name), taken from its node id
+ *    like LOCK's. */
 #include "cluster.h"
 
 #include <stdbool.h>
@@ -54,9 +57,9 @@
 #define LM_CLUSTER_BUCKETS_MAX (1u << 20)
 
 /* One cached copy of a page.  `version` is the home version it reflects
- * (I3); the data may hold more than that version after FLUSHes: exactly
- * the home's page at `version` plus every diff of the page we forwarded
- * since (see reply_page and handle_flush). */
+ * (I3); the data may hold more than that version: exactly the home's page
+ * at `version` plus every delta of ours the home lacked then (see
+ * reply_page and handle_flush). */
 struct cpage {
 	uint32_t page;
 	uint32_t version;
@@ -270,8 +273,8 @@ static void cache_touch(lm_cluster *c, struct cpage *cp)
 	}
 }
 
-/* Drops a copy without any message: every change to it already went
- * home with the FLUSH that made it (eager relay, docs/dsm.md 4). */
+/* Drops a copy without any message: our changes to it are kept apart in
+ * the cluster deltas (deltas.c), which go home on their own. */
 static void cache_remove(lm_cluster *c, struct cpage *cp)
 {
 	struct cpage **pp = &c->buckets[bucket_of(c, cp->page)];
