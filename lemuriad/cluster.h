@@ -1,6 +1,8 @@
 /* The lemuriad's protocol state machine (docs/dsm.md, role L): client
- * registration, the cluster page cache, FETCH coalescing, FLUSH relay,
- * the cluster barrier, lock/alloc relays, CREATE/END routing and run ids.
+ * registration, the cluster page cache, FETCH coalescing, the cluster
+ * deltas and their registration (lazy, eager or adaptive relay), the
+ * cluster barrier, lock tokens, alloc relays, CREATE/END routing, run ids
+ * and aborts.
  *
  * Decoded messages go in through lm_cluster_handle; messages come out
  * through the struct lm_msg_out callbacks during that call.  No sockets,
@@ -50,7 +52,8 @@ struct lm_cluster_stats {
 	uint64_t fetch_hits;        /* FETCH answered from the cache */
 	uint64_t fetch_misses;      /* FETCH forwarded to the reflector */
 	uint64_t fetch_coalesced;   /* FETCH joined one already forwarded */
-	uint64_t flushes;           /* FLUSH lists applied and forwarded */
+	uint64_t flushes;           /* FLUSH lists applied to the cache and
+				       the deltas */
 	uint64_t evictions;         /* copies dropped to stay in the cache */
 	uint64_t invalidations;     /* copies dropped by a newer notice */
 	uint64_t kept;              /* copies kept by a newer notice that
