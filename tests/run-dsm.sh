@@ -90,7 +90,7 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run \
 	"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
 
 # The acceptance matrix of the hierarchy: three reflectors and 8+8+8+8,
-# lazy and eager, with loss on every link.
+# each relay, without and with loss on every link.
 idx=20
 for l in 3-reflectors 8+8+8+8; do
 	for relay in lazy eager adaptive; do
@@ -98,7 +98,11 @@ for l in 3-reflectors 8+8+8+8; do
 		mkdir -p "$tmp/m$idx"
 		lay=$(private_layout "conf/$l.ini" "$tmp/m$idx" $idx)
 		sed -i "s/^relay = lazy/relay = $relay/" "$lay"
-		echo "dsm: $l, relay = $relay, 5% loss"
+		echo "dsm: $l, relay = $relay, without and with 5% loss"
+		run "race-free stress on $l, $relay" "$lay" 240 "PASSED" \
+			"$build/tests/dsmtest" stress 4 8 $((idx + 100))
+		run "LU n=128 on $l, $relay" "$lay" 240 "TEST PASSED" \
+			"$build/splash2/lu" -n128 -b16 -t
 		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run \
 			"race-free stress on $l, $relay, with loss" "$lay" 240 \
 			"PASSED" "$build/tests/dsmtest" stress 4 8 $idx
