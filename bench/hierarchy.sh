@@ -18,6 +18,7 @@
 set -u
 
 me=bench/hierarchy.sh
+. "$(dirname "$0")/lib.sh" # is_count absolute layout_file layout_label timed
 layouts="8 4+4 8+8 16 8+8+8+8"
 relays="lazy eager"
 reps=3
@@ -55,11 +56,6 @@ PASSED or no time is recorded as failed and left out of the medians.
 EOF
 }
 
-is_count() { # a positive decimal integer
-	case $1 in '' | *[!0-9]* | 0*) return 1 ;; esac
-	return 0
-}
-
 while getopts ql:R:r:a:o:T:B:h opt; do
 	case $opt in
 	q) quick=1 ;;
@@ -89,11 +85,6 @@ if [ $quick -eq 1 ]; then
 	[ -n "$out" ] || out=${TMPDIR:-/tmp}/lemuria-hierarchy-quick.csv
 fi
 
-# Paths given on the command line are relative to the caller's directory;
-# everything else is relative to the top of the tree.
-absolute() {
-	case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac
-}
 [ -n "$out" ] && out=$(absolute "$out")
 [ -n "$build" ] && build=$(absolute "$build")
 caller=$PWD
@@ -126,18 +117,6 @@ for r in $relays; do
 	case $seen in *" $r "*) complain "-R: relay '$r' given twice" ;; esac
 	seen="$seen$r "
 done
-
-# layout_file NAME: conf/NAME.ini, or NAME itself when it is a path.
-layout_file() {
-	case $1 in
-	*.ini | */*) case $1 in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac ;;
-	*) echo "$root/conf/$1.ini" ;;
-	esac
-}
-layout_label() {
-	b=${1##*/}
-	echo "${b%.ini}"
-}
 
 # layout_size FILE: prints "PROCESSES CLUSTERS REFLECTORS", read from the
 # layout's [cluster NAME] sections and their clients keys and its
@@ -236,18 +215,6 @@ interrupted() {
 }
 trap interrupted INT TERM
 trap cleanup EXIT
-
-# timed LIMIT LOG COMMAND...: runs COMMAND with its output in LOG, killed
-# after LIMIT seconds; returns its status (124 when it timed out).
-timed() {
-	lim=$1; log=$2; shift 2
-	timeout -k 5 "$lim" "$@" >"$log" 2>&1 </dev/null &
-	child=$!
-	wait "$child"
-	st=$?
-	child=""
-	return $st
-}
 
 # micros LOG: LU's "Total time without initialization" in µs, or nothing.
 micros() {

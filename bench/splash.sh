@@ -17,6 +17,7 @@
 set -u
 
 me=bench/splash.sh
+. "$(dirname "$0")/lib.sh" # is_count absolute layout_file layout_label timed
 prog=lu
 args="-n1024 -b16"
 reps=3
@@ -44,11 +45,6 @@ or no time is counted as failed and not timed; so is a failed pthreads run.
 EOF
 }
 
-is_count() { # a positive decimal integer
-	case $1 in '' | *[!0-9]* | 0*) return 1 ;; esac
-	return 0
-}
-
 while getopts p:a:r:l:o:T:B:h opt; do
 	case $opt in
 	p) prog=$OPTARG ;;
@@ -70,11 +66,6 @@ if [ $# -ne 0 ]; then
 fi
 set -f # ARGS and LAYOUTS are split into words, never expanded as patterns
 
-# Paths given on the command line are relative to the caller's directory;
-# everything else is relative to the top of the tree.
-absolute() {
-	case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac
-}
 [ -n "$out" ] && out=$(absolute "$out")
 [ -n "$build" ] && build=$(absolute "$build")
 caller=$PWD
@@ -97,18 +88,6 @@ for f in "$run_bin" "$lm_bin" "$pt_bin"; do
 	[ -x "$f" ] || complain "$f: not found or not executable (run make)"
 done
 [ -n "$layouts" ] || complain "-l wants at least one layout"
-
-# layout_file NAME: conf/NAME.ini, or NAME itself when it is a path.
-layout_file() {
-	case $1 in
-	*.ini | */*) case $1 in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac ;;
-	*) echo "$root/conf/$1.ini" ;;
-	esac
-}
-layout_label() {
-	b=${1##*/}
-	echo "${b%.ini}"
-}
 
 # layout_size FILE: prints "PROCESSES CLUSTERS", read from the layout's
 # [cluster NAME] sections and their clients keys (docs/layout.md syntax:
@@ -174,18 +153,6 @@ interrupted() {
 }
 trap interrupted INT TERM
 trap cleanup EXIT
-
-# timed LIMIT LOG COMMAND...: runs COMMAND with its output in LOG, killed
-# after LIMIT seconds; returns its status (124 when it timed out).
-timed() {
-	lim=$1; log=$2; shift 2
-	timeout -k 5 "$lim" "$@" >"$log" 2>&1 </dev/null &
-	child=$!
-	wait "$child"
-	st=$?
-	child=""
-	return $st
-}
 
 # seconds LOG: the program's "Total time without initialization" in
 # seconds, or nothing.
