@@ -86,11 +86,39 @@ static int queue_delta(lm_home *h, uint32_t page, uint32_t cluster,
 	return 0;
 }
 
+/* The page's version just went up by a change of rank `writer` (or
+ * LM_WRITER_MANY) through cluster `wcluster`, sent in `epoch`: records it
+ * in the page's epoch entry and returns the page's notice.  The notice is
+ * exact: a copy at `base` plus exactly the epoch's changes is the page at
+ * `version`, which lets a sole writer keep its copy (docs/dsm.md "Sole
+ * writers"). */
+static struct lm_notice note_change(lm_home *h, uint32_t page,
+				    uint32_t epoch, uint32_t writer,
+				    uint32_t wcluster)
+{
+	struct page_epoch *pe = &h->pe[page];
+	struct lm_notice n;
+
+	if (pe->epoch1 != epoch + 1) {
+		pe->epoch1 = epoch + 1;
+		pe->base = h->versions[page] - 1;
+		pe->writer = writer;
+		pe->wcluster = wcluster;
+	}
+	if (pe->writer != writer)
+		pe->writer = LM_WRITER_MANY;
+	if (pe->wcluster != wcluster)
+		pe->wcluster = LM_WRITER_MANY;
+	n.page = page;
+	n.version = h->versions[page];
+	n.base = pe->base;
+	n.writer = pe->writer;
+	n.wcluster = pe->wcluster;
+	return n;
+}
+
 /* Applies a list of rank `writer`, sent in `epoch`, to our master copies,
- * all or nothing.  A page's version goes up once per list; its epoch entry
- * records the epoch's base and writers, so that the notice is exact: a
- * copy at `base` plus exactly the epoch's diffs is the page at `version`,
- * which lets a sole writer keep its copy (docs/dsm.md "Sole writers").
+ * all or nothing.  A page's version goes up once per list (note_change).
  * The notices of the pages go to h->scratch; returns their count, or a
  * negative LM_E* with nothing applied. */
 long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
@@ -131,9 +159,6 @@ long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 	}
 	pos = 0;
 	while (lm_msg_diffs_next(d, &pos, &page, &diff, &len) == 1) {
-		struct page_epoch *pe = &h->pe[page];
-		struct lm_notice *no;
-
 		if (h->pend[page]) {
 			/* registered deltas come first (I1): this one waits
 			 * behind them with its own version */
@@ -151,22 +176,8 @@ long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 			h->flush_mark[page] = h->flush_seq;
 			h->versions[page]++;
 		}
-		if (pe->epoch1 != epoch + 1) {
-			pe->epoch1 = epoch + 1;
-			pe->base = h->versions[page] - 1;
-			pe->writer = writer;
-			pe->wcluster = wcluster;
-		}
-		if (pe->writer != writer)
-			pe->writer = LM_WRITER_MANY;
-		if (pe->wcluster != wcluster)
-			pe->wcluster = LM_WRITER_MANY;
-		no = &h->scratch[count++];
-		no->page = page;
-		no->version = h->versions[page];
-		no->base = pe->base;
-		no->writer = pe->writer;
-		no->wcluster = pe->wcluster;
+		h->scratch[count++] = note_change(h, page, epoch, writer,
+						  wcluster);
 	}
 	h->stats.flushes++;
 	return count;
@@ -353,8 +364,6 @@ long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
 	for (uint32_t i = 0; i < m->nnotices; i++) {
 		const struct lm_notice *e = &m->notices[i];
 		struct pending *pd, *last = NULL;
-		struct page_epoch *pe = &h->pe[e->page];
-		struct lm_notice *no;
 
 		diff = NULL;
 		len = 0;
@@ -391,22 +400,8 @@ long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
 			continue;
 		}
 		h->stats.regs_entered++;
-		if (pe->epoch1 != epoch + 1) {
-			pe->epoch1 = epoch + 1;
-			pe->base = h->versions[e->page] - 1;
-			pe->writer = e->writer;
-			pe->wcluster = ci;
-		}
-		if (pe->writer != e->writer)
-			pe->writer = LM_WRITER_MANY;
-		if (pe->wcluster != ci)
-			pe->wcluster = LM_WRITER_MANY;
-		no = &h->scratch[count++];
-		no->page = e->page;
-		no->version = h->versions[e->page];
-		no->base = pe->base;
-		no->writer = pe->writer;
-		no->wcluster = pe->wcluster;
+		h->scratch[count++] = note_change(h, e->page, epoch, e->writer,
+						  ci);
 	}
 	for (uint32_t i = 0; i < m->nnotices; i++)
 		settle(h, m->notices[i].page);
