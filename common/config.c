@@ -399,7 +399,7 @@ enum sect_kind {
 };
 
 enum lemuria_key { LK_SHARED_SIZE, LK_PAGE_SIZE, LK_BASE, LK_SECRET_FILE,
-		   LK_AUTH, LK_RELAY };
+		   LK_AUTH, LK_RELAY, LK_UPDATES };
 enum transport_key { TK_MTU, TK_RTO_INITIAL, TK_RTO_MIN, TK_RTO_MAX,
 		     TK_RETRIES, TK_WINDOW, TK_ACK_DELAY };
 enum reflector_key { RK_LISTEN, RK_CACHE };
@@ -407,7 +407,7 @@ enum cluster_key { CK_REFLECTOR, CK_LISTEN, CK_CLIENTS, CK_CACHE };
 
 static const char *const lemuria_keys[] = {
 	"shared_size", "page_size", "base", "secret_file", "auth", "relay",
-	NULL
+	"updates", NULL
 };
 static const char *const transport_keys[] = {
 	"mtu", "rto_initial", "rto_min", "rto_max", "retries", "window",
@@ -772,6 +772,13 @@ static int set_lemuria(struct parser *p, int key, const char *v)
 		if (parse_bool(v, &l->auth) < 0) {
 			fail(p, p->line, LM_ECONFIG,
 			     "auth \"%s\" is not on or off", v);
+			return -1;
+		}
+		return 0;
+	case LK_UPDATES:
+		if (parse_bool(v, &l->updates) < 0) {
+			fail(p, p->line, LM_ECONFIG,
+			     "updates \"%s\" is not on or off", v);
 			return -1;
 		}
 		return 0;
@@ -1297,6 +1304,7 @@ static void set_defaults(struct lm_layout *l)
 	l->page_size = LM_CFG_PAGE_DEFAULT;
 	l->auth = true;
 	l->relay = LM_RELAY_LAZY;
+	l->updates = true;
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {
 		struct lm_transport_cfg *t = &l->transport[lv];
 

@@ -84,6 +84,8 @@ struct lm_layout {
 	uint64_t base;            /* fixed virtual address of the region */
 	char secret_file[LM_PATH_MAX]; /* resolved against the layout's dir */
 	bool auth;                /* MAC every datagram (default on) */
+	bool updates;             /* lemuriads send barrier updates
+				     (docs/dsm.md "Updates"; default on) */
 	uint8_t key[LM_KEY_BYTES]; /* derived from the secret file */
 	enum lm_relay_mode relay;
 	/* [transport LEVEL] */

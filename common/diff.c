@@ -418,6 +418,24 @@ int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
 	return 0;
 }
 
+int lm_delta_mark_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
+{
+	size_t pos = 0;
+	int rc;
+
+	rc = lm_diff_validate(diff, len, d->page_size);
+	if (rc < 0)
+		return rc;
+	while (pos < len) {
+		size_t off = lm_get32(diff + pos);
+		size_t rl = lm_get32(diff + pos + 4);
+
+		d->dirty += set_range(d->mask, off, rl);
+		pos += LM_DIFF_RUN_HDR + rl;
+	}
+	return 0;
+}
+
 size_t lm_delta_encoded_len(const struct lm_delta *d)
 {
 	size_t runs = 0, nw = mask_words(d->page_size);

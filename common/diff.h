@@ -110,6 +110,11 @@ static inline bool lm_delta_is_empty(const struct lm_delta *d)
  * first; on LM_EBADMSG the delta is unchanged. */
 int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len);
 
+/* Like lm_delta_add_diff for the mask (and dirty) only: bytes are not
+ * read or written and may be NULL.  A lemuriad marks the bytes of an
+ * epoch in a page whose values its cached copy holds, and points bytes
+ * at that copy to encode them (docs/dsm.md "Updates"). */
+int lm_delta_mark_diff(struct lm_delta *d, const uint8_t *diff, size_t len);
 /* Exact size lm_delta_encode will produce. */
 size_t lm_delta_encoded_len(const struct lm_delta *d);
 

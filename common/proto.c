@@ -19,7 +19,7 @@
  *   PAGE       page, version, data (the page)
  *   FLUSH      rank (the writer), diffs
  *   BARRIER    id
- *   RELEASE    id, notices
+ *   RELEASE    id, notices, diffs (L -> C: updates, docs/dsm.md)
  *   LOCK       id, rank
  *   GRANT      id, notices
  *   UNLOCK     id, rank
@@ -171,7 +171,7 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_FLUSH] = { "FLUSH", F_RANK | F_EPOCH | F_DIFFS, true },
 	[LM_MSG_FLUSH_OK] = { "FLUSH_OK", F_STATUS | F_NOTICES, true },
 	[LM_MSG_BARRIER] = { "BARRIER", F_ID | F_EPOCH | F_NOTICES, true },
-	[LM_MSG_RELEASE] = { "RELEASE", F_ID | F_NOTICES, true },
+	[LM_MSG_RELEASE] = { "RELEASE", F_ID | F_NOTICES | F_DIFFS, true },
 	[LM_MSG_LOCK] = { "LOCK", F_ID | F_RANK | F_EPOCH, true },
 	[LM_MSG_GRANT] = { "GRANT", F_ID | F_NOTICES, true },
 	[LM_MSG_UNLOCK] = { "UNLOCK", F_ID | F_RANK | F_EPOCH | F_NOTICES,

@@ -151,7 +151,9 @@ struct lm_msg {
 	const uint8_t *data;   /* PAGE: page_size bytes; CREATE: image;
 				  ABORT: reason text (not NUL-terminated) */
 	size_t data_len;
-	struct lm_msg_diffs diffs;          /* FLUSH */
+	struct lm_msg_diffs diffs;          /* FLUSH, REGISTER, DELTA;
+					       RELEASE from L to C: updates
+					       of pages C holds */
 	const struct lm_notice *notices;    /* RELEASE, GRANT, END; between
 					       reflectors also FLUSH_OK,
 					       BARRIER, UNLOCK */

@@ -49,6 +49,7 @@
 #include "diff.h"
 #include "lm_error.h"
 #include "log.h"
+#include "updates.h"
 #include "wire.h"
 
 /* Client requests that may wait on the reflector at once, per client
@@ -221,6 +222,7 @@ struct lm_cluster {
 	uint32_t *known;        /* per page: the newest notice seen, which
 				   a FETCH asks the reflector's cache for */
 	uint8_t *deltabuf;      /* one encoded delta, for PULL */
+	lm_updates *updates;    /* barrier updates; NULL when off */
 
 	struct lm_cluster_stats stats;
 };
@@ -343,6 +345,17 @@ static void count_bad(lm_cluster *c, uint16_t from, const struct lm_msg *m,
 		     c->cfg->name, m ? m->type : 0, from, why);
 }
 
+static int client_slot(const lm_cluster *c, uint16_t node);
+
+/* Client `node` got a copy of `page` (barrier updates keep it valid). */
+static void hold(lm_cluster *c, uint16_t node, uint32_t page)
+{
+	int slot = client_slot(c, node);
+
+	if (c->updates && slot >= 0)
+		lm_updates_hold(c->updates, (uint32_t)slot, page);
+}
+
 /* Local rank of a client node, or -1 when the node is not one of ours. */
 static int client_slot(const lm_cluster *c, uint16_t node)
 {
@@ -417,6 +430,8 @@ static void reset_run(lm_cluster *c, uint64_t run)
 		memset(&c->clients[i], 0, sizeof(c->clients[i]));
 	}
 	lm_deltas_reset(c->deltas);
+	if (c->updates)
+		lm_updates_reset(c->updates);
 	memset(c->known, 0, c->npages * sizeof(*c->known));
 	for (size_t i = 0; i < c->nparked; i++)
 		free(c->parked[i].data);
@@ -1071,6 +1086,7 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 	if (cp) {
 		cache_touch(c, cp);
 		c->stats.fetch_hits++;
+		hold(c, from, cp->page);
 		msg_init(c, &r, LM_MSG_PAGE);
 		r.page = cp->page;
 		r.version = cp->version;
@@ -1143,6 +1159,12 @@ static void handle_flush(lm_cluster *c, int slot, uint16_t from,
 
 		if (cp)
 			lm_diff_apply(cp->data, c->page_size, diff, len);
+		if (c->updates) {
+			/* refused masks only cost this epoch its updates */
+			(void)lm_updates_note_diff(c->updates, page,
+						   (uint32_t)slot, diff, len);
+			lm_updates_hold(c->updates, (uint32_t)slot, page);
+		}
 		if (lm_deltas_add(c->deltas, page, diff, len,
 				  slot_rank(c, slot)) < 0) {
 			lm_log_error("cluster %s: no memory for a delta of "
@@ -1536,6 +1558,7 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 		}
 		*pp = w->next;
 		c->out.reply(c->ctx, w->node, w->req_id, &r);
+		hold(c, w->node, m->page);
 		free(w);
 		c->nwaits--;
 	}
@@ -1674,10 +1697,37 @@ static void handle_pull(lm_cluster *c, uint32_t req_id,
 	c->out.reply(c->ctx, c->reflector, req_id, &r);
 }
 
+/* The copies the sole-cluster rule of apply_notices will keep at their
+ * notice's version, which therefore hold every byte of the epoch: the
+ * sources of the clients' updates.  NULL entries elsewhere. */
+static const uint8_t **update_sources(lm_cluster *c, const struct lm_notice *n,
+				      uint32_t count)
+{
+	const uint8_t **src = calloc(count ? count : 1, sizeof(*src));
+
+	for (uint32_t i = 0; src && i < count; i++) {
+		struct cpage *cp = cache_find(c, n[i].page);
+
+		if (cp && cp->version < n[i].version &&
+		    n[i].wcluster == c->index && cp->version == n[i].base)
+			src[i] = cp->data;
+	}
+	return src;
+}
+
 static void handle_release(lm_cluster *c, const struct lm_msg *m)
 {
+	const uint8_t **src = NULL;
+	bool updates = false;
 	struct lm_msg r;
 
+	/* the pages stay cached meanwhile: nothing evicts during the call */
+	if (c->updates && c->barrier_up && m->id == c->barrier_up_id) {
+		src = update_sources(c, m->notices, m->nnotices);
+		updates = src && lm_updates_prepare(c->updates, m->notices,
+						    m->nnotices, src) == 0;
+	}
+	free(src);
 	/* invalidation is exact and idempotent, so it is safe even for a
 	 * RELEASE we did not expect */
 	apply_notices(c, m->notices, m->nnotices);
@@ -1704,9 +1754,15 @@ static void handle_release(lm_cluster *c, const struct lm_msg *m)
 		if (!cl->at_barrier || cl->barrier_id != m->id)
 			continue;
 		cl->at_barrier = false;
+		if (updates)
+			lm_updates_for_client(c->updates, i, slot_rank(c, (int)i),
+					      m->notices, m->nnotices,
+					      &r.diffs);
 		c->out.reply(c->ctx, slot_node(c, (int)i), cl->barrier_req,
 			     &r);
 	}
+	if (c->updates)
+		lm_updates_epoch_end(c->updates);
 }
 
 static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
@@ -1878,8 +1934,14 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + 8);
+	/* the epoch's masks: an eighth of the cache at most (docs/dsm.md) */
+	if (layout->updates)
+		c->updates = lm_updates_create(
+			c->page_size, (uint32_t)c->npages, c->nclients,
+			c->cache_max * c->page_size / 8);
 	if (!c->buckets || !c->clients || (c->nclients && c->first_node == 0) ||
-	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->known)
+	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->known ||
+	    (layout->updates && !c->updates))
 		goto err;
 	return c;
 err:
@@ -1894,6 +1956,7 @@ void lm_cluster_destroy(lm_cluster *c)
 	if (c->buckets && c->clients && c->deltas)
 		reset_run(c, c->run);
 	lm_deltas_destroy(c->deltas);
+	lm_updates_destroy(c->updates);
 	free(c->parked);
 	free(c->pagebuf);
 	free(c->deltabuf);
@@ -1946,6 +2009,13 @@ void lm_cluster_peer_lost(lm_cluster *c, uint16_t node)
 const struct lm_cluster_stats *lm_cluster_stats(const lm_cluster *c)
 {
 	return &c->stats;
+}
+
+const struct lm_updates_stats *lm_cluster_updates_stats(const lm_cluster *c)
+{
+	static const struct lm_updates_stats none;
+
+	return c->updates ? lm_updates_stats(c->updates) : &none;
 }
 
 const struct lm_deltas_stats *lm_cluster_delta_stats(const lm_cluster *c)

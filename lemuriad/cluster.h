@@ -75,6 +75,11 @@ struct lm_cluster_stats {
 /* Counters since creation (a new run does not clear them). */
 const struct lm_cluster_stats *lm_cluster_stats(const lm_cluster *c);
 
+struct lm_updates_stats;
+/* Counters of the barrier updates (lemuriad/updates.h; zero when off). */
+const struct lm_updates_stats *
+lm_cluster_updates_stats(const lm_cluster *c);
+
 struct lm_deltas_stats;
 /* Counters of the cluster deltas (lemuriad/deltas.h). */
 const struct lm_deltas_stats *lm_cluster_delta_stats(const lm_cluster *c);

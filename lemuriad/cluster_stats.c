@@ -5,6 +5,7 @@
 #include "cluster_stats.h"
 
 #include "deltas.h"
+#include "updates.h"
 
 #define F(level, field) LM_STATS_FIELD(struct lm_cluster_stats, level, field)
 
@@ -44,6 +45,17 @@ static const struct lm_stats_field lm_delta_stat_fields[] = {
 };
 
 #undef F
+#define F(level, field) LM_STATS_FIELD(struct lm_updates_stats, level, field)
+
+/* Barrier updates (lemuriad/updates.h): sent to clients. */
+static const struct lm_stats_field lm_updates_stat_fields[] = {
+	F(LM_STAT_CLIENT, updates_sent),
+	F(LM_STAT_CLIENT, update_bytes),
+	F(LM_STAT_CLIENT, updates_capped),
+	F(LM_STAT_NONE, mask_overflows),
+};
+
+#undef F
 
 void lm_cluster_stats_add(const lm_cluster *c, lm_stats_set *out)
 {
@@ -54,4 +66,8 @@ void lm_cluster_stats_add(const lm_cluster *c, lm_stats_set *out)
 			    lm_delta_stat_fields,
 			    sizeof(lm_delta_stat_fields) /
 				    sizeof(lm_delta_stat_fields[0]));
+	lm_stats_add_fields(out, lm_cluster_updates_stats(c),
+			    lm_updates_stat_fields,
+			    sizeof(lm_updates_stat_fields) /
+				    sizeof(lm_updates_stat_fields[0]));
 }

@@ -173,11 +173,12 @@ static int lm_client_flush(void)
 }
 
 /* Our rank lets region.c keep the pages the notices name us the only
- * writer of (docs/dsm.md "Sole writers"). */
+ * writer of (docs/dsm.md "Sole writers"); a RELEASE's updates keep the
+ * copies they bring up to date ("Updates"). */
 static int lm_client_acquire(const struct lm_msg *reply)
 {
-	int rc = lm_region_apply_notices(reply->notices, reply->nnotices,
-					 lm_self.rank);
+	int rc = lm_region_apply_release(reply->notices, reply->nnotices,
+					 lm_self.rank, &reply->diffs);
 
 	return rc ? lm_client_fail("applying write notices", rc) : 0;
 }

@@ -745,9 +745,33 @@ static void keep_unclosed(uint32_t page)
 	R.stats.invalidations--;
 }
 
+/* The update for n->page, when the next entry of the list (walked in
+ * notice order from *pos) is for that page and well formed; else NULL. */
+static const uint8_t *next_update(const struct lm_msg_diffs *u, size_t *pos,
+				  uint32_t page, size_t *len)
+{
+	size_t at = *pos;
+	uint32_t upage;
+	const uint8_t *diff;
+
+	if (!u || lm_msg_diffs_next(u, &at, &upage, &diff, len) != 1 ||
+	    upage != page)
+		return NULL;
+	*pos = at;
+	return lm_diff_validate(diff, *len, R.page_size) == 0 ? diff : NULL;
+}
+
 int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
 			    uint32_t self_rank)
 {
+	return lm_region_apply_release(n, count, self_rank, NULL);
+}
+
+int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
+			    uint32_t self_rank,
+			    const struct lm_msg_diffs *updates)
+{
+	size_t upos = 0;
 	int rc = 0;
 
 	if (!atomic_load(&R.active) || (count && !n))
@@ -777,7 +801,10 @@ int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
 	 * fault waiting until then. */
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t page = n[i].page;
+		const uint8_t *update;
+		size_t ulen;
 
+		update = next_update(updates, &upos, page, &ulen);
 		if (R.state[page] == PAGE_INVALID ||
 		    R.version[page] >= n[i].version)
 			continue;
@@ -785,6 +812,18 @@ int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
 		    R.version[page] == n[i].base) {
 			R.version[page] = n[i].version;
 			R.stats.kept++;
+			continue;
+		}
+		/* Update: the lemuriad's copy at the notice's version with
+		 * every byte its clients wrote in the epoch; our clean copy
+		 * at base differs from it in those bytes only (docs/dsm.md
+		 * "Updates").  Written through the private mapping. */
+		if (update && R.state[page] == PAGE_READ &&
+		    R.version[page] == n[i].base) {
+			lm_diff_apply(R.rw + page_off(page), R.page_size,
+				      update, ulen);
+			R.version[page] = n[i].version;
+			R.stats.updated++;
 			continue;
 		}
 		R.state[page] = PAGE_INVALID;

@@ -90,12 +90,25 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count);
 int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
 			    uint32_t self_rank);
 
+/* lm_region_apply_notices with the updates of a barrier RELEASE
+ * (docs/dsm.md "Updates"): a diff list in the order of the notices, at
+ * most one entry per notice.  A clean copy at the notice's base that has
+ * an update takes it (written through the private mapping, the view's
+ * protection unchanged) and the notice's version instead of being
+ * invalidated.  A malformed entry, or one out of notice order, is
+ * ignored (and a malformed list from there on): those pages are
+ * invalidated as without updates.  updates may be NULL. */
+int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
+			    uint32_t self_rank,
+			    const struct lm_msg_diffs *updates);
+
 struct lm_region_stats {
 	uint64_t read_faults;   /* faults served as reads */
 	uint64_t write_faults;  /* faults served as writes (twin made) */
 	uint64_t fetches;       /* backend fetches */
 	uint64_t invalidations; /* copies invalidated by notices */
 	uint64_t kept;          /* own copies kept by a sole-writer notice */
+	uint64_t updated;       /* copies kept by applying an update */
 	uint64_t flushed_pages; /* diff-list entries built */
 	uint64_t flushed_bytes; /* diff-list bytes built (headers included) */
 	uint64_t mprotects;     /* mprotect calls on the application's view */

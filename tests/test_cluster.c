@@ -17,6 +17,7 @@
 #include "diff.h"
 #include "lm_error.h"
 #include "proto.h"
+#include "updates.h"
 
 #define HASH 0x1234abcd5678ef00ull
 #define RUN 100u
@@ -1297,6 +1298,162 @@ static void test_sole_cluster_notice_invalidates_otherwise(void)
 	teardown(c);
 }
 
+/* Like barrier_release, but the clients' RELEASE replies stay in the
+ * outputs for the caller. */
+static void barrier_release_kept(lm_cluster *c, uint32_t id,
+				 const struct lm_notice *n, uint32_t nn)
+{
+	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
+
+	clear_outs();
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, id);
+	answer_registers(c, true, 40);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	clear_outs();
+	rel.id = id;
+	rel.notices = n;
+	rel.nnotices = nn;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	CU_ASSERT_EQUAL_FATAL(nouts, 4);
+}
+
+/* The update a RELEASE to `rank` carries for `page`: its runs as
+ * (offset, length, first byte) triples in *runs (at most 4); -1 when it
+ * carries none for the page. */
+static int update_runs(uint32_t rank, uint32_t page, uint32_t runs[4][3])
+{
+	struct out *o = find_out(REPLIED, node_of(rank), LM_MSG_RELEASE);
+	size_t pos = 0, len;
+	uint32_t pg;
+	const uint8_t *d;
+	int n = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	while (lm_msg_diffs_next(&o->m.diffs, &pos, &pg, &d, &len) == 1) {
+		size_t at = 0;
+
+		if (pg != page)
+			continue;
+		while (at + 8 <= len && n < 4) {
+			uint32_t rl = (uint32_t)d[at + 4] |
+				      (uint32_t)d[at + 5] << 8;
+
+			runs[n][0] = (uint32_t)d[at] | (uint32_t)d[at + 1] << 8;
+			runs[n][1] = rl;
+			runs[n][2] = d[at + 8];
+			n++;
+			at += 8 + rl;
+		}
+		return n;
+	}
+	return -1;
+}
+
+/* Updates (docs/dsm.md "Updates"): a page only our clients wrote in the
+ * epoch, whose copy we keep, is sent to each client holding a copy as
+ * the bytes the other writers wrote; the writers' own bytes, pages
+ * nobody here holds, and pages another cluster wrote are not sent. */
+static void test_release_carries_updates(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n[2] = {
+		{ 9, 6, 4, LM_WRITER_MANY, 0 }, /* ranks 1 and 2, ours */
+		{ 20, 5, 4, 5, 1 },             /* rank 5 of cluster c1 */
+	};
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11);  /* rank 0 fetched: holds it */
+	cache_page(c, 20, 4, 0x20);
+	fetch(c, 1, 31, 9);         /* ranks 1 and 2: cache hits */
+	fetch(c, 2, 32, 9);
+	CU_ASSERT_EQUAL(nouts, 2);
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	flush_page(c, 2, 9, 300, 8, 0x78);
+	barrier_release_kept(c, 1, n, 2);
+	/* rank 0 read it: both writers' bytes */
+	CU_ASSERT_EQUAL_FATAL(update_runs(0, 9, runs), 2);
+	CU_ASSERT_EQUAL(runs[0][0], 100);
+	CU_ASSERT_EQUAL(runs[0][1], 8);
+	CU_ASSERT_EQUAL(runs[0][2], 0x77);
+	CU_ASSERT_EQUAL(runs[1][0], 300);
+	CU_ASSERT_EQUAL(runs[1][2], 0x78);
+	/* each writer: the other's bytes only */
+	CU_ASSERT_EQUAL_FATAL(update_runs(1, 9, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 300);
+	CU_ASSERT_EQUAL(runs[0][2], 0x78);
+	CU_ASSERT_EQUAL_FATAL(update_runs(2, 9, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 100);
+	/* rank 3 never had the page; nobody gets c1's page 20 */
+	CU_ASSERT_EQUAL(update_runs(3, 9, runs), -1);
+	for (uint32_t r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(update_runs(r, 20, runs), -1);
+	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 3);
+	clear_outs();
+
+	/* next epoch: nothing written, so nothing sent, although the
+	 * clients still hold page 9 */
+	n[0].base = 6;
+	n[0].version = 7;
+	barrier_release_kept(c, 2, n, 1);
+	for (uint32_t r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(update_runs(r, 9, runs), -1);
+	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 3);
+	teardown(c);
+}
+
+/* No update without a copy kept at the notice's version: the copy was
+ * not at the notice's base (it may lack bytes of the epoch). */
+static void test_release_no_update_without_exact_copy(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n = { 9, 6, 3, LM_WRITER_MANY, 0 };
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11);
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	barrier_release_kept(c, 1, &n, 1);
+	for (uint32_t r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(update_runs(r, 9, runs), -1);
+	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 0);
+	teardown(c);
+}
+
+static const char updates_off_layout[] =
+	"[lemuria]\n"
+	"shared_size = 1M\n"
+	"page_size = 4096\n"
+	"base = 0x500000000000\n"
+	"auth = off\n"
+	"updates = off\n"
+	"[reflector r0]\n"
+	"listen = 127.0.0.1:17900\n"
+	"[cluster c0]\n"
+	"reflector = r0\n"
+	"listen = 127.0.0.1:17910\n"
+	"clients = 4\n";
+
+static lm_cluster *setup_text(const char *text);
+
+/* updates = off: the same epoch as above sends no update. */
+static void test_release_updates_off(void)
+{
+	lm_cluster *c = setup_text(updates_off_layout);
+	struct lm_notice n = { 9, 6, 4, LM_WRITER_MANY, 0 };
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11);
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	barrier_release_kept(c, 1, &n, 1);
+	CU_ASSERT_EQUAL(update_runs(0, 9, runs), -1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 1);
+	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 0);
+	teardown(c);
+}
+
 /* A FETCH reply that was on its way while a client's FLUSH of the page
  * went up predates that diff (FIFO): cached at its version it would look
  * like "home at base" to the sole-cluster rule while lacking the diff.
@@ -1854,6 +2011,9 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_fetch_after_notice_refetches),
 	LM_TEST(test_sole_cluster_notice_keeps_copy),
 	LM_TEST(test_sole_cluster_notice_invalidates_otherwise),
+	LM_TEST(test_release_carries_updates),
+	LM_TEST(test_release_no_update_without_exact_copy),
+	LM_TEST(test_release_updates_off),
 	LM_TEST(test_fetch_reply_gets_our_deltas),
 	LM_TEST(test_barrier_waits_for_registration_then_pull),
 	LM_TEST(test_reply_after_pull_cached_when_new_enough),

@@ -267,7 +267,7 @@ static unsigned used_fields(int type)
 	case LM_MSG_FLUSH: return U_RANK | U_EPOCH | U_DIFFS;
 	case LM_MSG_FLUSH_OK: return U_STATUS | U_NOTICES;
 	case LM_MSG_BARRIER: return U_ID | U_EPOCH | U_NOTICES;
-	case LM_MSG_RELEASE: return U_ID | U_NOTICES;
+	case LM_MSG_RELEASE: return U_ID | U_NOTICES | U_DIFFS;
 	case LM_MSG_LOCK: return U_ID | U_RANK | U_EPOCH;
 	case LM_MSG_GRANT: return U_ID | U_NOTICES;
 	case LM_MSG_UNLOCK: return U_ID | U_RANK | U_EPOCH | U_NOTICES;
@@ -385,7 +385,8 @@ static void test_dsm_notice_fields_round_trip(void)
 	uint8_t buf[256];
 	int len = lm_msg_encode(&m, buf, sizeof(buf));
 
-	CU_ASSERT_EQUAL_FATAL(len, LM_MSG_PREFIX + 8 + 4 + 4 + 5 * 20);
+	/* run, id, empty diff list (count, length), notices */
+	CU_ASSERT_EQUAL_FATAL(len, LM_MSG_PREFIX + 8 + 4 + 8 + 4 + 5 * 20);
 	CU_ASSERT_EQUAL_FATAL(decode_exact(buf, (size_t)len, &d, nb, 5), 0);
 	for (int i = 0; i < 5; i++) {
 		CU_ASSERT_EQUAL(nb[i].page, notices5[i].page);
@@ -500,7 +501,7 @@ static void test_dsm_notices_beyond_cap(void)
 	struct lm_msg m = { .type = LM_MSG_RELEASE, .run = RUN, .id = 1,
 			    .notices = notices5, .nnotices = 5 }, d;
 	struct lm_notice nb[5];
-	uint8_t buf[128];
+	uint8_t buf[160];
 	int len = lm_msg_encode(&m, buf, sizeof(buf) - 1);
 
 	CU_ASSERT_FATAL(len > 0);

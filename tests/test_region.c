@@ -495,6 +495,74 @@ static void test_sole_writer_rule_needs_every_condition(void)
 	lm_region_fini();
 }
 
+/* Builds a diff list of one-run updates: page p[i] gets `len` bytes of
+ * value val[i] at offset off[i] (a malformed run when len[i] is 0). */
+static size_t update_list(uint8_t *buf, size_t cap, const uint32_t *p,
+			  const uint32_t *off, const uint32_t *len,
+			  const uint8_t *val, int n)
+{
+	size_t used = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint8_t d[8 + 64];
+
+		memset(d, 0, sizeof(d));
+		d[0] = (uint8_t)off[i];
+		d[1] = (uint8_t)(off[i] >> 8);
+		d[4] = (uint8_t)len[i];
+		memset(d + 8, val[i], len[i]);
+		CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(buf, cap, &used, p[i],
+							  d, 8 + len[i]), 0);
+	}
+	return used;
+}
+
+/* Updates (docs/dsm.md "Updates"): a clean copy at the notice's base with
+ * an update takes the bytes and the notice's version and stays readable
+ * without a fetch; no update, a copy not at base, or a malformed update
+ * invalidates as before. */
+static void test_release_updates_keep_copies(void)
+{
+	const struct lm_notice n[] = {
+		{ 1, HOME_VERSION + 1, HOME_VERSION, LM_WRITER_MANY, 0 },
+		{ 2, HOME_VERSION + 1, HOME_VERSION, LM_WRITER_MANY, 0 },
+		{ 3, HOME_VERSION + 1, HOME_VERSION - 1, LM_WRITER_MANY, 0 },
+		{ 4, HOME_VERSION + 1, HOME_VERSION, LM_WRITER_MANY, 0 },
+		{ 5, HOME_VERSION + 1, HOME_VERSION, LM_WRITER_MANY, 0 },
+	};
+	/* updates for 1, 3 (wrong base), 4 (malformed: empty run); none
+	 * for 2; 5 is not held */
+	const uint32_t up[] = { 1, 3, 4 }, off[] = { 200, 0, 0 },
+		       len[] = { 16, 4, 0 };
+	const uint8_t val[] = { 0xab, 0xcd, 0xef };
+	uint8_t buf[512], want[PAGE];
+	struct lm_msg_diffs u = { buf, 0, 3 };
+	volatile uint8_t sink;
+
+	if (setup())
+		return;
+	u.len = update_list(buf, sizeof(buf), up, off, len, val, 3);
+	for (uint32_t p = 1; p <= 4; p++)
+		sink = pg(p)[0];
+	(void)sink;
+	CU_ASSERT_EQUAL(stats().fetches, 4);
+	memcpy(want, home[1], PAGE);
+	memset(want + 200, 0xab, 16);
+	CU_ASSERT_EQUAL(lm_region_apply_release(n, 5, ME, &u), 0);
+	CU_ASSERT_EQUAL(stats().updated, 1);
+	CU_ASSERT_EQUAL(stats().invalidations, 3);
+	CU_ASSERT_EQUAL(lm_region_page_version(1), HOME_VERSION + 1);
+	CU_ASSERT_TRUE(page_equals(1, want));
+	CU_ASSERT_EQUAL(stats().fetches, 4);
+	for (uint32_t p = 2; p <= 4; p++)
+		CU_ASSERT_EQUAL(lm_region_page_version(p), UINT32_MAX);
+	/* still read-only: a write twins without a fetch */
+	pg(1)[0] = 7;
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	CU_ASSERT_EQUAL(stats().fetches, 4);
+	lm_region_fini();
+}
+
 /* A dirty page holds writes the home has not seen: even a notice naming
  * us is refused, and nothing changes. */
 static void test_sole_writer_dirty_page_refused(void)
@@ -1077,6 +1145,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_notices_invalidate_only_older_copies),
 	      LM_TEST(test_notice_for_dirty_page_is_refused),
 	      LM_TEST(test_sole_writer_keeps_own_copy),
+	      LM_TEST(test_release_updates_keep_copies),
 	      LM_TEST(test_sole_writer_rule_needs_every_condition),
 	      LM_TEST(test_sole_writer_dirty_page_refused),
 	      LM_TEST(test_contiguous_notices_close_pages_in_one_mprotect),

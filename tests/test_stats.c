@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "cluster_stats.h"
+#include "updates.h"
 #include "deltas.h"
 #include "daemon.h"
 #include "home_stats.h"
@@ -1046,7 +1047,8 @@ static void test_cluster_adapter_maps_every_field(void)
 	lm_cluster_stats_add(c, s);
 	CU_ASSERT_EQUAL(lm_stats_count(s) * sizeof(uint64_t),
 			sizeof(struct lm_cluster_stats) +
-			sizeof(struct lm_deltas_stats));
+			sizeof(struct lm_deltas_stats) +
+			sizeof(struct lm_updates_stats));
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLUSTER, "delta_bytes_sent"), 0);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_NONE, "dropped_bad"), 1);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "fetch_hits"), 0);

@@ -1,0 +1,338 @@
+/* Barrier updates: copysets, epoch masks and the per-client lists (see
+ * updates.h and docs/dsm.md "Updates"). */
+#include "updates.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+#include "lm_error.h"
+#include "wire.h"
+
+/* The bytes one client slot wrote to a page in the epoch. */
+struct wmask {
+	struct wmask *next;
+	uint32_t slot;
+	struct lm_delta d;  /* mask and dirty only; bytes NULL */
+};
+
+/* One page's prepared update: the bytes every writer wrote, encoded at
+ * [off, off + len) of the arena, and what a writer needs to leave its
+ * own bytes out. */
+struct prepared {
+	size_t off, len;
+	const uint8_t *copy;    /* the lemuriad's copy: the values */
+	const struct wmask *w;  /* the page's writers */
+	bool ok;
+};
+
+struct lm_updates {
+	uint32_t page_size, npages, nclients;
+	size_t mask_words;        /* per page mask */
+	size_t held_words;        /* per client bitmap */
+	uint64_t *held;           /* nclients bitmaps of npages bits */
+	struct wmask **masks;     /* per page, its writers; NULL if none */
+	uint32_t *written;        /* pages with a mask, in order */
+	size_t nwritten;
+	size_t mask_budget, mask_bytes;
+	bool overflow;            /* a mask was refused this epoch */
+	uint8_t *arena;           /* encoded updates of the release */
+	size_t arena_cap, arena_len;
+	struct prepared *prep;    /* per notice of the release */
+	size_t prep_cap;
+	uint32_t nprep;
+	uint8_t *list;            /* one client's list */
+	size_t list_cap;
+	struct lm_delta others;   /* the other writers' bytes, for one */
+	struct lm_updates_stats stats;
+};
+
+static size_t page_mask_words(uint32_t page_size)
+{
+	return ((size_t)page_size + 63) / 64;
+}
+
+lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
+			      uint32_t nclients, size_t mask_budget)
+{
+	lm_updates *u;
+
+	if (page_size == 0 || npages == 0)
+		return NULL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->page_size = page_size;
+	u->npages = npages;
+	u->nclients = nclients;
+	u->mask_words = page_mask_words(page_size);
+	u->held_words = ((size_t)npages + 63) / 64;
+	u->mask_budget = mask_budget;
+	u->held = calloc(u->held_words * (nclients ? nclients : 1),
+			 sizeof(*u->held));
+	u->masks = calloc(npages, sizeof(*u->masks));
+	u->written = malloc(npages * sizeof(*u->written));
+	if (!u->held || !u->masks || !u->written ||
+	    lm_delta_init(&u->others, page_size) < 0) {
+		lm_updates_destroy(u);
+		return NULL;
+	}
+	return u;
+}
+
+void lm_updates_epoch_end(lm_updates *u)
+{
+	for (size_t i = 0; i < u->nwritten; i++) {
+		struct wmask *w = u->masks[u->written[i]];
+
+		while (w) {
+			struct wmask *next = w->next;
+
+			free(w);
+			w = next;
+		}
+		u->masks[u->written[i]] = NULL;
+	}
+	u->nwritten = 0;
+	u->mask_bytes = 0;
+	u->overflow = false;
+	u->nprep = 0;
+	u->arena_len = 0;
+}
+
+void lm_updates_destroy(lm_updates *u)
+{
+	if (!u)
+		return;
+	if (u->masks && u->written)
+		lm_updates_epoch_end(u);
+	free(u->held);
+	free(u->masks);
+	free(u->written);
+	free(u->arena);
+	free(u->prep);
+	free(u->list);
+	lm_delta_free(&u->others);
+	free(u);
+}
+
+void lm_updates_reset(lm_updates *u)
+{
+	lm_updates_epoch_end(u);
+	memset(u->held, 0,
+	       u->held_words * (u->nclients ? u->nclients : 1) *
+		       sizeof(*u->held));
+}
+
+static uint64_t *held_word(const lm_updates *u, uint32_t slot, uint32_t page)
+{
+	return &u->held[(size_t)slot * u->held_words + page / 64];
+}
+
+void lm_updates_hold(lm_updates *u, uint32_t slot, uint32_t page)
+{
+	if (slot < u->nclients && page < u->npages)
+		*held_word(u, slot, page) |= 1ull << (page % 64);
+}
+
+static bool holds(const lm_updates *u, uint32_t slot, uint32_t page)
+{
+	return (*held_word(u, slot, page) >> (page % 64)) & 1;
+}
+
+static void forget(lm_updates *u, uint32_t slot, uint32_t page)
+{
+	*held_word(u, slot, page) &= ~(1ull << (page % 64));
+}
+
+int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
+			 const uint8_t *diff, size_t len)
+{
+	struct wmask *w;
+	size_t bytes = sizeof(*w) + u->mask_words * sizeof(uint64_t);
+
+	if (page >= u->npages || u->overflow)
+		return page >= u->npages ? LM_EINVAL : LM_ENOMEM;
+	for (w = u->masks[page]; w && w->slot != slot; w = w->next)
+		;
+	if (!w) {
+		if (u->mask_bytes + bytes > u->mask_budget ||
+		    !(w = calloc(1, bytes))) {
+			u->overflow = true;
+			u->stats.mask_overflows++;
+			return LM_ENOMEM;
+		}
+		w->slot = slot;
+		w->d.page_size = u->page_size;
+		w->d.mask = (uint64_t *)(w + 1);
+		if (!u->masks[page])
+			u->written[u->nwritten++] = page;
+		w->next = u->masks[page];
+		u->masks[page] = w;
+		u->mask_bytes += bytes;
+	}
+	return lm_delta_mark_diff(&w->d, diff, len);
+}
+
+/* into = the union of the masks of the writers other than `skip`; into
+ * is u->others (or a copy of its header). */
+static void union_of(lm_updates *u, struct lm_delta *into,
+		     const struct wmask *w, uint32_t skip)
+{
+	memset(into->mask, 0, u->mask_words * sizeof(uint64_t));
+	into->dirty = 0;
+	for (; w; w = w->next) {
+		if (w->slot == skip)
+			continue;
+		for (size_t k = 0; k < u->mask_words; k++)
+			into->mask[k] |= w->d.mask[k];
+	}
+	for (size_t k = 0; k < u->mask_words; k++)
+		into->dirty += (size_t)__builtin_popcountll(into->mask[k]);
+}
+
+/* The entry of `slot` among a page's writers, or NULL. */
+static const struct wmask *writer_of(const struct wmask *w, uint32_t slot)
+{
+	while (w && w->slot != slot)
+		w = w->next;
+	return w;
+}
+
+static int reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+	size_t ncap = *cap ? *cap : 65536;
+	uint8_t *nb;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	nb = realloc(*buf, ncap);
+	if (!nb)
+		return LM_ENOMEM;
+	*buf = nb;
+	*cap = ncap;
+	return 0;
+}
+
+int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
+		       uint32_t count, const uint8_t *const *copies)
+{
+	u->nprep = 0;
+	u->arena_len = 0;
+	if (u->overflow || count == 0)
+		return 0;
+	if (count > u->prep_cap) {
+		struct prepared *np = realloc(u->prep, count * sizeof(*np));
+
+		if (!np)
+			return LM_ENOMEM;
+		u->prep = np;
+		u->prep_cap = count;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		struct prepared *p = &u->prep[i];
+		struct lm_delta view;
+		uint32_t page = n[i].page;
+
+		p->ok = false;
+		if (!copies[i] || page >= u->npages || !u->masks[page])
+			continue;
+		/* every writer's bytes, with the values of our copy */
+		p->copy = copies[i];
+		p->w = u->masks[page];
+		view = p->w->d;
+		if (p->w->next) {
+			view = u->others;
+			union_of(u, &view, p->w, UINT32_MAX);
+		}
+		view.bytes = (uint8_t *)copies[i];
+		p->len = lm_delta_encoded_len(&view);
+		if (reserve(&u->arena, &u->arena_cap,
+			    u->arena_len + p->len) < 0)
+			return LM_ENOMEM;
+		if (lm_delta_encode(&view, u->arena + u->arena_len, p->len,
+				    &p->len) < 0)
+			continue;
+		p->off = u->arena_len;
+		p->ok = true;
+		u->arena_len += p->len;
+	}
+	u->nprep = count;
+	return 0;
+}
+
+/* Appends to the list the bytes of p's page that writers other than
+ * `slot` wrote (its own are in its copy).  Returns their encoded length,
+ * or SIZE_MAX when they do not fit (nothing appended). */
+static size_t append_others(lm_updates *u, const struct prepared *p,
+			    uint32_t slot, uint32_t page, size_t *len)
+{
+	struct lm_delta view = u->others;
+	size_t ulen, at = *len + 8;
+
+	union_of(u, &view, p->w, slot);
+	view.bytes = (uint8_t *)p->copy;
+	ulen = lm_delta_encoded_len(&view);
+	if (at + ulen > LM_UPDATES_CLIENT_MAX ||
+	    reserve(&u->list, &u->list_cap, at + ulen) < 0 ||
+	    lm_delta_encode(&view, u->list + at, ulen, &ulen) < 0)
+		return SIZE_MAX;
+	/* the entry header: u32 page, u32 length (lm_msg_diffs format) */
+	lm_put32(u->list + *len, page);
+	lm_put32(u->list + *len + 4, (uint32_t)ulen);
+	*len = at + ulen;
+	return ulen;
+}
+
+void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
+			   const struct lm_notice *n, uint32_t count,
+			   struct lm_msg_diffs *out)
+{
+	size_t len = 0;
+	uint32_t entries = 0;
+
+	*out = (struct lm_msg_diffs){ NULL, 0, 0 };
+	if (slot >= u->nclients)
+		return;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t page = n[i].page;
+		const struct prepared *p = i < u->nprep ? &u->prep[i] : NULL;
+
+		if (page >= u->npages || !holds(u, slot, page) ||
+		    n[i].writer == rank)
+			continue; /* nothing held, or its own copy kept */
+		if (p && p->ok) {
+			size_t ulen = p->len;
+
+			if (writer_of(p->w, slot))
+				ulen = append_others(u, p, slot, page, &len);
+			else if (len + 8 + p->len <= LM_UPDATES_CLIENT_MAX &&
+				 reserve(&u->list, &u->list_cap,
+					 len + 8 + p->len) == 0 &&
+				 lm_msg_diffs_append(u->list, u->list_cap,
+						     &len, page,
+						     u->arena + p->off,
+						     p->len) == 0)
+				;
+			else
+				ulen = SIZE_MAX;
+			if (ulen != SIZE_MAX) {
+				entries++;
+				u->stats.updates_sent++;
+				u->stats.update_bytes += ulen;
+				continue;
+			}
+			u->stats.updates_capped++;
+		}
+		forget(u, slot, page); /* the client drops its copy */
+	}
+	*out = (struct lm_msg_diffs){ u->list, len, entries };
+}
+
+const struct lm_updates_stats *lm_updates_stats(const lm_updates *u)
+{
+	return &u->stats;
+}

@@ -1,0 +1,82 @@
+/* Barrier updates (docs/dsm.md "Updates"): instead of invalidating a
+ * client's copy of a page that only this cluster wrote in the epoch, the
+ * lemuriad sends the client, with the RELEASE, the bytes its clients
+ * wrote, so the copy stays valid and no fault and refetch follow.
+ *
+ * This module keeps what that needs and nothing else:
+ *  - which client slots hold a copy of which page (a hint: a client that
+ *    dropped its copy ignores an update; one with a copy we forgot gets
+ *    none and invalidates, as without updates);
+ *  - per page written in the current epoch, the mask of the bytes the
+ *    cluster's clients wrote (their values are in the lemuriad's cached
+ *    copy, which the flushes were applied to);
+ *  - at the release, each eligible page's update encoded once, and per
+ *    client the list of those it holds.
+ * The cluster state machine decides which pages are eligible (its copy
+ * kept by the sole-cluster rule) and sends the lists; no I/O here. */
+#ifndef LM_UPDATES_H
+#define LM_UPDATES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* Largest update list one client gets with one RELEASE; pages beyond it
+ * are invalidated as without updates (the client's receive buffer and
+ * the datagram train stay moderate). */
+#define LM_UPDATES_CLIENT_MAX (2u << 20)
+
+typedef struct lm_updates lm_updates;
+
+struct lm_updates_stats {
+	uint64_t updates_sent;   /* pages sent to clients as updates */
+	uint64_t update_bytes;   /* their encoded bytes */
+	uint64_t updates_capped; /* pages left out by LM_UPDATES_CLIENT_MAX */
+	uint64_t mask_overflows; /* epochs whose masks outgrew the budget:
+				    no updates at their release */
+};
+
+/* mask_budget: bytes the epoch's masks may take (one bit per page byte
+ * per page written); beyond it the epoch gets no updates.  NULL on bad
+ * arguments or no memory. */
+lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
+			      uint32_t nclients, size_t mask_budget);
+void lm_updates_destroy(lm_updates *u);
+
+/* A new run: nobody holds anything, no epoch writes. */
+void lm_updates_reset(lm_updates *u);
+
+/* Client `slot` has a valid copy of `page` (it was sent one, or flushed
+ * writes to it). */
+void lm_updates_hold(lm_updates *u, uint32_t slot, uint32_t page);
+
+/* Client `slot`'s flushed diff of `page` (already validated): its bytes
+ * are part of the epoch's writes, kept per writer so that a writer's
+ * update leaves out what it wrote itself.  Returns 0, or LM_ENOMEM when
+ * the masks would exceed the budget (the epoch then gets no updates). */
+int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
+			 const uint8_t *diff, size_t len);
+
+/* At the barrier release, after the cache applied the notices: copies[i]
+ * is the lemuriad's copy of n[i].page when it is at n[i].version and
+ * holds every byte of the epoch (kept by the sole-cluster rule), else
+ * NULL.  Encodes the update of every such page the epoch's masks cover.
+ * Returns 0 or LM_ENOMEM (no updates this time). */
+int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
+		       uint32_t count, const uint8_t *const *copies);
+
+/* The update list for client `slot` of rank `rank` (a diff list in the
+ * order of the notices), valid until the next call; also forgets the
+ * pages the client will drop.  Call after lm_updates_prepare with the
+ * same notices.  *out may be NULL when *len is 0. */
+void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
+			   const struct lm_notice *n, uint32_t count,
+			   struct lm_msg_diffs *out);
+
+/* The epoch is over: forget its masks and prepared updates. */
+void lm_updates_epoch_end(lm_updates *u);
+
+const struct lm_updates_stats *lm_updates_stats(const lm_updates *u);
+
+#endif
