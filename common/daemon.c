@@ -41,6 +41,23 @@ static const char *const lm_daemon_link_names[LM_DAEMON_LINK_COUNTER_COUNT] = {
 	[LM_DAEMON_BYTES_RECEIVED] = "bytes_received",
 };
 
+/* What a daemon knows of a peer daemon's layout (see "Layout check"). */
+enum lm_daemon_layout_state {
+	LM_DAEMON_LAYOUT_UNKNOWN,   /* no hash from this session of it yet */
+	LM_DAEMON_LAYOUT_SAME,      /* its hash is ours */
+	LM_DAEMON_LAYOUT_DIFFERENT, /* its messages are refused */
+	LM_DAEMON_LAYOUT_STATE_COUNT
+};
+
+struct lm_daemon_peer {
+	bool hash_sent;       /* ours went to this session of it */
+	enum lm_daemon_layout_state layout;
+	uint64_t hash;        /* its hash, once known */
+	uint64_t sent_run;    /* run of our last message to it */
+	uint64_t aborted_run; /* newest run aborted because of it */
+	uint64_t abort_pending; /* run to abort from abort_ev */
+};
+
 struct lm_daemon {
 	const struct lm_layout *layout;
 	const struct lm_daemon_protocol *proto;
@@ -67,6 +84,10 @@ struct lm_daemon {
 	lm_evnode *node;
 	struct event *keepalive_ev;
 	uint64_t keepalives;      /* keepalive PINGs sent */
+	/* Daemons are nodes 1 .. ndaemons; indexed by node id. */
+	struct lm_daemon_peer *peers;
+	size_t ndaemons;
+	struct event *abort_ev;   /* runs lm_daemon_on_abort_ev */
 };
 
 /* Long options without a short form. */
@@ -280,6 +301,153 @@ static void lm_daemon_see_run(lm_daemon *d, uint64_t run)
 	d->nattached = 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Layout check.  Every process of a run must read the same layout file:
+ * node ids, page numbers and cluster sizes all come from it.  Clients
+ * show its hash in JOIN; daemons show it to each other in their one-way
+ * PINGs.  A daemon sends one to a peer daemon before its first message
+ * to each session of the peer, and answers the first one it gets with
+ * its own, so both ends know before any DSM message is handled (a
+ * channel delivers in order).  A peer whose hash differs is logged (an
+ * error), counted, and its messages are refused both ways until a new
+ * session of it shows the same hash; the run in progress, and each later
+ * run that needs the peer, is aborted here as though the peer had sent
+ * ABORT, so the clients fail with that reason instead of waiting. */
+
+/* `node` is one of the daemons this one exchanges messages with. */
+static bool lm_daemon_is_peer_daemon(const lm_daemon *d, uint16_t node)
+{
+	return d->peers && node >= 1 && node <= d->ndaemons && node != d->id;
+}
+
+static bool lm_daemon_refused(const lm_daemon *d, uint16_t node)
+{
+	return lm_daemon_is_peer_daemon(d, node) &&
+	       d->peers[node].layout == LM_DAEMON_LAYOUT_DIFFERENT;
+}
+
+/* Where the layout puts daemon `node`. */
+static const struct sockaddr_in *lm_daemon_peer_addr(const lm_daemon *d,
+						     uint16_t node)
+{
+	const struct lm_layout *l = d->layout;
+
+	if (node <= l->nreflectors)
+		return &l->reflectors[node - 1].addr;
+	return &l->clusters[node - 1 - l->nreflectors].addr;
+}
+
+/* "reflector r0 (node 1)", "lemuriad c1 (node 3)", "node 9". */
+static const char *lm_daemon_node_name(const lm_daemon *d, uint16_t node,
+				       char *buf, size_t len)
+{
+	const struct lm_layout *l = d->layout;
+
+	if (node >= 1 && node <= l->nreflectors)
+		snprintf(buf, len, "reflector %s (node %u)",
+			 l->reflectors[node - 1].name, node);
+	else if (node > l->nreflectors && node <= d->ndaemons)
+		snprintf(buf, len, "lemuriad %s (node %u)",
+			 l->clusters[node - 1 - l->nreflectors].name, node);
+	else if (lm_daemon_client_rank(d, node) >= 0)
+		snprintf(buf, len, "rank %lld (node %u)",
+			 (long long)lm_daemon_client_rank(d, node), node);
+	else
+		snprintf(buf, len, "node %u", node);
+	return buf;
+}
+
+static void lm_daemon_send_hash(lm_daemon *d, uint16_t peer)
+{
+	uint8_t ping[LM_MSG_PREFIX + 8];
+	int len = lm_msg_encode_ping_hash(d->layout->hash, ping, sizeof(ping));
+
+	if (len > 0 && lm_evnode_send(d->node, peer, ping, (size_t)len) == 0)
+		d->peers[peer].hash_sent = true;
+}
+
+/* Asks for run `run` to be aborted because of `peer` (once per run).  The
+ * ABORT goes to the protocol from an event of its own: this may be called
+ * while the protocol is in the middle of handling a message. */
+static void lm_daemon_mismatch_abort(lm_daemon *d, uint16_t peer,
+				     uint64_t run)
+{
+	struct lm_daemon_peer *p = &d->peers[peer];
+
+	if (!d->machine || run == 0 || run <= p->aborted_run ||
+	    run <= p->abort_pending)
+		return;
+	p->abort_pending = run;
+	event_active(d->abort_ev, 0, 0);
+}
+
+static void lm_daemon_on_abort_ev(evutil_socket_t fd, short what, void *arg)
+{
+	lm_daemon *d = arg;
+	char reason[LM_MSG_REASON_MAX], who[LM_NAME_MAX + 32];
+
+	(void)fd;
+	(void)what;
+	for (uint16_t node = 1; node <= d->ndaemons; node++) {
+		struct lm_daemon_peer *p = &d->peers[node];
+		struct lm_msg a = { .type = LM_MSG_ABORT,
+				    .rank = UINT32_MAX };
+
+		if (p->abort_pending <= p->aborted_run)
+			continue;
+		a.run = p->aborted_run = p->abort_pending;
+		snprintf(reason, sizeof(reason),
+			 "%s runs a different layout than %s %s (hash "
+			 "%016llx, %s has %016llx)",
+			 lm_daemon_node_name(d, node, who, sizeof(who)),
+			 d->role == LM_ROLE_REFLECTOR ? "reflector"
+						      : "lemuriad",
+			 d->name, (unsigned long long)p->hash, d->name,
+			 (unsigned long long)d->layout->hash);
+		a.data = (const uint8_t *)reason;
+		a.data_len = strlen(reason);
+		lm_daemon_see_run(d, a.run);
+		d->proto->handle(d->machine, node, LM_REL_ONEWAY, 0, &a);
+	}
+}
+
+/* A PING from `peer` showed its layout hash. */
+static void lm_daemon_check_layout(lm_daemon *d, uint16_t peer,
+				   uint64_t hash)
+{
+	struct lm_daemon_peer *p;
+	char who[LM_NAME_MAX + 32], where[32];
+
+	if (!lm_daemon_is_peer_daemon(d, peer))
+		return;
+	p = &d->peers[peer];
+	if (!p->hash_sent)
+		lm_daemon_send_hash(d, peer); /* so that it knows too */
+	p->hash = hash;
+	if (hash == d->layout->hash) {
+		p->layout = LM_DAEMON_LAYOUT_SAME;
+		return;
+	}
+	if (p->layout == LM_DAEMON_LAYOUT_DIFFERENT)
+		return; /* said already */
+	p->layout = LM_DAEMON_LAYOUT_DIFFERENT;
+	d->stats.layout_mismatches++;
+	lm_log_limited("daemons with a different layout", LM_LOG_ERROR,
+		       "%s: layout mismatch: %s at %s runs a different layout "
+		       "file (hash %016llx, ours %016llx from %s); its "
+		       "messages are refused until it restarts with the same "
+		       "file",
+		       d->name, lm_daemon_node_name(d, peer, who, sizeof(who)),
+		       lm_addr_str(lm_daemon_peer_addr(d, peer), where,
+				   sizeof(where)),
+		       (unsigned long long)hash,
+		       (unsigned long long)d->layout->hash, d->layout->path);
+	/* What we sent it will never be answered.  (A run it sends us is
+	 * aborted when its message is refused: our own newest run may be
+	 * one that ended long ago.) */
+	lm_daemon_mismatch_abort(d, peer, p->sent_run);
+}
+
 static void lm_daemon_on_ping(lm_daemon *d, const struct lm_rel_msg *m)
 {
 	const struct lm_rel_stats *st = lm_rel_stats(lm_evnode_engine(d->node));
@@ -359,6 +527,36 @@ void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out)
 		     d->stats.msgs_undecodable);
 	lm_stats_add(out, LM_STAT_NONE, "sends_failed", d->stats.sends_failed);
 	{
+		const struct lm_rel_stats *st = lm_rel_stats(rel);
+		struct lm_evnode_drop_stats ev;
+
+		/* bad input, by cause (docs/operations.md) */
+		lm_evnode_drop_stats(d->node, &ev);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_malformed",
+			     st->drop_malformed);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_version",
+			     st->drop_version);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_type", st->drop_type);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_auth", st->drop_auth);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_replay",
+			     st->drop_replay);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_unknown_node",
+			     st->drop_unknown_peer);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_misaddressed",
+			     st->drop_misaddressed);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_stale_session",
+			     st->drop_stale_session);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_wrong_address",
+			     ev.wrong_addr);
+		lm_stats_add(out, LM_STAT_NONE, "dropped_oversized",
+			     ev.oversized);
+		lm_stats_add(out, LM_STAT_NONE, "recv_errors", ev.recv_errors);
+		lm_stats_add(out, LM_STAT_NONE, "layout_mismatches",
+			     d->stats.layout_mismatches);
+		lm_stats_add(out, LM_STAT_NONE, "msgs_refused_layout",
+			     d->stats.msgs_refused_layout);
+	}
+	{
 		uint64_t trains, dgs;
 
 		/* datagrams per train: how much sending one event batched */
@@ -399,6 +597,8 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 	lm_daemon *d = ctx;
 	int type = lm_msg_type(m->data, m->len);
 	struct lm_msg msg;
+	uint64_t hash;
+	char who[LM_NAME_MAX + 32];
 	int rc;
 
 	lm_daemon_count(d, m->peer, false, m->len);
@@ -410,12 +610,37 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 		lm_daemon_on_stats(d, m);
 		return;
 	}
-	if (type == LM_MSG_PING && m->kind == LM_REL_ONEWAY)
-		return; /* a keepalive: the transport's ack was the answer */
+	if (type == LM_MSG_PING && m->kind == LM_REL_ONEWAY) {
+		/* a keepalive (the transport's ack was the answer), with the
+		 * peer daemon's layout hash */
+		if (lm_msg_decode_ping(m->data, m->len, &hash) == 0)
+			lm_daemon_check_layout(d, m->peer, hash);
+		return;
+	}
+	if (lm_daemon_refused(d, m->peer)) {
+		const struct lm_daemon_peer *p = &d->peers[m->peer];
+
+		d->stats.msgs_refused_layout++;
+		lm_log_limited("messages refused from daemons with a "
+			       "different layout", LM_LOG_WARN,
+			       "%s: refused %s from %s: it runs a different "
+			       "layout (hash %016llx, ours %016llx)",
+			       d->name, lm_msg_name(type),
+			       lm_daemon_node_name(d, m->peer, who,
+						   sizeof(who)),
+			       (unsigned long long)p->hash,
+			       (unsigned long long)d->layout->hash);
+		if (lm_msg_decode(m->data, m->len, &msg, d->notices,
+				  d->notice_cap) == 0)
+			lm_daemon_mismatch_abort(d, m->peer, msg.run);
+		return;
+	}
 	if (!d->machine) {
 		d->stats.msgs_undecodable++;
-		lm_log_debug("%s: %s from node %u: no protocol running",
-			     d->name, lm_msg_name(type), m->peer);
+		lm_log_limited("messages before the protocol ran",
+			       LM_LOG_DEBUG,
+			       "%s: %s from node %u: no protocol running",
+			       d->name, lm_msg_name(type), m->peer);
 		return;
 	}
 	rc = lm_msg_decode(m->data, m->len, &msg, d->notices, d->notice_cap);
@@ -423,9 +648,13 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 		/* Dropped and counted; the sender authenticated, so this is
 		 * a bug or a version mismatch, not noise. */
 		d->stats.msgs_undecodable++;
-		lm_log_warn("%s: undecodable message (type %d, %zu bytes) "
-			    "from node %u: %s",
-			    d->name, type, m->len, m->peer, lm_strerror(rc));
+		lm_log_limited("undecodable messages", LM_LOG_WARN,
+			       "%s: dropped undecodable message (type %d, %zu "
+			       "bytes) from %s: %s",
+			       d->name, type, m->len,
+			       lm_daemon_node_name(d, m->peer, who,
+						   sizeof(who)),
+			       lm_strerror(rc));
 		return;
 	}
 	d->stats.msgs_handled++;
@@ -445,6 +674,9 @@ static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 	 * its reply becomes unreachable. */
 	if (lm_stats_link_level(d->layout, d->id, peer) < 0)
 		return;
+	/* Its next session shows its layout again. */
+	if (lm_daemon_is_peer_daemon(d, peer))
+		memset(&d->peers[peer], 0, sizeof(d->peers[peer]));
 	lm_daemon_attach(d, peer, false);
 	lm_log_info("%s: node %u %s", d->name, peer,
 		    ev == LM_REL_PEER_UNREACHABLE ? "is unreachable"
@@ -485,6 +717,18 @@ static void lm_daemon_emit(lm_daemon *d, uint16_t node,
 
 	if (!buf)
 		return;
+	if (lm_daemon_refused(d, node)) {
+		/* the peer would refuse it: the run cannot go on */
+		d->stats.msgs_refused_layout++;
+		lm_daemon_mismatch_abort(d, node, m->run);
+		return;
+	}
+	/* The hash goes first: a channel delivers in order. */
+	if (lm_daemon_is_peer_daemon(d, node)) {
+		if (!d->peers[node].hash_sent)
+			lm_daemon_send_hash(d, node);
+		d->peers[node].sent_run = m->run;
+	}
 	if (kind == LM_REL_REQUEST)
 		rc = lm_evnode_request(d->node, node, req_id, buf, len);
 	else if (kind == LM_REL_REPLY)
@@ -622,8 +866,11 @@ static void lm_daemon_ping_if_idle(lm_daemon *d, uint16_t peer,
 {
 	if (peer == d->id || lm_rel_pending(lm_evnode_engine(d->node), peer))
 		return; /* in flight already: it will tell */
-	if (lm_evnode_send(d->node, peer, ping, len) == 0)
+	if (lm_evnode_send(d->node, peer, ping, len) == 0) {
 		d->keepalives++;
+		if (lm_daemon_is_peer_daemon(d, peer))
+			d->peers[peer].hash_sent = true;
+	}
 }
 
 static void lm_daemon_keepalive(evutil_socket_t fd, short what, void *arg)
@@ -631,10 +878,14 @@ static void lm_daemon_keepalive(evutil_socket_t fd, short what, void *arg)
 	lm_daemon *d = arg;
 	const struct lm_layout *l = d->layout;
 	uint8_t ping[16];
-	int len = lm_msg_encode_ping(ping, sizeof(ping));
+	/* with the layout hash: see "Layout check" */
+	int len = lm_msg_encode_ping_hash(l->hash, ping, sizeof(ping));
 
 	(void)fd;
 	(void)what;
+	/* Summaries of rate-limited lines come out within a second of the
+	 * end of their interval. */
+	lm_log_limit_flush();
 	if (!d->machine || !d->run || len < 0)
 		return; /* no run yet: nobody waits */
 	if (d->role == LM_ROLE_LEMURIAD) {
@@ -674,6 +925,13 @@ lm_daemon *lm_daemon_create(struct event_base *base,
 	d->layout = layout;
 	d->role = role;
 	d->started_us = lm_now_us();
+	d->ndaemons = layout->nreflectors + layout->nclusters;
+	d->peers = calloc(d->ndaemons + 1, sizeof(*d->peers));
+	d->abort_ev = event_new(base, -1, 0, lm_daemon_on_abort_ev, d);
+	if (!d->peers || !d->abort_ev) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (lm_daemon_find_self(d, name, err, errlen))
 		goto fail;
 	if (layout->auth && !(d->auth = lm_auth_create(layout->key))) {
@@ -713,11 +971,14 @@ void lm_daemon_destroy(lm_daemon *d)
 		return;
 	if (d->keepalive_ev)
 		event_free(d->keepalive_ev);
+	if (d->abort_ev)
+		event_free(d->abort_ev);
 	if (d->machine)
 		d->proto->destroy(d->machine);
 	free(d->scratch);
 	free(d->notices);
 	free(d->attached);
+	free(d->peers);
 	lm_stats_destroy(d->reply_set);
 	lm_evnode_destroy(d->node);
 	lm_auth_destroy(d->auth);

@@ -98,12 +98,19 @@ int lm_daemon_start_protocol(lm_daemon *d,
 /* While a run is on, a daemon sends a one-way PING this often to each
  * daemon it depends on (a lemuriad's reflector; a reflector's peers and
  * its own lemuriads) when nothing else is in flight to it, so that a dead
- * one is found. */
+ * one is found.  Each carries the layout hash, which a daemon also sends
+ * before its first message to each session of a peer daemon: a peer with
+ * another layout file is logged, counted and refused, and the runs that
+ * need it are aborted (docs/protocol.md, "Layout check").  The same timer
+ * ends the intervals of the rate-limited log lines (log.h). */
 #define LM_DAEMON_KEEPALIVE_US 1000000u
 
 /* Counters of the shell itself. */
 struct lm_daemon_stats {
 	uint64_t msgs_handled, msgs_undecodable, sends_failed;
+	/* Peer daemons found running a different layout (one per session
+	 * of the peer), and messages to or from them refused. */
+	uint64_t layout_mismatches, msgs_refused_layout;
 };
 const struct lm_daemon_stats *lm_daemon_stats(const lm_daemon *d);
 

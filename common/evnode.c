@@ -4,7 +4,9 @@
  * addresses come from the layout or from the first authentic datagram.
  * Datagrams produced while one event is handled (a read burst, a timer, an
  * API call) leave together as one train: one sendmmsg for all of them,
- * whatever their destinations.
+ * whatever their destinations.  Every datagram refused here or by the
+ * engine is counted by cause and logged, rate-limited (log.h), with the
+ * address it came from.
  *
  * Threading: everything here, the callbacks included, runs on the thread
  * of the event_base; call lm_evnode_* only from that thread. */
@@ -21,6 +23,7 @@
 #include "clock.h"
 #include "fault.h"
 #include "lm_error.h"
+#include "log.h"
 #include "udp.h"
 #include "wire.h"
 
@@ -63,7 +66,8 @@ struct lm_evnode {
 	bool in_input;
 	uint16_t input_sender;
 	struct sockaddr_in input_src;
-	uint64_t drops;    /* refused before the engine saw them */
+	bool auth;         /* the engine requires a MAC */
+	struct lm_evnode_drop_stats drops; /* refused before the engine */
 	uint64_t tx_drops; /* sendto refused, or no address for the peer */
 	uint8_t *rxbuf;    /* one reusable receive buffer */
 	uint8_t *fxbuf;    /* datagrams released by the fault injector */
@@ -243,22 +247,120 @@ static void on_peer_event(void *ctx, uint16_t peer,
 		node->cbs.peer_event(node->ctx, peer, event);
 }
 
+/* Says why the engine refused a datagram from `src` (its counters have
+ * the number): one rate-limited line per cause, naming the sender by
+ * address and, once the header decodes, by the node id it claims.
+ * Stale sessions and resource limits are part of normal operation and
+ * not logged; replays are, at debug level, since the fault injector and
+ * the network duplicate datagrams too. */
+static void log_refused(const struct lm_evnode *node, int rc,
+			const struct sockaddr_in *src, size_t len,
+			const struct lm_dg_header *h, bool decoded)
+{
+	char from[32];
+	const char *why;
+
+	lm_addr_str(src, from, sizeof(from));
+	switch (rc) {
+	case LM_EBADMSG:
+	case LM_EVERSION:
+	case LM_ETYPE:
+		why = lm_wire_problem(node->rxbuf, len);
+		if (rc == LM_EVERSION)
+			lm_log_limited("datagrams of another protocol version",
+				       LM_LOG_WARN,
+				       "dropped datagram from %s: protocol "
+				       "version %u, this build speaks %u (a "
+				       "different Lemuria release?)",
+				       from, node->rxbuf[2], LM_WIRE_VERSION);
+		else if (decoded)
+			lm_log_limited("malformed datagrams", LM_LOG_WARN,
+				       "dropped malformed datagram (%zu bytes) "
+				       "from %s (node %u): zero stamp or "
+				       "session",
+				       len, from, h->sender);
+		else
+			lm_log_limited("malformed datagrams", LM_LOG_WARN,
+				       "dropped malformed datagram (%zu bytes) "
+				       "from %s: %s",
+				       len, from, why ? why : "unknown reason");
+		break;
+	case LM_EAUTH:
+		if (!node->auth)
+			lm_log_limited("datagrams with an unexpected MAC",
+				       LM_LOG_WARN,
+				       "dropped datagram from %s (node %u): it "
+				       "carries a MAC but this layout has no "
+				       "secret (the sender's layout has one?)",
+				       from, h->sender);
+		else if (!(h->flags & LM_DGF_MAC))
+			lm_log_limited("datagrams without a MAC", LM_LOG_WARN,
+				       "dropped datagram from %s (node %u): no "
+				       "MAC, and this layout has a secret (the "
+				       "sender's layout has none?)",
+				       from, h->sender);
+		else
+			lm_log_limited("datagrams with a bad MAC", LM_LOG_WARN,
+				       "dropped datagram from %s (node %u): "
+				       "bad MAC (a different secret, or "
+				       "damaged in transit)",
+				       from, h->sender);
+		break;
+	case LM_EINVAL:
+		lm_log_limited("misaddressed datagrams", LM_LOG_WARN,
+			       "dropped datagram from %s (node %u): addressed "
+			       "to node %u, not to this one (the sender uses "
+			       "a different layout?)",
+			       from, h->sender, h->receiver);
+		break;
+	case LM_ENOENT:
+		lm_log_limited("datagrams from unknown nodes", LM_LOG_WARN,
+			       "dropped datagram from %s: sender node %u is "
+			       "not in the layout",
+			       from, h->sender);
+		break;
+	case LM_EREPLAY:
+		lm_log_limited("replayed datagrams", LM_LOG_DEBUG,
+			       "dropped datagram from %s (node %u): stamp "
+			       "%llu seen before (a duplicate or a replay)",
+			       from, h->sender,
+			       (unsigned long long)h->stamp);
+		break;
+	default:
+		break;
+	}
+}
+
 /* One datagram from `src`.  The header is peeked only to learn who claims
  * to have sent it; authenticity is the engine's business. */
 static void input_one(struct lm_evnode *node, size_t len,
 		      const struct sockaddr_in *src, uint64_t now)
 {
+	const struct lm_rel_stats *st = lm_rel_stats(node->rel);
+	uint64_t malformed = st->drop_malformed;
 	struct lm_dg_header h;
 	const uint8_t *payload;
 	struct lm_evnode_peer *p = NULL;
+	bool decoded;
 	int rc;
 
-	if (lm_wire_decode(node->rxbuf, len, &h, &payload) == 0 &&
-	    h.sender < node->npeers) {
+	decoded = lm_wire_decode(node->rxbuf, len, &h, &payload) == 0;
+	if (decoded && h.sender < node->npeers) {
 		p = &node->peers[h.sender];
 		if (p->state == LM_EVNODE_ADDR_DECLARED &&
 		    !same_addr(&p->addr, src)) {
-			node->drops++;
+			char from[32], want[32];
+
+			node->drops.wrong_addr++;
+			lm_log_limited("datagrams from unexpected addresses",
+				       LM_LOG_WARN,
+				       "dropped datagram from %s: it claims "
+				       "to come from node %u, which the "
+				       "layout puts at %s",
+				       lm_addr_str(src, from, sizeof(from)),
+				       h.sender,
+				       lm_addr_str(&p->addr, want,
+						   sizeof(want)));
 			return;
 		}
 		node->in_input = true;
@@ -268,6 +370,18 @@ static void input_one(struct lm_evnode *node, size_t len,
 	/* Undecodable datagrams still go in, to be counted by reason. */
 	rc = lm_rel_input(node->rel, node->rxbuf, len, now);
 	node->in_input = false;
+	if (rc)
+		log_refused(node, rc, src, len, &h, decoded);
+	else if (st->drop_malformed != malformed) {
+		char from[32];
+
+		/* authentic, but its message cannot be reassembled */
+		lm_log_limited("malformed messages", LM_LOG_WARN,
+			       "dropped message from node %u (%s): larger "
+			       "than the limit, or fragments that do not "
+			       "fit together",
+			       h.sender, lm_addr_str(src, from, sizeof(from)));
+	}
 	if (rc == 0 && p && p->state != LM_EVNODE_ADDR_DECLARED) {
 		p->addr = *src;
 		p->state = LM_EVNODE_ADDR_LEARNED;
@@ -291,13 +405,26 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				node->drops++;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				node->drops.recv_errors++;
+				lm_log_limited("receive errors", LM_LOG_WARN,
+					       "recvfrom: %s", strerror(errno));
+			}
 			break;
 		}
-		if ((size_t)n > LM_EVNODE_BUF || slen != sizeof(src) ||
-		    src.sin_family != AF_INET) {
-			node->drops++;
+		if (slen != sizeof(src) || src.sin_family != AF_INET) {
+			node->drops.recv_errors++;
+			continue;
+		}
+		if ((size_t)n > LM_EVNODE_BUF) {
+			char from[32];
+
+			node->drops.oversized++;
+			lm_log_limited("oversized datagrams", LM_LOG_WARN,
+				       "dropped datagram of %zd bytes from %s: "
+				       "larger than any Lemuria datagram",
+				       n, lm_addr_str(&src, from,
+						      sizeof(from)));
 			continue;
 		}
 		now = lm_now_us();
@@ -349,6 +476,7 @@ lm_evnode *lm_evnode_create(struct event_base *base, struct sockaddr_in *addr,
 	node->cbs = *cbs;
 	node->ctx = ctx;
 	node->timer_at = UINT64_MAX;
+	node->auth = rcfg->auth != NULL;
 	node->npeers = (size_t)rcfg->max_peer_id + 1;
 	node->peers = calloc(node->npeers, sizeof(*node->peers));
 	node->rxbuf = malloc(LM_EVNODE_BUF);
@@ -478,7 +606,14 @@ lm_rel *lm_evnode_engine(lm_evnode *node)
 
 uint64_t lm_evnode_drops(const lm_evnode *node)
 {
-	return node->drops;
+	return node->drops.wrong_addr + node->drops.oversized +
+	       node->drops.recv_errors;
+}
+
+void lm_evnode_drop_stats(const lm_evnode *node,
+			  struct lm_evnode_drop_stats *out)
+{
+	*out = node->drops;
 }
 
 uint64_t lm_evnode_tx_drops(const lm_evnode *node)

@@ -44,8 +44,18 @@ int lm_evnode_reply(lm_evnode *node, uint16_t peer, uint32_t req_id,
 		    const void *msg, size_t len);
 
 lm_rel *lm_evnode_engine(lm_evnode *node);
-/* Datagrams the socket layer refused before the engine saw them (address
- * not matching the claimed peer, oversized, recvfrom errors). */
+/* Datagrams the socket layer refused before the engine saw them, by
+ * cause; each is logged too, rate-limited (log.h).  The engine counts
+ * the rest (struct lm_rel_stats). */
+struct lm_evnode_drop_stats {
+	uint64_t wrong_addr;  /* source is not where the layout puts the
+				 node the header names */
+	uint64_t oversized;   /* more than 64 KiB */
+	uint64_t recv_errors; /* recvfrom failed, or not an IPv4 source */
+};
+void lm_evnode_drop_stats(const lm_evnode *node,
+			  struct lm_evnode_drop_stats *out);
+/* Their sum. */
 uint64_t lm_evnode_drops(const lm_evnode *node);
 /* Datagrams the engine handed over that could not be sent (socket buffer
  * full, no address known for the peer); the engine retransmits them. */

@@ -81,6 +81,27 @@ int lm_msg_encode_ping(uint8_t *out, size_t cap)
 	return LM_MSG_PREFIX;
 }
 
+int lm_msg_encode_ping_hash(uint64_t layout_hash, uint8_t *out, size_t cap)
+{
+	if (cap < LM_MSG_PREFIX + 8)
+		return LM_ENOBUFS;
+	lm_msg_prefix(out, LM_MSG_PING);
+	lm_put64(out + LM_MSG_PREFIX, layout_hash);
+	return LM_MSG_PREFIX + 8;
+}
+
+int lm_msg_decode_ping(const uint8_t *buf, size_t len, uint64_t *layout_hash)
+{
+	if (lm_msg_type(buf, len) != LM_MSG_PING)
+		return LM_EBADMSG;
+	if (len == LM_MSG_PREFIX)
+		return LM_ENOENT;
+	if (len != LM_MSG_PREFIX + 8)
+		return LM_EBADMSG;
+	*layout_hash = lm_get64(buf + LM_MSG_PREFIX);
+	return 0;
+}
+
 int lm_msg_encode_pong(const struct lm_msg_pong *p, uint8_t *out, size_t cap)
 {
 	uint8_t *b = out + LM_MSG_PREFIX;

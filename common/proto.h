@@ -88,6 +88,12 @@ int lm_msg_type(const uint8_t *buf, size_t len);
 /* Encoders write into out (capacity cap) and return the length, or
  * LM_ENOBUFS.  Decoders return 0 or LM_EBADMSG. */
 int lm_msg_encode_ping(uint8_t *out, size_t cap);
+/* A daemon's one-way PING to a peer daemon (keepalive, and the first
+ * message of every session) carries the hash of its layout file:
+ * prefix, u64 layout_hash.  The decoder gives 0 and the hash, LM_ENOENT
+ * for a PING without one (a tool's), or LM_EBADMSG. */
+int lm_msg_encode_ping_hash(uint64_t layout_hash, uint8_t *out, size_t cap);
+int lm_msg_decode_ping(const uint8_t *buf, size_t len, uint64_t *layout_hash);
 int lm_msg_encode_pong(const struct lm_msg_pong *p, uint8_t *out, size_t cap);
 int lm_msg_decode_pong(const uint8_t *buf, size_t len, struct lm_msg_pong *p);
 

@@ -29,19 +29,32 @@ void lm_wire_encode_header(const struct lm_dg_header *h, uint8_t *buf)
 	lm_put32(buf + 60, 0);
 }
 
-int lm_wire_decode(const uint8_t *dg, size_t len, struct lm_dg_header *h,
-		   const uint8_t **payload)
+/* lm_wire_decode, saying in *why what is wrong (a phrase for logs). */
+static int wire_parse(const uint8_t *dg, size_t len, struct lm_dg_header *h,
+		      const uint8_t **payload, const char **why)
 {
 	size_t expect;
 
-	if (!dg || len < LM_WIRE_HDR_SIZE || len > LM_WIRE_MAX_DATAGRAM)
+	if (!dg || len < LM_WIRE_HDR_SIZE) {
+		*why = "shorter than the header";
 		return LM_EBADMSG;
-	if (lm_get16(dg) != LM_WIRE_MAGIC)
+	}
+	if (len > LM_WIRE_MAX_DATAGRAM) {
+		*why = "longer than any UDP datagram";
 		return LM_EBADMSG;
-	if (dg[2] != LM_WIRE_VERSION)
+	}
+	if (lm_get16(dg) != LM_WIRE_MAGIC) {
+		*why = "not a Lemuria datagram (bad magic)";
+		return LM_EBADMSG;
+	}
+	if (dg[2] != LM_WIRE_VERSION) {
+		*why = "unknown protocol version";
 		return LM_EVERSION;
-	if (dg[3] == 0 || dg[3] >= LM_DG_TYPE_COUNT)
+	}
+	if (dg[3] == 0 || dg[3] >= LM_DG_TYPE_COUNT) {
+		*why = "unknown datagram type";
 		return LM_ETYPE;
+	}
 
 	memset(h, 0, sizeof(*h));
 	h->version = dg[2];
@@ -61,27 +74,55 @@ int lm_wire_decode(const uint8_t *dg, size_t len, struct lm_dg_header *h,
 	h->frag_index = lm_get16(dg + 56);
 	h->frag_count = lm_get16(dg + 58);
 
-	if (lm_get32(dg + 60) != 0 || (h->flags & ~LM_DGF_KNOWN))
+	if (lm_get32(dg + 60) != 0 || (h->flags & ~LM_DGF_KNOWN)) {
+		*why = "reserved bits set";
 		return LM_EBADMSG;
+	}
 	expect = LM_WIRE_HDR_SIZE + (size_t)h->payload_len +
 		 ((h->flags & LM_DGF_MAC) ? LM_WIRE_MAC_SIZE : 0);
-	if (expect != len)
+	if (expect != len) {
+		*why = len < expect ? "truncated (shorter than its header says)"
+				    : "longer than its header says";
 		return LM_EBADMSG;
+	}
 	if (h->type == LM_DG_ACK) {
 		/* An acknowledgement carries nothing but the ack fields. */
 		if (h->payload_len || h->seq || h->msg_len || h->frag_count ||
 		    h->frag_index || h->req_id ||
-		    (h->flags & (LM_DGF_REQUEST | LM_DGF_REPLY)))
+		    (h->flags & (LM_DGF_REQUEST | LM_DGF_REPLY))) {
+			*why = "acknowledgement with data fields set";
 			return LM_EBADMSG;
+		}
 	} else {
 		if (h->seq == 0 || h->frag_count == 0 ||
 		    h->frag_index >= h->frag_count ||
 		    h->payload_len > h->msg_len ||
 		    ((h->flags & LM_DGF_REQUEST) && (h->flags & LM_DGF_REPLY)) ||
 		    (!!(h->flags & (LM_DGF_REQUEST | LM_DGF_REPLY)) !=
-		     (h->req_id != 0)))
+		     (h->req_id != 0))) {
+			*why = "inconsistent sequence or fragment fields";
 			return LM_EBADMSG;
+		}
 	}
 	*payload = dg + LM_WIRE_HDR_SIZE;
+	*why = NULL;
 	return 0;
+}
+
+int lm_wire_decode(const uint8_t *dg, size_t len, struct lm_dg_header *h,
+		   const uint8_t **payload)
+{
+	const char *why;
+
+	return wire_parse(dg, len, h, payload, &why);
+}
+
+const char *lm_wire_problem(const uint8_t *dg, size_t len)
+{
+	struct lm_dg_header h;
+	const uint8_t *payload;
+	const char *why;
+
+	wire_parse(dg, len, &h, &payload, &why);
+	return why;
 }

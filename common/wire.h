@@ -80,6 +80,10 @@ void lm_wire_encode_header(const struct lm_dg_header *h, uint8_t *buf);
  * LM_EVERSION or LM_ETYPE.  Does not check the MAC. */
 int lm_wire_decode(const uint8_t *dg, size_t len, struct lm_dg_header *h,
 		   const uint8_t **payload);
+/* What lm_wire_decode finds wrong with a datagram, as a phrase for a log
+ * line ("truncated (shorter than its header says)"), or NULL when it
+ * decodes.  The phrase is a string constant. */
+const char *lm_wire_problem(const uint8_t *dg, size_t len);
 
 /* Little-endian helpers for message bodies built on top of the header. */
 static inline void lm_put16(uint8_t *p, uint16_t v)

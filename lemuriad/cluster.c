@@ -340,9 +340,12 @@ static void cache_put(lm_cluster *c, uint32_t page, uint32_t version,
 static void count_bad(lm_cluster *c, uint16_t from, const struct lm_msg *m,
 		      const char *why)
 {
+	/* counted, and logged rate-limited (a peer controls how often) */
 	c->stats.dropped_bad++;
-	lm_log_debug("cluster %s: dropped message type %u from node %u: %s",
-		     c->cfg->name, m ? m->type : 0, from, why);
+	lm_log_limited("bad messages dropped by the lemuriad", LM_LOG_WARN,
+		       "cluster %s: dropped %s from node %u: %s",
+		       c->cfg->name, m ? lm_msg_name(m->type) : "message",
+		       from, why);
 }
 
 static int client_slot(const lm_cluster *c, uint16_t node);

@@ -271,12 +271,15 @@ static inline bool serves_clusters(const lm_home *h, uint32_t index)
 	return false;
 }
 
+/* Counted (dropped_bad) and logged, rate-limited: what a peer sends
+ * must not flood the log (log.h). */
 static inline void drop_bad(lm_home *h, uint16_t from,
 			    const struct lm_msg *m, const char *why)
 {
 	h->stats.dropped_bad++;
-	lm_log_warn("home: %s from node %u dropped: %s",
-		    lm_msg_name(m->type), from, why);
+	lm_log_limited("bad messages dropped by the reflector", LM_LOG_WARN,
+		       "home: %s from node %u dropped: %s",
+		       lm_msg_name(m->type), from, why);
 }
 
 static inline struct lm_msg msg_new(const lm_home *h, enum lm_msg_type type)

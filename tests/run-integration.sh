@@ -6,7 +6,10 @@
 # with SIGTERM and check they exit cleanly; run one detached with a pidfile
 # and a log file (SIGHUP reopens it, a second copy is refused, SIGTERM
 # removes the pidfile, a stale pidfile is replaced); bad command lines and
-# layouts are refused with status 2 and a message naming the cause.
+# layouts are refused with status 2 and a message naming the cause; a
+# flood of bad datagrams is counted and logged rate-limited; a reflector
+# and a lemuriad started from different layout files find it out and a
+# run on them fails at once.
 #   tests/run-integration.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -205,6 +208,133 @@ expect_output "message gives file:line" "bad.ini:4"
 expect "missing layout file" 2 $bin/lemuriactl -c "$tmp/nonexistent.ini" status
 expect "unknown lemuriactl command" 2 $bin/lemuriactl -c "$tmp/layout.ini" frobnicate
 expect "--json only after stats" 2 $bin/lemuriactl -c "$tmp/layout.ini" status --json
+
+echo "integration: bad datagrams, and a layout that differs between daemons"
+# Reflector r0 reads layout A, lemuriad c0 layout B: the same file but
+# for c1's client count (same ports, same secret).
+mkdir "$tmp/mm"
+private_layout conf/4+4.ini "$tmp/mm" 1 >/dev/null
+mv "$tmp/mm/4+4.ini" "$tmp/mm/a.ini"
+awk '/^\[cluster c1\]/ { c = 1 } c && /^clients/ { $0 = "clients = 3"; c = 0 } { print }' \
+	"$tmp/mm/a.ini" >"$tmp/mm/b.ini"
+"$bin/reflector" -c "$tmp/mm/a.ini" -n r0 -l warn 2>"$tmp/mm/r0.log" &
+rpid=$!; pids="$pids $rpid"
+"$bin/lemuriad" -c "$tmp/mm/b.ini" -n c0 -l warn 2>"$tmp/mm/c0.log" &
+cpid=$!; pids="$pids $cpid"
+i=0
+until $bin/lemuriactl -c "$tmp/mm/a.ini" -t 300 status 2>/dev/null | grep -q "^reflector  *r0 .* up"; do
+	i=$((i + 1)); [ $i -ge 20 ] && break; sleep 0.25
+done
+rport=$(awk '/^\[reflector r0\]/ { r = 1 } r && /^listen/ { sub(/.*:/, ""); print; exit }' "$tmp/mm/a.ini")
+# 300 truncated datagrams, 300 with a bad MAC (claiming to be rank 0,
+# node 4, whose address is learned), 50 claiming to be lemuriad c0 (node
+# 2) from an address that is not c0's.
+python3 - "$rport" <<'PY'
+import socket, struct, sys, time
+port = int(sys.argv[1])
+def dg(sender):
+    hdr = struct.pack('<HBBHHHHQQQIIIIIHHI', 0x4d4c, 1, 1, 1, sender, 1, 4,
+                      1, 0, 1, 1, 0, 0, 0, 4, 0, 1, 0)
+    return hdr + b'\0' * 4 + b'\x5a' * 16
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(300):  # paced: the socket buffer must not overflow
+    s.sendto(b'LM-garbage', ('127.0.0.1', port))
+    s.sendto(dg(4), ('127.0.0.1', port))
+    if i % 10 == 9:
+        time.sleep(0.002)
+for i in range(50):
+    s.sendto(dg(2), ('127.0.0.1', port))
+PY
+flood_at=$(date +%s)
+# r0_counter NAME: the reflector's counter NAME at level "-" (or -1)
+r0_counter() {
+	$bin/lemuriactl -c "$tmp/mm/a.ini" -t 500 stats --json 2>/dev/null | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print([x["counters"]["-"].get(sys.argv[1], -1) for x in d["daemons"] if x["name"] == "r0"][0])' "$1" 2>/dev/null || echo -1
+}
+i=0
+until [ "$(r0_counter dropped_malformed)" -ge 300 ] 2>/dev/null; do
+	i=$((i + 1)); [ $i -ge 20 ] && break; sleep 0.25
+done
+for c in dropped_malformed:300 dropped_auth:300 dropped_wrong_address:50; do
+	got=$(r0_counter "${c%%:*}")
+	if [ "$got" = "${c#*:}" ]; then ok "bad datagrams counted: ${c%%:*} = $got"; else
+		fail "counter ${c%%:*} is $got, wanted ${c#*:}"; fi
+done
+# lines_between FILE PATTERN MIN MAX: MIN..MAX lines of FILE match PATTERN
+lines_between() {
+	n=$(grep -c -- "$2" "$1")
+	if [ "$n" -ge "$3" ] && [ "$n" -le "$4" ]; then ok "$5 ($n lines)"; else
+		fail "$5: $n lines match \"$2\", wanted $3..$4"; sed 's/^/       /' "$1" | head -30; fi
+}
+lines_between "$tmp/mm/r0.log" "dropped malformed datagram (10 bytes) from 127.0.0.1:[0-9]*: shorter than the header" \
+	1 10 "truncated datagrams logged with the sender, rate-limited"
+lines_between "$tmp/mm/r0.log" "dropped datagram from 127.0.0.1:[0-9]* (node 4): bad MAC" \
+	1 10 "bad MACs logged with the sender, rate-limited"
+lines_between "$tmp/mm/r0.log" "claims to come from node 2, which the layout puts at 127.0.0.1:" \
+	1 10 "datagrams from the wrong address logged, rate-limited"
+
+t0=$(date +%s%N)
+timeout -k 5 40 $bin/lemuria-run -c "$tmp/mm/b.ini" --cluster c0 --timeout 30 -- \
+	"$build/tests/dsmtest" counter 5 >"$tmp/out" 2>&1
+st=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$st" -ne 0 ] && [ "$st" -ne 124 ] && [ "$ms" -lt 10000 ]; then
+	ok "a run across different layouts fails at once (status $st, ${ms} ms)"
+else
+	fail "run across different layouts: status $st after ${ms} ms"; sed 's/^/       /' "$tmp/out"
+fi
+expect_output "the ranks are told why" "aborted: reflector r0 (node 1) runs a different layout than lemuriad c0"
+# mismatch_line LOG PEER: the daemon logged the mismatch with PEER and two
+# different hashes (waits up to 5 s); sets $hashes to "THEIRS OURS"
+mismatch_line() {
+	i=0
+	until grep -q "layout mismatch: $2" "$1"; do
+		i=$((i + 1)); [ $i -ge 20 ] && break; sleep 0.25
+	done
+	line=$(grep "layout mismatch: $2" "$1" | head -1)
+	hashes=$(echo "$line" | sed -n 's/.*(hash \([0-9a-f]\{16\}\), ours \([0-9a-f]\{16\}\) from .*/\1 \2/p')
+	if [ -n "$hashes" ] && [ "${hashes% *}" != "${hashes#* }" ] &&
+	   echo "$line" | grep -q "error: .*refused"; then
+		ok "$(basename "$1" .log) logs the mismatch with ${2%% (*} and both hashes"
+	else
+		fail "$(basename "$1" .log): no mismatch line naming ${2%% (*}"; sed 's/^/       /' "$1" | head -20
+	fi
+}
+mismatch_line "$tmp/mm/r0.log" "lemuriad c0 (node 2) at 127.0.0.1:[0-9]* runs a different layout file"
+h1=$hashes
+mismatch_line "$tmp/mm/c0.log" "reflector r0 (node 1) at 127.0.0.1:[0-9]* runs a different layout file"
+h2=$hashes
+if [ -n "$h1" ] && [ "${h1#* }" = "${h2% *}" ] && [ "${h1% *}" = "${h2#* }" ]; then
+	ok "both daemons agree on the two hashes"
+else
+	fail "hashes do not match up: r0 says \"$h1\", c0 says \"$h2\""
+fi
+if [ "$(r0_counter layout_mismatches)" = 1 ] && [ "$(r0_counter msgs_refused_layout)" -ge 1 ]; then
+	ok "the mismatch and the refused messages are counted"
+else
+	fail "layout_mismatches $(r0_counter layout_mismatches), msgs_refused_layout $(r0_counter msgs_refused_layout)"
+fi
+# A second run fails the same way: the mismatch is remembered.
+expect "a second run fails too" 1 timeout -k 5 40 $bin/lemuria-run -c "$tmp/mm/b.ini" --cluster c0 \
+	--timeout 30 -- "$build/tests/dsmtest" counter 5
+# The summary of what the limiter held back comes when its 10 s are over.
+i=0
+while ! grep -q "more malformed datagrams suppressed in the last 1[0-9] s" "$tmp/mm/r0.log" &&
+	[ $(($(date +%s) - flood_at)) -lt 20 ]; do
+	sleep 0.5
+done
+if grep -q "warn: 29[0-9] more malformed datagrams suppressed in the last 1[0-9] s" "$tmp/mm/r0.log"; then
+	ok "the suppressed lines are summed up once"
+else
+	fail "no summary of suppressed lines"; sed 's/^/       /' "$tmp/mm/r0.log" | tail -20
+fi
+kill -TERM "$rpid" "$cpid"
+wait "$rpid"; st1=$?
+wait "$cpid"; st2=$?
+pids=""
+if [ "$st1" -eq 0 ] && [ "$st2" -eq 0 ]; then ok "both daemons survived and stop cleanly"; else
+	fail "daemon exit statuses $st1, $st2 (wanted 0)"; fi
 
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,8 +1,11 @@
 /* Tests of the daemon shell's service side (common/daemon.c,
  * common/pidfile.c): the command line with its service options and
  * messages, pidfiles (live refused, stale replaced, foreign content
- * kept), and the log file that SIGHUP reopens. */
+ * kept), the log file that SIGHUP reopens, and the layout check
+ * between daemons (a peer daemon with another layout file is refused). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "daemon.h"
 #include "lm_error.h"
 #include "pidfile.h"
+#include "udp.h"
 #include "unit.h"
 
 /* ------------------------------------------------------------------ */
@@ -498,6 +502,248 @@ static void test_syslog_priorities(void)
 	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_DEBUG), LOG_DEBUG);
 }
 
+/* ------------------------------------------------------------------ */
+/* Layout check between daemons: a reflector and a lemuriad in this
+ * process, on one event loop, each with a stub protocol. */
+
+struct stub {
+	struct lm_msg_out out;
+	void *ctx;
+	unsigned handled, aborts;
+	uint16_t last_type, last_from;
+	char reason[LM_MSG_REASON_MAX + 1];
+};
+
+static struct stub stubs[2]; /* [0] reflector r0 (node 1), [1] c0 */
+
+static void *stub_create(const struct lm_layout *layout, const char *name,
+			 uint16_t self_id, const struct lm_msg_out *out,
+			 void *out_ctx, char *err, size_t errlen)
+{
+	struct stub *st = &stubs[self_id == 1 ? 0 : 1];
+
+	(void)layout;
+	(void)name;
+	(void)err;
+	(void)errlen;
+	memset(st, 0, sizeof(*st));
+	st->out = *out;
+	st->ctx = out_ctx;
+	return st;
+}
+
+static void stub_destroy(void *machine)
+{
+	(void)machine;
+}
+
+static void stub_handle(void *machine, uint16_t from,
+			enum lm_rel_msg_kind kind, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	struct stub *st = machine;
+
+	(void)kind;
+	(void)req_id;
+	st->handled++;
+	st->last_type = m->type;
+	st->last_from = from;
+	if (m->type == LM_MSG_ABORT) {
+		st->aborts++;
+		snprintf(st->reason, sizeof(st->reason), "%.*s",
+			 (int)m->data_len, (const char *)m->data);
+	}
+}
+
+static const struct lm_daemon_protocol stub_proto = {
+	.create = stub_create,
+	.destroy = stub_destroy,
+	.handle = stub_handle,
+};
+
+static uint16_t free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	char err[128];
+	int fd;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&a, err, sizeof(err));
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* Writes a one-reflector, two-cluster layout to `path`; c1 has
+ * `c1_clients` clients. */
+static int write_layout(const char *path, uint16_t pr, uint16_t pc,
+			int c1_clients)
+{
+	char key[PATH_MAX];
+	FILE *f = fopen(path, "w");
+
+	if (!f || !realpath("conf/demo.key", key)) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fprintf(f,
+		"[lemuria]\nshared_size = 1M\npage_size = 4096\n"
+		"base = 0x500000000000\nsecret_file = %s\n"
+		"[reflector r0]\nlisten = 127.0.0.1:%u\n"
+		"[cluster c0]\nreflector = r0\nlisten = 127.0.0.1:%u\n"
+		"clients = 2\ncache = 1M\n"
+		"[cluster c1]\nreflector = r0\nlisten = 127.0.0.1:%u\n"
+		"clients = %d\ncache = 1M\n",
+		key, pr, pc, (unsigned)(pc + 1), c1_clients);
+	return fclose(f) ? -1 : 0;
+}
+
+static struct {
+	char line[64][512];
+	enum lm_log_level level[64];
+	size_t n;
+} lc_cap;
+
+static void lc_sink(void *ctx, enum lm_log_level level, const char *msg)
+{
+	(void)ctx;
+	if (lc_cap.n < 64) {
+		snprintf(lc_cap.line[lc_cap.n], sizeof(lc_cap.line[0]), "%s",
+			 msg);
+		lc_cap.level[lc_cap.n] = level;
+		lc_cap.n++;
+	}
+}
+
+/* The error line that contains `s`, or NULL. */
+static const char *lc_error(const char *s)
+{
+	for (size_t i = 0; i < lc_cap.n; i++)
+		if (lc_cap.level[i] == LM_LOG_ERROR &&
+		    strstr(lc_cap.line[i], s))
+			return lc_cap.line[i];
+	return NULL;
+}
+
+/* Runs the loop until `*count` reaches `want` (at most 2 s). */
+static void spin_until(struct event_base *base, const unsigned *count,
+		       unsigned want)
+{
+	for (int i = 0; i < 400 && *count < want; i++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		usleep(5000);
+	}
+	event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+/* Reflector from layout A; lemuriad c0 from layout B (A, or A with c1
+ * one client smaller).  c0 sends r0 a FETCH of run 7, twice. */
+static void layout_pair(bool differ)
+{
+	char tdir[] = "/tmp/lm-layoutcheck-XXXXXX", a[64], b[64], err[256];
+	uint16_t pr = free_port(), pc = free_port();
+	struct lm_layout *la = NULL, *lb = NULL;
+	struct event_base *base = event_base_new();
+	lm_daemon *r = NULL, *c = NULL;
+	struct lm_msg fetch = { .type = LM_MSG_FETCH, .run = 7, .page = 3 };
+	enum lm_log_level saved = lm_log_get_level();
+
+	CU_ASSERT_FATAL(pr && pc && pc + 1 != pr && base && mkdtemp(tdir));
+	snprintf(a, sizeof(a), "%s/a.ini", tdir);
+	snprintf(b, sizeof(b), "%s/b.ini", tdir);
+	CU_ASSERT_FATAL(write_layout(a, pr, pc, 2) == 0);
+	CU_ASSERT_FATAL(write_layout(b, pr, pc, differ ? 1 : 2) == 0);
+	CU_ASSERT_FATAL(lm_layout_load(a, &la, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(lm_layout_load(b, &lb, err, sizeof(err)) == 0);
+	CU_ASSERT_EQUAL(la->hash == lb->hash, !differ);
+	memset(&lc_cap, 0, sizeof(lc_cap));
+	lm_log_set_level(LM_LOG_WARN);
+	lm_log_set_sink(lc_sink, NULL);
+	lm_log_limit_reset();
+	r = lm_daemon_create(base, la, LM_ROLE_REFLECTOR, "r0", err,
+			     sizeof(err));
+	c = lm_daemon_create(base, lb, LM_ROLE_LEMURIAD, "c0", err,
+			     sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_FATAL(lm_daemon_start_protocol(r, &stub_proto, err,
+						 sizeof(err)) == 0 &&
+			lm_daemon_start_protocol(c, &stub_proto, err,
+						 sizeof(err)) == 0);
+
+	stubs[1].out.request(stubs[1].ctx, 1, 1, &fetch);
+	spin_until(base, &stubs[0].handled, 1);
+	if (!differ) {
+		/* delivered as sent; nothing refused, nothing logged */
+		CU_ASSERT_EQUAL(stubs[0].handled, 1);
+		CU_ASSERT_EQUAL(stubs[0].last_type, LM_MSG_FETCH);
+		CU_ASSERT_EQUAL(stubs[0].last_from, 2);
+		CU_ASSERT_EQUAL(lm_daemon_stats(r)->layout_mismatches, 0);
+		CU_ASSERT_EQUAL(lm_daemon_stats(c)->layout_mismatches, 0);
+		CU_ASSERT_EQUAL(lc_cap.n, 0);
+		goto out;
+	}
+	/* r0 refused the FETCH and aborted run 7 in its protocol. */
+	CU_ASSERT_EQUAL(stubs[0].handled, 1);
+	CU_ASSERT_EQUAL(stubs[0].aborts, 1);
+	CU_ASSERT_EQUAL(stubs[0].last_from, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(stubs[0].reason,
+				      "lemuriad c0 (node 2) runs a "
+				      "different layout than reflector r0"));
+	CU_ASSERT_EQUAL(lm_daemon_stats(r)->layout_mismatches, 1);
+	CU_ASSERT_EQUAL(lm_daemon_stats(r)->msgs_refused_layout, 1);
+	CU_ASSERT_PTR_NOT_NULL(lc_error("layout mismatch: lemuriad c0 "
+					"(node 2)"));
+	/* r0's answering PING told c0 too. */
+	CU_ASSERT_EQUAL(lm_daemon_stats(c)->layout_mismatches, 1);
+	CU_ASSERT_PTR_NOT_NULL(lc_error("layout mismatch: reflector r0 "
+					"(node 1)"));
+	{
+		char want[128];
+
+		snprintf(want, sizeof(want), "(hash %016llx, ours %016llx",
+			 (unsigned long long)la->hash,
+			 (unsigned long long)lb->hash);
+		CU_ASSERT_PTR_NOT_NULL(lc_error(want));
+	}
+	/* c0 does not send to r0 again; its own protocol gets the ABORT. */
+	stubs[1].out.request(stubs[1].ctx, 1, 2, &fetch);
+	spin_until(base, &stubs[1].aborts, 1);
+	CU_ASSERT_EQUAL(stubs[1].aborts, 1);
+	CU_ASSERT_EQUAL(stubs[1].last_from, 1);
+	CU_ASSERT_EQUAL(lm_daemon_stats(c)->msgs_refused_layout, 1);
+	CU_ASSERT_EQUAL(stubs[0].handled, 1);
+	/* once per run */
+	stubs[1].out.request(stubs[1].ctx, 1, 3, &fetch);
+	spin_until(base, &stubs[1].aborts, 2);
+	CU_ASSERT_EQUAL(stubs[1].aborts, 1);
+	CU_ASSERT_EQUAL(lm_daemon_stats(r)->layout_mismatches, 1);
+out:
+	lm_daemon_destroy(c);
+	lm_daemon_destroy(r);
+	event_base_free(base);
+	lm_log_set_sink(NULL, NULL);
+	lm_log_limit_reset();
+	lm_log_set_level(saved);
+	lm_layout_free(la);
+	lm_layout_free(lb);
+	unlink(a);
+	unlink(b);
+	rmdir(tdir);
+}
+
+static void test_layout_same_passes(void)
+{
+	layout_pair(false);
+}
+
+static void test_layout_mismatch_refused_and_aborts(void)
+{
+	layout_pair(true);
+}
+
 LM_TEST_SUITE("daemon", LM_TEST(test_parse_defaults_stay_in_foreground),
 	      LM_TEST(test_parse_short_service_options),
 	      LM_TEST(test_parse_long_service_options),
@@ -518,4 +764,6 @@ LM_TEST_SUITE("daemon", LM_TEST(test_parse_defaults_stay_in_foreground),
 	      LM_TEST(test_log_file_reopened_after_move),
 	      LM_TEST(test_log_reopen_without_file),
 	      LM_TEST(test_log_file_unopenable_named),
-	      LM_TEST(test_syslog_priorities))
+	      LM_TEST(test_syslog_priorities),
+	      LM_TEST(test_layout_same_passes),
+	      LM_TEST(test_layout_mismatch_refused_and_aborts))
