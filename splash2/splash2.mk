@@ -28,7 +28,8 @@ $(eval $(call splash2_pthread,lu,splash2/lu/lu.C))
 .PHONY: splash2-check
 SPLASH2_PT := $(BUILD)/splash2
 splash2-check: $(SPLASH2_PT)/lu-pthread $(SPLASH2_PT)/lucontig-pthread \
-		$(SPLASH2_PT)/radix-pthread $(SPLASH2_PT)/fft-pthread
+		$(SPLASH2_PT)/radix-pthread $(SPLASH2_PT)/fft-pthread \
+		$(SPLASH2_PT)/ocean-pthread
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
@@ -36,6 +37,8 @@ splash2-check: $(SPLASH2_PT)/lu-pthread $(SPLASH2_PT)/lucontig-pthread \
 	$(SPLASH2_PT)/radix-pthread -p4 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/radix-pthread -n20000 -r4 -m65536 -p3 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/fft-pthread -m16 -p4 -t | grep -q 'TEST PASSED'
+	$(SPLASH2_PT)/ocean-pthread -n66 -p4 -t | grep -q 'TEST PASSED'
+	$(SPLASH2_PT)/ocean-pthread -n130 -p8 -k2 -t | grep -q 'TEST PASSED'
 
 # $(call splash2_lemuria,NAME,SOURCE): $(BUILD)/splash2/NAME from SOURCE
 # with the Lemuria macros, linked with the shared liblemuria (CREATE
@@ -63,3 +66,5 @@ $(eval $(call splash2_pthread,radix,splash2/radix/radix.C))
 $(eval $(call splash2_lemuria,radix,splash2/radix/radix.C))
 $(eval $(call splash2_pthread,fft,splash2/fft/fft.C))
 $(eval $(call splash2_lemuria,fft,splash2/fft/fft.C))
+$(eval $(call splash2_pthread,ocean,splash2/ocean/ocean.C))
+$(eval $(call splash2_lemuria,ocean,splash2/ocean/ocean.C))

@@ -57,6 +57,8 @@ run "Radix n=20000 r=4 (8 passes)" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/radix" -n20000 -r4 -m65536 -t
 run "FFT 2^12 points" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/fft" -m12 -t
+run "Ocean n=66" "$lay" 120 "TEST PASSED" \
+	"$build/splash2/ocean" -n66 -t
 
 mkdir -p "$tmp/loss"
 lay=$(private_layout conf/4+4.ini "$tmp/loss" 9)
