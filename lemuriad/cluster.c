@@ -98,6 +98,8 @@ struct upreq {
 				   copy from this version on (UINT32_MAX:
 				   not known); an older reply is not cached.
 				   0: nothing left */
+	uint32_t pre;           /* UP_FETCH for the held RELEASE: its
+				   notice's index + 1 (0: none) */
 	uint32_t lock_id;       /* UP_LOCK */
 	uint32_t rank;          /* UP_LOCK: who will hold it */
 	struct waiter *waiters;
@@ -167,6 +169,25 @@ struct parked {
 	uint32_t need;
 };
 
+/* A barrier RELEASE held while the pages other clusters changed, which
+ * our clients hold, are fetched, so that it can bring those copies up
+ * to date too (docs/dsm.md "Updates"). */
+enum rel_kind {
+	REL_NONE,  /* invalidate */
+	REL_KEEP,  /* our copy kept by the sole-cluster rule: the source */
+	REL_FETCH, /* our copy at base saved in `old`, the page fetched */
+};
+
+struct held_release {
+	bool active;
+	uint32_t id;
+	struct lm_notice *notices; /* owned copy of the RELEASE's */
+	uint32_t nnotices;
+	uint8_t *kind;             /* enum rel_kind, per notice */
+	uint8_t **old, **fresh;    /* REL_FETCH: page copies, owned */
+	uint32_t pending;          /* fetches not answered yet */
+};
+
 struct lm_cluster {
 	const struct lm_layout *layout;
 	const struct lm_cluster_cfg *cfg;
@@ -223,6 +244,7 @@ struct lm_cluster {
 				   a FETCH asks the reflector's cache for */
 	uint8_t *deltabuf;      /* one encoded delta, for PULL */
 	lm_updates *updates;    /* barrier updates; NULL when off */
+	struct held_release rel;
 
 	struct lm_cluster_stats stats;
 };
@@ -415,6 +437,13 @@ static void free_client_work(struct client *cl)
 }
 
 static void tokens_clear(lm_cluster *c);
+static void rel_clear(lm_cluster *c);
+static bool rel_hold(lm_cluster *c, const struct lm_msg *m);
+static void rel_fetch(lm_cluster *c);
+static void rel_finish(lm_cluster *c);
+static void release_clients(lm_cluster *c, uint32_t id,
+			    const struct lm_notice *n, uint32_t count,
+			    bool updates);
 
 /* Discards all state of the current run (pages, waits, barrier, ENDs,
  * locks) and starts `run`.  Counters stay. */
@@ -433,6 +462,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 		memset(&c->clients[i], 0, sizeof(c->clients[i]));
 	}
 	lm_deltas_reset(c->deltas);
+	rel_clear(c);
 	if (c->updates)
 		lm_updates_reset(c->updates);
 	memset(c->known, 0, c->npages * sizeof(*c->known));
@@ -1522,6 +1552,182 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 
 /* ---- messages from the reflector ----------------------------------- */
 
+/* ---- barrier releases with updates (docs/dsm.md "Updates") -------- */
+
+/* Replies RELEASE{id, notices} to every client waiting at barrier id,
+ * each with its updates when `updates` (lm_updates_prepare done). */
+static void release_clients(lm_cluster *c, uint32_t id,
+			    const struct lm_notice *n, uint32_t count,
+			    bool updates)
+{
+	struct lm_msg r;
+
+	msg_init(c, &r, LM_MSG_RELEASE);
+	r.id = id;
+	r.notices = n;
+	r.nnotices = count;
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		struct client *cl = &c->clients[i];
+
+		if (!cl->at_barrier || cl->barrier_id != id)
+			continue;
+		cl->at_barrier = false;
+		if (updates)
+			lm_updates_for_client(c->updates, i, slot_rank(c, (int)i),
+					      n, count, &r.diffs);
+		c->out.reply(c->ctx, slot_node(c, (int)i), cl->barrier_req,
+			     &r);
+	}
+	if (c->updates)
+		lm_updates_epoch_end(c->updates);
+}
+
+static void rel_clear(lm_cluster *c)
+{
+	struct held_release *h = &c->rel;
+
+	for (uint32_t i = 0; h->kind && i < h->nnotices; i++) {
+		free(h->old[i]);
+		free(h->fresh[i]);
+	}
+	free(h->notices);
+	free(h->kind);
+	free(h->old);
+	free(h->fresh);
+	memset(h, 0, sizeof(*h));
+	for (struct upreq *up = c->ups; up; up = up->next)
+		up->pre = 0;
+}
+
+/* Decides, before the notices apply, what each page's update comes from:
+ * our copy if the sole-cluster rule will keep it, else, for a page
+ * another cluster wrote whose copy at base a client of ours holds, that
+ * copy (saved) and the page fetched anew.  At most a quarter of the cache
+ * is fetched (I5: the saved and fetched copies).  False when out of
+ * memory: the RELEASE then goes without updates. */
+static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
+{
+	struct held_release *h = &c->rel;
+	size_t cap = c->cache_max / 4, fetches = 0;
+	uint32_t n = m->nnotices;
+
+	h->notices = malloc((n ? n : 1) * sizeof(*h->notices));
+	h->kind = calloc(n ? n : 1, 1);
+	h->old = calloc(n ? n : 1, sizeof(*h->old));
+	h->fresh = calloc(n ? n : 1, sizeof(*h->fresh));
+	h->nnotices = n;
+	if (!h->notices || !h->kind || !h->old || !h->fresh) {
+		rel_clear(c);
+		return false;
+	}
+	if (n)
+		memcpy(h->notices, m->notices, n * sizeof(*h->notices));
+	h->id = m->id;
+	h->active = true;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lm_notice *no = &m->notices[i];
+		struct cpage *cp = cache_find(c, no->page);
+
+		if (!cp || cp->version >= no->version || cp->version != no->base)
+			continue;
+		if (no->wcluster == c->index) {
+			h->kind[i] = REL_KEEP;
+		} else if (fetches < cap &&
+			   lm_updates_held(c->updates, no->page) &&
+			   (h->old[i] = malloc(c->page_size))) {
+			memcpy(h->old[i], cp->data, c->page_size);
+			h->kind[i] = REL_FETCH;
+			fetches++;
+		}
+	}
+	return true;
+}
+
+/* Sends the held RELEASE's fetches (after the notices applied, so that
+ * each FETCH names the newest notice of its page). */
+static void rel_fetch(lm_cluster *c)
+{
+	struct held_release *h = &c->rel;
+
+	for (uint32_t i = 0; i < h->nnotices; i++) {
+		uint32_t page = h->notices[i].page;
+		struct upreq *up;
+		struct lm_msg r;
+
+		if (h->kind[i] != REL_FETCH)
+			continue;
+		for (up = c->ups; up; up = up->next)
+			if (up->kind == UP_FETCH && up->page == page)
+				break;
+		if (up && !up->pre) { /* already on its way: share it */
+			up->pre = i + 1;
+			h->pending++;
+			continue;
+		}
+		if (up || !(up = up_new(c, UP_FETCH))) {
+			h->kind[i] = REL_NONE;
+			continue;
+		}
+		up->page = page;
+		up->pre = i + 1;
+		up->min_version = h->notices[i].version;
+		h->pending++;
+		c->stats.fetch_misses++;
+		msg_init(c, &r, LM_MSG_FETCH);
+		r.page = page;
+		r.version = c->known[page];
+		c->out.request(c->ctx, c->reflector, up->req_id, &r);
+	}
+}
+
+/* A reply for the held RELEASE's fetch of notice up->pre - 1: `data`
+ * (NULL for a failed fetch) is the page at `version`. */
+static void rel_arrived(lm_cluster *c, struct upreq *up,
+			const uint8_t *data, uint32_t version)
+{
+	struct held_release *h = &c->rel;
+	uint32_t i = up->pre - 1;
+
+	if (!h->active || i >= h->nnotices || h->kind[i] != REL_FETCH) {
+		up->pre = 0;
+		return;
+	}
+	if (data && version < h->notices[i].version)
+		return; /* too old: asked again with the waiters */
+	up->pre = 0;
+	h->pending--;
+	if (data && (h->fresh[i] = malloc(c->page_size)))
+		memcpy(h->fresh[i], data, c->page_size);
+}
+
+/* Every fetch answered: the updates go with the RELEASE. */
+static void rel_finish(lm_cluster *c)
+{
+	struct held_release *h = &c->rel;
+	const uint8_t **copies = calloc(h->nnotices ? h->nnotices : 1,
+					sizeof(*copies));
+	bool updates = false;
+
+	for (uint32_t i = 0; copies && i < h->nnotices; i++) {
+		struct cpage *cp;
+
+		if (h->kind[i] == REL_FETCH) {
+			copies[i] = h->fresh[i];
+		} else if (h->kind[i] == REL_KEEP &&
+			   (cp = cache_find(c, h->notices[i].page)) &&
+			   cp->version == h->notices[i].version) {
+			copies[i] = cp->data; /* kept, and not evicted since */
+		}
+	}
+	if (copies)
+		updates = lm_updates_prepare(c->updates, h->notices,
+					     h->nnotices, copies,
+					     (const uint8_t *const *)h->old) == 0;
+	free(copies);
+	release_clients(c, h->id, h->notices, h->nnotices, updates);
+	rel_clear(c);
+}
+
 static void reply_page(lm_cluster *c, struct upreq *up,
 		       const struct lm_msg *m)
 {
@@ -1538,6 +1744,8 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 		r.page = up->page;
 		for (struct waiter *w = up->waiters; w; w = w->next)
 			c->out.reply(c->ctx, w->node, w->req_id, &r);
+		if (up->pre)
+			rel_arrived(c, up, NULL, 0);
 		up_free(c, up);
 		return;
 	}
@@ -1547,6 +1755,10 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 	lm_deltas_overlay(c->deltas, m->page, m->version, c->pagebuf);
 	if (m->version >= up->min_version && m->version >= up->left)
 		cache_put(c, m->page, m->version, c->pagebuf);
+	/* a reply that crossed data of ours leaving is no update source */
+	if (up->pre)
+		rel_arrived(c, up, m->version >= up->left ? c->pagebuf : NULL,
+			    m->version);
 	msg_init(c, &r, LM_MSG_PAGE);
 	r.page = m->page;
 	r.version = m->version;
@@ -1565,7 +1777,7 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 		free(w);
 		c->nwaits--;
 	}
-	if (!up->waiters) {
+	if (!up->waiters && !up->pre) {
 		up_free(c, up);
 		return;
 	}
@@ -1601,6 +1813,8 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 	}
 	if (up->kind == UP_FETCH) {
 		reply_page(c, up, m);
+		if (c->rel.active && c->rel.pending == 0)
+			rel_finish(c);
 		return;
 	}
 	if (up->kind == UP_REGISTER || up->kind == UP_PUSH) {
@@ -1700,37 +1914,14 @@ static void handle_pull(lm_cluster *c, uint32_t req_id,
 	c->out.reply(c->ctx, c->reflector, req_id, &r);
 }
 
-/* The copies the sole-cluster rule of apply_notices will keep at their
- * notice's version, which therefore hold every byte of the epoch: the
- * sources of the clients' updates.  NULL entries elsewhere. */
-static const uint8_t **update_sources(lm_cluster *c, const struct lm_notice *n,
-				      uint32_t count)
-{
-	const uint8_t **src = calloc(count ? count : 1, sizeof(*src));
-
-	for (uint32_t i = 0; src && i < count; i++) {
-		struct cpage *cp = cache_find(c, n[i].page);
-
-		if (cp && cp->version < n[i].version &&
-		    n[i].wcluster == c->index && cp->version == n[i].base)
-			src[i] = cp->data;
-	}
-	return src;
-}
-
 static void handle_release(lm_cluster *c, const struct lm_msg *m)
 {
-	const uint8_t **src = NULL;
-	bool updates = false;
-	struct lm_msg r;
+	bool expected = c->barrier_up && m->id == c->barrier_up_id;
+	bool held = false;
 
-	/* the pages stay cached meanwhile: nothing evicts during the call */
-	if (c->updates && c->barrier_up && m->id == c->barrier_up_id) {
-		src = update_sources(c, m->notices, m->nnotices);
-		updates = src && lm_updates_prepare(c->updates, m->notices,
-						    m->nnotices, src) == 0;
-	}
-	free(src);
+	/* before the notices drop the copies it must save */
+	if (c->updates && expected && !c->rel.active)
+		held = rel_hold(c, m);
 	/* invalidation is exact and idempotent, so it is safe even for a
 	 * RELEASE we did not expect */
 	apply_notices(c, m->notices, m->nnotices);
@@ -1742,30 +1933,18 @@ static void handle_release(lm_cluster *c, const struct lm_msg *m)
 		c->tokens[i].notes = NULL;
 		c->tokens[i].nnotes = 0;
 	}
-	if (!c->barrier_up || m->id != c->barrier_up_id) {
+	if (!expected) {
 		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
 		return;
 	}
 	c->barrier_up = false;
-	msg_init(c, &r, LM_MSG_RELEASE);
-	r.id = m->id;
-	r.notices = m->notices;
-	r.nnotices = m->nnotices;
-	for (uint32_t i = 0; i < c->nclients; i++) {
-		struct client *cl = &c->clients[i];
-
-		if (!cl->at_barrier || cl->barrier_id != m->id)
-			continue;
-		cl->at_barrier = false;
-		if (updates)
-			lm_updates_for_client(c->updates, i, slot_rank(c, (int)i),
-					      m->notices, m->nnotices,
-					      &r.diffs);
-		c->out.reply(c->ctx, slot_node(c, (int)i), cl->barrier_req,
-			     &r);
+	if (held) {
+		rel_fetch(c);
+		if (c->rel.active && c->rel.pending == 0)
+			rel_finish(c);
+		return;
 	}
-	if (c->updates)
-		lm_updates_epoch_end(c->updates);
+	release_clients(c, m->id, m->notices, m->nnotices, false);
 }
 
 static void handle_create_down(lm_cluster *c, const struct lm_msg *m)

@@ -23,7 +23,8 @@ struct wmask {
 struct prepared {
 	size_t off, len;
 	const uint8_t *copy;    /* the lemuriad's copy: the values */
-	const struct wmask *w;  /* the page's writers */
+	const struct wmask *w;  /* the page's writers here (may be NULL) */
+	const uint64_t *foreign; /* bytes other clusters changed, or NULL */
 	bool ok;
 };
 
@@ -41,6 +42,8 @@ struct lm_updates {
 	size_t arena_cap, arena_len;
 	struct prepared *prep;    /* per notice of the release */
 	size_t prep_cap;
+	uint64_t *foreign;        /* masks of the release's fetched pages */
+	size_t foreign_cap;       /* in masks */
 	uint32_t nprep;
 	uint8_t *list;            /* one client's list */
 	size_t list_cap;
@@ -112,6 +115,7 @@ void lm_updates_destroy(lm_updates *u)
 	free(u->written);
 	free(u->arena);
 	free(u->prep);
+	free(u->foreign);
 	free(u->list);
 	lm_delta_free(&u->others);
 	free(u);
@@ -175,12 +179,17 @@ int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 	return lm_delta_mark_diff(&w->d, diff, len);
 }
 
-/* into = the union of the masks of the writers other than `skip`; into
- * is u->others (or a copy of its header). */
+/* into = the bytes other clusters changed (foreign, may be NULL) and
+ * those of the writers here other than `skip`; into is u->others (or a
+ * copy of its header). */
 static void union_of(lm_updates *u, struct lm_delta *into,
-		     const struct wmask *w, uint32_t skip)
+		     const uint64_t *foreign, const struct wmask *w,
+		     uint32_t skip)
 {
-	memset(into->mask, 0, u->mask_words * sizeof(uint64_t));
+	if (foreign)
+		memcpy(into->mask, foreign, u->mask_words * sizeof(uint64_t));
+	else
+		memset(into->mask, 0, u->mask_words * sizeof(uint64_t));
 	into->dirty = 0;
 	for (; w; w = w->next) {
 		if (w->slot == skip)
@@ -190,6 +199,23 @@ static void union_of(lm_updates *u, struct lm_delta *into,
 	}
 	for (size_t k = 0; k < u->mask_words; k++)
 		into->dirty += (size_t)__builtin_popcountll(into->mask[k]);
+}
+
+/* Sets in mask the bytes where a and b differ (page_size bytes each). */
+static void mark_changes(uint64_t *mask, const uint8_t *a, const uint8_t *b,
+			 size_t page_size)
+{
+	for (size_t off = 0; off < page_size; off += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, a + off, 8);
+		memcpy(&y, b + off, 8);
+		if (x == y)
+			continue;
+		for (size_t k = 0; k < 8 && off + k < page_size; k++)
+			if (a[off + k] != b[off + k])
+				mask[(off + k) / 64] |= 1ull << ((off + k) % 64);
+	}
 }
 
 /* The entry of `slot` among a page's writers, or NULL. */
@@ -218,8 +244,11 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 }
 
 int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
-		       uint32_t count, const uint8_t *const *copies)
+		       uint32_t count, const uint8_t *const *copies,
+		       const uint8_t *const *olds)
 {
+	size_t nforeign = 0;
+
 	u->nprep = 0;
 	u->arena_len = 0;
 	if (u->overflow || count == 0)
@@ -232,21 +261,45 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		u->prep = np;
 		u->prep_cap = count;
 	}
+	for (uint32_t i = 0; olds && i < count; i++)
+		nforeign += copies[i] && olds[i];
+	if (nforeign > u->foreign_cap) {
+		uint64_t *nf = realloc(u->foreign, nforeign * u->mask_words *
+							   sizeof(uint64_t));
+
+		if (!nf)
+			return LM_ENOMEM;
+		u->foreign = nf;
+		u->foreign_cap = nforeign;
+	}
+	nforeign = 0;
 	for (uint32_t i = 0; i < count; i++) {
 		struct prepared *p = &u->prep[i];
 		struct lm_delta view;
 		uint32_t page = n[i].page;
 
 		p->ok = false;
-		if (!copies[i] || page >= u->npages || !u->masks[page])
+		p->foreign = NULL;
+		if (!copies[i] || page >= u->npages ||
+		    (!u->masks[page] && !(olds && olds[i])))
 			continue;
-		/* every writer's bytes, with the values of our copy */
+		/* every writer's bytes, with the values of our copy; for a
+		 * page fetched anew, also what changed since our old copy
+		 * (the other clusters' writes) */
 		p->copy = copies[i];
 		p->w = u->masks[page];
-		view = p->w->d;
-		if (p->w->next) {
+		if (olds && olds[i]) {
+			uint64_t *f = u->foreign + nforeign++ * u->mask_words;
+
+			memset(f, 0, u->mask_words * sizeof(uint64_t));
+			mark_changes(f, olds[i], copies[i], u->page_size);
+			p->foreign = f;
+		}
+		if (p->w && !p->w->next && !p->foreign) {
+			view = p->w->d;
+		} else {
 			view = u->others;
-			union_of(u, &view, p->w, UINT32_MAX);
+			union_of(u, &view, p->foreign, p->w, UINT32_MAX);
 		}
 		view.bytes = (uint8_t *)copies[i];
 		p->len = lm_delta_encoded_len(&view);
@@ -273,7 +326,7 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 	struct lm_delta view = u->others;
 	size_t ulen, at = *len + 8;
 
-	union_of(u, &view, p->w, slot);
+	union_of(u, &view, p->foreign, p->w, slot);
 	view.bytes = (uint8_t *)p->copy;
 	ulen = lm_delta_encoded_len(&view);
 	if (at + ulen > LM_UPDATES_CLIENT_MAX ||
@@ -330,6 +383,14 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 		forget(u, slot, page); /* the client drops its copy */
 	}
 	*out = (struct lm_msg_diffs){ u->list, len, entries };
+}
+
+bool lm_updates_held(const lm_updates *u, uint32_t page)
+{
+	for (uint32_t s = 0; page < u->npages && s < u->nclients; s++)
+		if (holds(u, s, page))
+			return true;
+	return false;
 }
 
 const struct lm_updates_stats *lm_updates_stats(const lm_updates *u)

@@ -17,6 +17,7 @@
 #ifndef LM_UPDATES_H
 #define LM_UPDATES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,11 +61,19 @@ int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 
 /* At the barrier release, after the cache applied the notices: copies[i]
  * is the lemuriad's copy of n[i].page when it is at n[i].version and
- * holds every byte of the epoch (kept by the sole-cluster rule), else
- * NULL.  Encodes the update of every such page the epoch's masks cover.
- * Returns 0 or LM_ENOMEM (no updates this time). */
+ * holds every byte of the epoch, else NULL.  Such a copy is either the
+ * one the sole-cluster rule kept (olds[i] NULL), or the page fetched
+ * anew after another cluster wrote it, olds[i] then being our copy at
+ * the notice's base, which held our clients' writes of the epoch: the
+ * bytes where the two differ are the other clusters' writes.  olds may be
+ * NULL.  Encodes the update of every such page.  Returns 0 or LM_ENOMEM
+ * (no updates this time). */
 int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
-		       uint32_t count, const uint8_t *const *copies);
+		       uint32_t count, const uint8_t *const *copies,
+		       const uint8_t *const *olds);
+
+/* True when some client slot holds a copy of `page`. */
+bool lm_updates_held(const lm_updates *u, uint32_t page);
 
 /* The update list for client `slot` of rank `rank` (a diff list in the
  * order of the notices), valid until the next call; also forgets the

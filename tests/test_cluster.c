@@ -193,18 +193,26 @@ static void fetch(lm_cluster *c, uint32_t rank, uint32_t req_id,
 
 /* The reflector answers request req_id with page at version, filled with
  * byte `fill`. */
-static void r_page(lm_cluster *c, uint32_t req_id, uint32_t page,
-		   uint32_t version, uint8_t fill)
+static void r_page_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
+			 uint32_t version, uint8_t fill, size_t at, size_t n,
+			 uint8_t val)
 {
 	static uint8_t buf[65536];
 	struct lm_msg m = msg(LM_MSG_PAGE, RUN);
 
 	memset(buf, fill, layout->page_size);
+	memset(buf + at, val, n);
 	m.page = page;
 	m.version = version;
 	m.data = buf;
 	m.data_len = layout->page_size;
 	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+}
+
+static void r_page(lm_cluster *c, uint32_t req_id, uint32_t page,
+		   uint32_t version, uint8_t fill)
+{
+	r_page_poked(c, req_id, page, version, fill, 0, 0, 0);
 }
 
 /* Puts page into the cache at version (filled with `fill`). */
@@ -1274,9 +1282,24 @@ static void test_sole_cluster_notice_keeps_copy(void)
 /* Anything short of "our copy at base, every diff ours" invalidates:
  * another cluster wrote, several clusters wrote, or the copy is not at
  * the base (it missed some of the epoch's diffs, or is older). */
+static const char updates_off_layout[] =
+	"[lemuria]\n"
+	"shared_size = 1M\n"
+	"page_size = 4096\n"
+	"base = 0x500000000000\n"
+	"auth = off\n"
+	"updates = off\n"
+	"[reflector r0]\n"
+	"listen = 127.0.0.1:17900\n"
+	"[cluster c0]\n"
+	"reflector = r0\n"
+	"listen = 127.0.0.1:17910\n"
+	"clients = 4\n";
+
 static void test_sole_cluster_notice_invalidates_otherwise(void)
 {
-	lm_cluster *c = setup();
+	/* without updates: they would fetch pages 20 and 21 again */
+	lm_cluster *c = setup_text(updates_off_layout);
 	struct lm_notice n[4] = {
 		{ 20, 5, 4, 5, 1 },                           /* cluster c1 */
 		{ 21, 5, 4, LM_WRITER_MANY, LM_WRITER_MANY }, /* both */
@@ -1316,6 +1339,31 @@ static void barrier_release_kept(lm_cluster *c, uint32_t id,
 	rel.nnotices = nn;
 	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
 	CU_ASSERT_EQUAL_FATAL(nouts, 4);
+}
+
+/* Like barrier_release_kept when the RELEASE is held for a fetch of
+ * `page`: the FETCH is outs[0] on return, and no client has its RELEASE
+ * yet. */
+static void barrier_release_held(lm_cluster *c, uint32_t id,
+				 const struct lm_notice *n, uint32_t nn,
+				 uint32_t page)
+{
+	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
+
+	clear_outs();
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, id);
+	answer_registers(c, true, 40);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	clear_outs();
+	rel.id = id;
+	rel.notices = n;
+	rel.nnotices = nn;
+	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[0].m.page, page);
 }
 
 /* The update a RELEASE to `rank` carries for `page`: its runs as
@@ -1371,7 +1419,11 @@ static void test_release_carries_updates(void)
 	CU_ASSERT_EQUAL(nouts, 2);
 	flush_page(c, 1, 9, 100, 8, 0x77);
 	flush_page(c, 2, 9, 300, 8, 0x78);
-	barrier_release_kept(c, 1, n, 2);
+	barrier_release_held(c, 1, n, 2, 20);
+	/* rank 0 holds c1's page 20: fetched again before the release; c1
+	 * wrote 8 bytes at 500 */
+	r_page_poked(c, outs[0].req_id, 20, 5, 0x20, 500, 8, 0x99);
+	CU_ASSERT_EQUAL_FATAL(nouts, 5);
 	/* rank 0 read it: both writers' bytes */
 	CU_ASSERT_EQUAL_FATAL(update_runs(0, 9, runs), 2);
 	CU_ASSERT_EQUAL(runs[0][0], 100);
@@ -1385,11 +1437,16 @@ static void test_release_carries_updates(void)
 	CU_ASSERT_EQUAL(runs[0][2], 0x78);
 	CU_ASSERT_EQUAL_FATAL(update_runs(2, 9, runs), 1);
 	CU_ASSERT_EQUAL(runs[0][0], 100);
-	/* rank 3 never had the page; nobody gets c1's page 20 */
+	/* rank 3 never had the page */
 	CU_ASSERT_EQUAL(update_runs(3, 9, runs), -1);
-	for (uint32_t r = 0; r < 4; r++)
+	/* page 20: what c1 changed, to rank 0 only */
+	CU_ASSERT_EQUAL_FATAL(update_runs(0, 20, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 500);
+	CU_ASSERT_EQUAL(runs[0][1], 8);
+	CU_ASSERT_EQUAL(runs[0][2], 0x99);
+	for (uint32_t r = 1; r < 4; r++)
 		CU_ASSERT_EQUAL(update_runs(r, 20, runs), -1);
-	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 3);
+	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 4);
 	clear_outs();
 
 	/* next epoch: nothing written, so nothing sent, although the
@@ -1399,7 +1456,34 @@ static void test_release_carries_updates(void)
 	barrier_release_kept(c, 2, n, 1);
 	for (uint32_t r = 0; r < 4; r++)
 		CU_ASSERT_EQUAL(update_runs(r, 9, runs), -1);
-	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 3);
+	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 4);
+	teardown(c);
+}
+
+/* A held RELEASE waits for a fetch new enough: an older reply is asked
+ * again; a lost reflector aborts the run and every client waiting at
+ * the barrier gets the ABORT, not a RELEASE. */
+static void test_held_release_too_old_then_abort(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n = { 20, 5, 4, 5, 1 };
+
+	join_all(c, RUN);
+	cache_page(c, 20, 4, 0x20); /* rank 0 holds it */
+	barrier_release_held(c, 1, &n, 1, 20);
+	r_page(c, outs[0].req_id, 20, 4, 0x20);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[1].m.version, 5);
+	clear_outs();
+	lm_cluster_peer_lost(c, refl);
+	for (uint32_t r = 0; r < 4; r++) {
+		CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(r),
+					    LM_MSG_RELEASE));
+		CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(r),
+						LM_MSG_ABORT));
+	}
 	teardown(c);
 }
 
@@ -1420,22 +1504,6 @@ static void test_release_no_update_without_exact_copy(void)
 	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 0);
 	teardown(c);
 }
-
-static const char updates_off_layout[] =
-	"[lemuria]\n"
-	"shared_size = 1M\n"
-	"page_size = 4096\n"
-	"base = 0x500000000000\n"
-	"auth = off\n"
-	"updates = off\n"
-	"[reflector r0]\n"
-	"listen = 127.0.0.1:17900\n"
-	"[cluster c0]\n"
-	"reflector = r0\n"
-	"listen = 127.0.0.1:17910\n"
-	"clients = 4\n";
-
-static lm_cluster *setup_text(const char *text);
 
 /* updates = off: the same epoch as above sends no update. */
 static void test_release_updates_off(void)
@@ -2013,6 +2081,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_sole_cluster_notice_invalidates_otherwise),
 	LM_TEST(test_release_carries_updates),
 	LM_TEST(test_release_no_update_without_exact_copy),
+	LM_TEST(test_held_release_too_old_then_abort),
 	LM_TEST(test_release_updates_off),
 	LM_TEST(test_fetch_reply_gets_our_deltas),
 	LM_TEST(test_barrier_waits_for_registration_then_pull),
