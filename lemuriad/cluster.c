@@ -103,8 +103,14 @@ struct upreq {
 	uint32_t lock_id;       /* UP_LOCK */
 	uint32_t rank;          /* UP_LOCK: who will hold it */
 	struct waiter *waiters;
-	struct upreq *next;
+	struct upreq *next, *prev;  /* every request, newest first */
+	struct upreq *id_next;      /* hash chain by req_id */
+	struct upreq *page_next;    /* UP_FETCH: hash chain by page */
 };
+
+/* Buckets of the request tables: thousands of FETCHes may be in flight
+ * at a held RELEASE, and each reply and notice looks one up. */
+#define LM_CLUSTER_UP_BUCKETS 4096u
 
 /* What we know of one client slot (local rank) in the current run. */
 struct client {
@@ -214,6 +220,8 @@ struct lm_cluster {
 	size_t ncached, cache_max;
 
 	struct upreq *ups;
+	struct upreq **up_by_id;   /* LM_CLUSTER_UP_BUCKETS chains */
+	struct upreq **up_by_page; /* UP_FETCH only */
 	uint32_t next_req;
 	size_t nwaits, max_waits;
 
@@ -457,6 +465,9 @@ static void reset_run(lm_cluster *c, uint64_t run)
 		free_waiters(c, up->waiters);
 		free(up);
 	}
+	memset(c->up_by_id, 0, LM_CLUSTER_UP_BUCKETS * sizeof(*c->up_by_id));
+	memset(c->up_by_page, 0,
+	       LM_CLUSTER_UP_BUCKETS * sizeof(*c->up_by_page));
 	for (uint32_t i = 0; i < c->nclients; i++) {
 		free_client_work(&c->clients[i]);
 		memset(&c->clients[i], 0, sizeof(c->clients[i]));
@@ -542,6 +553,34 @@ static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
 	c->aborted = true;
 }
 
+static struct upreq **id_bucket(lm_cluster *c, uint32_t req_id)
+{
+	return &c->up_by_id[req_id % LM_CLUSTER_UP_BUCKETS];
+}
+
+static struct upreq **page_bucket(lm_cluster *c, uint32_t page)
+{
+	return &c->up_by_page[page % LM_CLUSTER_UP_BUCKETS];
+}
+
+static void up_hash_id(lm_cluster *c, struct upreq *up)
+{
+	struct upreq **b = id_bucket(c, up->req_id);
+
+	up->id_next = *b;
+	*b = up;
+}
+
+static void up_unhash_id(lm_cluster *c, struct upreq *up)
+{
+	struct upreq **pp = id_bucket(c, up->req_id);
+
+	while (*pp && *pp != up)
+		pp = &(*pp)->id_next;
+	if (*pp)
+		*pp = up->id_next;
+}
+
 static struct upreq *up_new(lm_cluster *c, enum up_kind kind)
 {
 	struct upreq *up = calloc(1, sizeof(*up));
@@ -551,17 +590,67 @@ static struct upreq *up_new(lm_cluster *c, enum up_kind kind)
 	up->kind = kind;
 	up->req_id = c->next_req++;
 	up->next = c->ups;
+	if (c->ups)
+		c->ups->prev = up;
 	c->ups = up;
+	up_hash_id(c, up);
+	return up;
+}
+
+/* The request's next FETCH gets a new id (req_id must grow). */
+static void up_renumber(lm_cluster *c, struct upreq *up)
+{
+	up_unhash_id(c, up);
+	up->req_id = c->next_req++;
+	up_hash_id(c, up);
+}
+
+/* Makes up the FETCH of `page`, found by fetch_of. */
+static void up_set_page(lm_cluster *c, struct upreq *up, uint32_t page)
+{
+	struct upreq **b = page_bucket(c, page);
+
+	up->page = page;
+	up->page_next = *b;
+	*b = up;
+}
+
+/* The FETCH of `page` on its way to the reflector, or NULL. */
+static struct upreq *fetch_of(lm_cluster *c, uint32_t page)
+{
+	struct upreq *up = *page_bucket(c, page);
+
+	while (up && up->page != page)
+		up = up->page_next;
+	return up;
+}
+
+static struct upreq *up_find(lm_cluster *c, uint32_t req_id)
+{
+	struct upreq *up = *id_bucket(c, req_id);
+
+	while (up && up->req_id != req_id)
+		up = up->id_next;
 	return up;
 }
 
 static void up_free(lm_cluster *c, struct upreq *up)
 {
-	struct upreq **pp = &c->ups;
+	if (up->prev)
+		up->prev->next = up->next;
+	else
+		c->ups = up->next;
+	if (up->next)
+		up->next->prev = up->prev;
+	up_unhash_id(c, up);
+	if (up->kind == UP_FETCH) {
+		struct upreq **pp = page_bucket(c, up->page);
 
-	while (*pp != up)
-		pp = &(*pp)->next;
-	*pp = up->next;
+		while (*pp && *pp != up)
+			pp = &(*pp)->page_next;
+		if (*pp)
+			*pp = up->page_next;
+	}
 	free_waiters(c, up->waiters);
 	free(up);
 }
@@ -623,6 +712,7 @@ static void apply_notices(lm_cluster *c, const struct lm_notice *n,
 {
 	for (uint32_t i = 0; n && i < count; i++) {
 		struct cpage *cp = cache_find(c, n[i].page);
+		struct upreq *up;
 
 		if (n[i].page < c->npages && c->known[n[i].page] < n[i].version)
 			c->known[n[i].page] = n[i].version;
@@ -636,10 +726,9 @@ static void apply_notices(lm_cluster *c, const struct lm_notice *n,
 				c->stats.invalidations++;
 			}
 		}
-		for (struct upreq *up = c->ups; up; up = up->next)
-			if (up->kind == UP_FETCH && up->page == n[i].page &&
-			    up->min_version < n[i].version)
-				up->min_version = n[i].version;
+		up = fetch_of(c, n[i].page);
+		if (up && up->min_version < n[i].version)
+			up->min_version = n[i].version;
 	}
 }
 
@@ -852,11 +941,12 @@ static void note_registered(lm_cluster *c, const struct lm_notice *n,
 					 c->nreg_notes + count);
 	/* a client that joins a FETCH of ours from now on may hold a GRANT
 	 * naming these versions: an older reply is not for it (I3) */
-	for (uint32_t i = 0; i < count; i++)
-		for (struct upreq *up = c->ups; up; up = up->next)
-			if (up->kind == UP_FETCH && up->page == n[i].page &&
-			    up->min_version < n[i].version)
-				up->min_version = n[i].version;
+	for (uint32_t i = 0; i < count; i++) {
+		struct upreq *up = fetch_of(c, n[i].page);
+
+		if (up && up->min_version < n[i].version)
+			up->min_version = n[i].version;
+	}
 }
 
 /* ---- deltas and parked messages ------------------------------------ */
@@ -885,10 +975,10 @@ static bool batch_outstanding(const lm_cluster *c)
  * way that is older may lack it, so it must not be cached. */
 static void mark_data_left(lm_cluster *c, uint32_t page, uint32_t version)
 {
-	for (struct upreq *up = c->ups; up; up = up->next)
-		if (up->kind == UP_FETCH && up->page == page &&
-		    up->left < version)
-			up->left = version;
+	struct upreq *up = fetch_of(c, page);
+
+	if (up && up->left < version)
+		up->left = version;
 }
 
 /* lm_deltas' way out: every REGISTER goes up as a request. */
@@ -1128,9 +1218,7 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 		c->out.reply(c->ctx, from, req_id, &r);
 		return;
 	}
-	for (up = c->ups; up; up = up->next)
-		if (up->kind == UP_FETCH && up->page == m->page)
-			break;
+	up = fetch_of(c, m->page);
 	if (up) {
 		if (up_wait(c, up, from, req_id, up->min_version) < 0) {
 			count_bad(c, from, m, "too many waiting requests");
@@ -1143,7 +1231,7 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 		count_bad(c, from, m, "too many waiting requests");
 		return;
 	}
-	up->page = m->page;
+	up_set_page(c, up, m->page);
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = m->page;
@@ -1656,9 +1744,7 @@ static void rel_fetch(lm_cluster *c)
 
 		if (h->kind[i] != REL_FETCH)
 			continue;
-		for (up = c->ups; up; up = up->next)
-			if (up->kind == UP_FETCH && up->page == page)
-				break;
+		up = fetch_of(c, page);
 		if (up && !up->pre) { /* already on its way: share it */
 			up->pre = i + 1;
 			h->pending++;
@@ -1668,7 +1754,7 @@ static void rel_fetch(lm_cluster *c)
 			h->kind[i] = REL_NONE;
 			continue;
 		}
-		up->page = page;
+		up_set_page(c, up, page);
 		up->pre = i + 1;
 		up->min_version = h->notices[i].version;
 		h->pending++;
@@ -1782,7 +1868,7 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 		return;
 	}
 	/* asked after a newer notice: this reply is too old for them */
-	up->req_id = c->next_req++;
+	up_renumber(c, up);
 	up->left = 0; /* the new request follows all that left so far */
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
@@ -1804,9 +1890,7 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 	struct upreq *up;
 	struct lm_msg r;
 
-	for (up = c->ups; up; up = up->next)
-		if (up->req_id == req_id)
-			break;
+	up = up_find(c, req_id);
 	if (!up) {
 		count_bad(c, c->reflector, m, "reply to no request");
 		return;
@@ -2106,6 +2190,8 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	c->next_req = 1;
 	c->max_waits = (size_t)LM_CLUSTER_WAITS_PER_CLIENT * (c->nclients + 1);
 	c->buckets = calloc((size_t)1 << c->bucket_bits, sizeof(*c->buckets));
+	c->up_by_id = calloc(LM_CLUSTER_UP_BUCKETS, sizeof(*c->up_by_id));
+	c->up_by_page = calloc(LM_CLUSTER_UP_BUCKETS, sizeof(*c->up_by_page));
 	c->clients = calloc(c->nclients ? c->nclients : 1,
 			    sizeof(*c->clients));
 	c->eager = layout->relay == LM_RELAY_EAGER;
@@ -2122,6 +2208,7 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 			c->page_size, (uint32_t)c->npages, c->nclients,
 			c->cache_max * c->page_size / 8);
 	if (!c->buckets || !c->clients || (c->nclients && c->first_node == 0) ||
+	    !c->up_by_id || !c->up_by_page ||
 	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->known ||
 	    (layout->updates && !c->updates))
 		goto err;
@@ -2135,7 +2222,8 @@ void lm_cluster_destroy(lm_cluster *c)
 {
 	if (!c)
 		return;
-	if (c->buckets && c->clients && c->deltas)
+	if (c->buckets && c->clients && c->deltas && c->up_by_id &&
+	    c->up_by_page)
 		reset_run(c, c->run);
 	lm_deltas_destroy(c->deltas);
 	lm_updates_destroy(c->updates);
@@ -2144,6 +2232,8 @@ void lm_cluster_destroy(lm_cluster *c)
 	free(c->deltabuf);
 	free(c->known);
 	free(c->buckets);
+	free(c->up_by_id);
+	free(c->up_by_page);
 	free(c->clients);
 	free(c->tokens);
 	free(c->reg_notes);
