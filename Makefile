@@ -182,7 +182,20 @@ bench-micro: all $(BUILD)/bench/micro
 
 # The SPLASH-2 harness (long: see docs/performance.md); plots need gnuplot.
 bench-splash: all
-	bench/splash.sh $(SPLASH_BENCH_ARGS)
+	bench/splash.sh -B $(BUILD) $(SPLASH_BENCH_ARGS)
+
+# Every SPLASH-2 program on the paper's layouts, with tables and plots
+# (about an hour; plots need gnuplot-nox, skipped with a message without
+# it); SPLASH_BENCH_ARGS=-q for a quick check.
+.PHONY: bench-programs
+bench-programs: all
+	bench/splash.sh -B $(BUILD) -p all -P $(SPLASH_BENCH_ARGS)
+
+# The issue-7 targets table, each beside its baseline (several minutes);
+# TARGETS_BENCH_ARGS=-q for a quick check.
+.PHONY: bench-targets
+bench-targets: all $(BUILD)/bench/micro
+	bench/targets.sh -B $(BUILD) $(TARGETS_BENCH_ARGS)
 
 # LU per layout with lazy and eager relay, traffic per level (long: see
 # docs/performance.md); HIERARCHY_BENCH_ARGS=-q for a quick check.
@@ -190,7 +203,7 @@ bench-splash: all
 bench-hierarchy: all
 	bench/hierarchy.sh $(HIERARCHY_BENCH_ARGS)
 
-bench: bench-transport bench-diff bench-splash bench-hierarchy
+bench: bench-transport bench-diff bench-programs bench-hierarchy bench-targets
 
 # The main job: SPLASH-2 LU on a two-cluster layout on this host.
 LAYOUT ?= conf/4+4.ini

@@ -262,34 +262,7 @@ traffic_cols=$traffic_cols,cluster_msgs_sent,cluster_bytes_sent
 traffic_cols=$traffic_cols,root_msgs_sent,root_bytes_sent
 traffic_cols=$traffic_cols,cluster_delta_bytes_sent,cluster_pulls_sent
 
-# traffic LOG: prints, comma-separated, the value of each of traffic_keys in
-# the "total of the N daemons that answered (of M)" block of LOG, then N and
-# M; a field is empty where the block or the counter is missing.
-traffic() {
-	awk -v keys="$traffic_keys" '
-		BEGIN { nk = split(keys, key, " ") }
-		/^lemuria-run: total of the / {
-			answered = $5; total = $NF; sub(/\)$/, "", total)
-			block = 1; header = 0; next
-		}
-		block && !header {
-			for (i = 3; i <= NF; i++) column[$i] = i
-			header = 1; next
-		}
-		block && /^lemuria-run:   [a-z]/ {
-			for (lvl in column) {
-				v = $(column[lvl])
-				if (v ~ /^[0-9]+$/) value[$2 "@" lvl] = v
-			}
-			next
-		}
-		block { block = 0 }
-		END {
-			for (i = 1; i <= nk; i++)
-				printf "%s,", (key[i] in value) ? value[key[i]] : ""
-			printf "%s,%s\n", answered, total
-		}' "$1"
-}
+# traffic LOG (bench/lib.sh) reads the lists above.
 
 # summary LAYOUT RELAY PROCS CLUSTERS REFLECTORS: the CSV row of one layout
 # and relay from the runs file: time (median, min, max, seconds) over the

@@ -1,7 +1,10 @@
-# Shell helpers shared by the benchmark drivers bench/splash.sh and
-# bench/hierarchy.sh (sourced, not run).  layout_file uses the caller's
-# $caller (its starting directory) and $root (the top of the tree); timed
-# sets $child, which the callers' interrupt traps stop.
+# shellcheck shell=sh disable=SC2154 # caller, root and limit are the caller's
+# Shell helpers shared by the benchmark drivers bench/splash.sh,
+# bench/hierarchy.sh and bench/targets.sh (sourced, not run).  layout_file
+# uses the caller's $caller (its starting directory) and $root (the top of
+# the tree); timed sets $child, which the callers' interrupt traps stop; why
+# and report_failure use $limit (seconds per run).  A caller may define a
+# function of the same name after sourcing this file to replace one.
 
 is_count() { # a positive decimal integer
 	case $1 in '' | *[!0-9]* | 0*) return 1 ;; esac
@@ -26,6 +29,35 @@ layout_label() {
 	echo "${b%.ini}"
 }
 
+# layout_size FILE: prints "PROCESSES CLUSTERS REFLECTORS", read from the
+# layout's [cluster NAME] sections and their clients keys and its
+# [reflector NAME] sections (docs/layout.md syntax: ';'/'#' comment lines,
+# ' ;' trailing comments, '=' or ':', CRLF); fails when there is no
+# cluster with clients.
+layout_size() {
+	awk '
+		{ sub(/\r$/, "") }
+		/^[ \t]*[;#]/ { next }
+		/^[ \t]*\[/ {
+			in_cluster = ($0 ~ /^[ \t]*\[cluster[ \t]/)
+			if (in_cluster) clusters++
+			if ($0 ~ /^[ \t]*\[reflector[ \t]/) reflectors++
+			next
+		}
+		in_cluster && /^[ \t]*clients[ \t]*[=:]/ {
+			v = $0
+			sub(/^[^=:]*[=:][ \t]*/, "", v)
+			sub(/[ \t]+;.*$/, "", v)
+			sub(/[ \t]+$/, "", v)
+			if (v !~ /^[0-9]+$/) { bad = 1; exit }
+			procs += v
+		}
+		END {
+			if (bad || clusters == 0 || procs == 0) exit 1
+			print procs, clusters, reflectors + 0
+		}' "$1"
+}
+
 # timed LIMIT LOG COMMAND...: runs COMMAND with its output in LOG, killed
 # after LIMIT seconds; returns its status (124 when it timed out).  It runs
 # in the background and is waited for, so that ^C or SIGTERM reaches the
@@ -38,4 +70,116 @@ timed() {
 	st=$?
 	child=""
 	return $st
+}
+
+# seconds LOG: a SPLASH-2 program's "Total time without initialization" in
+# seconds, or nothing.
+seconds() {
+	awk -F: '/Total time without initialization/ {
+		us = $2 + 0; found = 1; exit }
+		END { if (found) printf "%.6f\n", us / 1e6 }' "$1"
+}
+
+# why STATUS LOG CHECKED: one line, without commas (it may be a CSV field),
+# saying how a failed run ended; CHECKED is 1 when the run was given -t and
+# must print TEST PASSED.
+why() {
+	case $1 in
+	0) ;;
+	124) echo "timed out after $limit s"; return ;;
+	127) echo "could not be executed (status 127)"; return ;;
+	*) echo "exit status $1"; return ;;
+	esac
+	if grep -q "TEST FAILED" "$2"; then
+		echo "TEST FAILED"
+	elif [ "$3" = 1 ] && ! grep -q "TEST PASSED" "$2"; then
+		echo "no TEST PASSED in the output"
+	else
+		echo "no 'Total time without initialization' in the output"
+	fi
+}
+
+# passed STATUS LOG TIME CHECKED: whether a run counts (see why).
+passed() {
+	[ "$1" -eq 0 ] && [ -n "$3" ] && ! grep -q "TEST FAILED" "$2" &&
+		{ [ "$4" != 1 ] || grep -q "TEST PASSED" "$2"; }
+}
+
+# run_tail LOG: the last lines of a run's output before the counters that
+# lemuria-run --stats prints after it.
+run_tail() {
+	awk '/^lemuria-run: counters of the run/ { exit } { print }' "$1" |
+		tail -n 8
+}
+
+# report_failure WHAT STATUS LOG CHECKED: names the failed run and shows
+# the end of its output.
+report_failure() {
+	echo "    $1: FAILED ($(why "$2" "$3" "$4"))" >&2
+	run_tail "$3" | sed 's/^/      | /' >&2
+}
+
+# stats VALUES...: prints "MEDIAN MIN MAX", or nothing without values.
+stats() {
+	[ $# -gt 0 ] || return 0
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END {
+			if (NR % 2) m = v[(NR + 1) / 2]
+			else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "%.6f %.6f %.6f\n", m, v[1], v[NR]
+		}'
+}
+
+# Traffic per level from lemuria-run --stats.  traffic_keys lists counters
+# as COUNTER@LEVEL of the totals block; traffic_cols names them as CSV
+# columns, in the same order.  In the total every message sent at level
+# cluster or root is received by a daemon too, so "sent" counts each once,
+# both directions together; at level client only the lemuriads count, so
+# bytes_sent is what they sent down to clients and bytes_received what the
+# clients sent up (their diffs).  A caller may set other lists before
+# calling traffic (bench/hierarchy.sh adds delta bytes and PULLs).
+traffic_keys="msgs_sent@client bytes_sent@client bytes_received@client"
+traffic_keys="$traffic_keys msgs_sent@cluster bytes_sent@cluster"
+traffic_keys="$traffic_keys msgs_sent@root bytes_sent@root"
+traffic_cols=client_msgs_sent,client_bytes_sent,client_bytes_received
+traffic_cols=$traffic_cols,cluster_msgs_sent,cluster_bytes_sent
+traffic_cols=$traffic_cols,root_msgs_sent,root_bytes_sent
+
+# traffic LOG: prints, comma-separated, the value of each of $traffic_keys
+# in the "total of the N daemons that answered (of M)" block of LOG, then N
+# and M; a field is empty where the block or the counter is missing.
+traffic() {
+	awk -v keys="$traffic_keys" '
+		BEGIN { nk = split(keys, key, " ") }
+		/^lemuria-run: total of the / {
+			answered = $5; total = $NF; sub(/\)$/, "", total)
+			block = 1; header = 0; next
+		}
+		block && !header {
+			for (i = 3; i <= NF; i++) column[$i] = i
+			header = 1; next
+		}
+		block && /^lemuria-run:   [a-z]/ {
+			for (lvl in column) {
+				v = $(column[lvl])
+				if (v ~ /^[0-9]+$/) value[$2 "@" lvl] = v
+			}
+			next
+		}
+		block { block = 0 }
+		END {
+			for (i = 1; i <= nk; i++)
+				printf "%s,", (key[i] in value) ? value[key[i]] : ""
+			printf "%s,%s\n", answered, total
+		}' "$1"
+}
+
+# need_gnuplot WHO: fails, saying what to install, when gnuplot is missing
+# (it is optional and not among tools/install-deps.sh's packages).
+need_gnuplot() {
+	command -v gnuplot >/dev/null 2>&1 && return 0
+	echo "$1: gnuplot not found: plots need the Debian package gnuplot-nox" \
+		"(apt-get install gnuplot-nox), which tools/install-deps.sh does" \
+		"not install; the CSVs and tables do not need it" >&2
+	return 1
 }

@@ -1,0 +1,294 @@
+#!/bin/sh
+# The acceptance table (issue 7): each performance target of the project
+# measured on this machine beside its baseline, measured in the same run
+# (DESIGN.md section 7), medians of REPS runs with min and max, and whether
+# the ratio meets the target.  The SPLASH-2 runs go through bench/splash.sh
+# (which alternates each Lemuria run with its pthreads run and records the
+# traffic per level); the read fault is build/bench/micro beside
+# build/bench/transport's bare UDP round trip, as bench/micro.sh does.
+#
+#   bench/targets.sh [-q] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR]
+#                    [-T SECONDS] [-B BUILD_DIR]
+#
+# Needs make (build/splash2/lu, lucontig and their pthreads builds,
+# lemuria-run, build/bench/transport) and build/bench/micro (make
+# bench-targets builds it).  Exit status: 0 when every run passed (met or
+# not), 1 when some failed, 2 on a usage error.
+
+# ARGS splits into words on purpose, the trap handler is reached only
+# through trap, and lib.sh uses caller.
+# shellcheck disable=SC2086,SC2317,SC1091,SC2034
+set -u
+
+me=bench/targets.sh
+. "$(dirname "$0")/lib.sh" # is_count absolute layout_file stats timed
+reps=3
+args="-n1024 -b16"
+fault_layout=4+4
+outdir=""
+limit=900
+build=""
+quick=0
+given_r=0; given_a=0
+
+# The targets: a ratio to the baseline, at most this.  Issue 7 gives the
+# LU and traffic figures; the read-fault goal (1.5 bare round trips) is the
+# performance issue's (docs/performance.md, "Micro-benchmarks").
+t_lu1=1.1; t_lu8=4; t_lu16=5; t_lu32=8; t_contig=2; t_fault=1.5
+t_traffic=0.25
+
+usage() {
+	cat <<EOF
+usage: $me [-q] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR] [-T SECONDS]
+                        [-B BUILD_DIR]
+  -r REPS      runs of each measurement and its baseline (default $reps)
+  -a "ARGS"    LU's and lucontig's arguments, without -p and -t
+               (default "$args")
+  -f LAYOUT    layout of the read-fault measurement (default $fault_layout)
+  -O DIR       directory of the CSVs and the table (default
+               bench/results/targets)
+  -T SECONDS   limit for each single run (default $limit)
+  -B DIR       build directory (default build at the top of the tree)
+  -q           quick check (about a minute): -a "-n256 -b16" -r 1 unless
+               given, files in \${TMPDIR:-/tmp}/lemuria-targets-quick unless
+               -O is given; the ratios then say little (tiny problems)
+Measured, each against its baseline in the same run:
+  LU ARGS on layouts 1, 4+4, 8+8, 8+8+8+8 vs lu-pthread -p1/-p8/-p16/-p32
+  lucontig ARGS on 4+4 vs lucontig-pthread -p8
+  read fault served from the lemuriad's copy (bench/micro fault_cluster_us
+  on LAYOUT) vs a bare UDP round trip of 4 KiB (bench/transport)
+  LU on 8+8: bytes at level cluster (lemuriad <-> reflector) over bytes at
+  level client (client <-> lemuriad, both ways), lemuria-run --stats
+The table goes to stdout and to DIR/targets.md, its values to
+DIR/targets.csv; the runs behind it are in DIR (bench/splash.sh's CSVs
+lu.csv, lucontig.csv and their -runs.csv, and fault-runs.csv).
+EOF
+}
+
+while getopts qr:a:f:O:T:B:h opt; do
+	case $opt in
+	q) quick=1 ;;
+	r) reps=$OPTARG; given_r=1 ;;
+	a) args=$OPTARG; given_a=1 ;;
+	f) fault_layout=$OPTARG ;;
+	O) outdir=$OPTARG ;;
+	T) limit=$OPTARG ;;
+	B) build=$OPTARG ;;
+	h) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+if [ $# -ne 0 ]; then
+	echo "$me: unexpected argument '$1'" >&2
+	usage >&2
+	exit 2
+fi
+set -f
+if [ $quick -eq 1 ]; then
+	[ $given_a -eq 1 ] || args="-n256 -b16"
+	[ $given_r -eq 1 ] || reps=1
+	# A quick check never overwrites the results kept in the tree.
+	[ -n "$outdir" ] || outdir=${TMPDIR:-/tmp}/lemuria-targets-quick
+fi
+
+[ -n "$outdir" ] && outdir=$(absolute "$outdir")
+[ -n "$build" ] && build=$(absolute "$build")
+caller=$PWD
+cd "$(dirname "$0")/.." || exit 2
+root=$PWD
+[ -n "$outdir" ] || outdir=$root/bench/results/targets
+[ -n "$build" ] || build=$root/build
+
+bad=0
+complain() { echo "$me: $*" >&2; bad=1; }
+is_count "$reps" || complain "-r wants a positive integer, not '$reps'"
+is_count "$limit" || complain "-T wants a positive number of seconds, not '$limit'"
+for f in bin/lemuria-run bench/transport bench/micro splash2/lu \
+	splash2/lu-pthread splash2/lucontig splash2/lucontig-pthread; do
+	[ -x "$build/$f" ] || complain "$build/$f: not found or not executable (make bench-targets builds it)"
+done
+fl=$(layout_file "$fault_layout")
+if [ ! -r "$fl" ]; then
+	complain "-f: layout '$fault_layout': $fl not found"
+elif ! layout_size "$fl" >/dev/null; then
+	complain "-f: layout '$fault_layout': $fl has no [cluster] section with clients"
+fi
+case $args in *,* | *\"*) complain "-a: arguments with ',' or '\"'" ;; esac
+[ $bad -eq 0 ] || exit 2
+
+tmp=$(mktemp -d /tmp/lm-targets.XXXXXX) || exit 1
+child=""
+cleanup() { rm -rf "$tmp"; }
+interrupted() {
+	trap '' INT TERM
+	if [ -n "$child" ]; then
+		kill -TERM "$child" 2>/dev/null
+		wait "$child" 2>/dev/null
+	fi
+	echo "$me: interrupted" >&2
+	cleanup
+	exit 130
+}
+trap interrupted INT TERM
+trap cleanup EXIT
+mkdir -p "$outdir" || exit 1
+
+rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
+stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
+echo "$me: $reps runs of each; LU and lucontig $args; $stamp"
+failed=0
+
+# bench/splash.sh runs in the background and is waited for, as single runs
+# are, so that ^C reaches this script; it stops its own runs on SIGTERM.
+splash() {
+	"$root/bench/splash.sh" -B "$build" -T "$limit" -r "$reps" "$@" &
+	child=$!
+	wait "$child"
+	st=$?
+	child=""
+	case $st in
+	0) ;;
+	1) failed=1 ;;
+	*) echo "$me: bench/splash.sh $* ended with status $st" >&2; exit 1 ;;
+	esac
+}
+splash -p lu -a "$args" -l "1 4+4 8+8 8+8+8+8" -o "$outdir/lu.csv"
+splash -p lucontig -a "$args" -l "4+4" -o "$outdir/lucontig.csv"
+
+# The read fault: each repetition measures the bare round trip, then the
+# fault, on a private copy of the layout.
+echo
+echo "== read fault on $(layout_label "$fault_layout") vs bare UDP round trip, 4 KiB"
+. "$root/tests/lib.sh"
+mkdir -p "$tmp/fault"
+lay=$(private_layout "$fl" "$tmp/fault" 77)
+echo "run,udp_rtt_4k_us,fault_cluster_us,failure" >"$tmp/fault.csv"
+rep=0
+while [ $rep -lt "$reps" ]; do
+	rep=$((rep + 1))
+	log=$tmp/transport.$rep
+	timed "$limit" "$log" "$build/bench/transport" -n 1000 -r 5
+	st=$?
+	udp=$(awk '$1 == "4096" && $2 == "B" { print $3 }' "$log")
+	log=$tmp/micro.$rep
+	timed $((limit + 20)) "$log" "$build/bin/lemuria-run" -c "$lay" \
+		--start-daemons --timeout "$limit" -- "$build/bench/micro"
+	st2=$?
+	fault=$(awk '$1 == "micro:" && $2 == "fault_cluster_us" { print $3 }' "$log")
+	failure=""
+	[ -n "$udp" ] || failure="transport: no 4096 B figure (status $st)"
+	[ -n "$fault" ] || failure="${failure:+$failure; }micro: no fault_cluster_us (status $st2)"
+	if [ -n "$failure" ]; then
+		failed=1
+		echo "  run $rep/$reps: FAILED ($failure)" >&2
+		tail -n 4 "$log" | sed 's/^/      | /' >&2
+	else
+		echo "  run $rep/$reps: bare UDP $udp us, read fault $fault us"
+	fi
+	echo "$rep,$udp,$fault,$failure" >>"$tmp/fault.csv"
+done
+cp "$tmp/fault.csv" "$outdir/fault-runs.csv" || exit 1
+
+# column CSV NAME: the values of column NAME, one per line, in the rows
+# that pass the awk condition in $where (which may use col["NAME"] for a
+# column's number); empty values are left out.
+column() {
+	awk -F, -v name="$2" "
+		NR == 1 { for (i = 1; i <= NF; i++) col[\$i] = i; next }
+		($where) && \$col[name] != \"\" { print \$col[name] }" "$1"
+}
+# spread CSV NAME SCALE: "MEDIAN MIN MAX" of a column (see column), times
+# SCALE, or nothing without values.
+spread() {
+	vals=$(column "$1" "$2")
+	[ -n "$vals" ] || return 0
+	stats $vals | awk -v s="$3" '{ printf "%.6g %.6g %.6g\n", $1 * s, $2 * s, $3 * s }'
+}
+# runs_of LAYOUT BUILD: the condition for the runs of a build on a layout
+# that passed, in a bench/splash.sh runs CSV.
+runs_of() {
+	echo "\$col[\"layout\"] == \"$1\" && \$col[\"build\"] == \"$2\" && \$col[\"status\"] == \"passed\""
+}
+
+# row NAME UNIT TARGET "MED MIN MAX" "MED MIN MAX" [PERCENT]: one line of
+# the table (markdown and CSV, in $tmp/md and $tmp/csv).
+row() {
+	awk -v name="$1" -v unit="$2" -v target="$3" -v m="$4" -v b="$5" \
+		-v pct="${6:-0}" '
+		function show(s, a, n) {
+			n = split(s, a, " ")
+			if (n < 3) return "-"
+			return sprintf("%.3g %s (%.3g-%.3g)", a[1], unit, a[2], a[3])
+		}
+		BEGIN {
+			split(m, mv, " "); split(b, bv, " ")
+			ratio = ""
+			if (mv[1] != "" && bv[1] != "" && bv[1] > 0) ratio = mv[1] / bv[1]
+			if (ratio == "") { r = "-"; met = "no data" }
+			else {
+				r = pct ? sprintf("%.1f %%", ratio * 100) : sprintf("%.2f×", ratio)
+				met = ratio <= target ? "yes" : "no"
+			}
+			t = pct ? sprintf("≤ %g %%", target * 100) : sprintf("≤ %g×", target)
+			printf "| %s | %s | %s | %s | %s | %s |\n", name, show(m),
+				show(b), r, t, met >> "'"$tmp/md"'"
+			printf "\"%s\",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", name,
+				mv[1], mv[2], mv[3], bv[1], bv[2], bv[3],
+				ratio == "" ? "" : sprintf("%.4f", ratio), target,
+				met == "yes" ? "yes" : met == "no" ? "no" : "",
+				unit >> "'"$tmp/csv"'"
+		}'
+}
+
+: >"$tmp/md"
+echo "target,measured_median,measured_min,measured_max,baseline_median,baseline_min,baseline_max,ratio,target_ratio,met,unit" >"$tmp/csv"
+lu_csv=$outdir/lu-runs.csv
+contig_csv=$outdir/lucontig-runs.csv
+for case in "1 1 $t_lu1" "4+4 8 $t_lu8" "8+8 16 $t_lu16" "8+8+8+8 32 $t_lu32"; do
+	set -- $case
+	where=$(runs_of "$1" lemuria); m=$(spread "$lu_csv" time_s 1)
+	where=$(runs_of "$1" pthread); b=$(spread "$lu_csv" time_s 1)
+	row "LU $args on $1 vs lu-pthread -p$2" s "$3" "$m" "$b"
+done
+where=$(runs_of 4+4 lemuria); m=$(spread "$contig_csv" time_s 1)
+where=$(runs_of 4+4 pthread); b=$(spread "$contig_csv" time_s 1)
+row "lucontig $args on 4+4 vs lucontig-pthread -p8" s "$t_contig" "$m" "$b"
+# shellcheck disable=SC2016 # an awk condition, not for the shell
+where='$col["failure"] == ""'
+m=$(spread "$outdir/fault-runs.csv" fault_cluster_us 1)
+b=$(spread "$outdir/fault-runs.csv" udp_rtt_4k_us 1)
+row "read fault from the lemuriad's copy ($(layout_label "$fault_layout")) vs bare UDP round trip, 4 KiB" µs "$t_fault" "$m" "$b"
+# Traffic: the runs that passed with totals from every daemon; client bytes
+# both ways (what the lemuriads sent plus received at level client).
+awk -F, 'NR == 1 {
+		for (i = 1; i <= NF; i++) col[$i] = i
+		print $0 ",client_bytes_both"; next
+	}
+	{
+		d = $col["client_bytes_sent"]; u = $col["client_bytes_received"]
+		print $0 "," (d != "" && u != "" ? d + u : "")
+	}' "$lu_csv" >"$tmp/lu-traffic.csv"
+where="$(runs_of 8+8 lemuria) && \$col[\"daemons_answered\"] != \"\" && \$col[\"daemons_answered\"] == \$col[\"daemons_total\"]"
+m=$(spread "$tmp/lu-traffic.csv" cluster_bytes_sent 1e-6)
+b=$(spread "$tmp/lu-traffic.csv" client_bytes_both 1e-6)
+row "inter-cluster traffic, LU $args on 8+8: lemuriad <-> reflector bytes / client <-> lemuriad bytes" MB "$t_traffic" "$m" "$b" 1
+
+{
+	echo "Performance targets (issue 7): $reps runs of each, medians (min-max);"
+	echo "each baseline measured in the same run; $stamp."
+	echo
+	echo "| target | measured | baseline | ratio | target ratio | met |"
+	echo "| --- | --- | --- | --- | --- | --- |"
+	cat "$tmp/md"
+} >"$tmp/table.md"
+cp "$tmp/table.md" "$outdir/targets.md" && cp "$tmp/csv" "$outdir/targets.csv" || exit 1
+echo
+cat "$tmp/table.md"
+echo
+echo "written: $outdir/targets.md, $outdir/targets.csv (runs in $outdir)"
+if [ $failed -ne 0 ]; then
+	echo "$me: some runs failed (see the messages above); their rows may say 'no data'" >&2
+	exit 1
+fi
+exit 0
