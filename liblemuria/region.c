@@ -51,6 +51,7 @@ enum page_state {
 	PAGE_INVALID, /* no valid copy: PROT_NONE */
 	PAGE_READ,    /* valid, clean copy: PROT_READ */
 	PAGE_WRITE,   /* valid copy with a twin, in the dirty list: RW */
+	PAGE_PRIVATE, /* valid, writes not tracked (a run of one): RW */
 	PAGE_STATE_COUNT
 };
 
@@ -806,6 +807,7 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 
 		update = next_update(updates, &upos, page, &ulen);
 		if (R.state[page] == PAGE_INVALID ||
+		    R.state[page] == PAGE_PRIVATE ||
 		    R.version[page] >= n[i].version)
 			continue;
 		if (R.state[page] == PAGE_READ && n[i].writer == self_rank &&
@@ -831,6 +833,31 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 		mark(page);
 	}
 	rc = protect_marked(PROT_NONE, keep_unclosed);
+out:
+	unlock();
+	return rc;
+}
+
+int lm_region_make_private(void)
+{
+	int rc = 0;
+
+	if (!atomic_load(&R.active))
+		return LM_EINVAL;
+	lock();
+	/* Only untouched: every page invalid, so the memory holds zeros,
+	 * which is what the homes hold at the start of a run. */
+	for (uint32_t p = 0; p < R.npages; p++)
+		if (R.state[p] != PAGE_INVALID) {
+			rc = LM_EINVAL;
+			goto out;
+		}
+	if (mprotect(R.view, R.size, PROT_READ | PROT_WRITE) != 0) {
+		rc = errno == ENOMEM ? LM_ENOMEM : LM_EIO;
+		goto out;
+	}
+	R.stats.mprotects++;
+	memset(R.state, PAGE_PRIVATE, R.npages);
 out:
 	unlock();
 	return rc;

@@ -102,6 +102,15 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 			    uint32_t self_rank,
 			    const struct lm_msg_diffs *updates);
 
+/* For a run of one process, whose writes no other process can read:
+ * every page becomes valid and writable and writes are no longer
+ * tracked (no faults, twins, diffs or refetches; lm_region_flush then
+ * has nothing to send and notices leave the pages alone).  Pages start
+ * as zeros, as the homes' pages do at the start of a run, so it must
+ * come before any access: LM_EINVAL when a page is valid already (or
+ * not initialised), LM_ENOMEM / LM_EIO when mprotect fails. */
+int lm_region_make_private(void);
+
 struct lm_region_stats {
 	uint64_t read_faults;   /* faults served as reads */
 	uint64_t write_faults;  /* faults served as writes (twin made) */

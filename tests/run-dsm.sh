@@ -187,6 +187,26 @@ for u in off on; do
 	fi
 done
 
+# A run of one process keeps its region private (docs/dsm.md): LU runs
+# without a single FLUSH or FETCH reaching its lemuriad.
+echo "dsm: a run of one process tracks no writes (counters)"
+mkdir -p "$tmp/solo"
+lay=$(private_layout conf/1.ini "$tmp/solo" 18)
+checks=$((checks + 1))
+timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons --stats \
+	--timeout 110 -- "$build/splash2/lu" -n256 -b16 -t >"$tmp/out" 2>&1
+st=$?
+flushes=$(stat_client flushes "$tmp/out")
+fetches=$(awk '$2 == "fetch_misses" { print $4; exit }' "$tmp/out")
+if [ $st -eq 0 ] && grep -q "TEST PASSED" "$tmp/out" &&
+   [ "${flushes:-x}" = 0 ] && [ "${fetches:-x}" = 0 ]; then
+	echo "  ok   LU on 1: no FLUSH, no FETCH"
+else
+	failures=$((failures + 1))
+	echo "  FAIL LU on 1: status $st, $flushes flushes, $fetches fetches"
+	tail -n 25 "$tmp/out" | sed 's/^/       /'
+fi
+
 # A client killed mid-run: lemuria-run names the rank and fails within a
 # bounded time; the daemons, started separately, serve the next run.
 mkdir -p "$tmp/kill"

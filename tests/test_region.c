@@ -563,6 +563,42 @@ static void test_release_updates_keep_copies(void)
 	lm_region_fini();
 }
 
+/* A run of one process: after lm_region_make_private the pages read as
+ * zeros and take writes without a fault, a fetch or a twin; a flush has
+ * nothing to send and notices change nothing.  Only an untouched region
+ * can be made private. */
+static void test_private_region_tracks_nothing(void)
+{
+	const struct lm_notice n = NOTE(2, HOME_VERSION + 1);
+	const uint8_t *data = NULL;
+	size_t len = 1;
+	uint32_t count = 1;
+
+	if (setup())
+		return;
+	CU_ASSERT_EQUAL(lm_region_make_private(), 0);
+	CU_ASSERT_EQUAL(pg(2)[5], 0);
+	pg(2)[5] = 42;
+	pg(NPAGES - 1)[PAGE - 1] = 7;
+	CU_ASSERT_EQUAL(pg(2)[5], 42);
+	CU_ASSERT_EQUAL(stats().read_faults + stats().write_faults, 0);
+	CU_ASSERT_EQUAL(stats().fetches, 0);
+	CU_ASSERT_EQUAL(lm_region_flush(&data, &len, &count), 0);
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(count, 0);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&n, 1, ME), 0);
+	CU_ASSERT_EQUAL(pg(2)[5], 42);
+	CU_ASSERT_EQUAL(stats().invalidations, 0);
+	lm_region_fini();
+
+	if (setup())
+		return;
+	CU_ASSERT_EQUAL(pg(3)[0], home[3][0]); /* fetched: no longer new */
+	CU_ASSERT_EQUAL(lm_region_make_private(), LM_EINVAL);
+	lm_region_fini();
+	CU_ASSERT_EQUAL(lm_region_make_private(), LM_EINVAL);
+}
+
 /* A dirty page holds writes the home has not seen: even a notice naming
  * us is refused, and nothing changes. */
 static void test_sole_writer_dirty_page_refused(void)
@@ -1146,6 +1182,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_notice_for_dirty_page_is_refused),
 	      LM_TEST(test_sole_writer_keeps_own_copy),
 	      LM_TEST(test_release_updates_keep_copies),
+	      LM_TEST(test_private_region_tracks_nothing),
 	      LM_TEST(test_sole_writer_rule_needs_every_condition),
 	      LM_TEST(test_sole_writer_dirty_page_refused),
 	      LM_TEST(test_contiguous_notices_close_pages_in_one_mprotect),
