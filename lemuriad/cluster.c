@@ -1690,13 +1690,13 @@ static void rel_clear(lm_cluster *c)
 /* Decides, before the notices apply, what each page's update comes from:
  * our copy if the sole-cluster rule will keep it, else, for a page
  * another cluster wrote whose copy at base a client of ours holds, that
- * copy (saved) and the page fetched anew.  At most a quarter of the cache
- * is fetched (I5: the saved and fetched copies).  False when out of
- * memory: the RELEASE then goes without updates. */
+ * copy (saved) and the page fetched anew.  At most an eighth of the
+ * cache is fetched (I5: the saved and fetched copies take a quarter).
+ * False when out of memory: the RELEASE then goes without updates. */
 static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 {
 	struct held_release *h = &c->rel;
-	size_t cap = c->cache_max / 4, fetches = 0;
+	size_t cap = c->cache_max / 8, fetches = 0;
 	uint32_t n = m->nnotices;
 
 	h->notices = malloc((n ? n : 1) * sizeof(*h->notices));
@@ -2202,7 +2202,8 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + 8);
-	/* the epoch's masks: an eighth of the cache at most (docs/dsm.md) */
+	/* the epoch's masks, and the updates encoded at a release: an eighth
+	 * of the cache each at most (docs/dsm.md "Updates") */
 	if (layout->updates)
 		c->updates = lm_updates_create(
 			c->page_size, (uint32_t)c->npages, c->nclients,

@@ -37,6 +37,7 @@ struct lm_updates {
 	uint32_t *written;        /* pages with a mask, in order */
 	size_t nwritten;
 	size_t mask_budget, mask_bytes;
+	size_t arena_budget;      /* bytes of encoded updates per release */
 	bool overflow;            /* a mask was refused this epoch */
 	uint8_t *arena;           /* encoded updates of the release */
 	size_t arena_cap, arena_len;
@@ -72,6 +73,7 @@ lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
 	u->mask_words = page_mask_words(page_size);
 	u->held_words = ((size_t)npages + 63) / 64;
 	u->mask_budget = mask_budget;
+	u->arena_budget = mask_budget;
 	u->held = calloc(u->held_words * (nclients ? nclients : 1),
 			 sizeof(*u->held));
 	u->masks = calloc(npages, sizeof(*u->masks));
@@ -275,7 +277,6 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 	nforeign = 0;
 	for (uint32_t i = 0; i < count; i++) {
 		struct prepared *p = &u->prep[i];
-		struct lm_delta view;
 		uint32_t page = n[i].page;
 
 		p->ok = false;
@@ -295,26 +296,41 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 			mark_changes(f, olds[i], copies[i], u->page_size);
 			p->foreign = f;
 		}
-		if (p->w && !p->w->next && !p->foreign) {
-			view = p->w->d;
-		} else {
-			view = u->others;
-			union_of(u, &view, p->foreign, p->w, UINT32_MAX);
-		}
-		view.bytes = (uint8_t *)copies[i];
-		p->len = lm_delta_encoded_len(&view);
-		if (reserve(&u->arena, &u->arena_cap,
-			    u->arena_len + p->len) < 0)
-			return LM_ENOMEM;
-		if (lm_delta_encode(&view, u->arena + u->arena_len, p->len,
-				    &p->len) < 0)
-			continue;
-		p->off = u->arena_len;
+		p->off = SIZE_MAX; /* encoded when a client first needs it */
 		p->ok = true;
-		u->arena_len += p->len;
 	}
 	u->nprep = count;
 	return 0;
+}
+
+/* The update of p's page for a client that wrote none of it: every
+ * writer's bytes, encoded once into the arena; false when the arena is
+ * full (I5: an eighth of the cache) or out of memory. */
+static bool encode_all(lm_updates *u, struct prepared *p)
+{
+	struct lm_delta view;
+	size_t len;
+
+	if (p->off != SIZE_MAX)
+		return true;
+	if (p->w && !p->w->next && !p->foreign) {
+		view = p->w->d;
+	} else {
+		view = u->others;
+		union_of(u, &view, p->foreign, p->w, UINT32_MAX);
+	}
+	view.bytes = (uint8_t *)p->copy;
+	len = lm_delta_encoded_len(&view);
+	if (u->arena_len + len > u->arena_budget ||
+	    reserve(&u->arena, &u->arena_cap, u->arena_len + len) < 0 ||
+	    lm_delta_encode(&view, u->arena + u->arena_len, len, &len) < 0) {
+		p->ok = false;
+		return false;
+	}
+	p->off = u->arena_len;
+	p->len = len;
+	u->arena_len += len;
+	return true;
 }
 
 /* Appends to the list the bytes of p's page that writers other than
@@ -340,6 +356,25 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 	return ulen;
 }
 
+/* Appends to the list the update of p's page for a client that wrote
+ * none of it.  Returns its encoded length, or SIZE_MAX when it does not
+ * fit (nothing appended). */
+static size_t append_all(lm_updates *u, struct prepared *p, uint32_t page,
+			 size_t *len)
+{
+	size_t need;
+
+	if (!encode_all(u, p))
+		return SIZE_MAX;
+	need = *len + 8 + p->len;
+	if (need > LM_UPDATES_CLIENT_MAX ||
+	    reserve(&u->list, &u->list_cap, need) < 0 ||
+	    lm_msg_diffs_append(u->list, u->list_cap, len, page,
+				u->arena + p->off, p->len) < 0)
+		return SIZE_MAX;
+	return p->len;
+}
+
 void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 			   const struct lm_notice *n, uint32_t count,
 			   struct lm_msg_diffs *out)
@@ -352,26 +387,18 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 		return;
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t page = n[i].page;
-		const struct prepared *p = i < u->nprep ? &u->prep[i] : NULL;
+		struct prepared *p = i < u->nprep ? &u->prep[i] : NULL;
 
 		if (page >= u->npages || !holds(u, slot, page) ||
 		    n[i].writer == rank)
 			continue; /* nothing held, or its own copy kept */
 		if (p && p->ok) {
-			size_t ulen = p->len;
+			size_t ulen;
 
 			if (writer_of(p->w, slot))
 				ulen = append_others(u, p, slot, page, &len);
-			else if (len + 8 + p->len <= LM_UPDATES_CLIENT_MAX &&
-				 reserve(&u->list, &u->list_cap,
-					 len + 8 + p->len) == 0 &&
-				 lm_msg_diffs_append(u->list, u->list_cap,
-						     &len, page,
-						     u->arena + p->off,
-						     p->len) == 0)
-				;
 			else
-				ulen = SIZE_MAX;
+				ulen = append_all(u, p, page, &len);
 			if (ulen != SIZE_MAX) {
 				entries++;
 				u->stats.updates_sent++;

@@ -39,8 +39,9 @@ struct lm_updates_stats {
 };
 
 /* mask_budget: bytes the epoch's masks may take (one bit per page byte
- * per page written); beyond it the epoch gets no updates.  NULL on bad
- * arguments or no memory. */
+ * per page and writer); beyond it the epoch gets no updates.  The
+ * updates encoded at a release take as much at most; beyond it the pages
+ * left are invalidated.  NULL on bad arguments or no memory. */
 lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
 			      uint32_t nclients, size_t mask_budget);
 void lm_updates_destroy(lm_updates *u);

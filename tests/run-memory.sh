@@ -1,7 +1,8 @@
 #!/bin/sh
-# Memory (I5, docs/dsm.md "Lazy relay"): a lemuriad whose `cache` is smaller
-# than the data completes LU n=1024 (an 8 MiB matrix) correctly, its resident
-# size staying within the cache plus a fixed overhead.  The same run with the
+# Memory (I5, docs/dsm.md "Lazy, adaptive and eager relay"): a lemuriad
+# whose `cache` is smaller than the data completes LU n=1024 (an 8 MiB
+# matrix) correctly, its resident size staying within the cache plus a
+# fixed overhead.  The same run with the
 # 64M cache of conf/4+4.ini is measured beside it, to show that the cache is
 # what limits memory.  docs/testing.md has the measured figures.
 #   tests/run-memory.sh BUILD_DIR
@@ -36,16 +37,21 @@ MIB=1048576
 #  - reply caches: 64 replies per peer (common/reliable.c), a PAGE each;
 #  - encoding: the daemon's scratch buffer and the REGISTER being built,
 #    each at most LM_DELTAS_MSG_DATA (1 MiB) and a quarter;
-#  - tables: a notice and a delta slot per page of the region.
+#  - tables: a notice and a delta slot per page of the region;
+#  - updates (docs/dsm.md "Updates"): the epoch's masks and the encoded
+#    updates an eighth of the cache each, a held RELEASE's saved and
+#    fetched copies a quarter, a client's list 2 MiB, a bit per page per
+#    client and two slots per page.
 # The idle lemuriad's own RSS (code, libraries) is measured, not assumed.
 allowance() {
-	k=$1; page=$2; npages=$3
+	k=$1; page=$2; npages=$3; cache=$4
 	reasm=$((k * (MIB + page) + npages * 24))
 	over=$((k * (MIB / page + 1) * (page + page / 8)))
 	replies=$(((k + 1) * 64 * (page + 256)))
 	enc=$((2 * (MIB + MIB / 4)))
 	tables=$((npages * 40))
-	echo "$reasm $over $replies $enc $tables"
+	upd=$((cache / 2 + cache / 64 + 2 * MIB + k * npages / 8 + npages * 12))
+	echo "$reasm $over $replies $enc $tables $upd"
 }
 
 # size VALUE: a layout size (4096, 4K, 64M, 1G) in bytes.
@@ -143,14 +149,14 @@ measure() {
 		k=$(key "$lay" "cluster $dname" clients)
 		cache=$(key "$lay" "cluster $dname" cache)
 		cache=$(size "${cache:-$(key "$lay" lemuria shared_size)}")
-		# shellcheck disable=SC2046 # five numbers, split on purpose
-		set -- $(allowance "$k" "$page" "$npages")
-		extra=$(($1 + $2 + $3 + $4 + $5))
+		# shellcheck disable=SC2046 # six numbers, split on purpose
+		set -- $(allowance "$k" "$page" "$npages" "$cache")
+		extra=$(($1 + $2 + $3 + $4 + $5 + $6))
 		bound=$((cache + idle * 1024 + extra))
 		sampled=$(awk -v c="$col" 'BEGIN { m = 0 } $c > m { m = $c } END { print m }' "$dir/curve")
 		echo "       $dname: cache $(mib "$cache"), idle RSS $(mib $((idle * 1024))), allowance $(mib "$extra")" \
 			"(reassembly $(mib "$1"), delta overshoot $(mib "$2"), reply caches $(mib "$3")," \
-			"encoding $(mib "$4"), tables $(mib "$5"))"
+			"encoding $(mib "$4"), tables $(mib "$5"), updates $(mib "$6"))"
 		echo "       $dname: bound $(mib "$bound"), peak RSS $(mib $((hwm * 1024))) (VmHWM)," \
 			"largest sample $(mib $((sampled * 1024))), $(grep "^$dname " "$dir/stats" | cut -d' ' -f2-)"
 		echo "       $dname: RSS every 2 s (MiB):$(awk -v c="$col" \
