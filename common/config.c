@@ -1303,7 +1303,7 @@ static void set_defaults(struct lm_layout *l)
 {
 	l->page_size = LM_CFG_PAGE_DEFAULT;
 	l->auth = true;
-	l->relay = LM_RELAY_LAZY;
+	l->relay = LM_RELAY_ADAPTIVE;
 	l->updates = true;
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {
 		struct lm_transport_cfg *t = &l->transport[lv];

@@ -170,7 +170,7 @@ struct lm_msg {
  * LM_WRITER_MANY), `wcluster` (the cluster's layout index), `base` one of
  * the kinds below, `version` as the kind says.  Entries with data take,
  * in order, the next entry of the message's diff list, which must be for
- * the same page (docs/dsm.md "Lazy relay"). */
+ * the same page (docs/dsm.md "Lazy, adaptive and eager relay"). */
 #define LM_REG_NEW 0u  /* the cluster keeps the delta; `version`: its
 			  unpulled delta of this page (0: none), which the
 			  home may merge the new one into */

@@ -238,7 +238,7 @@ struct lm_cluster {
 					the last barrier */
 	size_t nreg_notes, reg_notes_cap;
 
-	/* cluster deltas (docs/dsm.md "Lazy relay") */
+	/* cluster deltas (docs/dsm.md "Lazy, adaptive and eager relay") */
 	lm_deltas *deltas;
 	bool eager;             /* relay = eager: deltas go with the data */
 	uint32_t batch_started; /* registrations started ... */

@@ -1,4 +1,5 @@
-/* A lemuriad's cluster deltas: see deltas.h and docs/dsm.md "Lazy relay". */
+/* A lemuriad's cluster deltas: see deltas.h and docs/dsm.md "Lazy,
+ * adaptive and eager relay". */
 #include "deltas.h"
 
 #include <stdlib.h>

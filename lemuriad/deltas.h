@@ -1,4 +1,5 @@
-/* A lemuriad's cluster deltas (DESIGN.md §2, docs/dsm.md "Lazy relay"):
+/* A lemuriad's cluster deltas (DESIGN.md §2, docs/dsm.md "Lazy, adaptive
+ * and eager relay"):
  * what its clients wrote to each page and the homes do not hold yet.
  *
  * A page's delta goes through three states:

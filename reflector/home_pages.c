@@ -1,6 +1,7 @@
 /* The home of a share of the pages (docs/dsm.md, "Pages and versions",
- * "Lazy relay"): master copies and versions, the epoch's entry of each
- * page, deltas registered and pulled, FETCHes that wait for them. */
+ * "Lazy, adaptive and eager relay"): master copies and versions, the
+ * epoch's entry of each page, deltas registered and pulled, FETCHes that
+ * wait for them. */
 #include "home_int.h"
 
 #include <stdbool.h>

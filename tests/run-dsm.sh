@@ -82,7 +82,7 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=14" run \
 
 mkdir -p "$tmp/eager"
 lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/eager" 13)
-sed -i 's/^relay = lazy/relay = eager/' "$lay"
+sed -i 's/^relay = .*/relay = eager/' "$lay"
 grep -q '^relay = eager' "$lay" || { echo "  FAIL cannot make an eager layout"; exit 1; }
 echo "dsm: two reflectors, relay = eager, with loss"
 run "race-free stress on 2x2-two-reflectors, eager" "$lay" 240 "PASSED" \
@@ -99,7 +99,7 @@ for l in 3-reflectors 8+8+8+8; do
 		idx=$((idx + 1))
 		mkdir -p "$tmp/m$idx"
 		lay=$(private_layout "conf/$l.ini" "$tmp/m$idx" $idx)
-		sed -i "s/^relay = lazy/relay = $relay/" "$lay"
+		sed -i "s/^relay = .*/relay = $relay/" "$lay"
 		echo "dsm: $l, relay = $relay, without and with 5% loss"
 		run "race-free stress on $l, $relay" "$lay" 240 "PASSED" \
 			"$build/tests/dsmtest" stress 4 8 $((idx + 100))
@@ -130,7 +130,7 @@ for relay in lazy eager adaptive; do
 	idx=$((idx + 1))
 	lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/priv-$relay" \
 		$idx)
-	sed -i "s/^relay = lazy/relay = $relay/" "$lay"
+	sed -i "s/^relay = .*/relay = $relay/" "$lay"
 	checks=$((checks + 1))
 	timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons \
 		--stats --timeout 110 -- "$build/tests/dsmtest" private 10 2048 \
@@ -162,7 +162,7 @@ echo "dsm: barrier updates spare refetches (counters)"
 for u in off on; do
 	mkdir -p "$tmp/upd-$u"
 	lay=$(private_layout conf/4.ini "$tmp/upd-$u" 19)
-	sed -i "s/^relay = lazy/relay = lazy\nupdates = $u/" "$lay"
+	sed -i "s/^relay = .*/&\nupdates = $u/" "$lay"
 	checks=$((checks + 1))
 	timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons \
 		--stats --timeout 110 -- "$build/splash2/lu" -n256 -b16 -t \

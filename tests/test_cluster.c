@@ -127,9 +127,33 @@ static lm_cluster *setup_path(const char *path)
 	return c;
 }
 
+static lm_cluster *setup_text(const char *text);
+
+/* conf/4+4.ini with the lazy relay these tests describe (the layout's
+ * default is adaptive). */
+static const char lazy_layout[] =
+	"[lemuria]\n"
+	"shared_size = 64M\n"
+	"page_size = 4096\n"
+	"base = 0x500000000000\n"
+	"auth = off\n"
+	"relay = lazy\n"
+	"[reflector r0]\n"
+	"listen = 127.0.0.1:17500\n"
+	"[cluster c0]\n"
+	"reflector = r0\n"
+	"listen = 127.0.0.1:17510\n"
+	"clients = 4\n"
+	"cache = 64M\n"
+	"[cluster c1]\n"
+	"reflector = r0\n"
+	"listen = 127.0.0.1:17511\n"
+	"clients = 4\n"
+	"cache = 64M\n";
+
 static lm_cluster *setup(void)
 {
-	return setup_path("conf/4+4.ini");
+	return setup_text(lazy_layout);
 }
 
 static void teardown(lm_cluster *c)

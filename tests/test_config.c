@@ -318,7 +318,8 @@ static void test_examples_load(void)
 		CU_ASSERT_EQUAL(l->page_size, 4096);
 		CU_ASSERT_EQUAL(l->base, 0x500000000000ULL);
 		CU_ASSERT(l->auth);
-		CU_ASSERT_EQUAL(l->relay, LM_RELAY_LAZY);
+		CU_ASSERT_EQUAL(l->relay, LM_RELAY_ADAPTIVE);
+		CU_ASSERT(l->updates);
 		CU_ASSERT_STRING_EQUAL(l->secret_file, "conf/demo.key");
 		CU_ASSERT(memcmp(l->key, zero, sizeof(zero)) != 0);
 		for (size_t r = 0; r < l->nreflectors; r++)
@@ -397,7 +398,8 @@ static void test_defaults(void)
 	CU_ASSERT_STRING_EQUAL(l->path, tmp_layout);
 	CU_ASSERT_EQUAL(l->page_size, 4096);
 	CU_ASSERT(!l->auth);
-	CU_ASSERT_EQUAL(l->relay, LM_RELAY_LAZY);
+	CU_ASSERT_EQUAL(l->relay, LM_RELAY_ADAPTIVE);
+	CU_ASSERT(l->updates);
 	CU_ASSERT_EQUAL(l->clusters[0].cache_size, 64ULL << 20);
 	CU_ASSERT_EQUAL(l->reflectors[0].cache_size, 64ULL << 20);
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {
@@ -438,6 +440,7 @@ static void test_every_key(void)
 		"secret_file = a.key\r\n"
 		"auth = Yes\r\n"
 		"relay = eager\r\n"
+		"updates = Off\r\n"
 		"# hash comment\r\n"
 		"[transport root]\r\n"
 		"mtu = 1400\r\n"
@@ -477,6 +480,7 @@ static void test_every_key(void)
 	CU_ASSERT_EQUAL(l->base, 0x200000000000ULL);
 	CU_ASSERT(l->auth);
 	CU_ASSERT_EQUAL(l->relay, LM_RELAY_EAGER);
+	CU_ASSERT(!l->updates);
 	tmp_path(key_path, sizeof(key_path), "a.key");
 	CU_ASSERT_STRING_EQUAL(l->secret_file, key_path);
 
@@ -499,7 +503,7 @@ static void test_every_key(void)
 
 	CU_ASSERT_EQUAL(l->nreflectors, 2);
 	CU_ASSERT_STRING_EQUAL(l->reflectors[0].name, "r-b");
-	CU_ASSERT_EQUAL(l->reflectors[0].line, 31);
+	CU_ASSERT_EQUAL(l->reflectors[0].line, 32);
 	CU_ASSERT_EQUAL(l->reflectors[1].id, 2);
 	CU_ASSERT_EQUAL(l->reflectors[0].cache_size,
 			LM_REFLECTOR_CACHE_DEFAULT);
@@ -677,6 +681,8 @@ static void test_reject_region(void)
 		      "auth \"maybe\" is not on or off");
 	expect_reject("[lemuria]\nrelay = sometimes\n", 2,
 		      "relay \"sometimes\" is not lazy, eager or adaptive");
+	expect_reject("[lemuria]\nupdates = often\n", 2,
+		      "updates \"often\" is not on or off");
 	tmp_teardown();
 }
 
