@@ -190,7 +190,9 @@ struct held_release {
 	struct lm_notice *notices; /* owned copy of the RELEASE's */
 	uint32_t nnotices;
 	uint8_t *kind;             /* enum rel_kind, per notice */
-	uint8_t **old, **fresh;    /* REL_FETCH: page copies, owned */
+	uint8_t **old, **fresh;    /* REL_FETCH: page copies (fresh NULL
+				      until it came), in the blocks below */
+	uint8_t *old_block, *fresh_block; /* a page per fetch each, owned */
 	uint32_t pending;          /* fetches not answered yet */
 };
 
@@ -1674,10 +1676,8 @@ static void rel_clear(lm_cluster *c)
 {
 	struct held_release *h = &c->rel;
 
-	for (uint32_t i = 0; h->kind && i < h->nnotices; i++) {
-		free(h->old[i]);
-		free(h->fresh[i]);
-	}
+	free(h->old_block);
+	free(h->fresh_block);
 	free(h->notices);
 	free(h->kind);
 	free(h->old);
@@ -1721,12 +1721,26 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 		if (no->wcluster == c->index) {
 			h->kind[i] = REL_KEEP;
 		} else if (fetches < cap &&
-			   lm_updates_held(c->updates, no->page) &&
-			   (h->old[i] = malloc(c->page_size))) {
-			memcpy(h->old[i], cp->data, c->page_size);
+			   lm_updates_held(c->updates, no->page)) {
 			h->kind[i] = REL_FETCH;
 			fetches++;
 		}
+	}
+	if (fetches) {
+		h->old_block = malloc(fetches * c->page_size);
+		h->fresh_block = malloc(fetches * c->page_size);
+	}
+	fetches = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (h->kind[i] != REL_FETCH)
+			continue;
+		if (!h->old_block || !h->fresh_block) {
+			h->kind[i] = REL_NONE; /* no memory: no update */
+			continue;
+		}
+		h->old[i] = h->old_block + fetches++ * c->page_size;
+		memcpy(h->old[i], cache_find(c, m->notices[i].page)->data,
+		       c->page_size);
 	}
 	return true;
 }
@@ -1782,8 +1796,10 @@ static void rel_arrived(lm_cluster *c, struct upreq *up,
 		return; /* too old: asked again with the waiters */
 	up->pre = 0;
 	h->pending--;
-	if (data && (h->fresh[i] = malloc(c->page_size)))
+	if (data) {
+		h->fresh[i] = h->fresh_block + (h->old[i] - h->old_block);
 		memcpy(h->fresh[i], data, c->page_size);
+	}
 }
 
 /* Every fetch answered: the updates go with the RELEASE. */

@@ -34,6 +34,8 @@ struct lm_updates {
 	size_t held_words;        /* per client bitmap */
 	uint64_t *held;           /* nclients bitmaps of npages bits */
 	struct wmask **masks;     /* per page, its writers; NULL if none */
+	struct wmask *spare;      /* masks of past epochs, for reuse (no
+				     more than the budget allowed) */
 	uint32_t *written;        /* pages with a mask, in order */
 	size_t nwritten;
 	size_t mask_budget, mask_bytes;
@@ -94,7 +96,8 @@ void lm_updates_epoch_end(lm_updates *u)
 		while (w) {
 			struct wmask *next = w->next;
 
-			free(w);
+			w->next = u->spare;
+			u->spare = w;
 			w = next;
 		}
 		u->masks[u->written[i]] = NULL;
@@ -112,6 +115,12 @@ void lm_updates_destroy(lm_updates *u)
 		return;
 	if (u->masks && u->written)
 		lm_updates_epoch_end(u);
+	while (u->spare) {
+		struct wmask *w = u->spare;
+
+		u->spare = w->next;
+		free(w);
+	}
 	free(u->held);
 	free(u->masks);
 	free(u->written);
@@ -152,6 +161,18 @@ static void forget(lm_updates *u, uint32_t slot, uint32_t page)
 	*held_word(u, slot, page) &= ~(1ull << (page % 64));
 }
 
+/* An empty mask, from the spares when there are some. */
+static struct wmask *new_wmask(lm_updates *u, size_t bytes)
+{
+	struct wmask *w = u->spare;
+
+	if (!w)
+		return calloc(1, bytes);
+	u->spare = w->next;
+	memset(w, 0, bytes);
+	return w;
+}
+
 int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 			 const uint8_t *diff, size_t len)
 {
@@ -164,7 +185,7 @@ int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 		;
 	if (!w) {
 		if (u->mask_bytes + bytes > u->mask_budget ||
-		    !(w = calloc(1, bytes))) {
+		    !(w = new_wmask(u, bytes))) {
 			u->overflow = true;
 			u->stats.mask_overflows++;
 			return LM_ENOMEM;
@@ -203,20 +224,38 @@ static void union_of(lm_updates *u, struct lm_delta *into,
 		into->dirty += (size_t)__builtin_popcountll(into->mask[k]);
 }
 
-/* Sets in mask the bytes where a and b differ (page_size bytes each). */
+/* One bit per byte of two 8-byte words (bit k: byte k in memory order,
+ * little-endian) that is set where the bytes differ. */
+static unsigned bytes_differ(uint64_t x, uint64_t y)
+{
+	uint64_t t;
+
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+	y = __builtin_bswap64(y);
+#endif
+	t = x ^ y;
+	/* the top bit of each byte: set when the byte is not zero */
+	uint64_t m = (((t & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) |
+		      t) & 0x8080808080808080ull;
+
+	/* gathers the eight top bits into the top byte, byte 0 lowest */
+	return (unsigned)(((m >> 7) * 0x0102040810204080ull) >> 56);
+}
+
+/* Sets in mask the bytes where a and b differ (page_size bytes each, a
+ * multiple of 8 as every page size is). */
 static void mark_changes(uint64_t *mask, const uint8_t *a, const uint8_t *b,
 			 size_t page_size)
 {
-	for (size_t off = 0; off < page_size; off += 8) {
+	for (size_t off = 0; off + 8 <= page_size; off += 8) {
 		uint64_t x, y;
 
 		memcpy(&x, a + off, 8);
 		memcpy(&y, b + off, 8);
-		if (x == y)
-			continue;
-		for (size_t k = 0; k < 8 && off + k < page_size; k++)
-			if (a[off + k] != b[off + k])
-				mask[(off + k) / 64] |= 1ull << ((off + k) % 64);
+		if (x != y)
+			mask[off / 64] |= (uint64_t)bytes_differ(x, y)
+					  << (off % 64);
 	}
 }
 
