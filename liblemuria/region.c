@@ -46,12 +46,19 @@
 #define TWIN_CHUNK_PAGES 32 /* twins mapped at once when the pool is dry */
 #define DIFFS_ENTRY_HDR 8   /* u32 page + u32 length in a diff list */
 #define OUT_MIN_CAP 65536   /* first size of the flush buffer */
+/* Flushes in a row that may find an open page unchanged before it
+ * closes: LU writes a block in one interval of a step and not in the
+ * other, and writes it again in the next step. */
+#define OPEN_IDLE_MAX 3
 
 enum page_state {
 	PAGE_INVALID, /* no valid copy: PROT_NONE */
 	PAGE_READ,    /* valid, clean copy: PROT_READ */
 	PAGE_WRITE,   /* valid copy with a twin, in the dirty list: RW */
 	PAGE_PRIVATE, /* valid, writes not tracked (a run of one): RW */
+	PAGE_OPEN,    /* valid, written before the last flush and left
+			 open: its twin holds what that flush sent, so
+			 the next flush finds new writes by comparing: RW */
 	PAGE_STATE_COUNT
 };
 
@@ -85,6 +92,14 @@ struct region {
 	uint8_t **twin;     /* per page, set in PAGE_WRITE */
 	uint32_t *dirty;    /* PAGE_WRITE pages, in order of first write */
 	uint32_t ndirty;
+	uint32_t *open;     /* PAGE_OPEN pages (and stale entries of pages
+			       that left that state since the last flush) */
+	uint32_t nopen;
+	uint32_t *next_open; /* the next flush's list, built beside it */
+	uint8_t *changed;   /* per page, during a flush: its diff is not
+			       empty */
+	uint8_t *idle;      /* per open page: flushes in a row that found
+			       it unchanged */
 	uint64_t *marks;    /* a bit per page: protection change pending */
 	uint32_t mark_lo, mark_hi; /* marked pages lie in [lo, hi) */
 	struct twin_free *free_twins;
@@ -367,6 +382,10 @@ static void release_all(void)
 	free(R.version);
 	free(R.twin);
 	free(R.dirty);
+	free(R.open);
+	free(R.next_open);
+	free(R.changed);
+	free(R.idle);
 	free(R.marks);
 	free(R.scratch);
 	free(R.out);
@@ -385,6 +404,11 @@ static void release_all(void)
 	R.twin = NULL;
 	R.dirty = NULL;
 	R.ndirty = 0;
+	R.open = NULL;
+	R.nopen = 0;
+	R.next_open = NULL;
+	R.changed = NULL;
+	R.idle = NULL;
 	R.marks = NULL;
 	R.mark_lo = UINT32_MAX;
 	R.mark_hi = 0;
@@ -530,11 +554,16 @@ int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 	R.version = calloc(R.npages, sizeof(*R.version));
 	R.twin = calloc(R.npages, sizeof(*R.twin));
 	R.dirty = calloc(R.npages, sizeof(*R.dirty));
+	R.open = calloc(R.npages, sizeof(*R.open));
+	R.next_open = calloc(R.npages, sizeof(*R.next_open));
+	R.changed = calloc(R.npages, sizeof(*R.changed));
+	R.idle = calloc(R.npages, sizeof(*R.idle));
 	R.marks = calloc(((size_t)R.npages + 63) / 64, sizeof(*R.marks));
 	R.scratch_cap = lm_diff_bound(page_size);
 	R.scratch = malloc(R.scratch_cap);
 	if (!R.chunks || !R.state || !R.version || !R.twin || !R.dirty ||
-	    !R.marks || !R.scratch) {
+	    !R.open || !R.next_open || !R.changed || !R.idle || !R.marks ||
+	    !R.scratch) {
 		snprintf(err, errlen, "no memory for the page table of %u "
 			 "pages", R.npages);
 		goto fail;
@@ -645,12 +674,29 @@ static int protect_marked(int prot, void (*failed)(uint32_t page))
 
 /* ---- release and acquire --------------------------------------------- */
 
-/* Sets prot on every dirty page (the dirty list is in order of first
- * write, not of address). */
-static int protect_dirty(int prot)
+/* The pages a flush looks at: those the last one left open, then those
+ * written since (the dirty list).  written(i, &page) gives the i-th, i <
+ * R.nopen + R.ndirty, or false for an open entry whose page was closed
+ * since (invalidated; if it was written again, its dirty entry comes
+ * later, so a page is looked at once). */
+static bool written(uint32_t i, uint32_t *page)
 {
-	for (uint32_t i = 0; i < R.ndirty; i++)
-		mark(R.dirty[i]);
+	if (i >= R.nopen) {
+		*page = R.dirty[i - R.nopen];
+		return true;
+	}
+	*page = R.open[i];
+	return R.state[*page] == PAGE_OPEN;
+}
+
+/* Sets prot on every page a flush looks at. */
+static int protect_written(int prot)
+{
+	uint32_t page;
+
+	for (uint32_t i = 0; i < R.nopen + R.ndirty; i++)
+		if (written(i, &page))
+			mark(page);
 	return protect_marked(prot, NULL);
 }
 
@@ -671,22 +717,27 @@ static int out_reserve(size_t need)
 	return 0;
 }
 
-/* Encodes the dirty pages into R.out; the pages are already read-only, so
- * no thread changes them meanwhile. */
-static int encode_dirty(size_t *used, uint32_t *count)
+/* Encodes the written pages into R.out and notes in R.changed which had
+ * a diff; the pages are read-only now, so no thread changes them
+ * meanwhile. */
+static int encode_written(size_t *used, uint32_t *count)
 {
+	uint32_t page;
+
 	*used = 0;
 	*count = 0;
-	for (uint32_t i = 0; i < R.ndirty; i++) {
-		uint32_t page = R.dirty[i];
+	for (uint32_t i = 0; i < R.nopen + R.ndirty; i++) {
 		size_t dlen;
 		int rc;
 
+		if (!written(i, &page))
+			continue;
 		rc = lm_diff_encode(R.twin[page], R.rw + page_off(page),
 				    R.page_size, R.scratch, R.scratch_cap,
 				    &dlen);
 		if (rc)
 			return rc;
+		R.changed[page] = dlen != 0;
 		if (dlen == 0)
 			continue;
 		rc = out_reserve(*used + DIFFS_ENTRY_HDR + dlen);
@@ -701,8 +752,18 @@ static int encode_dirty(size_t *used, uint32_t *count)
 	return 0;
 }
 
+/* A page the flush meant to leave open but could not reopen: it is
+ * read-only, so it is a clean copy without a twin. */
+static void stay_closed(uint32_t page)
+{
+	twin_put(R.twin[page]);
+	R.twin[page] = NULL;
+	R.state[page] = PAGE_READ;
+}
+
 int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 {
+	uint32_t nopen = 0;
 	size_t used;
 	uint32_t n;
 	int rc;
@@ -712,23 +773,51 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 	lock();
 	/* Write-protect before encoding: a write by another thread after
 	 * this point faults and makes a new twin, so it is never lost. */
-	rc = protect_dirty(PROT_READ);
+	rc = protect_written(PROT_READ);
 	if (rc == 0)
-		rc = encode_dirty(&used, &n);
+		rc = encode_written(&used, &n);
 	if (rc != 0) {
 		/* undo: merging mappings back cannot run out of them */
-		protect_dirty(PROT_READ | PROT_WRITE);
+		protect_written(PROT_READ | PROT_WRITE);
 		unlock();
 		return rc;
 	}
-	for (uint32_t i = 0; i < R.ndirty; i++) {
-		uint32_t page = R.dirty[i];
+	/* A page that changed is likely written again soon (LU's blocks
+	 * are, step after step): it stays open, its twin now what was sent,
+	 * and costs a comparison at each flush instead of a write fault.  It
+	 * closes and drops its twin after OPEN_IDLE_MAX flushes in a row
+	 * found it unchanged (at once if it was faulted in and not changed).
+	 * Each page is looked at once (see written), so the new list has no
+	 * page twice. */
+	for (uint32_t i = 0; i < R.nopen + R.ndirty; i++) {
+		uint32_t page;
 
-		twin_put(R.twin[page]);
-		R.twin[page] = NULL;
-		R.state[page] = PAGE_READ;
+		if (!written(i, &page))
+			continue;
+		if (R.changed[page]) {
+			R.idle[page] = 0;
+			memcpy(R.twin[page], R.rw + page_off(page),
+			       R.page_size);
+		} else if (R.state[page] != PAGE_OPEN ||
+			   ++R.idle[page] >= OPEN_IDLE_MAX) {
+			twin_put(R.twin[page]);
+			R.twin[page] = NULL;
+			R.state[page] = PAGE_READ;
+			continue;
+		}
+		R.state[page] = PAGE_OPEN;
+		mark(page);
+		R.next_open[nopen++] = page;
 	}
+	{
+		uint32_t *t = R.open;
+
+		R.open = R.next_open;
+		R.next_open = t;
+	}
+	R.nopen = nopen;
 	R.ndirty = 0;
+	protect_marked(PROT_READ | PROT_WRITE, stay_closed);
 	R.stats.flushed_pages += n;
 	R.stats.flushed_bytes += used;
 	*diffs = R.out;
@@ -739,11 +828,18 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 }
 
 /* A page its notice invalidated but mprotect could not close: it is still
- * readable, so it stays valid at its version. */
+ * accessible, so it stays valid at its version (and open, if it was: it
+ * still has its twin). */
 static void keep_unclosed(uint32_t page)
 {
-	R.state[page] = PAGE_READ;
+	R.state[page] = R.twin[page] ? PAGE_OPEN : PAGE_READ;
 	R.stats.invalidations--;
+}
+
+/* A clean copy: read-only, or left open by the last flush. */
+static bool is_clean(uint32_t page)
+{
+	return R.state[page] == PAGE_READ || R.state[page] == PAGE_OPEN;
 }
 
 /* The update for n->page, when the next entry of the list (walked in
@@ -810,7 +906,7 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 		    R.state[page] == PAGE_PRIVATE ||
 		    R.version[page] >= n[i].version)
 			continue;
-		if (R.state[page] == PAGE_READ && n[i].writer == self_rank &&
+		if (is_clean(page) && n[i].writer == self_rank &&
 		    R.version[page] == n[i].base) {
 			R.version[page] = n[i].version;
 			R.stats.kept++;
@@ -820,10 +916,13 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 		 * every byte its clients wrote in the epoch; our clean copy
 		 * at base differs from it in those bytes only (docs/dsm.md
 		 * "Updates").  Written through the private mapping. */
-		if (update && R.state[page] == PAGE_READ &&
-		    R.version[page] == n[i].base) {
+		if (update && is_clean(page) && R.version[page] == n[i].base) {
 			lm_diff_apply(R.rw + page_off(page), R.page_size,
 				      update, ulen);
+			/* not ours to send at the next flush */
+			if (R.state[page] == PAGE_OPEN)
+				lm_diff_apply(R.twin[page], R.page_size,
+					      update, ulen);
 			R.version[page] = n[i].version;
 			R.stats.updated++;
 			continue;
@@ -833,6 +932,15 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 		mark(page);
 	}
 	rc = protect_marked(PROT_NONE, keep_unclosed);
+	/* open pages now closed give their twins back */
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t page = n[i].page;
+
+		if (R.state[page] == PAGE_INVALID && R.twin[page]) {
+			twin_put(R.twin[page]);
+			R.twin[page] = NULL;
+		}
+	}
 out:
 	unlock();
 	return rc;

@@ -13,11 +13,11 @@
  * The backend must not touch the region or call lm_region_* itself, and
  * no signal handler other than the region's may touch the region.
  *
- * Memory: besides the region itself, a page table of about 17 bytes and
- * a bit per page, one twin per page written in the current interval
- * (twins are recycled through a free list, never returned to the system
- * before lm_region_fini) and the flush buffer (as large as the largest
- * diff list built so far). */
+ * Memory: besides the region itself, a page table of about 27 bytes and
+ * a bit per page, one twin per page written in the current interval or
+ * left open by a flush (twins are recycled through a free list, never
+ * returned to the system before lm_region_fini) and the flush buffer (as
+ * large as the largest diff list built so far). */
 #ifndef LM_REGION_H
 #define LM_REGION_H
 
@@ -59,14 +59,19 @@ void lm_region_fini(void);
 int lm_region_contains(const void *addr);
 
 /* Builds the diff list of every page written since the last flush, in
- * the packed format of lm_msg_diffs_append (common/proto.h) and in the
- * order the pages were first written, into a buffer the region owns
- * (valid until the next lm_region_flush or lm_region_fini; *diffs may be
- * NULL when *len is 0).  Those pages become read-only (their copy stays
- * valid, their version unchanged) and their twins are dropped.  *count =
- * number of entries; pages whose diff is empty are omitted.  The pages
- * are protected with one mprotect per run of adjacent pages, whatever
- * their order in the list.  Returns 0, LM_EINVAL (not initialised),
+ * the packed format of lm_msg_diffs_append (common/proto.h), the pages
+ * the last flush left open first, then the others in the order they were
+ * first written, into a
+ * buffer the region owns (valid until the next lm_region_flush or
+ * lm_region_fini; *diffs may be NULL when *len is 0).  The copies stay
+ * valid, their versions unchanged.  A page that changed stays *open*:
+ * writable, its twin now what was sent, so that writing it again takes
+ * no fault; the next flushes compare it, and the third in a row that
+ * finds it unchanged makes it read-only and drops its twin (a page
+ * faulted in and left unchanged, at once).  *count = number of entries;
+ * pages whose diff is empty are omitted.  Pages are protected while their
+ * diffs are built, then opened again, each time with one mprotect per
+ * run of adjacent pages, whatever their order in the list.  Returns 0, LM_EINVAL (not initialised),
  * LM_ENOMEM (no memory, or mprotect could not split the mapping:
  * vm.max_map_count) or LM_ENOBUFS (the list would exceed the 4 GiB a
  * FLUSH can carry); on error nothing changed and the pages stay dirty

@@ -294,7 +294,11 @@ static void test_flush_yields_exactly_the_changed_bytes(void)
 	lm_region_fini();
 }
 
-static void test_pages_are_read_only_after_flush(void)
+/* A page a flush found written stays open (writable, its twin now what
+ * was sent): the next write takes no fault and the next flush sends only
+ * the new bytes.  Three flushes in a row that find it unchanged close
+ * it: the write after that faults again. */
+static void test_written_pages_stay_open_until_clean(void)
 {
 	struct entry e[4];
 
@@ -309,12 +313,25 @@ static void test_pages_are_read_only_after_flush(void)
 	CU_ASSERT_EQUAL(stats().read_faults, 0);
 
 	pg(2)[1] = (uint8_t)~home[2][1];
-	CU_ASSERT_EQUAL(stats().write_faults, 2);
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
 	CU_ASSERT_EQUAL(nfetch, 1);
-	/* the new twin holds the first write: only the second is sent */
+	/* the twin holds the first write: only the second is sent */
 	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
 	CU_ASSERT_EQUAL(e[0].len, LM_DIFF_RUN_HDR + 1);
 	CU_ASSERT_EQUAL(e[0].diff[0], 1); /* offset 1, little-endian */
+	/* nothing written since: nothing sent; still open after two such
+	 * flushes, closed after the third */
+	CU_ASSERT_EQUAL(flush_entries(e, 4), 0);
+	CU_ASSERT_EQUAL(flush_entries(e, 4), 0);
+	pg(2)[3] = (uint8_t)~home[2][3];
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(flush_entries(e, 4), 0);
+	pg(2)[2] = (uint8_t)~home[2][2];
+	CU_ASSERT_EQUAL(stats().write_faults, 2);
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
+	CU_ASSERT_EQUAL(e[0].diff[0], 2);
 	lm_region_fini();
 }
 
@@ -329,8 +346,8 @@ static void test_every_page_dirty_then_again(void)
 	for (int round = 0; round < 2; round++) {
 		for (uint32_t p = 0; p < NPAGES; p++)
 			pg(p)[p] = (uint8_t)(home[p][p] + 1 + round);
-		CU_ASSERT_EQUAL(stats().write_faults,
-				(uint64_t)NPAGES * (round + 1));
+		/* the second round finds them open */
+		CU_ASSERT_EQUAL(stats().write_faults, (uint64_t)NPAGES);
 		CU_ASSERT_EQUAL_FATAL(flush_entries(e, NPAGES + 1),
 				      (int)NPAGES);
 		for (uint32_t p = 0; p < NPAGES; p++) {
@@ -449,9 +466,11 @@ static void test_sole_writer_keeps_own_copy(void)
 	CU_ASSERT_TRUE(page_equals(4, home[4]));
 	CU_ASSERT_TRUE(page_equals(5, home[5]));
 	CU_ASSERT_EQUAL(nfetch, 2);
-	/* the page is still read-only: the next write twins, no fetch */
+	/* both are open: page 5 took its second write without a fault,
+	 * and so does page 4 now; nothing is fetched */
+	CU_ASSERT_EQUAL(stats().write_faults, 2);
 	pg(4)[20] = 1;
-	CU_ASSERT_EQUAL(stats().write_faults, 4);
+	CU_ASSERT_EQUAL(stats().write_faults, 2);
 	CU_ASSERT_EQUAL(nfetch, 2);
 	write_flush_home(4, 30, "x");
 	CU_ASSERT_EQUAL(lm_region_apply_notices(n, 2, ME), 0);
@@ -560,6 +579,48 @@ static void test_release_updates_keep_copies(void)
 	pg(1)[0] = 7;
 	CU_ASSERT_EQUAL(stats().write_faults, 1);
 	CU_ASSERT_EQUAL(stats().fetches, 4);
+	lm_region_fini();
+}
+
+/* An open page (left writable by a flush) that takes an update takes it
+ * in its twin too: the next flush sends only what this process wrote,
+ * never the update's bytes as its own.  A notice without an update
+ * closes it like any copy, and its next access fetches. */
+static void test_open_pages_take_updates_and_notices(void)
+{
+	const struct lm_notice n = { 3, HOME_VERSION + 1, HOME_VERSION,
+				     LM_WRITER_MANY, 0 };
+	const struct lm_notice later = NOTE(3, HOME_VERSION + 2);
+	const uint32_t up = 3, off = 200, len = 16;
+	const uint8_t val = 0xab;
+	uint8_t buf[256];
+	struct lm_msg_diffs u = { buf, 0, 1 };
+	struct entry e[2];
+
+	if (setup())
+		return;
+	u.len = update_list(buf, sizeof(buf), &up, &off, &len, &val, 1);
+	pg(3)[0] = (uint8_t)~home[3][0];
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 2), 1); /* page 3 open */
+	CU_ASSERT_EQUAL(lm_region_apply_release(&n, 1, ME, &u), 0);
+	CU_ASSERT_EQUAL(stats().updated, 1);
+	CU_ASSERT_EQUAL(pg(3)[200], 0xab);
+	CU_ASSERT_EQUAL(flush_entries(e, 2), 0); /* the update is not ours */
+	pg(3)[1] = (uint8_t)~home[3][1];
+	CU_ASSERT_EQUAL(stats().write_faults, 1); /* still open */
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 2), 1);
+	CU_ASSERT_EQUAL(e[0].len, LM_DIFF_RUN_HDR + 1);
+	CU_ASSERT_EQUAL(e[0].diff[0], 1);
+	/* open again; another writer's notice closes it */
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&later, 1, ME), 0);
+	CU_ASSERT_EQUAL(lm_region_page_version(3), UINT32_MAX);
+	CU_ASSERT_EQUAL(stats().fetches, 1);
+	CU_ASSERT_EQUAL(pg(3)[5], home[3][5]);
+	CU_ASSERT_EQUAL(stats().fetches, 2);
+	/* written again in the same interval: one entry, not two */
+	pg(3)[6] = (uint8_t)~home[3][6];
+	CU_ASSERT_EQUAL(flush_entries(e, 2), 1);
+	CU_ASSERT_EQUAL(flush_entries(e, 2), 0);
 	lm_region_fini();
 }
 
@@ -754,28 +815,35 @@ static void test_flush_protects_runs_of_dirty_pages_at_once(void)
 		return;
 	for (uint32_t p = 40; p >= 9; p--)
 		pg(p)[1] = (uint8_t)(home[p][1] + 1);
+	/* closed for encoding, opened again after: a call each */
 	before = mprotects();
 	CU_ASSERT_EQUAL_FATAL(flush_entries(e, NPAGES + 1), 32);
-	CU_ASSERT_EQUAL(mprotects() - before, 1);
+	CU_ASSERT_EQUAL(mprotects() - before, 2);
 	for (uint32_t i = 0; i < 32; i++)
 		CU_ASSERT_EQUAL(e[i].page, 40 - i); /* still in write order */
-	/* every page is read-only now: each write faults, nothing fetched */
-	for (uint32_t p = 9; p <= 40; p++) {
+	/* every page is open now: writes take no fault, nothing fetched */
+	for (uint32_t p = 9; p <= 40; p++)
 		pg(p)[2] = (uint8_t)(home[p][2] + 1);
-		CU_ASSERT_EQUAL(stats().write_faults, 32 + (p - 9) + 1);
-	}
+	CU_ASSERT_EQUAL(stats().write_faults, 32);
 	CU_ASSERT_EQUAL(nfetch, 32);
 	before = mprotects();
 	CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 32);
+	CU_ASSERT_EQUAL(mprotects() - before, 2);
+	/* the third flush in a row that finds them unchanged closes them:
+	 * one call, as they are not opened again */
+	CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 0);
+	CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 0);
+	before = mprotects();
+	CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 0);
 	CU_ASSERT_EQUAL(mprotects() - before, 1);
 
 	for (size_t i = 0; i < sizeof(two_runs) / sizeof(two_runs[0]); i++)
 		pg(two_runs[i])[0] = (uint8_t)~home[two_runs[i]][0];
 	before = mprotects();
 	CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 5);
-	CU_ASSERT_EQUAL(mprotects() - before, 2);
+	CU_ASSERT_EQUAL(mprotects() - before, 4);
 	pg(50)[1] = 0;
-	CU_ASSERT_EQUAL(stats().write_faults, 64 + 5 + 1);
+	CU_ASSERT_EQUAL(stats().write_faults, 32 + 5);
 	lm_region_fini();
 }
 
@@ -1176,13 +1244,14 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_write_after_read_twins_without_fetch),
 	      LM_TEST(test_write_to_invalid_page_fetches_then_twins),
 	      LM_TEST(test_flush_yields_exactly_the_changed_bytes),
-	      LM_TEST(test_pages_are_read_only_after_flush),
+	      LM_TEST(test_written_pages_stay_open_until_clean),
 	      LM_TEST(test_every_page_dirty_then_again),
 	      LM_TEST(test_notices_invalidate_only_older_copies),
 	      LM_TEST(test_notice_for_dirty_page_is_refused),
 	      LM_TEST(test_sole_writer_keeps_own_copy),
 	      LM_TEST(test_release_updates_keep_copies),
 	      LM_TEST(test_private_region_tracks_nothing),
+	      LM_TEST(test_open_pages_take_updates_and_notices),
 	      LM_TEST(test_sole_writer_rule_needs_every_condition),
 	      LM_TEST(test_sole_writer_dirty_page_refused),
 	      LM_TEST(test_contiguous_notices_close_pages_in_one_mprotect),
