@@ -68,7 +68,7 @@ int lm_m4_id(long n)
 void lm_m4_barrier(int id, long size)
 {
 	if (size > 0 && size != lm_nprocs()) {
-		fprintf(stderr, "lemuria macros: BARRIER for %ld processes, "
+		fprintf(stderr, "lemuria macros: barrier for %ld processes, "
 			"but the run has %d\n", size, lm_nprocs());
 		exit(1);
 	}
@@ -140,6 +140,12 @@ define(`LOCKDEC', `int $1;')
 define(`LOCKINIT', `{ ($1) = lm_m4_id(1); }')
 define(`LOCK', `{ lm_m4_check(lm_lock($1), "lock"); }')
 define(`UNLOCK', `{ lm_m4_check(lm_unlock($1), "unlock"); }')
+# NLOCKDEC and friends are a second name for plain locks in the
+# original macro set; they lock for real here.
+define(`NLOCKDEC', `LOCKDEC($@)')
+define(`NLOCKINIT', `LOCKINIT($@)')
+define(`NLOCK', `LOCK($@)')
+define(`NUNLOCK', `UNLOCK($@)')
 define(`ALOCKDEC', `int $1[$2];')
 define(`ALOCKINIT', `{ long lm_m4_i_; int lm_m4_first_ = lm_m4_id($2);
 	for (lm_m4_i_ = 0; lm_m4_i_ < ($2); lm_m4_i_++)
@@ -152,6 +158,11 @@ define(`BARDEC', `int $1;')
 define(`LM_M4_COUNT', `ifelse(`$1', `', `0', `($1)')')
 define(`BARINIT', `{ ($1) = lm_m4_id(1); }')
 define(`BARRIER', `{ lm_m4_barrier($1, LM_M4_COUNT(`$2')); }')
+# BARINCLUDE(b) and BAREXCLUDE(b) told the original runtimes which
+# processes take part in a barrier; the count given to BARRIER is
+# what counts here, so they are no-ops.
+define(`BARINCLUDE', `{ ; }')
+define(`BAREXCLUDE', `{ ; }')
 
 # Pause flags.
 define(`PAUSEDEC', `struct lm_m4_pause $1`'ifelse(`$2', `', `', `[$2]');')
@@ -173,6 +184,9 @@ define(`PAUSE', `{ ; }')
 define(`GSDEC', `struct lm_m4_gsub $1;')
 define(`GSINIT', `{ ($1).lock = lm_m4_id(1); ($1).next = 0; ($1).exhausted = 0; }')
 define(`GETSUB', `{ ($2) = lm_m4_gsub_get(&($1), ($3), ($4)); }')
+define(`NU_GSDEC', `GSDEC($@)')
+define(`NU_GSINIT', `GSINIT($@)')
+define(`NU_GETSUB', `GETSUB($@)')
 
 # Time in microseconds, as an unsigned long.
 define(`CLOCK', `{ ($1) = (unsigned long)lm_clock_us(); }')
@@ -204,4 +218,8 @@ define(`CONTINUE', `{ ; }')
 define(`ST_LOG', `{ ; }')
 define(`SET_HOME', `{ ; }')
 define(`NOTE', `')
+define(`NEWPROC', `')
+define(`ADEC', `long $1;')
+define(`AINIT', `{ ; }')
+define(`PROBEND', `{ ; }')
 divert(0)dnl

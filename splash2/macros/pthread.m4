@@ -317,6 +317,12 @@ define(`LOCKDEC', `pthread_mutex_t $1;')
 define(`LOCKINIT', `{ lm_pt_lock_init(&($1)); }')
 define(`LOCK', `{ pthread_mutex_lock(&($1)); }')
 define(`UNLOCK', `{ pthread_mutex_unlock(&($1)); }')
+# NLOCKDEC and friends are a second name for plain locks in the
+# original macro set; they lock for real here.
+define(`NLOCKDEC', `LOCKDEC($@)')
+define(`NLOCKINIT', `LOCKINIT($@)')
+define(`NLOCK', `LOCK($@)')
+define(`NUNLOCK', `UNLOCK($@)')
 define(`ALOCKDEC', `pthread_mutex_t $1[$2];')
 define(`ALOCKINIT', `{ long lm_pt_i_; for (lm_pt_i_ = 0; lm_pt_i_ < ($2);
 	lm_pt_i_++) lm_pt_lock_init(&($1)[lm_pt_i_]); }')
@@ -329,6 +335,11 @@ define(`BARDEC', `struct lm_pt_barrier $1;')
 define(`LM_PT_COUNT', `ifelse(`$1', `', `0', `($1)')')
 define(`BARINIT', `{ lm_pt_barrier_init(&($1), LM_PT_COUNT(`$2')); }')
 define(`BARRIER', `{ lm_pt_barrier_wait(&($1), LM_PT_COUNT(`$2')); }')
+# BARINCLUDE(b) and BAREXCLUDE(b) told the original runtimes which
+# processes take part in a barrier; the count given to BARRIER is
+# what counts here, so they are no-ops.
+define(`BARINCLUDE', `{ ; }')
+define(`BAREXCLUDE', `{ ; }')
 
 # Pause flags; PAUSEDEC(f, n) and PAUSEINIT(f, n) declare and initialise
 # an array, the other three then take one element.
@@ -346,6 +357,9 @@ define(`PAUSE', `{ ; }')
 define(`GSDEC', `struct lm_pt_gsub $1;')
 define(`GSINIT', `{ lm_pt_gsub_init(&($1)); }')
 define(`GETSUB', `{ ($2) = lm_pt_gsub_get(&($1), ($3), ($4)); }')
+define(`NU_GSDEC', `GSDEC($@)')
+define(`NU_GSINIT', `GSINIT($@)')
+define(`NU_GETSUB', `GETSUB($@)')
 
 # Time in microseconds, as an unsigned long.
 define(`CLOCK', `{ ($1) = lm_pt_clock_us(); }')
@@ -377,4 +391,8 @@ define(`CONTINUE', `{ ; }')
 define(`ST_LOG', `{ ; }')
 define(`SET_HOME', `{ ; }')
 define(`NOTE', `')
+define(`NEWPROC', `')
+define(`ADEC', `long $1;')
+define(`AINIT', `{ ; }')
+define(`PROBEND', `{ ; }')
 divert(0)dnl
