@@ -62,13 +62,25 @@ run "Ocean n=66" "$lay" 120 "TEST PASSED" \
 
 mkdir -p "$tmp/loss"
 lay=$(private_layout conf/4+4.ini "$tmp/loss" 9)
-echo "dsm: 4+4 with 5% loss, duplication and reordering injected"
+echo "dsm: 4+4 with 5% loss, duplication and reordering injected (every program)"
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=11" run \
 	"race-free stress on 4+4 with loss" "$lay" 240 "PASSED" \
 	"$build/tests/dsmtest" stress 4 8 3
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=12" run \
 	"LU n=128 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=16" run \
+	"LU contiguous n=130 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
+	"$build/splash2/lucontig" -n130 -b16 -t
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=17" run \
+	"Radix n=65536 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
+	"$build/splash2/radix" -n65536 -t
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=18" run \
+	"FFT 2^12 points on 4+4 with loss" "$lay" 240 "TEST PASSED" \
+	"$build/splash2/fft" -m12 -t
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=19" run \
+	"Ocean n=66 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
+	"$build/splash2/ocean" -n66 -k2 -t
 
 mkdir -p "$tmp/rloss"
 lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/rloss" 12)
