@@ -269,17 +269,11 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 	return 0;
 }
 
-int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff, size_t len)
+void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
 {
 	uint8_t *p = page;
 	size_t pos = 0;
-	int rc;
 
-	/* all or nothing: a bad run late in the diff must not leave the
-	 * earlier runs written */
-	rc = lm_diff_validate(diff, len, page_size);
-	if (rc < 0)
-		return rc;
 	while (pos < len) {
 		size_t off = lm_get32(diff + pos);
 		size_t rl = lm_get32(diff + pos + 4);
@@ -287,6 +281,17 @@ int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff, size_t len)
 		copy_run(p + off, diff + pos + LM_DIFF_RUN_HDR, rl);
 		pos += LM_DIFF_RUN_HDR + rl;
 	}
+}
+
+int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff, size_t len)
+{
+	/* all or nothing: a bad run late in the diff must not leave the
+	 * earlier runs written */
+	int rc = lm_diff_validate(diff, len, page_size);
+
+	if (rc < 0)
+		return rc;
+	lm_diff_apply_valid(page, diff, len);
 	return 0;
 }
 
@@ -399,14 +404,11 @@ void lm_delta_free(struct lm_delta *d)
 	d->dirty = 0;
 }
 
-int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
+void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
+			     size_t len)
 {
 	size_t pos = 0;
-	int rc;
 
-	rc = lm_diff_validate(diff, len, d->page_size);
-	if (rc < 0)
-		return rc;
 	while (pos < len) {
 		size_t off = lm_get32(diff + pos);
 		size_t rl = lm_get32(diff + pos + 4);
@@ -415,17 +417,23 @@ int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
 		d->dirty += set_range(d->mask, off, rl);
 		pos += LM_DIFF_RUN_HDR + rl;
 	}
+}
+
+int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
+{
+	int rc = lm_diff_validate(diff, len, d->page_size);
+
+	if (rc < 0)
+		return rc;
+	lm_delta_add_valid_diff(d, diff, len);
 	return 0;
 }
 
-int lm_delta_mark_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
+void lm_delta_mark_valid_diff(struct lm_delta *d, const uint8_t *diff,
+			      size_t len)
 {
 	size_t pos = 0;
-	int rc;
 
-	rc = lm_diff_validate(diff, len, d->page_size);
-	if (rc < 0)
-		return rc;
 	while (pos < len) {
 		size_t off = lm_get32(diff + pos);
 		size_t rl = lm_get32(diff + pos + 4);
@@ -433,7 +441,6 @@ int lm_delta_mark_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
 		d->dirty += set_range(d->mask, off, rl);
 		pos += LM_DIFF_RUN_HDR + rl;
 	}
-	return 0;
 }
 
 size_t lm_delta_encoded_len(const struct lm_delta *d)

@@ -110,11 +110,19 @@ static inline bool lm_delta_is_empty(const struct lm_delta *d)
  * first; on LM_EBADMSG the delta is unchanged. */
 int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len);
 
-/* Like lm_delta_add_diff for the mask (and dirty) only: bytes are not
- * read or written and may be NULL.  A lemuriad marks the bytes of an
+/* For a diff lm_diff_validate accepted for the page size (a lemuriad
+ * checks a whole FLUSH before it applies any of it; a client checks an
+ * update once and writes it twice): the same as lm_diff_apply and
+ * lm_delta_add_diff without checking again. */
+void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len);
+void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
+			     size_t len);
+/* Like lm_delta_add_valid_diff for the mask (and dirty) only: bytes are
+ * not read or written and may be NULL.  A lemuriad marks the bytes of an
  * epoch in a page whose values its cached copy holds, and points bytes
  * at that copy to encode them (docs/dsm.md "Updates"). */
-int lm_delta_mark_diff(struct lm_delta *d, const uint8_t *diff, size_t len);
+void lm_delta_mark_valid_diff(struct lm_delta *d, const uint8_t *diff,
+			      size_t len);
 /* Exact size lm_delta_encode will produce. */
 size_t lm_delta_encoded_len(const struct lm_delta *d);
 

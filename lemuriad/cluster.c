@@ -1281,7 +1281,7 @@ static void handle_flush(lm_cluster *c, int slot, uint16_t from,
 		struct cpage *cp = cache_find(c, page);
 
 		if (cp)
-			lm_diff_apply(cp->data, c->page_size, diff, len);
+			lm_diff_apply_valid(cp->data, diff, len);
 		if (c->updates) {
 			/* refused masks only cost this epoch its updates */
 			(void)lm_updates_note_diff(c->updates, page,

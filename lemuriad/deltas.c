@@ -200,7 +200,8 @@ int lm_deltas_add(lm_deltas *d, uint32_t page, const uint8_t *diff,
 	}
 	if (p->open_writer != rank)
 		p->open_writer = LM_WRITER_MANY;
-	return lm_delta_add_diff(&p->open, diff, len);
+	lm_delta_add_valid_diff(&p->open, diff, len);
+	return 0;
 }
 
 size_t lm_deltas_dirty(const lm_deltas *d)

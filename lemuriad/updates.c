@@ -199,7 +199,8 @@ int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 		u->masks[page] = w;
 		u->mask_bytes += bytes;
 	}
-	return lm_delta_mark_diff(&w->d, diff, len);
+	lm_delta_mark_valid_diff(&w->d, diff, len);
+	return 0;
 }
 
 /* into = the bytes other clusters changed (foreign, may be NULL) and

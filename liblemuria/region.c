@@ -917,12 +917,12 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 		 * at base differs from it in those bytes only (docs/dsm.md
 		 * "Updates").  Written through the private mapping. */
 		if (update && is_clean(page) && R.version[page] == n[i].base) {
-			lm_diff_apply(R.rw + page_off(page), R.page_size,
-				      update, ulen);
+			lm_diff_apply_valid(R.rw + page_off(page), update,
+					    ulen);
 			/* not ours to send at the next flush */
 			if (R.state[page] == PAGE_OPEN)
-				lm_diff_apply(R.twin[page], R.page_size,
-					      update, ulen);
+				lm_diff_apply_valid(R.twin[page], update,
+						    ulen);
 			R.version[page] = n[i].version;
 			R.stats.updated++;
 			continue;
