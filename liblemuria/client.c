@@ -354,10 +354,19 @@ void *lm_malloc(size_t size)
 
 	req.size = size ? size : 1;
 	req.align = 64;
+	if (lm_self.ready && size > lm_self.layout->shared_size) {
+		lm_log_error("rank %d: lm_malloc(%zu): larger than the whole "
+			     "shared region (shared_size %llu bytes in %s)",
+			     lm_rank(), size,
+			     (unsigned long long)lm_self.layout->shared_size,
+			     lm_self.layout->path);
+		return NULL;
+	}
 	rc = lm_client_alloc_call(&req, LM_MSG_ALLOC_OK, &reply);
 	if (rc) {
 		lm_log_error("rank %d: lm_malloc(%zu): %s", lm_rank(), size,
-			     lm_strerror(rc));
+			     rc == LM_ENOMEM ? "no free block that large left "
+			     "in the shared region" : lm_strerror(rc));
 		return NULL;
 	}
 	return (void *)(uintptr_t)(lm_self.layout->base + reply.offset);
@@ -381,7 +390,8 @@ int lm_free(void *p)
 	rc = lm_client_alloc_call(&req, LM_MSG_FREE_OK, &reply);
 	if (rc)
 		lm_log_error("rank %d: lm_free(%p): %s", lm_rank(), p,
-			     lm_strerror(rc));
+			     rc == LM_EINVAL ? "not a block lm_malloc returned, "
+			     "or freed already" : lm_strerror(rc));
 	return rc;
 }
 

@@ -199,6 +199,28 @@ for u in off on; do
 	fi
 done
 
+# API misuse (docs/operations.md, "What each error means"): each call fails
+# with a message naming the cause, and the run goes on.
+mkdir -p "$tmp/misuse"
+lay=$(private_layout conf/2.ini "$tmp/misuse" 7)
+echo "dsm: API misuse"
+run "misuse fails cleanly and the run goes on" "$lay" 60 "PASSED" \
+	"$build/tests/dsmtest" misuse 1
+checks=$((checks + 1))
+missing=""
+for msg in "does not hold lock 3" "lm_free(0x[0-9a-f]*): not shared memory" \
+	"larger than the whole shared region" \
+	"not a block lm_malloc returned, or freed already"; do
+	[ "$(grep -c "$msg" "$tmp/out")" -eq 2 ] || missing="$missing; $msg"
+done
+if [ -z "$missing" ]; then
+	echo "  ok   each misuse named by every rank"
+else
+	failures=$((failures + 1))
+	echo "  FAIL messages missing:$missing"
+	tail -n 25 "$tmp/out" | sed 's/^/       /'
+fi
+
 # A run of one process keeps its region private (docs/dsm.md): LU runs
 # without a single FLUSH or FETCH reaching its lemuriad.
 echo "dsm: a run of one process tracks no writes (counters)"

@@ -18,6 +18,12 @@
  *   dsmtest sleep S            a barrier, then rank 0 sleeps S seconds
  *                              while the others wait in a second barrier
  *                              with nothing to send (for liveness tests)
+ *   dsmtest misuse 1           API misuse (issue 6): lm_unlock of a lock
+ *                              not held, lm_free of memory lm_malloc did
+ *                              not return (a stack address, and a shared
+ *                              address freed twice), lm_malloc beyond the
+ *                              region: each must fail with an error, and
+ *                              the run must go on working after them
  *   dsmtest private R BYTES    R barrier rounds; each process rewrites
  *                              BYTES bytes of a slice of its own that no
  *                              other process ever reads, and checks them
@@ -253,6 +259,39 @@ static int run_sleep(int seconds)
 	return 0;
 }
 
+static int run_misuse(void)
+{
+	int local = 0, *shared;
+
+	if (lm_unlock(3) == 0) {
+		fprintf(stderr, "dsmtest: lm_unlock of a lock not held "
+			"succeeded\n");
+		return 1;
+	}
+	if (lm_free(&local) == 0) {
+		fprintf(stderr, "dsmtest: lm_free of a stack address "
+			"succeeded\n");
+		return 1;
+	}
+	if (lm_malloc((size_t)1 << 40) != NULL) {
+		fprintf(stderr, "dsmtest: lm_malloc of 1 TiB succeeded\n");
+		return 1;
+	}
+	shared = lm_malloc(sizeof(*shared));
+	if (!shared)
+		die("lm_malloc", -2);
+	check(lm_free(shared), "lm_free");
+	if (lm_free(shared) == 0) {
+		fprintf(stderr, "dsmtest: lm_free twice succeeded\n");
+		return 1;
+	}
+	/* and the run goes on */
+	check(lm_lock(3), "lm_lock");
+	check(lm_unlock(3), "lm_unlock");
+	check(lm_barrier(12), "lm_barrier");
+	return 0;
+}
+
 static int run_die(int victim)
 {
 	check(lm_barrier(6), "lm_barrier");
@@ -271,7 +310,8 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
-				"private ROUNDS BYTES | sleep SECONDS\n");
+				"private ROUNDS BYTES | sleep SECONDS | "
+				"misuse 1\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
@@ -285,6 +325,8 @@ int main(int argc, char **argv)
 		failed = run_die(atoi(argv[2]));
 	else if (strcmp(argv[1], "sleep") == 0)
 		failed = run_sleep(atoi(argv[2]));
+	else if (strcmp(argv[1], "misuse") == 0)
+		failed = run_misuse();
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
 		failed = run_private(atol(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "stress") == 0 && argc == 5)
