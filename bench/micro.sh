@@ -8,12 +8,12 @@
 #
 #   bench/micro.sh [-B BUILD] [-r REPS] [-l "LAYOUTS"] [-o CSV]
 #
-# Defaults: build, 3, "2 8 16 4+4 8+8 8+8+8+8", bench/results/micro.csv.
+# Defaults: build, 3, "2 8 16 32 4+4 8+8 8+8+8+8", bench/results/micro.csv.
 set -u
 me=bench/micro.sh
 build=build
 reps=3
-layouts="2 8 16 4+4 8+8 8+8+8+8"
+layouts="2 8 16 32 4+4 8+8 8+8+8+8"
 out=bench/results/micro.csv
 usage() {
 	echo "usage: $me [-B BUILD] [-r REPS] [-l \"LAYOUTS\"] [-o CSV]"

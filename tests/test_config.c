@@ -287,6 +287,7 @@ static void test_examples_load(void)
 		{ "4.ini", 1, { 4 }, { 0 } },
 		{ "8.ini", 1, { 8 }, { 0 } },
 		{ "16.ini", 1, { 16 }, { 0 } },
+		{ "32.ini", 1, { 32 }, { 0 } },
 		{ "4+4.ini", 1, { 4, 4 }, { 0, 0 } },
 		{ "8+8.ini", 1, { 8, 8 }, { 0, 0 } },
 		{ "4+4+4+4.ini", 1, { 4, 4, 4, 4 }, { 0, 0, 0, 0 } },
@@ -357,7 +358,7 @@ static void test_examples_load(void)
 static void test_examples_ports_distinct(void)
 {
 	static const char *const files[] = {
-		"1.ini", "2.ini", "4.ini", "8.ini", "16.ini", "4+4.ini",
+		"1.ini", "2.ini", "4.ini", "8.ini", "16.ini", "32.ini", "4+4.ini",
 		"8+8.ini", "4+4+4+4.ini", "8+8+8+8.ini",
 		"2x2-two-reflectors.ini", "3-reflectors.ini",
 	};
