@@ -118,40 +118,11 @@ for r in $relays; do
 	seen="$seen$r "
 done
 
-# layout_size FILE: prints "PROCESSES CLUSTERS REFLECTORS", read from the
-# layout's [cluster NAME] sections and their clients keys and its
-# [reflector NAME] sections (docs/layout.md syntax: ';'/'#' comment lines,
-# ' ;' trailing comments, '=' or ':', CRLF); as in bench/splash.sh.
-layout_size() {
-	awk '
-		{ sub(/\r$/, "") }
-		/^[ \t]*[;#]/ { next }
-		/^[ \t]*\[/ {
-			in_cluster = ($0 ~ /^[ \t]*\[cluster[ \t]/)
-			if (in_cluster) clusters++
-			if ($0 ~ /^[ \t]*\[reflector[ \t]/) reflectors++
-			next
-		}
-		in_cluster && /^[ \t]*clients[ \t]*[=:]/ {
-			v = $0
-			sub(/^[^=:]*[=:][ \t]*/, "", v)
-			sub(/[ \t]+;.*$/, "", v)
-			sub(/[ \t]+$/, "", v)
-			if (v !~ /^[0-9]+$/) { bad = 1; exit }
-			procs += v
-		}
-		END {
-			if (bad || clusters == 0 || procs == 0 || reflectors == 0)
-				exit 1
-			print procs, clusters, reflectors
-		}' "$1"
-}
-
 for l in $layouts; do
 	f=$(layout_file "$l")
 	if [ ! -r "$f" ]; then
 		complain "layout '$l': $f not found"
-	elif ! layout_size "$f" >/dev/null; then
+	elif ! layout_size "$f" | awk '{ ok = $3 > 0 } END { exit !ok }'; then
 		complain "layout '$l': $f lacks [cluster] sections with clients or a [reflector]"
 	fi
 done
