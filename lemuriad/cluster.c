@@ -1838,8 +1838,6 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 
 	if (m->type != LM_MSG_PAGE || m->page != up->page ||
 	    m->data_len != c->page_size || !m->data) {
-		lm_log_warn("cluster %s: bad reply to FETCH of page %u",
-			    c->cfg->name, up->page);
 		count_bad(c, c->reflector, m, "bad reply to FETCH");
 		/* an empty PAGE: every waiter fails instead of hanging */
 		msg_init(c, &r, LM_MSG_PAGE);
@@ -2006,9 +2004,10 @@ static void handle_pull(lm_cluster *c, uint32_t req_id,
 		r.diffs.count = 1;
 		mark_data_left(c, m->page, m->version);
 	} else {
-		lm_log_warn("cluster %s: PULL of page %u version %u: %s",
-			    c->cfg->name, m->page, m->version,
-			    lm_strerror(rc));
+		lm_log_limited("PULLs of deltas not held", LM_LOG_WARN,
+			       "cluster %s: PULL of page %u version %u: %s",
+			       c->cfg->name, m->page, m->version,
+			       lm_strerror(rc));
 	}
 	r.status = rc;
 	c->out.reply(c->ctx, c->reflector, req_id, &r);

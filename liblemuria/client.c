@@ -79,9 +79,16 @@ static int lm_client_call(const struct lm_msg *req, uint16_t want,
 	rc = lm_msg_decode(*buf, rlen, reply, lm_self.notices,
 			   lm_self.notice_cap);
 	if (rc == 0 && reply->type == LM_MSG_ABORT) {
-		lm_log_error("rank %u: the run was aborted: %.*s (rank %u)",
-			     lm_self.rank, (int)reply->data_len,
-			     (const char *)reply->data, reply->rank);
+		/* a daemon's ABORT names no rank (LM_WRITER_MANY) */
+		if (reply->rank < lm_self.layout->nprocs)
+			lm_log_error("rank %u: the run was aborted: %.*s "
+				     "(rank %u)", lm_self.rank,
+				     (int)reply->data_len,
+				     (const char *)reply->data, reply->rank);
+		else
+			lm_log_error("rank %u: the run was aborted: %.*s",
+				     lm_self.rank, (int)reply->data_len,
+				     (const char *)reply->data);
 		rc = LM_ECLOSED;
 	} else if (rc == 0 && reply->type != want) {
 		rc = LM_EBADMSG;

@@ -134,8 +134,9 @@ long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 	n = lm_home_flush_check(h, d, true);
 	if (n < 0) {
 		h->stats.diffs_rejected += (uint64_t)-n;
-		lm_log_warn("home: FLUSH from node %u rejected: malformed "
-			    "diff list or page", from);
+		lm_log_limited("FLUSH lists rejected by a home", LM_LOG_WARN,
+			       "home: FLUSH from node %u rejected: malformed "
+			       "diff list or page", from);
 		return LM_EBADMSG;
 	}
 	wc = lm_layout_cluster_of_rank(h->layout, writer);
@@ -357,8 +358,9 @@ long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
 	long count = 0;
 
 	if (lm_home_register_check(h, m, ci, true) < 0) {
-		lm_log_warn("home: REGISTER from node %u rejected: malformed "
-			    "entries or data", from);
+		lm_log_limited("REGISTERs rejected by a home", LM_LOG_WARN,
+			       "home: REGISTER from node %u rejected: "
+			       "malformed entries or data", from);
 		h->stats.dropped_bad++;
 		return LM_EBADMSG;
 	}

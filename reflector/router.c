@@ -371,8 +371,9 @@ void lm_router_flush(lm_home *h, uint16_t from, const struct lm_msg *m)
 	n = lm_home_flush_check(h, &m->diffs, false);
 	if (n < 0) {
 		h->stats.diffs_rejected += (uint64_t)-n;
-		lm_log_warn("home: FLUSH from node %u rejected: malformed "
-			    "diff list or page", from);
+		lm_log_limited("FLUSH lists rejected by a home", LM_LOG_WARN,
+			       "home: FLUSH from node %u rejected: malformed "
+			       "diff list or page", from);
 		return;
 	}
 	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
