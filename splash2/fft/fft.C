@@ -11,7 +11,6 @@
 
 MAIN_ENV
 
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -498,41 +497,21 @@ static int check_result(void)
 
 static void print_stats(void)
 {
-	struct fft_stats avg, lo, hi;
-	long p;
+	static const size_t cols[] = {
+		offsetof(struct fft_stats, total),
+		offsetof(struct fft_stats, transpose),
+		offsetof(struct fft_stats, compute),
+		offsetof(struct fft_stats, barrier),
+	};
 
-	printf("\n");
-	printf("                 PROCESS STATISTICS (forward transform)\n");
-	printf("              Total     Transpose      Compute       "
-	       "Barrier\n");
-	printf(" Proc         Time         Time          Time          "
-	       "Time\n");
-	memset(&avg, 0, sizeof(avg));
-	lo = hi = Global->stats[0];
-	for (p = 0; p < P; p++) {
-		const struct fft_stats *s = &Global->stats[p];
-
-		printf(" %4ld    %10.0f    %10.0f    %10.0f    %10.0f\n", p,
-		       s->total, s->transpose, s->compute, s->barrier);
-		avg.total += s->total / P;
-		avg.transpose += s->transpose / P;
-		avg.compute += s->compute / P;
-		avg.barrier += s->barrier / P;
-		lo.total = fmin(lo.total, s->total);
-		lo.transpose = fmin(lo.transpose, s->transpose);
-		lo.compute = fmin(lo.compute, s->compute);
-		lo.barrier = fmin(lo.barrier, s->barrier);
-		hi.total = fmax(hi.total, s->total);
-		hi.transpose = fmax(hi.transpose, s->transpose);
-		hi.compute = fmax(hi.compute, s->compute);
-		hi.barrier = fmax(hi.barrier, s->barrier);
-	}
-	printf("  Avg    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       avg.total, avg.transpose, avg.compute, avg.barrier);
-	printf("  Min    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       lo.total, lo.transpose, lo.compute, lo.barrier);
-	printf("  Max    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       hi.total, hi.transpose, hi.compute, hi.barrier);
+	lm_splash_print_stats(
+		"                 PROCESS STATISTICS (forward transform)\n"
+		"              Total     Transpose      Compute       "
+		"Barrier\n"
+		" Proc         Time         Time          Time          "
+		"Time\n",
+		Global->stats, sizeof(struct fft_stats), cols,
+		(int)(sizeof(cols) / sizeof(cols[0])), P);
 }
 
 static void usage(FILE *out)
@@ -559,20 +538,6 @@ static void usage(FILE *out)
 		FFT_MIN_LOG2_LINE, FFT_MAX_LOG2_LINE);
 }
 
-/* Parses an option value in [lo, hi]; 0 on success. */
-static int parse_range(const char *text, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* Shared memory for count complex numbers, starting on a page boundary
  * so that a chunk of whole rows is a run of whole pages.  Never freed. */
 static struct fft_complex *alloc_points(long count)
@@ -590,7 +555,7 @@ static struct fft_complex *alloc_points(long count)
 int main(int argc, char *argv[])
 {
 	unsigned long start;
-	int ch, failed = 0, p_given = 0;
+	int ch, failed = 0, p_given = 0, status;
 	long p;
 
 	MAIN_INITENV
@@ -601,64 +566,35 @@ int main(int argc, char *argv[])
 
 		switch (ch) {
 		case 'm':
-			bad = parse_range(optarg, 2, FFT_MAX_M, &m) ||
+			bad = lm_splash_parse_range(optarg, 2, FFT_MAX_M, &m) ||
 			      m % 2 != 0;
 			break;
 		case 'p':
-			bad = parse_range(optarg, 1, FFT_MAX_P, &P);
+			bad = lm_splash_parse_positive(optarg, FFT_MAX_P, &P);
 			p_given = 1;
 			break;
 		case 'n':
-			bad = parse_range(optarg, 1, 1L << 30,
-					  &num_cache_lines);
+			bad = lm_splash_parse_positive(optarg, 1L << 30,
+						       &num_cache_lines);
 			break;
 		case 'l':
-			bad = parse_range(optarg, FFT_MIN_LOG2_LINE,
-					  FFT_MAX_LOG2_LINE, &log2_line_size);
-			break;
-		case 's':
-			dostats = 1;
-			break;
-		case 't':
-			test_result = 1;
-			break;
-		case 'o':
-			doprint = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			MAIN_END(0)
+			bad = lm_splash_parse_range(optarg, FFT_MIN_LOG2_LINE,
+						    FFT_MAX_LOG2_LINE,
+						    &log2_line_size);
 			break;
 		default:
-			bad = 1;
+			bad = lm_splash_flag_option(ch, &dostats, &test_result,
+						    &doprint);
 			break;
 		}
-		if (bad) {
-			if (ch != '?')
-				fprintf(stderr, "fft: bad value for -%c: %s\n",
-					ch, optarg);
-			usage(stderr);
-			MAIN_END(2)
-		}
+		status = lm_splash_option_done("fft", ch, bad, usage);
+		if (status >= 0)
+			MAIN_END(status)
 	}
-	if (optind < argc) {
-		fprintf(stderr, "fft: unexpected argument %s\n", argv[optind]);
-		usage(stderr);
-		MAIN_END(2)
-	}
-#ifdef LM_PROCS
-	/* A macro file whose runtime fixes the process count (Lemuria: the
-	 * layout) makes it the default, and -p must agree with it. */
-	if (!p_given) {
-		P = LM_PROCS;
-	} else if (P != LM_PROCS) {
-		fprintf(stderr, "fft: -p%ld, but the run has %ld processes\n",
-			P, LM_PROCS);
-		MAIN_END(2)
-	}
-#else
-	(void)p_given;
-#endif
+	status = lm_splash_end_options("fft", argc, argv, usage,
+				       p_given, &P);
+	if (status != 0)
+		MAIN_END(status)
 
 	npoints = 1L << m;
 	log2_rootn = m / 2;

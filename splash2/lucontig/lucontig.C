@@ -488,45 +488,22 @@ static int check_result(void)
 
 static void print_stats(void)
 {
-	struct lu_stats avg, lo, hi;
-	long p;
+	static const size_t cols[] = {
+		offsetof(struct lu_stats, total),
+		offsetof(struct lu_stats, diag),
+		offsetof(struct lu_stats, perim),
+		offsetof(struct lu_stats, interior),
+		offsetof(struct lu_stats, barrier),
+	};
 
-	printf("\n");
-	printf("                            PROCESS STATISTICS\n");
-	printf("              Total      Diagonal     Perimeter      "
-	       "Interior       Barrier\n");
-	printf(" Proc         Time         Time         Time           "
-	       "Time          Time\n");
-	memset(&avg, 0, sizeof(avg));
-	lo = hi = Global->stats[0];
-	for (p = 0; p < P; p++) {
-		const struct lu_stats *s = &Global->stats[p];
-
-		printf(" %4ld    %10.0f    %10.0f    %10.0f    %10.0f    "
-		       "%10.0f\n", p, s->total, s->diag, s->perim,
-		       s->interior, s->barrier);
-		avg.total += s->total / P;
-		avg.diag += s->diag / P;
-		avg.perim += s->perim / P;
-		avg.interior += s->interior / P;
-		avg.barrier += s->barrier / P;
-		lo.total = fmin(lo.total, s->total);
-		lo.diag = fmin(lo.diag, s->diag);
-		lo.perim = fmin(lo.perim, s->perim);
-		lo.interior = fmin(lo.interior, s->interior);
-		lo.barrier = fmin(lo.barrier, s->barrier);
-		hi.total = fmax(hi.total, s->total);
-		hi.diag = fmax(hi.diag, s->diag);
-		hi.perim = fmax(hi.perim, s->perim);
-		hi.interior = fmax(hi.interior, s->interior);
-		hi.barrier = fmax(hi.barrier, s->barrier);
-	}
-	printf("  Avg    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       avg.total, avg.diag, avg.perim, avg.interior, avg.barrier);
-	printf("  Min    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       lo.total, lo.diag, lo.perim, lo.interior, lo.barrier);
-	printf("  Max    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       hi.total, hi.diag, hi.perim, hi.interior, hi.barrier);
+	lm_splash_print_stats(
+		"                            PROCESS STATISTICS\n"
+		"              Total      Diagonal     Perimeter      "
+		"Interior       Barrier\n"
+		" Proc         Time         Time         Time           "
+		"Time          Time\n",
+		Global->stats, sizeof(struct lu_stats), cols,
+		(int)(sizeof(cols) / sizeof(cols[0])), P);
 }
 
 static void usage(FILE *out)
@@ -544,11 +521,10 @@ static void usage(FILE *out)
 		LU_DEFAULT_N, LU_DEFAULT_P, LU_MAX_P, LU_DEFAULT_B);
 }
 
-/* Parses a positive option value; 0 on success. */
 int main(int argc, char *argv[])
 {
 	unsigned long start;
-	int ch, failed = 0, p_given = 0;
+	int ch, failed = 0, p_given = 0, status;
 	long p;
 
 	MAIN_INITENV
@@ -568,50 +544,19 @@ int main(int argc, char *argv[])
 		case 'b':
 			bad = lm_splash_parse_positive(optarg, 1L << 20, &block_size);
 			break;
-		case 's':
-			dostats = 1;
-			break;
-		case 't':
-			test_result = 1;
-			break;
-		case 'o':
-			doprint = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			MAIN_END(0)
-			break;
 		default:
-			bad = 1;
+			bad = lm_splash_flag_option(ch, &dostats, &test_result,
+						    &doprint);
 			break;
 		}
-		if (bad) {
-			if (ch != '?')
-				fprintf(stderr, "lucontig: bad value for -%c: "
-					"%s\n", ch, optarg);
-			usage(stderr);
-			MAIN_END(2)
-		}
+		status = lm_splash_option_done("lucontig", ch, bad, usage);
+		if (status >= 0)
+			MAIN_END(status)
 	}
-	if (optind < argc) {
-		fprintf(stderr, "lucontig: unexpected argument %s\n",
-			argv[optind]);
-		usage(stderr);
-		MAIN_END(2)
-	}
-#ifdef LM_PROCS
-	/* A macro file whose runtime fixes the process count (Lemuria: the
-	 * layout) makes it the default, and -p must agree with it. */
-	if (!p_given) {
-		P = LM_PROCS;
-	} else if (P != LM_PROCS) {
-		fprintf(stderr, "lucontig: -p%ld, but the run has %ld "
-			"processes\n", P, LM_PROCS);
-		MAIN_END(2)
-	}
-#else
-	(void)p_given;
-#endif
+	status = lm_splash_end_options("lucontig", argc, argv, usage,
+				       p_given, &P);
+	if (status != 0)
+		MAIN_END(status)
 
 	printf("\n");
 	printf("Blocked Dense LU Factorization, Contiguous Blocks\n");

@@ -1163,46 +1163,22 @@ static void print_psi(const struct ocean_ctx *c)
 
 static void print_stats(void)
 {
-	struct ocean_stats avg, lo, hi;
-	long p;
+	static const size_t cols[] = {
+		offsetof(struct ocean_stats, total),
+		offsetof(struct ocean_stats, explicit_part),
+		offsetof(struct ocean_stats, relax),
+		offsetof(struct ocean_stats, transfer),
+		offsetof(struct ocean_stats, barrier),
+	};
 
-	printf("\n");
-	printf("                            PROCESS STATISTICS\n");
-	printf("              Total      Explicit     Relaxation    "
-	       "Transfer       Barrier\n");
-	printf(" Proc         Time         Time         Time          "
-	       "Time          Time\n");
-	memset(&avg, 0, sizeof(avg));
-	lo = hi = Global->stats[0];
-	for (p = 0; p < P; p++) {
-		const struct ocean_stats *s = &Global->stats[p];
-
-		printf(" %4ld    %10.0f    %10.0f    %10.0f    %10.0f    "
-		       "%10.0f\n", p, s->total, s->explicit_part, s->relax,
-		       s->transfer, s->barrier);
-		avg.total += s->total / P;
-		avg.explicit_part += s->explicit_part / P;
-		avg.relax += s->relax / P;
-		avg.transfer += s->transfer / P;
-		avg.barrier += s->barrier / P;
-		lo.total = fmin(lo.total, s->total);
-		lo.explicit_part = fmin(lo.explicit_part, s->explicit_part);
-		lo.relax = fmin(lo.relax, s->relax);
-		lo.transfer = fmin(lo.transfer, s->transfer);
-		lo.barrier = fmin(lo.barrier, s->barrier);
-		hi.total = fmax(hi.total, s->total);
-		hi.explicit_part = fmax(hi.explicit_part, s->explicit_part);
-		hi.relax = fmax(hi.relax, s->relax);
-		hi.transfer = fmax(hi.transfer, s->transfer);
-		hi.barrier = fmax(hi.barrier, s->barrier);
-	}
-	printf("  Avg    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       avg.total, avg.explicit_part, avg.relax, avg.transfer,
-	       avg.barrier);
-	printf("  Min    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       lo.total, lo.explicit_part, lo.relax, lo.transfer, lo.barrier);
-	printf("  Max    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       hi.total, hi.explicit_part, hi.relax, hi.transfer, hi.barrier);
+	lm_splash_print_stats(
+		"                            PROCESS STATISTICS\n"
+		"              Total      Explicit     Relaxation    "
+		"Transfer       Barrier\n"
+		" Proc         Time         Time         Time          "
+		"Time          Time\n",
+		Global->stats, sizeof(struct ocean_stats), cols,
+		(int)(sizeof(cols) / sizeof(cols[0])), P);
 }
 
 static void usage(FILE *out)
@@ -1251,7 +1227,7 @@ int main(int argc, char *argv[])
 {
 	struct ocean_ctx ref;
 	unsigned long start;
-	int ch, failed = 0, p_given = 0;
+	int ch, failed = 0, p_given = 0, status;
 	long p;
 
 	MAIN_INITENV
@@ -1287,46 +1263,19 @@ int main(int argc, char *argv[])
 			bad = lm_splash_parse_positive(optarg, OCEAN_MAX_STEPS,
 						       &nsteps);
 			break;
-		case 's':
-			dostats = 1;
-			break;
-		case 'o':
-			doprint = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			MAIN_END(0)
-			break;
 		default:
-			bad = 1;
+			bad = lm_splash_flag_option(ch, &dostats, &test_result,
+						    &doprint);
 			break;
 		}
-		if (bad) {
-			if (ch != '?')
-				fprintf(stderr, "ocean: bad value for -%c: %s\n",
-					ch, optarg);
-			usage(stderr);
-			MAIN_END(2)
-		}
+		status = lm_splash_option_done("ocean", ch, bad, usage);
+		if (status >= 0)
+			MAIN_END(status)
 	}
-	if (optind < argc) {
-		fprintf(stderr, "ocean: unexpected argument %s\n", argv[optind]);
-		usage(stderr);
-		MAIN_END(2)
-	}
-#ifdef LM_PROCS
-	/* A macro file whose runtime fixes the process count (Lemuria: the
-	 * layout) makes it the default, and -p must agree with it. */
-	if (!p_given) {
-		P = LM_PROCS;
-	} else if (P != LM_PROCS) {
-		fprintf(stderr, "ocean: -p%ld, but the run has %ld processes\n",
-			P, LM_PROCS);
-		MAIN_END(2)
-	}
-#else
-	(void)p_given;
-#endif
+	status = lm_splash_end_options("ocean", argc, argv, usage,
+				       p_given, &P);
+	if (status != 0)
+		MAIN_END(status)
 	if (n < 4 || !is_power_of_2(n - 2)) {
 		fprintf(stderr, "ocean: -n%ld: the side must be 2^k + 2, "
 			"k >= 1\n", n);

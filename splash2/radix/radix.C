@@ -324,46 +324,22 @@ static int check_result(void)
 
 static void print_stats(void)
 {
-	struct radix_stats avg, lo, hi;
-	long p;
+	static const size_t cols[] = {
+		offsetof(struct radix_stats, total),
+		offsetof(struct radix_stats, histogram),
+		offsetof(struct radix_stats, prefix),
+		offsetof(struct radix_stats, permute),
+		offsetof(struct radix_stats, barrier),
+	};
 
-	printf("\n");
-	printf("                            PROCESS STATISTICS\n");
-	printf("              Total     Histogram        Prefix       "
-	       "Permute       Barrier\n");
-	printf(" Proc          Time          Time          Time          "
-	       "Time          Time\n");
-	memset(&avg, 0, sizeof(avg));
-	lo = hi = Global->stats[0];
-	for (p = 0; p < P; p++) {
-		const struct radix_stats *s = &Global->stats[p];
-
-		printf(" %4ld    %10.0f    %10.0f    %10.0f    %10.0f    "
-		       "%10.0f\n", p, s->total, s->histogram, s->prefix,
-		       s->permute, s->barrier);
-		avg.total += s->total / P;
-		avg.histogram += s->histogram / P;
-		avg.prefix += s->prefix / P;
-		avg.permute += s->permute / P;
-		avg.barrier += s->barrier / P;
-		lo.total = fmin(lo.total, s->total);
-		lo.histogram = fmin(lo.histogram, s->histogram);
-		lo.prefix = fmin(lo.prefix, s->prefix);
-		lo.permute = fmin(lo.permute, s->permute);
-		lo.barrier = fmin(lo.barrier, s->barrier);
-		hi.total = fmax(hi.total, s->total);
-		hi.histogram = fmax(hi.histogram, s->histogram);
-		hi.prefix = fmax(hi.prefix, s->prefix);
-		hi.permute = fmax(hi.permute, s->permute);
-		hi.barrier = fmax(hi.barrier, s->barrier);
-	}
-	printf("  Avg    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       avg.total, avg.histogram, avg.prefix, avg.permute,
-	       avg.barrier);
-	printf("  Min    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       lo.total, lo.histogram, lo.prefix, lo.permute, lo.barrier);
-	printf("  Max    %10.0f    %10.0f    %10.0f    %10.0f    %10.0f\n",
-	       hi.total, hi.histogram, hi.prefix, hi.permute, hi.barrier);
+	lm_splash_print_stats(
+		"                            PROCESS STATISTICS\n"
+		"              Total     Histogram        Prefix       "
+		"Permute       Barrier\n"
+		" Proc          Time          Time          Time          "
+		"Time          Time\n",
+		Global->stats, sizeof(struct radix_stats), cols,
+		(int)(sizeof(cols) / sizeof(cols[0])), P);
 }
 
 static void usage(FILE *out)
@@ -384,7 +360,6 @@ static void usage(FILE *out)
 		RADIX_DEFAULT_R, (long)RADIX_DEFAULT_M, RADIX_MAX_M);
 }
 
-/* Parses a positive option value; 0 on success. */
 /* Digits of log2_radix bits needed for the largest key, at least one. */
 static long count_digits(void)
 {
@@ -399,7 +374,7 @@ static long count_digits(void)
 int main(int argc, char *argv[])
 {
 	unsigned long start;
-	int ch, failed = 0, p_given = 0;
+	int ch, failed = 0, p_given = 0, status;
 	size_t key_bytes, row_bytes;
 	long p;
 
@@ -426,50 +401,19 @@ int main(int argc, char *argv[])
 		case 'm':
 			bad = lm_splash_parse_positive(optarg, RADIX_MAX_M, &max_key);
 			break;
-		case 's':
-			dostats = 1;
-			break;
-		case 't':
-			test_result = 1;
-			break;
-		case 'o':
-			doprint = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			MAIN_END(0)
-			break;
 		default:
-			bad = 1;
+			bad = lm_splash_flag_option(ch, &dostats, &test_result,
+						    &doprint);
 			break;
 		}
-		if (bad) {
-			if (ch != '?')
-				fprintf(stderr, "radix: bad value for -%c: "
-					"%s\n", ch, optarg);
-			usage(stderr);
-			MAIN_END(2)
-		}
+		status = lm_splash_option_done("radix", ch, bad, usage);
+		if (status >= 0)
+			MAIN_END(status)
 	}
-	if (optind < argc) {
-		fprintf(stderr, "radix: unexpected argument %s\n",
-			argv[optind]);
-		usage(stderr);
-		MAIN_END(2)
-	}
-#ifdef LM_PROCS
-	/* A macro file whose runtime fixes the process count (Lemuria: the
-	 * layout) makes it the default, and -p must agree with it. */
-	if (!p_given) {
-		P = LM_PROCS;
-	} else if (P != LM_PROCS) {
-		fprintf(stderr, "radix: -p%ld, but the run has %ld processes\n",
-			P, LM_PROCS);
-		MAIN_END(2)
-	}
-#else
-	(void)p_given;
-#endif
+	status = lm_splash_end_options("radix", argc, argv, usage,
+				       p_given, &P);
+	if (status != 0)
+		MAIN_END(status)
 
 	log2_radix = 0;
 	while ((1L << log2_radix) < radix)
