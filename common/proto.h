@@ -179,6 +179,10 @@ struct lm_msg {
 #define LM_REG_PUSH 2u /* the data of the delta registered at `version` */
 #define LM_REG_KINDS 3u
 
+/* CREATE's offset when rank 0 has finished without giving the rank any
+ * work (it never called CREATE for it): the worker ends at once. */
+#define LM_CREATE_NO_WORK UINT64_MAX
+
 /* ALLOC with align 0 reserves ids of kind `id` instead of memory. */
 #define LM_ALLOC_KIND_LOCK 1u
 #define LM_ALLOC_KIND_BARRIER 2u

@@ -302,6 +302,25 @@ fail:
 	return rc;
 }
 
+/* Rank 0 is the only creator: once it finishes, a rank it never gave
+ * work will never get any, and must not wait for it for ever (a SPLASH
+ * program that stops early, after -h say).  Such ranks are sent a CREATE
+ * with no work; a rank that runs without waiting for work (SPMD) keeps
+ * it at its lemuriad unread until the run ends. */
+static void lm_client_release_idle(void)
+{
+	while (lm_self.next_create < lm_self.layout->nprocs) {
+		struct lm_msg req = lm_client_msg(LM_MSG_CREATE), reply;
+		void *buf;
+
+		req.rank = lm_self.next_create++;
+		req.offset = LM_CREATE_NO_WORK;
+		if (lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf) != 0)
+			return;
+		free(buf);
+	}
+}
+
 void lm_finalize(void)
 {
 	struct lm_msg req, reply;
@@ -310,6 +329,8 @@ void lm_finalize(void)
 	if (!lm_self.ready)
 		return;
 	if (lm_client_flush() == 0) {
+		if (lm_self.rank == 0)
+			lm_client_release_idle();
 		req = lm_client_msg(LM_MSG_LEAVE);
 		if (lm_client_call(&req, LM_MSG_LEAVE_OK, &reply, &buf) == 0)
 			free(buf);
@@ -547,6 +568,12 @@ int lm_worker_serve(void)
 		lm_client_fail("waiting for work", rc);
 		lm_finalize();
 		return 1;
+	}
+	if (reply.offset == LM_CREATE_NO_WORK) {
+		/* rank 0 finished without work for us: nothing to do */
+		free(buf);
+		lm_finalize();
+		return 0;
 	}
 	fn = lm_segment_fn_from_offset(reply.offset);
 	rc = fn ? lm_segment_apply(reply.data, reply.data_len) : LM_EINVAL;

@@ -59,6 +59,9 @@ run "FFT 2^12 points" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/fft" -m12 -t
 run "Ocean n=66" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/ocean" -n66 -t
+# A SPLASH-2 main that ends before creating its workers (-h) must not
+# leave them waiting for work: rank 0 releases them (status 0, at once).
+run "LU -h ends every rank" "$lay" 20 "Usage: lu" "$build/splash2/lu" -h
 
 mkdir -p "$tmp/loss"
 lay=$(private_layout conf/4+4.ini "$tmp/loss" 9)
