@@ -37,6 +37,11 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 . tests/lib.sh
 
+# per_rtt US: US as a multiple of the same run's bare UDP round trip
+# (nothing when US is empty).
+per_rtt() {
+	[ -n "$1" ] && awk -v a="$1" -v b="$udp" 'BEGIN { printf "%.1f", a / b }'
+}
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
 # The limit: a bare UDP round trip of 4 KiB on loopback, same session.
@@ -47,8 +52,8 @@ echo "bare UDP round trip, 4 KiB: $udp us (median)"
 
 names="fault_cluster_us fault_home_us barrier_us lock_local_us lock_remote_us"
 mkdir -p "$(dirname "$out")"
-echo "layout,processes,clusters,udp_rtt_4k_us,$(echo $names | tr ' ' ','),fault_cluster_per_rtt,fault_home_per_rtt" >"$tmp/csv"
-printf "%-9s %5s %9s %9s %9s %9s %9s %8s %8s\n" layout procs "fault L" "fault R" barrier "lock in" "lock out" "L/rtt" "R/rtt"
+echo "layout,processes,clusters,udp_rtt_4k_us,$(echo $names | tr ' ' ','),fault_cluster_per_rtt,fault_home_per_rtt,barrier_per_rtt,lock_local_per_rtt,lock_remote_per_rtt" >"$tmp/csv"
+printf "%-9s %5s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n" layout procs "fault L" "fault R" barrier "lock in" "lock out" "L/rtt" "R/rtt" "bar/rtt" "in/rtt" "out/rtt"
 idx=40
 for l in $layouts; do
 	idx=$((idx + 1))
@@ -70,14 +75,15 @@ for l in $layouts; do
 		eval "v_$n=\${v:-}"
 		row="$row,${v:-}"
 	done
-	rl=""; rr=""
-	[ -n "$v_fault_cluster_us" ] && rl=$(awk -v a="$v_fault_cluster_us" -v b="$udp" 'BEGIN { printf "%.1f", a / b }')
-	[ -n "$v_fault_home_us" ] && rr=$(awk -v a="$v_fault_home_us" -v b="$udp" 'BEGIN { printf "%.1f", a / b }')
-	echo "$row,$rl,$rr" >>"$tmp/csv"
-	printf "%-9s %5s %9s %9s %9s %9s %9s %8s %8s\n" "$l" "$procs" \
+	rl=$(per_rtt "$v_fault_cluster_us"); rr=$(per_rtt "$v_fault_home_us")
+	rb=$(per_rtt "$v_barrier_us"); ri=$(per_rtt "$v_lock_local_us")
+	ro=$(per_rtt "$v_lock_remote_us")
+	echo "$row,$rl,$rr,$rb,$ri,$ro" >>"$tmp/csv"
+	printf "%-9s %5s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n" "$l" "$procs" \
 		"${v_fault_cluster_us:--}" "${v_fault_home_us:--}" \
 		"${v_barrier_us:--}" "${v_lock_local_us:--}" \
-		"${v_lock_remote_us:--}" "${rl:--}" "${rr:--}"
+		"${v_lock_remote_us:--}" "${rl:--}" "${rr:--}" "${rb:--}" \
+		"${ri:--}" "${ro:--}"
 	grep -q "failed" "$tmp/runs" && echo "  ($l: some runs failed)"
 done
 cp "$tmp/csv" "$out"
