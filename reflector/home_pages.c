@@ -170,8 +170,8 @@ long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 					     "of page %u: lost", page);
 			h->flush_mark[page] = h->flush_seq;
 		} else {
-			lm_diff_apply(h->pages[page], h->page_size, diff,
-				      len);
+			/* checked whole by lm_home_flush_check above */
+			lm_diff_apply_valid(h->pages[page], diff, len);
 			h->stats.diffs_applied++;
 			if (h->flush_mark[page] == h->flush_seq)
 				continue;
@@ -222,9 +222,9 @@ static void settle(lm_home *h, uint32_t page)
 			lm_log_error("home: no memory for page %u", page);
 			return;
 		}
+		/* pending data was checked when it came (REGISTER, DELTA) */
 		if (pd->len)
-			lm_diff_apply(h->pages[page], h->page_size, pd->data,
-				      pd->len);
+			lm_diff_apply_valid(h->pages[page], pd->data, pd->len);
 		h->stats.diffs_applied++;
 		h->pend[page] = pd->next;
 		free(pd->data);
