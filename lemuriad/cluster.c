@@ -1,7 +1,10 @@
 /* lemuriad protocol layer: the state machine of role L in docs/dsm.md.
- * It owns the cluster page cache, the cluster deltas (deltas.c) and the
- * lock tokens held in the cluster, and relays everything else between the
- * cluster's clients and its reflector; it never touches a socket.
+ * It owns the cluster page cache (cache.c), the cluster deltas (deltas.c)
+ * and the lock tokens held in the cluster (tokens.c), and relays
+ * everything else between the cluster's clients and its reflector
+ * (barrier releases: release.c); it never touches a socket.  This file
+ * holds the runs, the parked messages and the handling of each message;
+ * cluster_int.h is what the parts share.
  *
  * Readings of docs/dsm.md where it leaves a choice (simplest that keeps
  * DESIGN.md I1-I5):
@@ -34,11 +37,11 @@
  *    pending while data of the page left us (push, pull, eager) is cached
  *    only if at least as new as the version that data is in at the home,
  *    so a cached copy always holds every delta of ours: what the
- *    sole-cluster rule in apply_notices relies on.
+ *    sole-cluster rule in lm_cluster_apply_notices relies on.
  *  - A client's diffs join the page's delta with the sender's rank as
  *    writer (the one the home's notices name), taken from its node id
  *    like LOCK's. */
-#include "cluster.h"
+#include "cluster_int.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,328 +60,7 @@
 #define LM_CLUSTER_WAITS_PER_CLIENT 64u
 #define LM_CLUSTER_BUCKETS_MAX (1u << 20)
 
-/* One cached copy of a page.  `version` is the home version it reflects
- * (I3); the data may hold more than that version: exactly the home's page
- * at `version` plus every delta of ours the home lacked then (see
- * reply_page and handle_flush). */
-struct cpage {
-	uint32_t page;
-	uint32_t version;
-	struct cpage *hnext;            /* hash chain */
-	struct cpage *prev, *next;      /* LRU list, head = most recent */
-	uint8_t data[];                 /* page_size bytes */
-};
-
-/* A client request waiting for a reply from the reflector. */
-struct waiter {
-	uint16_t node;
-	uint32_t req_id;
-	uint32_t need;     /* FETCH: oldest version that may answer it */
-	struct waiter *next;
-};
-
-enum up_kind {
-	UP_FETCH, /* one per page; every waiter answered from the reply */
-	UP_LOCK,  /* relayed; the GRANT is passed down */
-	UP_ALLOC, /* relayed */
-	UP_FREE,  /* relayed */
-	UP_REGISTER, /* ours: a batch of deltas registered at their homes */
-	UP_PUSH,  /* ours: sealed deltas pushed home */
-	UP_KIND_COUNT
-};
-
-/* A request of ours to the reflector, matched with its reply by req_id. */
-struct upreq {
-	uint32_t req_id;
-	enum up_kind kind;
-	uint32_t page;          /* UP_FETCH */
-	uint32_t min_version;   /* UP_FETCH: newest notice seen meanwhile */
-	uint32_t left;          /* UP_FETCH: data of the page that left us
-				   while it was pending is in the home's
-				   copy from this version on (UINT32_MAX:
-				   not known); an older reply is not cached.
-				   0: nothing left */
-	uint32_t pre;           /* UP_FETCH for the held RELEASE: its
-				   notice's index + 1 (0: none) */
-	uint32_t lock_id;       /* UP_LOCK */
-	uint32_t rank;          /* UP_LOCK: who will hold it */
-	struct waiter *waiters;
-	struct upreq *next, *prev;  /* every request, newest first */
-	struct upreq *id_next;      /* hash chain by req_id */
-	struct upreq *page_next;    /* UP_FETCH: hash chain by page */
-};
-
-/* Buckets of the request tables: thousands of FETCHes may be in flight
- * at a held RELEASE, and each reply and notice looks one up. */
-#define LM_CLUSTER_UP_BUCKETS 4096u
-
-/* What we know of one client slot (local rank) in the current run. */
-struct client {
-	bool joined;
-	uint32_t pid;
-	bool at_barrier;        /* its BARRIER waits for RELEASE */
-	uint32_t barrier_id;
-	uint32_t barrier_req;
-	bool wants_work;        /* its WAIT_WORK waits for a CREATE */
-	uint32_t work_req;
-	bool has_work;          /* a CREATE came first and is kept */
-	uint64_t work_offset;
-	int32_t work_status;
-	uint8_t *work_data;     /* owned copy of the image */
-	size_t work_len;
-	bool wants_end;         /* its WAIT_END waits for `end_count` ENDs */
-	uint32_t end_count;
-	uint32_t end_req;
-};
-
-/* Local hand-offs a recalled token may still make before it goes back to
- * its manager, so that no cluster starves the others. */
-#define LM_CLUSTER_HANDOFFS_MAX 4u
-
-/* A client waiting for a lock whose token is (or is coming) here. */
-struct lwaiter {
-	uint16_t node;
-	uint32_t req_id;
-	uint32_t rank;
-};
-
-/* A lock as this cluster sees it (DESIGN.md §2, Locks): its token stays
- * here between local holders until the manager recalls it. */
-struct token {
-	uint32_t id;
-	bool here;          /* the token is in this cluster */
-	bool busy;          /* ... and local client `holder` has the lock */
-	bool asked;         /* LOCK sent up, its GRANT not back yet */
-	bool recalled;      /* the manager wants the token back */
-	uint32_t holder;
-	uint32_t granted;   /* the rank the manager granted it to: the
-			       UNLOCK that returns it names that rank */
-	uint32_t handoffs;  /* local hand-offs since the recall */
-	struct lwaiter *q;  /* local clients waiting, FIFO */
-	size_t nq, qcap;
-	struct lm_notice *notes; /* what the GRANT bringing it carried */
-	uint32_t nnotes;
-};
-
-/* A synchronisation message for the reflector (cluster barrier arrival,
- * UNLOCK, END, CREATE), parked until the deltas it publishes are
- * registered at their homes (I2): batch `need` must be done. */
-struct parked {
-	uint16_t type;      /* GRANT: a local hand-off of lock `id` */
-	uint16_t node;      /* GRANT: the client and its LOCK request */
-	uint32_t req_id;
-	uint32_t id, rank;
-	int32_t status;
-	uint64_t offset;
-	uint8_t *data;     /* CREATE's image, owned */
-	size_t data_len;
-	uint32_t need;
-};
-
-/* A barrier RELEASE held while the pages other clusters changed, which
- * our clients hold, are fetched, so that it can bring those copies up
- * to date too (docs/dsm.md "Updates"). */
-enum rel_kind {
-	REL_NONE,  /* invalidate */
-	REL_KEEP,  /* our copy kept by the sole-cluster rule: the source */
-	REL_FETCH, /* our copy at base saved in `old`, the page fetched */
-};
-
-struct held_release {
-	bool active;
-	uint32_t id;
-	struct lm_notice *notices; /* owned copy of the RELEASE's */
-	uint32_t nnotices;
-	uint8_t *kind;             /* enum rel_kind, per notice */
-	uint8_t **old, **fresh;    /* REL_FETCH: page copies (fresh NULL
-				      until it came), in the blocks below */
-	uint8_t *old_block, *fresh_block; /* a page per fetch each, owned */
-	uint32_t pending;          /* fetches not answered yet */
-};
-
-struct lm_cluster {
-	const struct lm_layout *layout;
-	const struct lm_cluster_cfg *cfg;
-	struct lm_msg_out out;
-	void *ctx;
-	uint64_t layout_hash;
-	uint16_t reflector;     /* node id of our reflector */
-	uint32_t index;         /* our cluster's index in the layout, as
-				   notices name it (wcluster) */
-	uint16_t first_node;    /* node id of local rank 0 */
-	uint32_t nclients;
-	uint32_t page_size;
-	uint64_t npages;
-
-	uint64_t run;
-	bool active;            /* some client joined this run */
-	bool aborted;           /* the run failed; its messages are dropped */
-	struct client *clients; /* nclients slots */
-
-	/* page cache: hash by page + LRU list */
-	struct cpage **buckets;
-	uint32_t bucket_bits;
-	struct cpage *lru_head, *lru_tail;
-	size_t ncached, cache_max;
-
-	struct upreq *ups;
-	struct upreq **up_by_id;   /* LM_CLUSTER_UP_BUCKETS chains */
-	struct upreq **up_by_page; /* UP_FETCH only */
-	uint32_t next_req;
-	size_t nwaits, max_waits;
-
-	bool barrier_up;        /* BARRIER{barrier_up_id} sent, no RELEASE */
-	uint32_t barrier_up_id;
-
-	uint32_t ends;          /* ENDs received, not yet consumed */
-	struct lm_notice *end_notices; /* merged from the ENDs (owned) */
-	uint32_t end_nnotices;
-
-	struct token *tokens;   /* locks our clients hold or want */
-	size_t ntokens, tokens_cap;
-	struct lm_notice *reg_notes; /* notices of our registrations since
-					the last barrier */
-	size_t nreg_notes, reg_notes_cap;
-
-	/* cluster deltas (docs/dsm.md "Lazy, adaptive and eager relay") */
-	lm_deltas *deltas;
-	bool eager;             /* relay = eager: deltas go with the data */
-	uint32_t batch_started; /* registrations started ... */
-	uint32_t batch_done;    /* ... and answered */
-	uint32_t batch_parts;   /* REGISTERs of the current one unanswered */
-	bool sealing;           /* emitting a batch (not pushes) */
-	struct parked *parked;
-	size_t nparked, parked_cap;
-	uint8_t *pagebuf;       /* a fetched page with our deltas on top */
-	uint32_t *known;        /* per page: the newest notice seen, which
-				   a FETCH asks the reflector's cache for */
-	uint8_t *deltabuf;      /* one encoded delta, for PULL */
-	lm_updates *updates;    /* barrier updates; NULL when off */
-	struct held_release rel;
-
-	struct lm_cluster_stats stats;
-};
-
-/* ---- page cache ---------------------------------------------------- */
-
-static size_t bucket_of(const lm_cluster *c, uint32_t page)
-{
-	return (size_t)((page * 2654435761u) >> (32 - c->bucket_bits));
-}
-
-static struct cpage *cache_find(const lm_cluster *c, uint32_t page)
-{
-	struct cpage *cp = c->buckets[bucket_of(c, page)];
-
-	while (cp && cp->page != page)
-		cp = cp->hnext;
-	return cp;
-}
-
-static void lru_unlink(lm_cluster *c, struct cpage *cp)
-{
-	if (cp->prev)
-		cp->prev->next = cp->next;
-	else
-		c->lru_head = cp->next;
-	if (cp->next)
-		cp->next->prev = cp->prev;
-	else
-		c->lru_tail = cp->prev;
-	cp->prev = cp->next = NULL;
-}
-
-static void lru_push(lm_cluster *c, struct cpage *cp)
-{
-	cp->prev = NULL;
-	cp->next = c->lru_head;
-	if (c->lru_head)
-		c->lru_head->prev = cp;
-	else
-		c->lru_tail = cp;
-	c->lru_head = cp;
-}
-
-static void cache_touch(lm_cluster *c, struct cpage *cp)
-{
-	if (c->lru_head != cp) {
-		lru_unlink(c, cp);
-		lru_push(c, cp);
-	}
-}
-
-/* Drops a copy without any message: our changes to it are kept apart in
- * the cluster deltas (deltas.c), which go home on their own. */
-static void cache_remove(lm_cluster *c, struct cpage *cp)
-{
-	struct cpage **pp = &c->buckets[bucket_of(c, cp->page)];
-
-	while (*pp != cp)
-		pp = &(*pp)->hnext;
-	*pp = cp->hnext;
-	lru_unlink(c, cp);
-	free(cp);
-	c->ncached--;
-	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
-}
-
-static void cache_clear(lm_cluster *c)
-{
-	while (c->lru_head)
-		cache_remove(c, c->lru_head);
-}
-
-static size_t delta_pages(const lm_cluster *c);
-
-/* Stores data (page_size bytes, copied) as page at version.  A copy
- * already there is replaced only by one at least as new (I3). */
-static void cache_put(lm_cluster *c, uint32_t page, uint32_t version,
-		      const uint8_t *data)
-{
-	struct cpage *cp = cache_find(c, page);
-	size_t b;
-
-	if (cp) {
-		if (version >= cp->version) {
-			memcpy(cp->data, data, c->page_size);
-			cp->version = version;
-		}
-		cache_touch(c, cp);
-		return;
-	}
-	while (c->lru_tail && c->ncached + delta_pages(c) >= c->cache_max) {
-		cache_remove(c, c->lru_tail);
-		c->stats.evictions++;
-	}
-	cp = malloc(sizeof(*cp) + c->page_size);
-	if (!cp) {
-		lm_log_warn("cluster %s: no memory to cache page %u",
-			    c->cfg->name, page);
-		return;
-	}
-	cp->page = page;
-	cp->version = version;
-	memcpy(cp->data, data, c->page_size);
-	b = bucket_of(c, page);
-	cp->hnext = c->buckets[b];
-	c->buckets[b] = cp;
-	lru_push(c, cp);
-	c->ncached++;
-	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
-}
-
 /* ---- helpers ------------------------------------------------------- */
-
-static void count_bad(lm_cluster *c, uint16_t from, const struct lm_msg *m,
-		      const char *why)
-{
-	/* counted, and logged rate-limited (a peer controls how often) */
-	c->stats.dropped_bad++;
-	lm_log_limited("bad messages dropped by the lemuriad", LM_LOG_WARN,
-		       "cluster %s: dropped %s from node %u: %s",
-		       c->cfg->name, m ? lm_msg_name(m->type) : "message",
-		       from, why);
-}
 
 static int client_slot(const lm_cluster *c, uint16_t node);
 
@@ -400,23 +82,6 @@ static int client_slot(const lm_cluster *c, uint16_t node)
 	return node - c->first_node;
 }
 
-static uint16_t slot_node(const lm_cluster *c, int slot)
-{
-	return (uint16_t)(c->first_node + slot);
-}
-
-static uint32_t slot_rank(const lm_cluster *c, int slot)
-{
-	return c->cfg->first_rank + (uint32_t)slot;
-}
-
-static void msg_init(const lm_cluster *c, struct lm_msg *m, uint16_t type)
-{
-	memset(m, 0, sizeof(*m));
-	m->type = type;
-	m->run = c->run;
-}
-
 static void reply_status(lm_cluster *c, uint16_t node, uint32_t req_id,
 			 uint16_t type, int32_t status)
 {
@@ -427,17 +92,6 @@ static void reply_status(lm_cluster *c, uint16_t node, uint32_t req_id,
 	c->out.reply(c->ctx, node, req_id, &r);
 }
 
-static void free_waiters(lm_cluster *c, struct waiter *w)
-{
-	while (w) {
-		struct waiter *next = w->next;
-
-		free(w);
-		c->nwaits--;
-		w = next;
-	}
-}
-
 static void free_client_work(struct client *cl)
 {
 	free(cl->work_data);
@@ -446,25 +100,16 @@ static void free_client_work(struct client *cl)
 	cl->has_work = false;
 }
 
-static void tokens_clear(lm_cluster *c);
-static void rel_clear(lm_cluster *c);
-static bool rel_hold(lm_cluster *c, const struct lm_msg *m);
-static void rel_fetch(lm_cluster *c);
-static void rel_finish(lm_cluster *c);
-static void release_clients(lm_cluster *c, uint32_t id,
-			    const struct lm_notice *n, uint32_t count,
-			    bool updates);
-
 /* Discards all state of the current run (pages, waits, barrier, ENDs,
  * locks) and starts `run`.  Counters stay. */
 static void reset_run(lm_cluster *c, uint64_t run)
 {
-	cache_clear(c);
+	lm_cache_clear(c);
 	while (c->ups) {
 		struct upreq *up = c->ups;
 
 		c->ups = up->next;
-		free_waiters(c, up->waiters);
+		lm_upreq_free_waiters(c, up->waiters);
 		free(up);
 	}
 	memset(c->up_by_id, 0, LM_CLUSTER_UP_BUCKETS * sizeof(*c->up_by_id));
@@ -475,7 +120,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 		memset(&c->clients[i], 0, sizeof(c->clients[i]));
 	}
 	lm_deltas_reset(c->deltas);
-	rel_clear(c);
+	lm_release_clear(c);
 	if (c->updates)
 		lm_updates_reset(c->updates);
 	memset(c->known, 0, c->npages * sizeof(*c->known));
@@ -488,7 +133,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 	free(c->end_notices);
 	c->end_notices = NULL;
 	c->end_nnotices = 0;
-	tokens_clear(c);
+	lm_tokens_clear(c);
 	c->run = run;
 	c->active = false;
 	c->aborted = false;
@@ -538,7 +183,7 @@ static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
 
 	if (!c->active || c->aborted) {
 		/* nobody to tell; the copies came from a home now gone */
-		cache_clear(c);
+		lm_cache_clear(c);
 		return;
 	}
 	lm_log_warn("cluster %s: run %016llx aborted: %s", c->cfg->name,
@@ -555,149 +200,6 @@ static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
 	c->aborted = true;
 }
 
-static struct upreq **id_bucket(lm_cluster *c, uint32_t req_id)
-{
-	return &c->up_by_id[req_id % LM_CLUSTER_UP_BUCKETS];
-}
-
-static struct upreq **page_bucket(lm_cluster *c, uint32_t page)
-{
-	return &c->up_by_page[page % LM_CLUSTER_UP_BUCKETS];
-}
-
-static void up_hash_id(lm_cluster *c, struct upreq *up)
-{
-	struct upreq **b = id_bucket(c, up->req_id);
-
-	up->id_next = *b;
-	*b = up;
-}
-
-static void up_unhash_id(lm_cluster *c, struct upreq *up)
-{
-	struct upreq **pp = id_bucket(c, up->req_id);
-
-	while (*pp && *pp != up)
-		pp = &(*pp)->id_next;
-	if (*pp)
-		*pp = up->id_next;
-}
-
-static struct upreq *up_new(lm_cluster *c, enum up_kind kind)
-{
-	struct upreq *up = calloc(1, sizeof(*up));
-
-	if (!up)
-		return NULL;
-	up->kind = kind;
-	up->req_id = c->next_req++;
-	up->next = c->ups;
-	if (c->ups)
-		c->ups->prev = up;
-	c->ups = up;
-	up_hash_id(c, up);
-	return up;
-}
-
-/* The request's next FETCH gets a new id (req_id must grow). */
-static void up_renumber(lm_cluster *c, struct upreq *up)
-{
-	up_unhash_id(c, up);
-	up->req_id = c->next_req++;
-	up_hash_id(c, up);
-}
-
-/* Makes up the FETCH of `page`, found by fetch_of. */
-static void up_set_page(lm_cluster *c, struct upreq *up, uint32_t page)
-{
-	struct upreq **b = page_bucket(c, page);
-
-	up->page = page;
-	up->page_next = *b;
-	*b = up;
-}
-
-/* The FETCH of `page` on its way to the reflector, or NULL. */
-static struct upreq *fetch_of(lm_cluster *c, uint32_t page)
-{
-	struct upreq *up = *page_bucket(c, page);
-
-	while (up && up->page != page)
-		up = up->page_next;
-	return up;
-}
-
-static struct upreq *up_find(lm_cluster *c, uint32_t req_id)
-{
-	struct upreq *up = *id_bucket(c, req_id);
-
-	while (up && up->req_id != req_id)
-		up = up->id_next;
-	return up;
-}
-
-static void up_free(lm_cluster *c, struct upreq *up)
-{
-	if (up->prev)
-		up->prev->next = up->next;
-	else
-		c->ups = up->next;
-	if (up->next)
-		up->next->prev = up->prev;
-	up_unhash_id(c, up);
-	if (up->kind == UP_FETCH) {
-		struct upreq **pp = page_bucket(c, up->page);
-
-		while (*pp && *pp != up)
-			pp = &(*pp)->page_next;
-		if (*pp)
-			*pp = up->page_next;
-	}
-	free_waiters(c, up->waiters);
-	free(up);
-}
-
-/* Appends a waiter (kept in arrival order).  0 or LM_ENOBUFS/LM_ENOMEM. */
-static int up_wait(lm_cluster *c, struct upreq *up, uint16_t node,
-		   uint32_t req_id, uint32_t need)
-{
-	struct waiter *w, **pp;
-
-	if (c->nwaits >= c->max_waits)
-		return LM_ENOBUFS;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return LM_ENOMEM;
-	w->node = node;
-	w->req_id = req_id;
-	w->need = need;
-	for (pp = &up->waiters; *pp; pp = &(*pp)->next)
-		;
-	*pp = w;
-	c->nwaits++;
-	return 0;
-}
-
-/* Creates an upstream request with one waiter.  0 or a negative code
- * (nothing created). */
-static int up_start(lm_cluster *c, enum up_kind kind, uint16_t node,
-		    uint32_t req_id, struct upreq **out)
-{
-	struct upreq *up;
-
-	if (c->nwaits >= c->max_waits)
-		return LM_ENOBUFS;
-	up = up_new(c, kind);
-	if (!up)
-		return LM_ENOMEM;
-	if (up_wait(c, up, node, req_id, 0) < 0) {
-		up_free(c, up);
-		return LM_ENOMEM;
-	}
-	*out = up;
-	return 0;
-}
-
 /* Write notices (I3): a copy is dropped only when older than its notice.
  * A pending FETCH remembers the notice so that its reply, if older, is
  * not cached and does not answer clients that asked after the notice.
@@ -709,11 +211,11 @@ static int up_start(lm_cluster *c, enum up_kind kind, uint16_t node,
  * was cached can be missing, since such a copy is never cached (the
  * `left` rule) or is newer than base.  So it equals the home's page at
  * the notice's version and only its version moves. */
-static void apply_notices(lm_cluster *c, const struct lm_notice *n,
-			  uint32_t count)
+void lm_cluster_apply_notices(lm_cluster *c, const struct lm_notice *n,
+			      uint32_t count)
 {
 	for (uint32_t i = 0; n && i < count; i++) {
-		struct cpage *cp = cache_find(c, n[i].page);
+		struct cpage *cp = lm_cache_find(c, n[i].page);
 		struct upreq *up;
 
 		if (n[i].page < c->npages && c->known[n[i].page] < n[i].version)
@@ -724,243 +226,17 @@ static void apply_notices(lm_cluster *c, const struct lm_notice *n,
 				cp->version = n[i].version;
 				c->stats.kept++;
 			} else {
-				cache_remove(c, cp);
+				lm_cache_remove(c, cp);
 				c->stats.invalidations++;
 			}
 		}
-		up = fetch_of(c, n[i].page);
-		if (up && up->min_version < n[i].version)
-			up->min_version = n[i].version;
-	}
-}
-
-/* ---- lock tokens ---------------------------------------------------- */
-
-static struct token *token_find(lm_cluster *c, uint32_t id)
-{
-	for (size_t i = 0; i < c->ntokens; i++)
-		if (c->tokens[i].id == id)
-			return &c->tokens[i];
-	return NULL;
-}
-
-static struct token *token_get(lm_cluster *c, uint32_t id)
-{
-	struct token *t = token_find(c, id);
-
-	if (t)
-		return t;
-	if (c->ntokens == c->tokens_cap) {
-		size_t cap = c->tokens_cap ? c->tokens_cap * 2 : 8;
-		struct token *nt = realloc(c->tokens, cap * sizeof(*nt));
-
-		if (!nt)
-			return NULL;
-		c->tokens = nt;
-		c->tokens_cap = cap;
-	}
-	t = &c->tokens[c->ntokens++];
-	memset(t, 0, sizeof(*t));
-	t->id = id;
-	return t;
-}
-
-static void token_free(struct token *t)
-{
-	free(t->q);
-	free(t->notes);
-	t->q = NULL;
-	t->notes = NULL;
-	t->nq = t->qcap = 0;
-	t->nnotes = 0;
-}
-
-static void tokens_clear(lm_cluster *c)
-{
-	for (size_t i = 0; i < c->ntokens; i++)
-		token_free(&c->tokens[i]);
-	c->ntokens = 0;
-	c->nreg_notes = 0;
-}
-
-/* Drops the entry of a lock nobody here holds, wants or has the token of. */
-static void token_tidy(lm_cluster *c, struct token *t)
-{
-	if (t->here || t->asked || t->nq)
-		return;
-	token_free(t);
-	*t = c->tokens[--c->ntokens];
-}
-
-static int token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
-			 uint32_t rank)
-{
-	if (t->nq == t->qcap) {
-		size_t cap = t->qcap ? t->qcap * 2 : 4;
-		struct lwaiter *nq = realloc(t->q, cap * sizeof(*nq));
-
-		if (!nq)
-			return LM_ENOMEM;
-		t->q = nq;
-		t->qcap = cap;
-	}
-	t->q[t->nq].node = node;
-	t->q[t->nq].req_id = req_id;
-	t->q[t->nq].rank = rank;
-	t->nq++;
-	return 0;
-}
-
-static struct lwaiter token_pop(struct token *t)
-{
-	struct lwaiter w = t->q[0];
-
-	memmove(t->q, t->q + 1, (t->nq - 1) * sizeof(*t->q));
-	t->nq--;
-	return w;
-}
-
-static void park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
-		 int32_t status, uint64_t offset, const uint8_t *data,
-		 size_t data_len);
-static void park_grant(lm_cluster *c, uint32_t id,
-		       const struct lwaiter *w);
-
-/* Asks the manager for the token, for the first local waiter. */
-static void token_ask(lm_cluster *c, struct token *t)
-{
-	struct upreq *up;
-	struct lm_msg r;
-
-	if (t->here || t->asked || !t->nq)
-		return;
-	up = up_new(c, UP_LOCK);
-	if (!up) {
-		lm_log_error("cluster %s: no memory to ask for lock %u",
-			     c->cfg->name, t->id);
-		return;
-	}
-	up->lock_id = t->id;
-	up->rank = t->q[0].rank;
-	t->asked = true;
-	msg_init(c, &r, LM_MSG_LOCK);
-	r.id = t->id;
-	r.rank = up->rank;
-	c->out.request(c->ctx, c->reflector, up->req_id, &r);
-}
-
-/* Gives the token back to its manager, behind the registration of what
- * its holders wrote (I2). */
-static void token_return(lm_cluster *c, struct token *t)
-{
-	park(c, LM_MSG_UNLOCK, t->id, t->granted, 0, 0, NULL, 0);
-	t->here = false;
-	t->busy = false;
-	t->recalled = false;
-	free(t->notes);
-	t->notes = NULL;
-	t->nnotes = 0;
-	c->stats.tokens_returned++;
-}
-
-/* The token is here and free: the next local waiter gets it (a recalled
- * token only LM_CLUSTER_HANDOFFS_MAX more times), else it goes back if
- * recalled, else it stays. */
-static void token_next(lm_cluster *c, struct token *t)
-{
-	if (!t->here || t->busy)
-		return;
-	if (t->nq && (!t->recalled || t->handoffs < LM_CLUSTER_HANDOFFS_MAX)) {
-		struct lwaiter w = token_pop(t);
-
-		if (t->recalled)
-			t->handoffs++;
-		t->busy = true;
-		t->holder = w.rank;
-		park_grant(c, t->id, &w);
-		return;
-	}
-	if (t->recalled || t->nq) {
-		token_return(c, t);
-		token_ask(c, t); /* local clients still wait: queue again */
-	}
-	token_tidy(c, t);
-}
-
-/* Answers a local LOCK: the notices of the GRANT that brought the token
- * and of our registrations since the last barrier, a superset of what
- * the lock's earlier holders wrote. */
-static void grant_local(lm_cluster *c, uint32_t id, uint16_t node,
-			uint32_t req_id)
-{
-	struct token *t = token_find(c, id);
-	size_t n = (t ? t->nnotes : 0) + c->nreg_notes;
-	struct lm_notice *v = n ? malloc(n * sizeof(*v)) : NULL;
-	struct lm_msg r;
-
-	msg_init(c, &r, LM_MSG_GRANT);
-	r.id = id;
-	if (n && !v) {
-		/* without the notices the holder could read stale data */
-		lm_log_error("cluster %s: no memory for the notices of lock "
-			     "%u", c->cfg->name, id);
-		return;
-	}
-	if (n) {
-		if (t && t->nnotes)
-			memcpy(v, t->notes, t->nnotes * sizeof(*v));
-		if (c->nreg_notes)
-			memcpy(v + (t ? t->nnotes : 0), c->reg_notes,
-			       c->nreg_notes * sizeof(*v));
-		n = lm_notices_merge(v, n);
-	}
-	r.notices = v;
-	r.nnotices = (uint32_t)n;
-	c->stats.locks++;
-	c->out.reply(c->ctx, node, req_id, &r);
-	free(v);
-}
-
-/* Keeps the notices our registrations got back, for local GRANTs. */
-static void note_registered(lm_cluster *c, const struct lm_notice *n,
-			    uint32_t count)
-{
-	if (c->nreg_notes + count > c->reg_notes_cap) {
-		size_t cap = c->nreg_notes + count + 64;
-		struct lm_notice *nv = realloc(c->reg_notes,
-					       cap * sizeof(*nv));
-
-		if (!nv) {
-			lm_log_error("cluster %s: no memory to keep notices",
-				     c->cfg->name);
-			return;
-		}
-		c->reg_notes = nv;
-		c->reg_notes_cap = cap;
-	}
-	memcpy(c->reg_notes + c->nreg_notes, n, count * sizeof(*n));
-	c->nreg_notes = lm_notices_merge(c->reg_notes,
-					 c->nreg_notes + count);
-	/* a client that joins a FETCH of ours from now on may hold a GRANT
-	 * naming these versions: an older reply is not for it (I3) */
-	for (uint32_t i = 0; i < count; i++) {
-		struct upreq *up = fetch_of(c, n[i].page);
-
+		up = lm_upreq_fetch_of(c, n[i].page);
 		if (up && up->min_version < n[i].version)
 			up->min_version = n[i].version;
 	}
 }
 
 /* ---- deltas and parked messages ------------------------------------ */
-
-/* Memory the deltas hold, in pages (a buffer is a page and a bit per
- * byte): they share the cluster's cache budget with the copies (I5). */
-static size_t delta_pages(const lm_cluster *c)
-{
-	size_t n = lm_deltas_buffers(c->deltas);
-
-	return n + (n + 7) / 8;
-}
 
 static bool over_budget(const lm_cluster *c)
 {
@@ -977,7 +253,7 @@ static bool batch_outstanding(const lm_cluster *c)
  * way that is older may lack it, so it must not be cached. */
 static void mark_data_left(lm_cluster *c, uint32_t page, uint32_t version)
 {
-	struct upreq *up = fetch_of(c, page);
+	struct upreq *up = lm_upreq_fetch_of(c, page);
 
 	if (up && up->left < version)
 		up->left = version;
@@ -987,7 +263,7 @@ static void mark_data_left(lm_cluster *c, uint32_t page, uint32_t version)
 static void emit_register(void *ctx, const struct lm_msg *reg)
 {
 	lm_cluster *c = ctx;
-	struct upreq *up = up_new(c, c->sealing ? UP_REGISTER : UP_PUSH);
+	struct upreq *up = lm_upreq_new(c, c->sealing ? UP_REGISTER : UP_PUSH);
 	struct lm_msg r = *reg;
 
 	/* a push names its version; data sent with a new registration
@@ -1015,7 +291,7 @@ static void send_parked(lm_cluster *c, const struct parked *p)
 	struct lm_msg m;
 
 	if (p->type == LM_MSG_GRANT) {
-		grant_local(c, p->id, p->node, p->req_id);
+		lm_token_grant_local(c, p->id, p->node, p->req_id);
 		return;
 	}
 	msg_init(c, &m, p->type);
@@ -1076,20 +352,21 @@ static void start_batch(lm_cluster *c, bool with_data, bool all_sealed)
 
 /* A local hand-off of lock `id` to w, behind the registration of what
  * the previous holder wrote, so that its GRANT names exact versions. */
-static void park_grant(lm_cluster *c, uint32_t id,
-		       const struct lwaiter *w)
+void lm_cluster_park_grant(lm_cluster *c, uint32_t id,
+			   const struct lwaiter *w)
 {
-	/* node and request id travel in `offset`, unpacked by park */
-	park(c, LM_MSG_GRANT, id, w->rank, 0,
-	     w->node | ((uint64_t)w->req_id << 16), NULL, 0);
+	/* node and request id travel in `offset`, unpacked by
+	 * lm_cluster_park */
+	lm_cluster_park(c, LM_MSG_GRANT, id, w->rank, 0,
+			w->node | ((uint64_t)w->req_id << 16), NULL, 0);
 	c->stats.local_handoffs++;
 }
 
 /* Parks a message for the reflector behind the registration of every
  * delta our clients flushed so far (I2). */
-static void park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
-		 int32_t status, uint64_t offset, const uint8_t *data,
-		 size_t data_len)
+void lm_cluster_park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
+		     int32_t status, uint64_t offset, const uint8_t *data,
+		     size_t data_len)
 {
 	struct parked *p;
 
@@ -1137,7 +414,7 @@ static void park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
 static void keep_budget(lm_cluster *c)
 {
 	while (over_budget(c) && c->lru_tail) {
-		cache_remove(c, c->lru_tail);
+		lm_cache_remove(c, c->lru_tail);
 		c->stats.evictions++;
 	}
 	if (over_budget(c) && !batch_outstanding(c)) {
@@ -1207,9 +484,9 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 		c->out.reply(c->ctx, from, req_id, &r);
 		return;
 	}
-	cp = cache_find(c, m->page);
+	cp = lm_cache_find(c, m->page);
 	if (cp) {
-		cache_touch(c, cp);
+		lm_cache_touch(c, cp);
 		c->stats.fetch_hits++;
 		hold(c, from, cp->page);
 		msg_init(c, &r, LM_MSG_PAGE);
@@ -1220,20 +497,20 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 		c->out.reply(c->ctx, from, req_id, &r);
 		return;
 	}
-	up = fetch_of(c, m->page);
+	up = lm_upreq_fetch_of(c, m->page);
 	if (up) {
-		if (up_wait(c, up, from, req_id, up->min_version) < 0) {
+		if (lm_upreq_wait(c, up, from, req_id, up->min_version) < 0) {
 			count_bad(c, from, m, "too many waiting requests");
 			return;
 		}
 		c->stats.fetch_coalesced++;
 		return;
 	}
-	if (up_start(c, UP_FETCH, from, req_id, &up) < 0) {
+	if (lm_upreq_start(c, UP_FETCH, from, req_id, &up) < 0) {
 		count_bad(c, from, m, "too many waiting requests");
 		return;
 	}
-	up_set_page(c, up, m->page);
+	lm_upreq_set_page(c, up, m->page);
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = m->page;
@@ -1278,7 +555,7 @@ static void handle_flush(lm_cluster *c, int slot, uint16_t from,
 	 * data) before anything the client publishes later (I2); a reply
 	 * still on its way gets them from the delta. */
 	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
-		struct cpage *cp = cache_find(c, page);
+		struct cpage *cp = lm_cache_find(c, page);
 
 		if (cp)
 			lm_diff_apply_valid(cp->data, diff, len);
@@ -1324,14 +601,14 @@ static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
 	c->barrier_up = true;
 	c->barrier_up_id = m->id;
 	c->stats.barriers++;
-	park(c, LM_MSG_BARRIER, m->id, 0, 0, 0, NULL, 0);
+	lm_cluster_park(c, LM_MSG_BARRIER, m->id, 0, 0, 0, NULL, 0);
 }
 
 static void handle_lock(lm_cluster *c, int slot, uint16_t from,
 			uint32_t req_id, const struct lm_msg *m)
 {
 	uint32_t rank = slot_rank(c, slot);
-	struct token *t = token_get(c, m->id);
+	struct token *t = lm_token_get(c, m->id);
 
 	if (!t) {
 		count_bad(c, from, m, "no memory for the lock");
@@ -1347,22 +624,22 @@ static void handle_lock(lm_cluster *c, int slot, uint16_t from,
 			return;
 		}
 	}
-	if (token_enqueue(t, from, req_id, rank) < 0) {
+	if (lm_token_enqueue(t, from, req_id, rank) < 0) {
 		count_bad(c, from, m, "no memory for the lock");
 		return;
 	}
 	if (t->here) {
-		token_next(c, t); /* cached here: no message leaves */
+		lm_token_next(c, t); /* cached here: no message leaves */
 		return;
 	}
-	token_ask(c, t);
+	lm_token_ask(c, t);
 }
 
 static void handle_unlock(lm_cluster *c, int slot, uint16_t from,
 			  uint32_t req_id, const struct lm_msg *m)
 {
 	uint32_t rank = slot_rank(c, slot);
-	struct token *t = token_find(c, m->id);
+	struct token *t = lm_token_find(c, m->id);
 
 	if (!t || !t->here || !t->busy || t->holder != rank) {
 		reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, LM_EINVAL);
@@ -1370,14 +647,14 @@ static void handle_unlock(lm_cluster *c, int slot, uint16_t from,
 	}
 	t->busy = false;
 	reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, 0);
-	token_next(c, t);
+	lm_token_next(c, t);
 }
 
 /* The manager wants the token back: at once when nobody here holds it,
  * else after at most LM_CLUSTER_HANDOFFS_MAX more local hand-offs. */
 static void handle_recall(lm_cluster *c, const struct lm_msg *m)
 {
-	struct token *t = token_find(c, m->id);
+	struct token *t = lm_token_find(c, m->id);
 
 	if (!t || !t->here) {
 		/* on its way back already */
@@ -1387,7 +664,7 @@ static void handle_recall(lm_cluster *c, const struct lm_msg *m)
 	c->stats.recalls++;
 	t->recalled = true;
 	t->handoffs = 0;
-	token_next(c, t);
+	lm_token_next(c, t);
 }
 
 /* ALLOC and FREE: the same request goes up, the reply comes down. */
@@ -1397,7 +674,7 @@ static void handle_relay(lm_cluster *c, enum up_kind kind, uint16_t from,
 	struct upreq *up;
 	struct lm_msg r = *m;
 
-	if (up_start(c, kind, from, req_id, &up) < 0) {
+	if (lm_upreq_start(c, kind, from, req_id, &up) < 0) {
 		count_bad(c, from, m, "too many waiting requests");
 		return;
 	}
@@ -1413,8 +690,8 @@ static void handle_create(lm_cluster *c, uint16_t from, uint32_t req_id,
 		reply_status(c, from, req_id, LM_MSG_CREATE_OK, LM_EINVAL);
 		return;
 	}
-	park(c, LM_MSG_CREATE, 0, m->rank, m->status, m->offset, m->data,
-	     m->data_len);
+	lm_cluster_park(c, LM_MSG_CREATE, 0, m->rank, m->status, m->offset,
+			m->data, m->data_len);
 	reply_status(c, from, req_id, LM_MSG_CREATE_OK, 0);
 }
 
@@ -1453,7 +730,8 @@ static void handle_wait_work(lm_cluster *c, int slot, uint16_t from,
 static void handle_end(lm_cluster *c, int slot, uint16_t from,
 		       uint32_t req_id, const struct lm_msg *m)
 {
-	park(c, LM_MSG_END, 0, slot_rank(c, slot), m->status, 0, NULL, 0);
+	lm_cluster_park(c, LM_MSG_END, 0, slot_rank(c, slot), m->status, 0,
+			NULL, 0);
 	reply_status(c, from, req_id, LM_MSG_END_OK, 0);
 }
 
@@ -1467,7 +745,7 @@ static void check_wait_end(lm_cluster *c)
 
 		if (!cl->wants_end || c->ends < cl->end_count)
 			continue;
-		apply_notices(c, c->end_notices, c->end_nnotices);
+		lm_cluster_apply_notices(c, c->end_notices, c->end_nnotices);
 		c->ends -= cl->end_count;
 		cl->wants_end = false;
 		msg_init(c, &r, LM_MSG_RELEASE);
@@ -1531,9 +809,9 @@ static void forget_client(lm_cluster *c, int slot)
 			}
 		if (t->busy && t->holder == rank) {
 			t->busy = false;
-			token_next(c, t);
+			lm_token_next(c, t);
 		} else {
-			token_tidy(c, t);
+			lm_token_tidy(c, t);
 		}
 	}
 	free_client_work(cl);
@@ -1642,194 +920,6 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 
 /* ---- messages from the reflector ----------------------------------- */
 
-/* ---- barrier releases with updates (docs/dsm.md "Updates") -------- */
-
-/* Replies RELEASE{id, notices} to every client waiting at barrier id,
- * each with its updates when `updates` (lm_updates_prepare done). */
-static void release_clients(lm_cluster *c, uint32_t id,
-			    const struct lm_notice *n, uint32_t count,
-			    bool updates)
-{
-	struct lm_msg r;
-
-	msg_init(c, &r, LM_MSG_RELEASE);
-	r.id = id;
-	r.notices = n;
-	r.nnotices = count;
-	for (uint32_t i = 0; i < c->nclients; i++) {
-		struct client *cl = &c->clients[i];
-
-		if (!cl->at_barrier || cl->barrier_id != id)
-			continue;
-		cl->at_barrier = false;
-		if (updates)
-			lm_updates_for_client(c->updates, i, slot_rank(c, (int)i),
-					      n, count, &r.diffs);
-		c->out.reply(c->ctx, slot_node(c, (int)i), cl->barrier_req,
-			     &r);
-	}
-	if (c->updates)
-		lm_updates_epoch_end(c->updates);
-}
-
-static void rel_clear(lm_cluster *c)
-{
-	struct held_release *h = &c->rel;
-
-	free(h->old_block);
-	free(h->fresh_block);
-	free(h->notices);
-	free(h->kind);
-	free(h->old);
-	free(h->fresh);
-	memset(h, 0, sizeof(*h));
-	for (struct upreq *up = c->ups; up; up = up->next)
-		up->pre = 0;
-}
-
-/* Decides, before the notices apply, what each page's update comes from:
- * our copy if the sole-cluster rule will keep it, else, for a page
- * another cluster wrote whose copy at base a client of ours holds, that
- * copy (saved) and the page fetched anew.  At most an eighth of the
- * cache is fetched (I5: the saved and fetched copies take a quarter).
- * False when out of memory: the RELEASE then goes without updates. */
-static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
-{
-	struct held_release *h = &c->rel;
-	size_t cap = c->cache_max / 8, fetches = 0;
-	uint32_t n = m->nnotices;
-
-	h->notices = malloc((n ? n : 1) * sizeof(*h->notices));
-	h->kind = calloc(n ? n : 1, 1);
-	h->old = calloc(n ? n : 1, sizeof(*h->old));
-	h->fresh = calloc(n ? n : 1, sizeof(*h->fresh));
-	h->nnotices = n;
-	if (!h->notices || !h->kind || !h->old || !h->fresh) {
-		rel_clear(c);
-		return false;
-	}
-	if (n)
-		memcpy(h->notices, m->notices, n * sizeof(*h->notices));
-	h->id = m->id;
-	h->active = true;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct lm_notice *no = &m->notices[i];
-		struct cpage *cp = cache_find(c, no->page);
-
-		if (!cp || cp->version >= no->version || cp->version != no->base)
-			continue;
-		if (no->wcluster == c->index) {
-			h->kind[i] = REL_KEEP;
-		} else if (fetches < cap &&
-			   lm_updates_held(c->updates, no->page)) {
-			h->kind[i] = REL_FETCH;
-			fetches++;
-		}
-	}
-	if (fetches) {
-		h->old_block = malloc(fetches * c->page_size);
-		h->fresh_block = malloc(fetches * c->page_size);
-	}
-	fetches = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (h->kind[i] != REL_FETCH)
-			continue;
-		if (!h->old_block || !h->fresh_block) {
-			h->kind[i] = REL_NONE; /* no memory: no update */
-			continue;
-		}
-		h->old[i] = h->old_block + fetches++ * c->page_size;
-		memcpy(h->old[i], cache_find(c, m->notices[i].page)->data,
-		       c->page_size);
-	}
-	return true;
-}
-
-/* Sends the held RELEASE's fetches (after the notices applied, so that
- * each FETCH names the newest notice of its page). */
-static void rel_fetch(lm_cluster *c)
-{
-	struct held_release *h = &c->rel;
-
-	for (uint32_t i = 0; i < h->nnotices; i++) {
-		uint32_t page = h->notices[i].page;
-		struct upreq *up;
-		struct lm_msg r;
-
-		if (h->kind[i] != REL_FETCH)
-			continue;
-		up = fetch_of(c, page);
-		if (up && !up->pre) { /* already on its way: share it */
-			up->pre = i + 1;
-			h->pending++;
-			continue;
-		}
-		if (up || !(up = up_new(c, UP_FETCH))) {
-			h->kind[i] = REL_NONE;
-			continue;
-		}
-		up_set_page(c, up, page);
-		up->pre = i + 1;
-		up->min_version = h->notices[i].version;
-		h->pending++;
-		c->stats.fetch_misses++;
-		msg_init(c, &r, LM_MSG_FETCH);
-		r.page = page;
-		r.version = c->known[page];
-		c->out.request(c->ctx, c->reflector, up->req_id, &r);
-	}
-}
-
-/* A reply for the held RELEASE's fetch of notice up->pre - 1: `data`
- * (NULL for a failed fetch) is the page at `version`. */
-static void rel_arrived(lm_cluster *c, struct upreq *up,
-			const uint8_t *data, uint32_t version)
-{
-	struct held_release *h = &c->rel;
-	uint32_t i = up->pre - 1;
-
-	if (!h->active || i >= h->nnotices || h->kind[i] != REL_FETCH) {
-		up->pre = 0;
-		return;
-	}
-	if (data && version < h->notices[i].version)
-		return; /* too old: asked again with the waiters */
-	up->pre = 0;
-	h->pending--;
-	if (data) {
-		h->fresh[i] = h->fresh_block + (h->old[i] - h->old_block);
-		memcpy(h->fresh[i], data, c->page_size);
-	}
-}
-
-/* Every fetch answered: the updates go with the RELEASE. */
-static void rel_finish(lm_cluster *c)
-{
-	struct held_release *h = &c->rel;
-	const uint8_t **copies = calloc(h->nnotices ? h->nnotices : 1,
-					sizeof(*copies));
-	bool updates = false;
-
-	for (uint32_t i = 0; copies && i < h->nnotices; i++) {
-		struct cpage *cp;
-
-		if (h->kind[i] == REL_FETCH) {
-			copies[i] = h->fresh[i];
-		} else if (h->kind[i] == REL_KEEP &&
-			   (cp = cache_find(c, h->notices[i].page)) &&
-			   cp->version == h->notices[i].version) {
-			copies[i] = cp->data; /* kept, and not evicted since */
-		}
-	}
-	if (copies)
-		updates = lm_updates_prepare(c->updates, h->notices,
-					     h->nnotices, copies,
-					     (const uint8_t *const *)h->old) == 0;
-	free(copies);
-	release_clients(c, h->id, h->notices, h->nnotices, updates);
-	rel_clear(c);
-}
-
 static void reply_page(lm_cluster *c, struct upreq *up,
 		       const struct lm_msg *m)
 {
@@ -1845,8 +935,8 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 		for (struct waiter *w = up->waiters; w; w = w->next)
 			c->out.reply(c->ctx, w->node, w->req_id, &r);
 		if (up->pre)
-			rel_arrived(c, up, NULL, 0);
-		up_free(c, up);
+			lm_release_arrived(c, up, NULL, 0);
+		lm_upreq_free(c, up);
 		return;
 	}
 	/* the home's copy plus what our clients wrote and the home has not
@@ -1854,11 +944,12 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 	memcpy(c->pagebuf, m->data, c->page_size);
 	lm_deltas_overlay(c->deltas, m->page, m->version, c->pagebuf);
 	if (m->version >= up->min_version && m->version >= up->left)
-		cache_put(c, m->page, m->version, c->pagebuf);
+		lm_cache_put(c, m->page, m->version, c->pagebuf);
 	/* a reply that crossed data of ours leaving is no update source */
 	if (up->pre)
-		rel_arrived(c, up, m->version >= up->left ? c->pagebuf : NULL,
-			    m->version);
+		lm_release_arrived(c, up,
+				   m->version >= up->left ? c->pagebuf : NULL,
+				   m->version);
 	msg_init(c, &r, LM_MSG_PAGE);
 	r.page = m->page;
 	r.version = m->version;
@@ -1878,11 +969,11 @@ static void reply_page(lm_cluster *c, struct upreq *up,
 		c->nwaits--;
 	}
 	if (!up->waiters && !up->pre) {
-		up_free(c, up);
+		lm_upreq_free(c, up);
 		return;
 	}
 	/* asked after a newer notice: this reply is too old for them */
-	up_renumber(c, up);
+	lm_upreq_renumber(c, up);
 	up->left = 0; /* the new request follows all that left so far */
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
@@ -1904,7 +995,7 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 	struct upreq *up;
 	struct lm_msg r;
 
-	up = up_find(c, req_id);
+	up = lm_upreq_find(c, req_id);
 	if (!up) {
 		count_bad(c, c->reflector, m, "reply to no request");
 		return;
@@ -1912,7 +1003,7 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 	if (up->kind == UP_FETCH) {
 		reply_page(c, up, m);
 		if (c->rel.active && c->rel.pending == 0)
-			rel_finish(c);
+			lm_release_finish(c);
 		return;
 	}
 	if (up->kind == UP_REGISTER || up->kind == UP_PUSH) {
@@ -1928,24 +1019,25 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 			lm_deltas_registered(c->deltas, m->notices,
 					     m->nnotices);
 			if (batch)
-				note_registered(c, m->notices, m->nnotices);
+				lm_token_note_registered(c, m->notices,
+							 m->nnotices);
 		}
-		up_free(c, up);
+		lm_upreq_free(c, up);
 		if (batch && c->batch_parts && --c->batch_parts == 0)
 			batch_finished(c);
 		return;
 	}
 	if (m->type != expect[up->kind]) {
 		count_bad(c, c->reflector, m, "reply of the wrong type");
-		up_free(c, up);
+		lm_upreq_free(c, up);
 		return;
 	}
 	r = *m;
 	if (up->kind == UP_LOCK) {
-		struct token *t = token_find(c, up->lock_id);
+		struct token *t = lm_token_find(c, up->lock_id);
 
 		/* older copies go before the holder can read them (I3) */
-		apply_notices(c, m->notices, m->nnotices);
+		lm_cluster_apply_notices(c, m->notices, m->nnotices);
 		if (!t || t->here) {
 			/* nobody asked (a reset run?): hand it straight back
 			 * so that the others do not wait for it forever */
@@ -1953,7 +1045,7 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 			r.id = up->lock_id;
 			r.rank = up->rank;
 			c->out.send(c->ctx, c->reflector, &r);
-			up_free(c, up);
+			lm_upreq_free(c, up);
 			return;
 		}
 		t->asked = false;
@@ -1971,14 +1063,14 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 			       m->nnotices * sizeof(*t->notes));
 			t->nnotes = m->nnotices;
 		}
-		up_free(c, up);
-		token_next(c, t);
+		lm_upreq_free(c, up);
+		lm_token_next(c, t);
 		return;
 	}
 	if (up->waiters)
 		c->out.reply(c->ctx, up->waiters->node, up->waiters->req_id,
 			     &r);
-	up_free(c, up);
+	lm_upreq_free(c, up);
 }
 
 /* A home wants a delta of ours: its data, and we forget it. */
@@ -2011,39 +1103,6 @@ static void handle_pull(lm_cluster *c, uint32_t req_id,
 	}
 	r.status = rc;
 	c->out.reply(c->ctx, c->reflector, req_id, &r);
-}
-
-static void handle_release(lm_cluster *c, const struct lm_msg *m)
-{
-	bool expected = c->barrier_up && m->id == c->barrier_up_id;
-	bool held = false;
-
-	/* before the notices drop the copies it must save */
-	if (c->updates && expected && !c->rel.active)
-		held = rel_hold(c, m);
-	/* invalidation is exact and idempotent, so it is safe even for a
-	 * RELEASE we did not expect */
-	apply_notices(c, m->notices, m->nnotices);
-	/* every process passed the barrier: older notices are known to all
-	 * and need not ride on local GRANTs any more */
-	c->nreg_notes = 0;
-	for (size_t i = 0; i < c->ntokens; i++) {
-		free(c->tokens[i].notes);
-		c->tokens[i].notes = NULL;
-		c->tokens[i].nnotes = 0;
-	}
-	if (!expected) {
-		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
-		return;
-	}
-	c->barrier_up = false;
-	if (held) {
-		rel_fetch(c);
-		if (c->rel.active && c->rel.pending == 0)
-			rel_finish(c);
-		return;
-	}
-	release_clients(c, m->id, m->notices, m->nnotices, false);
 }
 
 static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
@@ -2140,7 +1199,7 @@ static void from_reflector(lm_cluster *c, enum lm_rel_msg_kind kind,
 	}
 	switch (m->type) {
 	case LM_MSG_RELEASE:
-		handle_release(c, m);
+		lm_release_handle(c, m);
 		break;
 	case LM_MSG_RECALL:
 		handle_recall(c, m);

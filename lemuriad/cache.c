@@ -1,0 +1,274 @@
+/* The lemuriad's cluster page cache (hash by page + LRU list) and the
+ * table of its requests to the reflector (by req_id, and FETCHes by page),
+ * apart from the protocol logic in cluster.c that decides what is cached,
+ * dropped and asked for. */
+#include "cluster_int.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm_error.h"
+#include "log.h"
+
+/* ---- page cache ---------------------------------------------------- */
+
+static size_t bucket_of(const lm_cluster *c, uint32_t page)
+{
+	return (size_t)((page * 2654435761u) >> (32 - c->bucket_bits));
+}
+
+struct cpage *lm_cache_find(const lm_cluster *c, uint32_t page)
+{
+	struct cpage *cp = c->buckets[bucket_of(c, page)];
+
+	while (cp && cp->page != page)
+		cp = cp->hnext;
+	return cp;
+}
+
+static void lru_unlink(lm_cluster *c, struct cpage *cp)
+{
+	if (cp->prev)
+		cp->prev->next = cp->next;
+	else
+		c->lru_head = cp->next;
+	if (cp->next)
+		cp->next->prev = cp->prev;
+	else
+		c->lru_tail = cp->prev;
+	cp->prev = cp->next = NULL;
+}
+
+static void lru_push(lm_cluster *c, struct cpage *cp)
+{
+	cp->prev = NULL;
+	cp->next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->prev = cp;
+	else
+		c->lru_tail = cp;
+	c->lru_head = cp;
+}
+
+void lm_cache_touch(lm_cluster *c, struct cpage *cp)
+{
+	if (c->lru_head != cp) {
+		lru_unlink(c, cp);
+		lru_push(c, cp);
+	}
+}
+
+/* Drops a copy without any message: our changes to it are kept apart in
+ * the cluster deltas (deltas.c), which go home on their own. */
+void lm_cache_remove(lm_cluster *c, struct cpage *cp)
+{
+	struct cpage **pp = &c->buckets[bucket_of(c, cp->page)];
+
+	while (*pp != cp)
+		pp = &(*pp)->hnext;
+	*pp = cp->hnext;
+	lru_unlink(c, cp);
+	free(cp);
+	c->ncached--;
+	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
+}
+
+void lm_cache_clear(lm_cluster *c)
+{
+	while (c->lru_head)
+		lm_cache_remove(c, c->lru_head);
+}
+
+/* Stores data (page_size bytes, copied) as page at version.  A copy
+ * already there is replaced only by one at least as new (I3). */
+void lm_cache_put(lm_cluster *c, uint32_t page, uint32_t version,
+		  const uint8_t *data)
+{
+	struct cpage *cp = lm_cache_find(c, page);
+	size_t b;
+
+	if (cp) {
+		if (version >= cp->version) {
+			memcpy(cp->data, data, c->page_size);
+			cp->version = version;
+		}
+		lm_cache_touch(c, cp);
+		return;
+	}
+	while (c->lru_tail && c->ncached + delta_pages(c) >= c->cache_max) {
+		lm_cache_remove(c, c->lru_tail);
+		c->stats.evictions++;
+	}
+	cp = malloc(sizeof(*cp) + c->page_size);
+	if (!cp) {
+		lm_log_warn("cluster %s: no memory to cache page %u",
+			    c->cfg->name, page);
+		return;
+	}
+	cp->page = page;
+	cp->version = version;
+	memcpy(cp->data, data, c->page_size);
+	b = bucket_of(c, page);
+	cp->hnext = c->buckets[b];
+	c->buckets[b] = cp;
+	lru_push(c, cp);
+	c->ncached++;
+	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
+}
+
+/* ---- requests to the reflector ------------------------------------- */
+
+void lm_upreq_free_waiters(lm_cluster *c, struct waiter *w)
+{
+	while (w) {
+		struct waiter *next = w->next;
+
+		free(w);
+		c->nwaits--;
+		w = next;
+	}
+}
+
+static struct upreq **id_bucket(lm_cluster *c, uint32_t req_id)
+{
+	return &c->up_by_id[req_id % LM_CLUSTER_UP_BUCKETS];
+}
+
+static struct upreq **page_bucket(lm_cluster *c, uint32_t page)
+{
+	return &c->up_by_page[page % LM_CLUSTER_UP_BUCKETS];
+}
+
+static void up_hash_id(lm_cluster *c, struct upreq *up)
+{
+	struct upreq **b = id_bucket(c, up->req_id);
+
+	up->id_next = *b;
+	*b = up;
+}
+
+static void up_unhash_id(lm_cluster *c, struct upreq *up)
+{
+	struct upreq **pp = id_bucket(c, up->req_id);
+
+	while (*pp && *pp != up)
+		pp = &(*pp)->id_next;
+	if (*pp)
+		*pp = up->id_next;
+}
+
+struct upreq *lm_upreq_new(lm_cluster *c, enum up_kind kind)
+{
+	struct upreq *up = calloc(1, sizeof(*up));
+
+	if (!up)
+		return NULL;
+	up->kind = kind;
+	up->req_id = c->next_req++;
+	up->next = c->ups;
+	if (c->ups)
+		c->ups->prev = up;
+	c->ups = up;
+	up_hash_id(c, up);
+	return up;
+}
+
+/* The request's next FETCH gets a new id (req_id must grow). */
+void lm_upreq_renumber(lm_cluster *c, struct upreq *up)
+{
+	up_unhash_id(c, up);
+	up->req_id = c->next_req++;
+	up_hash_id(c, up);
+}
+
+/* Makes up the FETCH of `page`, found by lm_upreq_fetch_of. */
+void lm_upreq_set_page(lm_cluster *c, struct upreq *up, uint32_t page)
+{
+	struct upreq **b = page_bucket(c, page);
+
+	up->page = page;
+	up->page_next = *b;
+	*b = up;
+}
+
+/* The FETCH of `page` on its way to the reflector, or NULL. */
+struct upreq *lm_upreq_fetch_of(lm_cluster *c, uint32_t page)
+{
+	struct upreq *up = *page_bucket(c, page);
+
+	while (up && up->page != page)
+		up = up->page_next;
+	return up;
+}
+
+struct upreq *lm_upreq_find(lm_cluster *c, uint32_t req_id)
+{
+	struct upreq *up = *id_bucket(c, req_id);
+
+	while (up && up->req_id != req_id)
+		up = up->id_next;
+	return up;
+}
+
+void lm_upreq_free(lm_cluster *c, struct upreq *up)
+{
+	if (up->prev)
+		up->prev->next = up->next;
+	else
+		c->ups = up->next;
+	if (up->next)
+		up->next->prev = up->prev;
+	up_unhash_id(c, up);
+	if (up->kind == UP_FETCH) {
+		struct upreq **pp = page_bucket(c, up->page);
+
+		while (*pp && *pp != up)
+			pp = &(*pp)->page_next;
+		if (*pp)
+			*pp = up->page_next;
+	}
+	lm_upreq_free_waiters(c, up->waiters);
+	free(up);
+}
+
+/* Appends a waiter (kept in arrival order).  0 or LM_ENOBUFS/LM_ENOMEM. */
+int lm_upreq_wait(lm_cluster *c, struct upreq *up, uint16_t node,
+		  uint32_t req_id, uint32_t need)
+{
+	struct waiter *w, **pp;
+
+	if (c->nwaits >= c->max_waits)
+		return LM_ENOBUFS;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return LM_ENOMEM;
+	w->node = node;
+	w->req_id = req_id;
+	w->need = need;
+	for (pp = &up->waiters; *pp; pp = &(*pp)->next)
+		;
+	*pp = w;
+	c->nwaits++;
+	return 0;
+}
+
+/* Creates an upstream request with one waiter.  0 or a negative code
+ * (nothing created). */
+int lm_upreq_start(lm_cluster *c, enum up_kind kind, uint16_t node,
+		   uint32_t req_id, struct upreq **out)
+{
+	struct upreq *up;
+
+	if (c->nwaits >= c->max_waits)
+		return LM_ENOBUFS;
+	up = lm_upreq_new(c, kind);
+	if (!up)
+		return LM_ENOMEM;
+	if (lm_upreq_wait(c, up, node, req_id, 0) < 0) {
+		lm_upreq_free(c, up);
+		return LM_ENOMEM;
+	}
+	*out = up;
+	return 0;
+}

@@ -1,0 +1,313 @@
+/* Internals of the lemuriad's state machine (lemuriad/cluster.h), shared
+ * by its parts: cluster.c (creation, runs, clients' and the reflector's
+ * messages, deltas and parked messages), cache.c (the page cache and the
+ * table of our requests to the reflector), tokens.c (lock tokens) and
+ * release.c (barrier releases with updates).  Nothing here is for use
+ * outside lemuriad/. */
+#ifndef LM_LEMURIAD_CLUSTER_INT_H
+#define LM_LEMURIAD_CLUSTER_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "deltas.h"
+#include "log.h"
+#include "updates.h"
+
+/* One cached copy of a page.  `version` is the home version it reflects
+ * (I3); the data may hold more than that version: exactly the home's page
+ * at `version` plus every delta of ours the home lacked then (see
+ * reply_page and handle_flush). */
+struct cpage {
+	uint32_t page;
+	uint32_t version;
+	struct cpage *hnext;            /* hash chain */
+	struct cpage *prev, *next;      /* LRU list, head = most recent */
+	uint8_t data[];                 /* page_size bytes */
+};
+
+/* A client request waiting for a reply from the reflector. */
+struct waiter {
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t need;     /* FETCH: oldest version that may answer it */
+	struct waiter *next;
+};
+
+enum up_kind {
+	UP_FETCH, /* one per page; every waiter answered from the reply */
+	UP_LOCK,  /* relayed; the GRANT is passed down */
+	UP_ALLOC, /* relayed */
+	UP_FREE,  /* relayed */
+	UP_REGISTER, /* ours: a batch of deltas registered at their homes */
+	UP_PUSH,  /* ours: sealed deltas pushed home */
+	UP_KIND_COUNT
+};
+
+/* A request of ours to the reflector, matched with its reply by req_id. */
+struct upreq {
+	uint32_t req_id;
+	enum up_kind kind;
+	uint32_t page;          /* UP_FETCH */
+	uint32_t min_version;   /* UP_FETCH: newest notice seen meanwhile */
+	uint32_t left;          /* UP_FETCH: data of the page that left us
+				   while it was pending is in the home's
+				   copy from this version on (UINT32_MAX:
+				   not known); an older reply is not cached.
+				   0: nothing left */
+	uint32_t pre;           /* UP_FETCH for the held RELEASE: its
+				   notice's index + 1 (0: none) */
+	uint32_t lock_id;       /* UP_LOCK */
+	uint32_t rank;          /* UP_LOCK: who will hold it */
+	struct waiter *waiters;
+	struct upreq *next, *prev;  /* every request, newest first */
+	struct upreq *id_next;      /* hash chain by req_id */
+	struct upreq *page_next;    /* UP_FETCH: hash chain by page */
+};
+
+/* Buckets of the request tables: thousands of FETCHes may be in flight
+ * at a held RELEASE, and each reply and notice looks one up. */
+#define LM_CLUSTER_UP_BUCKETS 4096u
+
+/* What we know of one client slot (local rank) in the current run. */
+struct client {
+	bool joined;
+	uint32_t pid;
+	bool at_barrier;        /* its BARRIER waits for RELEASE */
+	uint32_t barrier_id;
+	uint32_t barrier_req;
+	bool wants_work;        /* its WAIT_WORK waits for a CREATE */
+	uint32_t work_req;
+	bool has_work;          /* a CREATE came first and is kept */
+	uint64_t work_offset;
+	int32_t work_status;
+	uint8_t *work_data;     /* owned copy of the image */
+	size_t work_len;
+	bool wants_end;         /* its WAIT_END waits for `end_count` ENDs */
+	uint32_t end_count;
+	uint32_t end_req;
+};
+
+/* Local hand-offs a recalled token may still make before it goes back to
+ * its manager, so that no cluster starves the others. */
+#define LM_CLUSTER_HANDOFFS_MAX 4u
+
+/* A client waiting for a lock whose token is (or is coming) here. */
+struct lwaiter {
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t rank;
+};
+
+/* A lock as this cluster sees it (DESIGN.md §2, Locks): its token stays
+ * here between local holders until the manager recalls it. */
+struct token {
+	uint32_t id;
+	bool here;          /* the token is in this cluster */
+	bool busy;          /* ... and local client `holder` has the lock */
+	bool asked;         /* LOCK sent up, its GRANT not back yet */
+	bool recalled;      /* the manager wants the token back */
+	uint32_t holder;
+	uint32_t granted;   /* the rank the manager granted it to: the
+			       UNLOCK that returns it names that rank */
+	uint32_t handoffs;  /* local hand-offs since the recall */
+	struct lwaiter *q;  /* local clients waiting, FIFO */
+	size_t nq, qcap;
+	struct lm_notice *notes; /* what the GRANT bringing it carried */
+	uint32_t nnotes;
+};
+
+/* A synchronisation message for the reflector (cluster barrier arrival,
+ * UNLOCK, END, CREATE), parked until the deltas it publishes are
+ * registered at their homes (I2): batch `need` must be done. */
+struct parked {
+	uint16_t type;      /* GRANT: a local hand-off of lock `id` */
+	uint16_t node;      /* GRANT: the client and its LOCK request */
+	uint32_t req_id;
+	uint32_t id, rank;
+	int32_t status;
+	uint64_t offset;
+	uint8_t *data;     /* CREATE's image, owned */
+	size_t data_len;
+	uint32_t need;
+};
+
+/* A barrier RELEASE held while the pages other clusters changed, which
+ * our clients hold, are fetched, so that it can bring those copies up
+ * to date too (docs/dsm.md "Updates"). */
+enum rel_kind {
+	REL_NONE,  /* invalidate */
+	REL_KEEP,  /* our copy kept by the sole-cluster rule: the source */
+	REL_FETCH, /* our copy at base saved in `old`, the page fetched */
+};
+
+struct held_release {
+	bool active;
+	uint32_t id;
+	struct lm_notice *notices; /* owned copy of the RELEASE's */
+	uint32_t nnotices;
+	uint8_t *kind;             /* enum rel_kind, per notice */
+	uint8_t **old, **fresh;    /* REL_FETCH: page copies (fresh NULL
+				      until it came), in the blocks below */
+	uint8_t *old_block, *fresh_block; /* a page per fetch each, owned */
+	uint32_t pending;          /* fetches not answered yet */
+};
+
+struct lm_cluster {
+	const struct lm_layout *layout;
+	const struct lm_cluster_cfg *cfg;
+	struct lm_msg_out out;
+	void *ctx;
+	uint64_t layout_hash;
+	uint16_t reflector;     /* node id of our reflector */
+	uint32_t index;         /* our cluster's index in the layout, as
+				   notices name it (wcluster) */
+	uint16_t first_node;    /* node id of local rank 0 */
+	uint32_t nclients;
+	uint32_t page_size;
+	uint64_t npages;
+
+	uint64_t run;
+	bool active;            /* some client joined this run */
+	bool aborted;           /* the run failed; its messages are dropped */
+	struct client *clients; /* nclients slots */
+
+	/* page cache: hash by page + LRU list */
+	struct cpage **buckets;
+	uint32_t bucket_bits;
+	struct cpage *lru_head, *lru_tail;
+	size_t ncached, cache_max;
+
+	struct upreq *ups;
+	struct upreq **up_by_id;   /* LM_CLUSTER_UP_BUCKETS chains */
+	struct upreq **up_by_page; /* UP_FETCH only */
+	uint32_t next_req;
+	size_t nwaits, max_waits;
+
+	bool barrier_up;        /* BARRIER{barrier_up_id} sent, no RELEASE */
+	uint32_t barrier_up_id;
+
+	uint32_t ends;          /* ENDs received, not yet consumed */
+	struct lm_notice *end_notices; /* merged from the ENDs (owned) */
+	uint32_t end_nnotices;
+
+	struct token *tokens;   /* locks our clients hold or want */
+	size_t ntokens, tokens_cap;
+	struct lm_notice *reg_notes; /* notices of our registrations since
+					the last barrier */
+	size_t nreg_notes, reg_notes_cap;
+
+	/* cluster deltas (docs/dsm.md "Lazy, adaptive and eager relay") */
+	lm_deltas *deltas;
+	bool eager;             /* relay = eager: deltas go with the data */
+	uint32_t batch_started; /* registrations started ... */
+	uint32_t batch_done;    /* ... and answered */
+	uint32_t batch_parts;   /* REGISTERs of the current one unanswered */
+	bool sealing;           /* emitting a batch (not pushes) */
+	struct parked *parked;
+	size_t nparked, parked_cap;
+	uint8_t *pagebuf;       /* a fetched page with our deltas on top */
+	uint32_t *known;        /* per page: the newest notice seen, which
+				   a FETCH asks the reflector's cache for */
+	uint8_t *deltabuf;      /* one encoded delta, for PULL */
+	lm_updates *updates;    /* barrier updates; NULL when off */
+	struct held_release rel;
+
+	struct lm_cluster_stats stats;
+};
+
+/* ---- helpers shared by the parts ---- */
+
+static inline void count_bad(lm_cluster *c, uint16_t from,
+			     const struct lm_msg *m, const char *why)
+{
+	/* counted, and logged rate-limited (a peer controls how often) */
+	c->stats.dropped_bad++;
+	lm_log_limited("bad messages dropped by the lemuriad", LM_LOG_WARN,
+		       "cluster %s: dropped %s from node %u: %s",
+		       c->cfg->name, m ? lm_msg_name(m->type) : "message",
+		       from, why);
+}
+
+static inline uint16_t slot_node(const lm_cluster *c, int slot)
+{
+	return (uint16_t)(c->first_node + slot);
+}
+
+static inline uint32_t slot_rank(const lm_cluster *c, int slot)
+{
+	return c->cfg->first_rank + (uint32_t)slot;
+}
+
+static inline void msg_init(const lm_cluster *c, struct lm_msg *m,
+			    uint16_t type)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->run = c->run;
+}
+
+/* Memory the deltas hold, in pages (a buffer is a page and a bit per
+ * byte): they share the cluster's cache budget with the copies (I5). */
+static inline size_t delta_pages(const lm_cluster *c)
+{
+	size_t n = lm_deltas_buffers(c->deltas);
+
+	return n + (n + 7) / 8;
+}
+
+/* cache.c: the page cache and the table of our requests to the
+ * reflector */
+struct cpage *lm_cache_find(const lm_cluster *c, uint32_t page);
+void lm_cache_touch(lm_cluster *c, struct cpage *cp);
+void lm_cache_remove(lm_cluster *c, struct cpage *cp);
+void lm_cache_clear(lm_cluster *c);
+void lm_cache_put(lm_cluster *c, uint32_t page, uint32_t version,
+		  const uint8_t *data);
+void lm_upreq_free_waiters(lm_cluster *c, struct waiter *w);
+struct upreq *lm_upreq_new(lm_cluster *c, enum up_kind kind);
+void lm_upreq_renumber(lm_cluster *c, struct upreq *up);
+void lm_upreq_set_page(lm_cluster *c, struct upreq *up, uint32_t page);
+struct upreq *lm_upreq_fetch_of(lm_cluster *c, uint32_t page);
+struct upreq *lm_upreq_find(lm_cluster *c, uint32_t req_id);
+void lm_upreq_free(lm_cluster *c, struct upreq *up);
+int lm_upreq_wait(lm_cluster *c, struct upreq *up, uint16_t node,
+		  uint32_t req_id, uint32_t need);
+int lm_upreq_start(lm_cluster *c, enum up_kind kind, uint16_t node,
+		   uint32_t req_id, struct upreq **out);
+
+/* tokens.c: lock tokens */
+struct token *lm_token_find(lm_cluster *c, uint32_t id);
+struct token *lm_token_get(lm_cluster *c, uint32_t id);
+void lm_tokens_clear(lm_cluster *c);
+void lm_token_tidy(lm_cluster *c, struct token *t);
+int lm_token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
+		     uint32_t rank);
+void lm_token_ask(lm_cluster *c, struct token *t);
+void lm_token_next(lm_cluster *c, struct token *t);
+void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
+			  uint32_t req_id);
+void lm_token_note_registered(lm_cluster *c, const struct lm_notice *n,
+			      uint32_t count);
+
+/* cluster.c: messages parked behind the registration of our deltas,
+ * and write notices applied to the cache */
+void lm_cluster_park(lm_cluster *c, uint16_t type, uint32_t id,
+		     uint32_t rank, int32_t status, uint64_t offset,
+		     const uint8_t *data, size_t data_len);
+void lm_cluster_park_grant(lm_cluster *c, uint32_t id,
+			   const struct lwaiter *w);
+void lm_cluster_apply_notices(lm_cluster *c, const struct lm_notice *n,
+			      uint32_t count);
+
+/* release.c: barrier releases with updates */
+void lm_release_clear(lm_cluster *c);
+void lm_release_arrived(lm_cluster *c, struct upreq *up,
+			const uint8_t *data, uint32_t version);
+void lm_release_finish(lm_cluster *c);
+void lm_release_handle(lm_cluster *c, const struct lm_msg *m);
+
+#endif

@@ -1,0 +1,230 @@
+/* Barrier releases with updates (docs/dsm.md "Updates"): how a RELEASE
+ * from the reflector reaches our clients.  With updates on it is held
+ * until the pages they hold that other clusters changed are fetched, so
+ * that each client gets the new bytes with the notices. */
+#include "cluster_int.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- barrier releases with updates (docs/dsm.md "Updates") -------- */
+
+/* Replies RELEASE{id, notices} to every client waiting at barrier id,
+ * each with its updates when `updates` (lm_updates_prepare done). */
+static void release_clients(lm_cluster *c, uint32_t id,
+			    const struct lm_notice *n, uint32_t count,
+			    bool updates)
+{
+	struct lm_msg r;
+
+	msg_init(c, &r, LM_MSG_RELEASE);
+	r.id = id;
+	r.notices = n;
+	r.nnotices = count;
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		struct client *cl = &c->clients[i];
+
+		if (!cl->at_barrier || cl->barrier_id != id)
+			continue;
+		cl->at_barrier = false;
+		if (updates)
+			lm_updates_for_client(c->updates, i, slot_rank(c, (int)i),
+					      n, count, &r.diffs);
+		c->out.reply(c->ctx, slot_node(c, (int)i), cl->barrier_req,
+			     &r);
+	}
+	if (c->updates)
+		lm_updates_epoch_end(c->updates);
+}
+
+void lm_release_clear(lm_cluster *c)
+{
+	struct held_release *h = &c->rel;
+
+	free(h->old_block);
+	free(h->fresh_block);
+	free(h->notices);
+	free(h->kind);
+	free(h->old);
+	free(h->fresh);
+	memset(h, 0, sizeof(*h));
+	for (struct upreq *up = c->ups; up; up = up->next)
+		up->pre = 0;
+}
+
+/* Decides, before the notices apply, what each page's update comes from:
+ * our copy if the sole-cluster rule will keep it, else, for a page
+ * another cluster wrote whose copy at base a client of ours holds, that
+ * copy (saved) and the page fetched anew.  At most an eighth of the
+ * cache is fetched (I5: the saved and fetched copies take a quarter).
+ * False when out of memory: the RELEASE then goes without updates. */
+static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
+{
+	struct held_release *h = &c->rel;
+	size_t cap = c->cache_max / 8, fetches = 0;
+	uint32_t n = m->nnotices;
+
+	h->notices = malloc((n ? n : 1) * sizeof(*h->notices));
+	h->kind = calloc(n ? n : 1, 1);
+	h->old = calloc(n ? n : 1, sizeof(*h->old));
+	h->fresh = calloc(n ? n : 1, sizeof(*h->fresh));
+	h->nnotices = n;
+	if (!h->notices || !h->kind || !h->old || !h->fresh) {
+		lm_release_clear(c);
+		return false;
+	}
+	if (n)
+		memcpy(h->notices, m->notices, n * sizeof(*h->notices));
+	h->id = m->id;
+	h->active = true;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lm_notice *no = &m->notices[i];
+		struct cpage *cp = lm_cache_find(c, no->page);
+
+		if (!cp || cp->version >= no->version || cp->version != no->base)
+			continue;
+		if (no->wcluster == c->index) {
+			h->kind[i] = REL_KEEP;
+		} else if (fetches < cap &&
+			   lm_updates_held(c->updates, no->page)) {
+			h->kind[i] = REL_FETCH;
+			fetches++;
+		}
+	}
+	if (fetches) {
+		h->old_block = malloc(fetches * c->page_size);
+		h->fresh_block = malloc(fetches * c->page_size);
+	}
+	fetches = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (h->kind[i] != REL_FETCH)
+			continue;
+		if (!h->old_block || !h->fresh_block) {
+			h->kind[i] = REL_NONE; /* no memory: no update */
+			continue;
+		}
+		h->old[i] = h->old_block + fetches++ * c->page_size;
+		memcpy(h->old[i], lm_cache_find(c, m->notices[i].page)->data,
+		       c->page_size);
+	}
+	return true;
+}
+
+/* Sends the held RELEASE's fetches (after the notices applied, so that
+ * each FETCH names the newest notice of its page). */
+static void rel_fetch(lm_cluster *c)
+{
+	struct held_release *h = &c->rel;
+
+	for (uint32_t i = 0; i < h->nnotices; i++) {
+		uint32_t page = h->notices[i].page;
+		struct upreq *up;
+		struct lm_msg r;
+
+		if (h->kind[i] != REL_FETCH)
+			continue;
+		up = lm_upreq_fetch_of(c, page);
+		if (up && !up->pre) { /* already on its way: share it */
+			up->pre = i + 1;
+			h->pending++;
+			continue;
+		}
+		if (up || !(up = lm_upreq_new(c, UP_FETCH))) {
+			h->kind[i] = REL_NONE;
+			continue;
+		}
+		lm_upreq_set_page(c, up, page);
+		up->pre = i + 1;
+		up->min_version = h->notices[i].version;
+		h->pending++;
+		c->stats.fetch_misses++;
+		msg_init(c, &r, LM_MSG_FETCH);
+		r.page = page;
+		r.version = c->known[page];
+		c->out.request(c->ctx, c->reflector, up->req_id, &r);
+	}
+}
+
+/* A reply for the held RELEASE's fetch of notice up->pre - 1: `data`
+ * (NULL for a failed fetch) is the page at `version`. */
+void lm_release_arrived(lm_cluster *c, struct upreq *up,
+			const uint8_t *data, uint32_t version)
+{
+	struct held_release *h = &c->rel;
+	uint32_t i = up->pre - 1;
+
+	if (!h->active || i >= h->nnotices || h->kind[i] != REL_FETCH) {
+		up->pre = 0;
+		return;
+	}
+	if (data && version < h->notices[i].version)
+		return; /* too old: asked again with the waiters */
+	up->pre = 0;
+	h->pending--;
+	if (data) {
+		h->fresh[i] = h->fresh_block + (h->old[i] - h->old_block);
+		memcpy(h->fresh[i], data, c->page_size);
+	}
+}
+
+/* Every fetch answered: the updates go with the RELEASE. */
+void lm_release_finish(lm_cluster *c)
+{
+	struct held_release *h = &c->rel;
+	const uint8_t **copies = calloc(h->nnotices ? h->nnotices : 1,
+					sizeof(*copies));
+	bool updates = false;
+
+	for (uint32_t i = 0; copies && i < h->nnotices; i++) {
+		struct cpage *cp;
+
+		if (h->kind[i] == REL_FETCH) {
+			copies[i] = h->fresh[i];
+		} else if (h->kind[i] == REL_KEEP &&
+			   (cp = lm_cache_find(c, h->notices[i].page)) &&
+			   cp->version == h->notices[i].version) {
+			copies[i] = cp->data; /* kept, and not evicted since */
+		}
+	}
+	if (copies)
+		updates = lm_updates_prepare(c->updates, h->notices,
+					     h->nnotices, copies,
+					     (const uint8_t *const *)h->old) == 0;
+	free(copies);
+	release_clients(c, h->id, h->notices, h->nnotices, updates);
+	lm_release_clear(c);
+}
+
+void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
+{
+	bool expected = c->barrier_up && m->id == c->barrier_up_id;
+	bool held = false;
+
+	/* before the notices drop the copies it must save */
+	if (c->updates && expected && !c->rel.active)
+		held = rel_hold(c, m);
+	/* invalidation is exact and idempotent, so it is safe even for a
+	 * RELEASE we did not expect */
+	lm_cluster_apply_notices(c, m->notices, m->nnotices);
+	/* every process passed the barrier: older notices are known to all
+	 * and need not ride on local GRANTs any more */
+	c->nreg_notes = 0;
+	for (size_t i = 0; i < c->ntokens; i++) {
+		free(c->tokens[i].notes);
+		c->tokens[i].notes = NULL;
+		c->tokens[i].nnotes = 0;
+	}
+	if (!expected) {
+		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
+		return;
+	}
+	c->barrier_up = false;
+	if (held) {
+		rel_fetch(c);
+		if (c->rel.active && c->rel.pending == 0)
+			lm_release_finish(c);
+		return;
+	}
+	release_clients(c, m->id, m->notices, m->nnotices, false);
+}

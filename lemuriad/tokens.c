@@ -1,0 +1,222 @@
+/* The lemuriad's lock tokens (DESIGN.md §2, Locks): a lock's token stays
+ * in the cluster between local holders until its manager recalls it, so
+ * that LOCKs among our own clients need no message to the reflector. */
+#include "cluster_int.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm_error.h"
+#include "log.h"
+
+/* ---- lock tokens ---------------------------------------------------- */
+
+struct token *lm_token_find(lm_cluster *c, uint32_t id)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		if (c->tokens[i].id == id)
+			return &c->tokens[i];
+	return NULL;
+}
+
+struct token *lm_token_get(lm_cluster *c, uint32_t id)
+{
+	struct token *t = lm_token_find(c, id);
+
+	if (t)
+		return t;
+	if (c->ntokens == c->tokens_cap) {
+		size_t cap = c->tokens_cap ? c->tokens_cap * 2 : 8;
+		struct token *nt = realloc(c->tokens, cap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		c->tokens = nt;
+		c->tokens_cap = cap;
+	}
+	t = &c->tokens[c->ntokens++];
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	return t;
+}
+
+static void token_free(struct token *t)
+{
+	free(t->q);
+	free(t->notes);
+	t->q = NULL;
+	t->notes = NULL;
+	t->nq = t->qcap = 0;
+	t->nnotes = 0;
+}
+
+void lm_tokens_clear(lm_cluster *c)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		token_free(&c->tokens[i]);
+	c->ntokens = 0;
+	c->nreg_notes = 0;
+}
+
+/* Drops the entry of a lock nobody here holds, wants or has the token of. */
+void lm_token_tidy(lm_cluster *c, struct token *t)
+{
+	if (t->here || t->asked || t->nq)
+		return;
+	token_free(t);
+	*t = c->tokens[--c->ntokens];
+}
+
+int lm_token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
+		     uint32_t rank)
+{
+	if (t->nq == t->qcap) {
+		size_t cap = t->qcap ? t->qcap * 2 : 4;
+		struct lwaiter *nq = realloc(t->q, cap * sizeof(*nq));
+
+		if (!nq)
+			return LM_ENOMEM;
+		t->q = nq;
+		t->qcap = cap;
+	}
+	t->q[t->nq].node = node;
+	t->q[t->nq].req_id = req_id;
+	t->q[t->nq].rank = rank;
+	t->nq++;
+	return 0;
+}
+
+static struct lwaiter token_pop(struct token *t)
+{
+	struct lwaiter w = t->q[0];
+
+	memmove(t->q, t->q + 1, (t->nq - 1) * sizeof(*t->q));
+	t->nq--;
+	return w;
+}
+
+/* Asks the manager for the token, for the first local waiter. */
+void lm_token_ask(lm_cluster *c, struct token *t)
+{
+	struct upreq *up;
+	struct lm_msg r;
+
+	if (t->here || t->asked || !t->nq)
+		return;
+	up = lm_upreq_new(c, UP_LOCK);
+	if (!up) {
+		lm_log_error("cluster %s: no memory to ask for lock %u",
+			     c->cfg->name, t->id);
+		return;
+	}
+	up->lock_id = t->id;
+	up->rank = t->q[0].rank;
+	t->asked = true;
+	msg_init(c, &r, LM_MSG_LOCK);
+	r.id = t->id;
+	r.rank = up->rank;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+/* Gives the token back to its manager, behind the registration of what
+ * its holders wrote (I2). */
+static void token_return(lm_cluster *c, struct token *t)
+{
+	lm_cluster_park(c, LM_MSG_UNLOCK, t->id, t->granted, 0, 0, NULL, 0);
+	t->here = false;
+	t->busy = false;
+	t->recalled = false;
+	free(t->notes);
+	t->notes = NULL;
+	t->nnotes = 0;
+	c->stats.tokens_returned++;
+}
+
+/* The token is here and free: the next local waiter gets it (a recalled
+ * token only LM_CLUSTER_HANDOFFS_MAX more times), else it goes back if
+ * recalled, else it stays. */
+void lm_token_next(lm_cluster *c, struct token *t)
+{
+	if (!t->here || t->busy)
+		return;
+	if (t->nq && (!t->recalled || t->handoffs < LM_CLUSTER_HANDOFFS_MAX)) {
+		struct lwaiter w = token_pop(t);
+
+		if (t->recalled)
+			t->handoffs++;
+		t->busy = true;
+		t->holder = w.rank;
+		lm_cluster_park_grant(c, t->id, &w);
+		return;
+	}
+	if (t->recalled || t->nq) {
+		token_return(c, t);
+		lm_token_ask(c, t); /* local clients still wait: queue again */
+	}
+	lm_token_tidy(c, t);
+}
+
+/* Answers a local LOCK: the notices of the GRANT that brought the token
+ * and of our registrations since the last barrier, a superset of what
+ * the lock's earlier holders wrote. */
+void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
+			  uint32_t req_id)
+{
+	struct token *t = lm_token_find(c, id);
+	size_t n = (t ? t->nnotes : 0) + c->nreg_notes;
+	struct lm_notice *v = n ? malloc(n * sizeof(*v)) : NULL;
+	struct lm_msg r;
+
+	msg_init(c, &r, LM_MSG_GRANT);
+	r.id = id;
+	if (n && !v) {
+		/* without the notices the holder could read stale data */
+		lm_log_error("cluster %s: no memory for the notices of lock "
+			     "%u", c->cfg->name, id);
+		return;
+	}
+	if (n) {
+		if (t && t->nnotes)
+			memcpy(v, t->notes, t->nnotes * sizeof(*v));
+		if (c->nreg_notes)
+			memcpy(v + (t ? t->nnotes : 0), c->reg_notes,
+			       c->nreg_notes * sizeof(*v));
+		n = lm_notices_merge(v, n);
+	}
+	r.notices = v;
+	r.nnotices = (uint32_t)n;
+	c->stats.locks++;
+	c->out.reply(c->ctx, node, req_id, &r);
+	free(v);
+}
+
+/* Keeps the notices our registrations got back, for local GRANTs. */
+void lm_token_note_registered(lm_cluster *c, const struct lm_notice *n,
+			      uint32_t count)
+{
+	if (c->nreg_notes + count > c->reg_notes_cap) {
+		size_t cap = c->nreg_notes + count + 64;
+		struct lm_notice *nv = realloc(c->reg_notes,
+					       cap * sizeof(*nv));
+
+		if (!nv) {
+			lm_log_error("cluster %s: no memory to keep notices",
+				     c->cfg->name);
+			return;
+		}
+		c->reg_notes = nv;
+		c->reg_notes_cap = cap;
+	}
+	memcpy(c->reg_notes + c->nreg_notes, n, count * sizeof(*n));
+	c->nreg_notes = lm_notices_merge(c->reg_notes,
+					 c->nreg_notes + count);
+	/* a client that joins a FETCH of ours from now on may hold a GRANT
+	 * naming these versions: an older reply is not for it (I3) */
+	for (uint32_t i = 0; i < count; i++) {
+		struct upreq *up = lm_upreq_fetch_of(c, n[i].page);
+
+		if (up && up->min_version < n[i].version)
+			up->min_version = n[i].version;
+	}
+}
