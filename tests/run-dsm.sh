@@ -30,6 +30,18 @@ run() {
 	fi
 }
 
+# verdict OK TEXT: a check counted by the caller, passed when OK is y;
+# a failure shows the end of the last run's output.
+verdict() {
+	if [ "$1" = y ]; then
+		echo "  ok   $2"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $2"
+		tail -n 25 "$tmp/out" | sed 's/^/       /'
+	fi
+}
+
 n=0
 for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	n=$((n + 1))
@@ -157,14 +169,8 @@ for relay in lazy eager adaptive; do
 		ok=$([ "${bytes:-x}" -le 1024 ] 2>/dev/null && echo y) ;;
 	eager) ok=$([ "${bytes:-0}" -ge 163840 ] 2>/dev/null && echo y) ;;
 	esac
-	if [ $st -eq 0 ] && [ "$(grep -c PASSED "$tmp/out")" -eq 8 ] &&
-	   [ "$ok" = y ]; then
-		echo "  ok   $relay: $bytes delta bytes left the lemuriads"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL $relay: status $st, $bytes delta bytes sent"
-		tail -n 25 "$tmp/out" | sed 's/^/       /'
-	fi
+	[ $st -eq 0 ] && [ "$(grep -c PASSED "$tmp/out")" -eq 8 ] || ok=n
+	verdict "$ok" "$relay: status $st, $bytes delta bytes left the lemuriads"
 done
 
 # Barrier updates (docs/dsm.md "Updates"), through the counters: LU on one
@@ -192,14 +198,8 @@ for u in off on; do
 		ok=$([ "${sent:-0}" -gt 0 ] && [ $((${hits:-0} * 3)) -lt "$hits_off" ] \
 			2>/dev/null && echo y)
 	fi
-	if [ $st -eq 0 ] && grep -q "TEST PASSED" "$tmp/out" && [ "$ok" = y ]
-	then
-		echo "  ok   updates $u: $hits refetches, $sent updates"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL updates $u: status $st, $hits refetches, $sent updates"
-		tail -n 25 "$tmp/out" | sed 's/^/       /'
-	fi
+	[ $st -eq 0 ] && grep -q "TEST PASSED" "$tmp/out" || ok=n
+	verdict "$ok" "updates $u: status $st, $hits refetches, $sent updates"
 done
 
 # API misuse (docs/operations.md, "What each error means"): each call fails
@@ -216,13 +216,8 @@ for msg in "does not hold lock 3" "lm_free(0x[0-9a-f]*): not shared memory" \
 	"not a block lm_malloc returned, or freed already"; do
 	[ "$(grep -c "$msg" "$tmp/out")" -eq 2 ] || missing="$missing; $msg"
 done
-if [ -z "$missing" ]; then
-	echo "  ok   each misuse named by every rank"
-else
-	failures=$((failures + 1))
-	echo "  FAIL messages missing:$missing"
-	tail -n 25 "$tmp/out" | sed 's/^/       /'
-fi
+verdict "$([ -z "$missing" ] && echo y)" \
+	"each misuse named by every rank${missing:+; missing:$missing}"
 
 # A run of one process keeps its region private (docs/dsm.md): LU runs
 # without a single FLUSH or FETCH reaching its lemuriad.
@@ -235,14 +230,10 @@ timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons --stats \
 st=$?
 flushes=$(stat_client flushes "$tmp/out")
 fetches=$(awk '$2 == "fetch_misses" { print $4; exit }' "$tmp/out")
-if [ $st -eq 0 ] && grep -q "TEST PASSED" "$tmp/out" &&
-   [ "${flushes:-x}" = 0 ] && [ "${fetches:-x}" = 0 ]; then
-	echo "  ok   LU on 1: no FLUSH, no FETCH"
-else
-	failures=$((failures + 1))
-	echo "  FAIL LU on 1: status $st, $flushes flushes, $fetches fetches"
-	tail -n 25 "$tmp/out" | sed 's/^/       /'
-fi
+ok=$([ $st -eq 0 ] && grep -q "TEST PASSED" "$tmp/out" &&
+	[ "${flushes:-x}" = 0 ] && [ "${fetches:-x}" = 0 ] && echo y)
+verdict "$ok" "LU on 1: status $st, $flushes flushes, $fetches fetches"
+
 
 # A client killed mid-run: lemuria-run names the rank and fails within a
 # bounded time; the daemons, started separately, serve the next run.

@@ -1224,9 +1224,10 @@ static int answer_registers(lm_cluster *c, bool merge, uint32_t fresh)
 	return answered;
 }
 
-/* Every client arrives at barrier id, R releases it with notices n. */
-static void barrier_release(lm_cluster *c, uint32_t id,
-			    const struct lm_notice *n, uint32_t nn)
+/* Every client arrives at barrier id, the cluster's BARRIER goes up, and
+ * R releases it with notices n; what that made is left in the outputs. */
+static void arrive_and_release(lm_cluster *c, uint32_t id,
+			       const struct lm_notice *n, uint32_t nn)
 {
 	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
 
@@ -1241,6 +1242,13 @@ static void barrier_release(lm_cluster *c, uint32_t id,
 	rel.notices = n;
 	rel.nnotices = nn;
 	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+}
+
+/* The same, every client answered at once; the outputs are cleared. */
+static void barrier_release(lm_cluster *c, uint32_t id,
+			    const struct lm_notice *n, uint32_t nn)
+{
+	arrive_and_release(c, id, n, nn);
 	CU_ASSERT_EQUAL(nouts, 4);
 	clear_outs();
 }
@@ -1350,18 +1358,7 @@ static void test_sole_cluster_notice_invalidates_otherwise(void)
 static void barrier_release_kept(lm_cluster *c, uint32_t id,
 				 const struct lm_notice *n, uint32_t nn)
 {
-	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
-
-	clear_outs();
-	for (uint32_t r = 0; r < 4; r++)
-		barrier(c, r, id);
-	answer_registers(c, true, 40);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
-	clear_outs();
-	rel.id = id;
-	rel.notices = n;
-	rel.nnotices = nn;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	arrive_and_release(c, id, n, nn);
 	CU_ASSERT_EQUAL_FATAL(nouts, 4);
 }
 
@@ -1372,18 +1369,7 @@ static void barrier_release_held(lm_cluster *c, uint32_t id,
 				 const struct lm_notice *n, uint32_t nn,
 				 uint32_t page)
 {
-	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
-
-	clear_outs();
-	for (uint32_t r = 0; r < 4; r++)
-		barrier(c, r, id);
-	answer_registers(c, true, 40);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
-	clear_outs();
-	rel.id = id;
-	rel.notices = n;
-	rel.nnotices = nn;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	arrive_and_release(c, id, n, nn);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
