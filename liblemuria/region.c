@@ -752,9 +752,9 @@ static int encode_written(size_t *used, uint32_t *count)
 	return 0;
 }
 
-/* A page the flush meant to leave open but could not reopen: it is
- * read-only, so it is a clean copy without a twin. */
-static void stay_closed(uint32_t page)
+/* A page a flush leaves read-only (unchanged for long enough, or it
+ * could not be opened again): a clean copy without a twin. */
+static void close_copy(uint32_t page)
 {
 	twin_put(R.twin[page]);
 	R.twin[page] = NULL;
@@ -800,9 +800,7 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 			       R.page_size);
 		} else if (R.state[page] != PAGE_OPEN ||
 			   ++R.idle[page] >= OPEN_IDLE_MAX) {
-			twin_put(R.twin[page]);
-			R.twin[page] = NULL;
-			R.state[page] = PAGE_READ;
+			close_copy(page);
 			continue;
 		}
 		R.state[page] = PAGE_OPEN;
@@ -817,7 +815,7 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 	}
 	R.nopen = nopen;
 	R.ndirty = 0;
-	protect_marked(PROT_READ | PROT_WRITE, stay_closed);
+	protect_marked(PROT_READ | PROT_WRITE, close_copy);
 	R.stats.flushed_pages += n;
 	R.stats.flushed_bytes += used;
 	*diffs = R.out;
