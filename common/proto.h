@@ -64,6 +64,11 @@ enum lm_msg_type {
 	LM_MSG_RECALL = 34,     /* lock manager -> R -> L one-way: give the
 				   lock's token back (id, rank it was
 				   granted to) */
+	LM_MSG_FETCHV = 35,     /* L->R req: several pages (notices: page,
+				   version = oldest that may answer) */
+	LM_MSG_PAGES = 36,      /* reply to FETCHV: the pages R could serve
+				   at once (notices: page, version; diffs:
+				   the data, an entry each, in that order) */
 	LM_MSG_TYPE_COUNT
 };
 
@@ -182,6 +187,9 @@ struct lm_msg {
 /* CREATE's offset when rank 0 has finished without giving the rank any
  * work (it never called CREATE for it): the worker ends at once. */
 #define LM_CREATE_NO_WORK UINT64_MAX
+
+/* Most pages a FETCHV asks for; a reflector serves no more. */
+#define LM_FETCHV_MAX 64u
 
 /* ALLOC with align 0 reserves ids of kind `id` instead of memory. */
 #define LM_ALLOC_KIND_LOCK 1u

@@ -229,6 +229,7 @@ void lm_upreq_free(lm_cluster *c, struct upreq *up)
 			*pp = up->page_next;
 	}
 	lm_upreq_free_waiters(c, up->waiters);
+	free(up->batch);
 	free(up);
 }
 

@@ -110,6 +110,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 
 		c->ups = up->next;
 		lm_upreq_free_waiters(c, up->waiters);
+		free(up->batch);
 		free(up);
 	}
 	memset(c->up_by_id, 0, LM_CLUSTER_UP_BUCKETS * sizeof(*c->up_by_id));
@@ -920,8 +921,8 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 
 /* ---- messages from the reflector ----------------------------------- */
 
-static void reply_page(lm_cluster *c, struct upreq *up,
-		       const struct lm_msg *m)
+void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
+			   const struct lm_msg *m)
 {
 	struct waiter **pp = &up->waiters;
 	struct lm_msg r;
@@ -1001,7 +1002,13 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 		return;
 	}
 	if (up->kind == UP_FETCH) {
-		reply_page(c, up, m);
+		lm_cluster_reply_page(c, up, m);
+		if (c->rel.active && c->rel.pending == 0)
+			lm_release_finish(c);
+		return;
+	}
+	if (up->kind == UP_FETCHV) {
+		lm_release_pages(c, up, m);
 		if (c->rel.active && c->rel.pending == 0)
 			lm_release_finish(c);
 		return;

@@ -44,6 +44,9 @@ enum up_kind {
 	UP_FREE,  /* relayed */
 	UP_REGISTER, /* ours: a batch of deltas registered at their homes */
 	UP_PUSH,  /* ours: sealed deltas pushed home */
+	UP_FETCHV, /* ours: pages of a held RELEASE asked for together; each
+		      has its UP_FETCH, not sent on its own unless the
+		      PAGES reply leaves it out */
 	UP_KIND_COUNT
 };
 
@@ -60,6 +63,10 @@ struct upreq {
 				   0: nothing left */
 	uint32_t pre;           /* UP_FETCH for the held RELEASE: its
 				   notice's index + 1 (0: none) */
+	bool batched;           /* UP_FETCH: asked in an UP_FETCHV, no FETCH
+				   of its own sent yet */
+	uint32_t *batch;        /* UP_FETCHV: its pages (owned) */
+	uint32_t nbatch;
 	uint32_t lock_id;       /* UP_LOCK */
 	uint32_t rank;          /* UP_LOCK: who will hold it */
 	struct waiter *waiters;
@@ -302,12 +309,19 @@ void lm_cluster_park_grant(lm_cluster *c, uint32_t id,
 			   const struct lwaiter *w);
 void lm_cluster_apply_notices(lm_cluster *c, const struct lm_notice *n,
 			      uint32_t count);
+/* The reflector's answer m (a PAGE) to our FETCH `up`: cached, passed to
+ * its waiters and to a held RELEASE, or asked again when too old. */
+void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
+			   const struct lm_msg *m);
 
 /* release.c: barrier releases with updates */
 void lm_release_clear(lm_cluster *c);
 void lm_release_arrived(lm_cluster *c, struct upreq *up,
 			const uint8_t *data, uint32_t version);
 void lm_release_finish(lm_cluster *c);
+/* The PAGES answering an UP_FETCHV; `batch` is freed. */
+void lm_release_pages(lm_cluster *c, struct upreq *batch,
+		      const struct lm_msg *m);
 void lm_release_handle(lm_cluster *c, const struct lm_msg *m);
 
 #endif

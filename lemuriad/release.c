@@ -113,14 +113,45 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 
 /* Sends the held RELEASE's fetches (after the notices applied, so that
  * each FETCH names the newest notice of its page). */
+static void fetch_alone(lm_cluster *c, struct upreq *up);
+
+/* One FETCHV for the pages of `batch` (n of them), each with its own
+ * UP_FETCH already in the table; the request keeps the list, so that the
+ * pages its PAGES leaves out can be asked for alone. */
+static void send_batch(lm_cluster *c, const struct lm_notice *want,
+		       const uint32_t *pages, uint32_t n)
+{
+	struct upreq *up = lm_upreq_new(c, UP_FETCHV);
+	struct lm_msg r;
+
+	if (up && (up->batch = malloc(n * sizeof(*up->batch)))) {
+		memcpy(up->batch, pages, n * sizeof(*up->batch));
+		up->nbatch = n;
+		msg_init(c, &r, LM_MSG_FETCHV);
+		r.notices = want;
+		r.nnotices = n;
+		c->out.request(c->ctx, c->reflector, up->req_id, &r);
+		return;
+	}
+	if (up)
+		lm_upreq_free(c, up);
+	for (uint32_t i = 0; i < n; i++) { /* no memory: one by one */
+		struct upreq *p = lm_upreq_fetch_of(c, pages[i]);
+
+		if (p)
+			fetch_alone(c, p);
+	}
+}
+
 static void rel_fetch(lm_cluster *c)
 {
 	struct held_release *h = &c->rel;
+	struct lm_notice want[LM_FETCHV_MAX];
+	uint32_t batch[LM_FETCHV_MAX], n = 0;
 
 	for (uint32_t i = 0; i < h->nnotices; i++) {
 		uint32_t page = h->notices[i].page;
 		struct upreq *up;
-		struct lm_msg r;
 
 		if (h->kind[i] != REL_FETCH)
 			continue;
@@ -137,13 +168,70 @@ static void rel_fetch(lm_cluster *c)
 		lm_upreq_set_page(c, up, page);
 		up->pre = i + 1;
 		up->min_version = h->notices[i].version;
+		up->batched = true;
 		h->pending++;
 		c->stats.fetch_misses++;
-		msg_init(c, &r, LM_MSG_FETCH);
-		r.page = page;
-		r.version = c->known[page];
-		c->out.request(c->ctx, c->reflector, up->req_id, &r);
+		want[n] = (struct lm_notice){ .page = page,
+					      .version = c->known[page] };
+		batch[n++] = page;
+		if (n == LM_FETCHV_MAX) {
+			send_batch(c, want, batch, n);
+			n = 0;
+		}
 	}
+	if (n)
+		send_batch(c, want, batch, n);
+}
+
+/* Sends the page's own FETCH, for one a FETCHV did not bring. */
+static void fetch_alone(lm_cluster *c, struct upreq *up)
+{
+	struct lm_msg r;
+
+	up->batched = false;
+	lm_upreq_renumber(c, up);
+	msg_init(c, &r, LM_MSG_FETCH);
+	r.page = up->page;
+	r.version = up->min_version > c->known[up->page] ? up->min_version
+							 : c->known[up->page];
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+void lm_release_pages(lm_cluster *c, struct upreq *batch,
+		      const struct lm_msg *m)
+{
+	size_t pos = 0, len;
+	uint32_t page;
+	const uint8_t *data;
+
+	if (m->type != LM_MSG_PAGES || m->diffs.count != m->nnotices)
+		count_bad(c, c->reflector, m, "bad reply to FETCHV");
+	for (uint32_t i = 0; m->type == LM_MSG_PAGES && i < m->nnotices &&
+			     lm_msg_diffs_next(&m->diffs, &pos, &page, &data,
+					       &len) == 1; i++) {
+		struct upreq *up = lm_upreq_fetch_of(c, page);
+		struct lm_msg pm;
+
+		if (page != m->notices[i].page || len != c->page_size ||
+		    !up || !up->batched)
+			continue;
+		up->batched = false;
+		msg_init(c, &pm, LM_MSG_PAGE);
+		pm.page = page;
+		pm.version = m->notices[i].version;
+		pm.data = data;
+		pm.data_len = len;
+		lm_cluster_reply_page(c, up, &pm);
+	}
+	/* what it did not bring is asked page by page (the home may have to
+	 * pull it first, or it lives at another reflector) */
+	for (uint32_t i = 0; i < batch->nbatch; i++) {
+		struct upreq *up = lm_upreq_fetch_of(c, batch->batch[i]);
+
+		if (up && up->batched)
+			fetch_alone(c, up);
+	}
+	lm_upreq_free(c, batch);
 }
 
 /* A reply for the held RELEASE's fetch of notice up->pre - 1: `data`

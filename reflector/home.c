@@ -298,6 +298,7 @@ static int cluster_kind(uint16_t type)
 	case LM_MSG_REGISTER:
 	case LM_MSG_JOIN:
 	case LM_MSG_FETCH:
+	case LM_MSG_FETCHV:
 	case LM_MSG_LOCK:
 	case LM_MSG_ALLOC:
 	case LM_MSG_FREE:
@@ -347,6 +348,9 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 		} else {
 			lm_router_fetch(h, from, req_id, m);
 		}
+		break;
+	case LM_MSG_FETCHV:
+		lm_home_fetchv(h, from, req_id, m);
 		break;
 	case LM_MSG_FLUSH:
 		lm_router_flush(h, from, m);

@@ -329,6 +329,11 @@ long lm_home_flush_check(const lm_home *h, const struct lm_msg_diffs *d,
 			 bool as_home);
 long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 		   uint32_t writer, const struct lm_msg_diffs *d);
+/* A lemuriad's FETCHV: PAGES with every page asked (up to
+ * LM_FETCHV_MAX) that is ours and has no pending delta, the rest left to
+ * the lemuriad's own FETCHes. */
+void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
+		    const struct lm_msg *m);
 void lm_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
 		   uint32_t page);
 void lm_home_pulled(lm_home *h, const struct lm_msg *m);

@@ -25,6 +25,49 @@ void lm_home_serve_page(lm_home *h, uint16_t node, uint32_t req_id,
 	h->out.reply(h->ctx, node, req_id, &r);
 }
 
+void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
+		    const struct lm_msg *m)
+{
+	struct lm_msg r = msg_new(h, LM_MSG_PAGES);
+	uint32_t n = m->nnotices < LM_FETCHV_MAX ? m->nnotices : LM_FETCHV_MAX;
+	struct lm_notice *served = calloc(n ? n : 1, sizeof(*served));
+	size_t cap = (size_t)n * (8 + h->page_size), len = 0;
+	uint8_t *data = malloc(cap ? cap : 1);
+	uint32_t count = 0;
+
+	if (!served || !data) {
+		lm_log_error("home: no memory to serve a FETCHV");
+		n = 0; /* an empty PAGES: the lemuriad asks page by page */
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t page = m->notices[i].page;
+
+		if (page >= h->npages) {
+			drop_bad(h, node, m, "page outside the region");
+			continue;
+		}
+		/* ours and settled: served now; anything else the lemuriad
+		 * asks for again with a FETCH, which may wait or go on */
+		if (lm_home_of_page(h->layout, page) != h->self_index ||
+		    h->pend[page])
+			continue;
+		served[count].page = page;
+		served[count].version = h->versions[page];
+		(void)lm_msg_diffs_append(data, cap, &len, page,
+					  h->pages[page] ? h->pages[page]
+							 : h->zero,
+					  h->page_size);
+		count++;
+	}
+	h->stats.fetches += count;
+	r.notices = served;
+	r.nnotices = count;
+	r.diffs = (struct lm_msg_diffs){ data, len, count };
+	h->out.reply(h->ctx, node, req_id, &r);
+	free(served);
+	free(data);
+}
+
 /* An empty PAGE: the requester fails instead of waiting forever. */
 void lm_home_refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
 			  const struct lm_msg *m, const char *why)

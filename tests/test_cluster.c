@@ -239,6 +239,32 @@ static void r_page(lm_cluster *c, uint32_t req_id, uint32_t page,
 	r_page_poked(c, req_id, page, version, fill, 0, 0, 0);
 }
 
+/* The reflector answers FETCHV req_id with PAGES holding `page` at
+ * version, filled with `fill` but n bytes of `val` at `at`; page
+ * UINT32_MAX: with no page at all. */
+static void r_pages_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
+			  uint32_t version, uint8_t fill, size_t at, size_t n,
+			  uint8_t val)
+{
+	static uint8_t buf[65536], list[65536 + 64];
+	struct lm_notice note = { .page = page, .version = version };
+	struct lm_msg m = msg(LM_MSG_PAGES, RUN);
+	size_t len = 0;
+
+	memset(buf, fill, layout->page_size);
+	memset(buf + at, val, n);
+	if (page != UINT32_MAX) {
+		CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(list, sizeof(list),
+							  &len, page, buf,
+							  layout->page_size),
+				      0);
+		m.notices = &note;
+		m.nnotices = 1;
+		m.diffs = (struct lm_msg_diffs){ list, len, 1 };
+	}
+	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+}
+
 /* Puts page into the cache at version (filled with `fill`). */
 static void cache_page(lm_cluster *c, uint32_t page, uint32_t version,
 		       uint8_t fill)
@@ -1363,8 +1389,8 @@ static void barrier_release_kept(lm_cluster *c, uint32_t id,
 }
 
 /* Like barrier_release_kept when the RELEASE is held for a fetch of
- * `page`: the FETCH is outs[0] on return, and no client has its RELEASE
- * yet. */
+ * `page`: the FETCHV asking for it (alone) is outs[0] on return, and no
+ * client has its RELEASE yet. */
 static void barrier_release_held(lm_cluster *c, uint32_t id,
 				 const struct lm_notice *n, uint32_t nn,
 				 uint32_t page)
@@ -1372,8 +1398,9 @@ static void barrier_release_held(lm_cluster *c, uint32_t id,
 	arrive_and_release(c, id, n, nn);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
-	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
-	CU_ASSERT_EQUAL(outs[0].m.page, page);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCHV);
+	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 1);
+	CU_ASSERT_EQUAL(outs[0].m.notices[0].page, page);
 }
 
 /* The update a RELEASE to `rank` carries for `page`: its runs as
@@ -1432,7 +1459,7 @@ static void test_release_carries_updates(void)
 	barrier_release_held(c, 1, n, 2, 20);
 	/* rank 0 holds c1's page 20: fetched again before the release; c1
 	 * wrote 8 bytes at 500 */
-	r_page_poked(c, outs[0].req_id, 20, 5, 0x20, 500, 8, 0x99);
+	r_pages_poked(c, outs[0].req_id, 20, 5, 0x20, 500, 8, 0x99);
 	CU_ASSERT_EQUAL_FATAL(nouts, 5);
 	/* rank 0 read it: both writers' bytes */
 	CU_ASSERT_EQUAL_FATAL(update_runs(0, 9, runs), 2);
@@ -1481,7 +1508,7 @@ static void test_held_release_too_old_then_abort(void)
 	join_all(c, RUN);
 	cache_page(c, 20, 4, 0x20); /* rank 0 holds it */
 	barrier_release_held(c, 1, &n, 1, 20);
-	r_page(c, outs[0].req_id, 20, 4, 0x20);
+	r_pages_poked(c, outs[0].req_id, 20, 4, 0x20, 0, 0, 0);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
@@ -1494,6 +1521,33 @@ static void test_held_release_too_old_then_abort(void)
 		CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(r),
 						LM_MSG_ABORT));
 	}
+	teardown(c);
+}
+
+/* A page the reflector's PAGES leaves out (its home had to pull it, or
+ * lives elsewhere) is asked for alone; its PAGE then completes the held
+ * RELEASE like any. */
+static void test_fetchv_leftovers_fetched_alone(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n = { 20, 5, 4, 5, 1 };
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 20, 4, 0x20);
+	barrier_release_held(c, 1, &n, 1, 20);
+	r_pages_poked(c, outs[0].req_id, UINT32_MAX, 0, 0, 0, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[1].m.page, 20);
+	CU_ASSERT_EQUAL(outs[1].m.version, 5);
+	r_page_poked(c, outs[1].req_id, 20, 5, 0x20, 64, 4, 0x42);
+	CU_ASSERT_EQUAL_FATAL(nouts, 6);
+	CU_ASSERT_EQUAL_FATAL(update_runs(0, 20, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 64);
+	CU_ASSERT_EQUAL(runs[0][1], 4);
+	CU_ASSERT_EQUAL(runs[0][2], 0x42);
 	teardown(c);
 }
 
@@ -2092,6 +2146,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_release_carries_updates),
 	LM_TEST(test_release_no_update_without_exact_copy),
 	LM_TEST(test_held_release_too_old_then_abort),
+	LM_TEST(test_fetchv_leftovers_fetched_alone),
 	LM_TEST(test_release_updates_off),
 	LM_TEST(test_fetch_reply_gets_our_deltas),
 	LM_TEST(test_barrier_waits_for_registration_then_pull),

@@ -26,6 +26,7 @@ struct captured {
 	struct lm_msg m;         /* pointers below replace m's borrowed ones */
 	struct lm_notice *notices;
 	uint8_t *data;
+	uint8_t *diffs;
 };
 
 static struct capture {
@@ -38,6 +39,7 @@ static void cap_clear(void)
 	for (size_t i = 0; i < cap.n; i++) {
 		free(cap.v[i].notices);
 		free(cap.v[i].data);
+		free(cap.v[i].diffs);
 	}
 	memset(&cap, 0, sizeof(cap));
 }
@@ -62,9 +64,13 @@ static void cap_add(enum how how, uint16_t node, uint32_t req_id,
 		c->data = malloc(m->data_len);
 		memcpy(c->data, m->data, m->data_len);
 	}
+	if (m->diffs.len) {
+		c->diffs = malloc(m->diffs.len);
+		memcpy(c->diffs, m->diffs.data, m->diffs.len);
+	}
 	c->m.notices = c->notices;
 	c->m.data = c->data;
-	memset(&c->m.diffs, 0, sizeof(c->m.diffs));
+	c->m.diffs.data = c->diffs;
 }
 
 static void cb_send(void *ctx, uint16_t node, const struct lm_msg *m)
@@ -370,6 +376,59 @@ static void test_flush_then_fetch(void)
 	CU_ASSERT(memcmp(c->data, "ab", 2) == 0);
 	CU_ASSERT(memcmp(c->data + 200, "cd", 2) == 0);
 	CU_ASSERT(memcmp(c->data + 100, "hello", 5) == 0);
+	teardown(h);
+}
+
+/* FETCHV (docs/protocol.md): the home serves at once every page asked
+ * that is its own and settled, in one PAGES; a page with a registered
+ * delta still at its cluster, or outside the region, is left out (the
+ * lemuriad asks for it alone); no more than LM_FETCHV_MAX pages. */
+static void test_fetchv_serves_settled_pages(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_notice want[LM_FETCHV_MAX + 4], reg = {
+		.page = 5, .version = 0, .base = LM_REG_NEW,
+		.writer = first_rank_of(C1), .wcluster = 1 };
+	struct lm_msg m = msg(LM_MSG_FETCHV), r = msg(LM_MSG_REGISTER);
+	const uint8_t *data;
+	size_t pos = 0, len;
+	uint32_t page;
+
+	flush1(h, C0, 3, 100, "hello");
+	r.notices = &reg;
+	r.nnotices = 1;
+	lm_home_handle(h, C1, LM_REL_REQUEST, 4, &r); /* page 5 pending */
+	cap_clear();
+	want[0] = (struct lm_notice){ .page = 3 };
+	want[1] = (struct lm_notice){ .page = 5 };
+	want[2] = (struct lm_notice){ .page = 1u << 30 };
+	want[3] = (struct lm_notice){ .page = 17 };
+	m.notices = want;
+	m.nnotices = 4;
+	lm_home_handle(h, C0, LM_REL_REQUEST, 9, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REPLY && cap.v[0].req_id == 9);
+	CU_ASSERT_FATAL(cap.v[0].m.type == LM_MSG_PAGES);
+	CU_ASSERT_FATAL(cap.v[0].m.nnotices == 2);
+	CU_ASSERT(cap.v[0].notices[0].page == 3);
+	CU_ASSERT(cap.v[0].notices[0].version == 1);
+	CU_ASSERT(cap.v[0].notices[1].page == 17);
+	CU_ASSERT(cap.v[0].notices[1].version == 0);
+	CU_ASSERT_FATAL(cap.v[0].m.diffs.count == 2);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&cap.v[0].m.diffs, &pos, &page,
+					  &data, &len) == 1);
+	CU_ASSERT(page == 3 && len == PAGE);
+	CU_ASSERT(memcmp(data + 100, "hello", 5) == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 1); /* page 2^30 */
+
+	/* no more than LM_FETCHV_MAX pages, whatever was asked */
+	for (uint32_t i = 0; i < LM_FETCHV_MAX + 4; i++)
+		want[i] = (struct lm_notice){ .page = 100 + i };
+	m.nnotices = LM_FETCHV_MAX + 4;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 10, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].m.nnotices == LM_FETCHV_MAX);
 	teardown(h);
 }
 
@@ -1001,6 +1060,7 @@ LM_TEST_SUITE("home",
 	      LM_TEST(test_create_rejects_bad_arguments),
 	      LM_TEST(test_fetch_zero_page),
 	      LM_TEST(test_flush_then_fetch),
+	      LM_TEST(test_fetchv_serves_settled_pages),
 	      LM_TEST(test_disjoint_flushes_from_two_clusters),
 	      LM_TEST(test_barrier_completes_with_all_clusters),
 	      LM_TEST(test_barrier_second_arrival_dropped),
