@@ -262,6 +262,15 @@ static void gen_home(void)
 	m = msg(LM_MSG_FETCH);
 	m.page = 4;
 	put_msg(&s, 0, K_REQ, &m);
+	{	/* several pages at once, one of them outside the region */
+		struct lm_notice want[3] = { { .page = 3 }, { .page = 4 },
+					     { .page = 0xfffffff0u } };
+
+		m = msg(LM_MSG_FETCHV);
+		m.notices = want;
+		m.nnotices = 3;
+		put_msg(&s, 1, K_REQ, &m);
+	}
 	write_seed("fuzz_home", "pages-barrier", s.buf, s.len);
 
 	/* Locks and the allocator. */
