@@ -14,7 +14,7 @@
 
 # ARGS, LAYOUTS and RELAYS are meant to split into words (with set -f,
 # below), and the trap handlers are reached only through trap.
-# shellcheck disable=SC2086,SC2046,SC2317,SC1091
+# shellcheck disable=SC2086,SC2046,SC2317,SC1091,SC2034
 set -u
 
 me=bench/hierarchy.sh
@@ -118,25 +118,7 @@ for r in $relays; do
 	seen="$seen$r "
 done
 
-for l in $layouts; do
-	f=$(layout_file "$l")
-	if [ ! -r "$f" ]; then
-		complain "layout '$l': $f not found"
-	elif ! layout_size "$f" | awk '{ ok = $3 > 0 } END { exit !ok }'; then
-		complain "layout '$l': $f lacks [cluster] sections with clients or a [reflector]"
-	fi
-done
-# A layout label is a CSV field and the key of its rows: keep it free of
-# separators and unique.
-seen=" "
-for l in $layouts; do
-	b=$(layout_label "$l")
-	case $b in
-	*,* | *\"*) complain "layout '$l': a name with ',' or '\"'" ;;
-	esac
-	case $seen in *" $b "*) complain "layout '$l': a second layout named '$b'" ;; esac
-	seen="$seen$b "
-done
+check_layouts 1
 [ $bad -eq 0 ] || exit 2
 
 # set_relay FILE MODE: makes the [lemuria] section of FILE say relay = MODE,
@@ -192,30 +174,6 @@ micros() {
 	awk -F: '/Total time without initialization/ {
 		us = $2 + 0; found = 1; exit }
 		END { if (found) printf "%d\n", us }' "$1"
-}
-
-# why STATUS LOG: one line saying how a failed run ended (no commas: it is
-# a CSV field).
-why() {
-	case $1 in
-	0) ;;
-	124) echo "timed out after $limit s"; return ;;
-	127) echo "could not be executed (status 127)"; return ;;
-	*) echo "exit status $1"; return ;;
-	esac
-	if grep -q "TEST FAILED" "$2"; then
-		echo "TEST FAILED"
-	elif ! grep -q "TEST PASSED" "$2"; then
-		echo "no TEST PASSED in the output"
-	else
-		echo "no 'Total time without initialization' in the output"
-	fi
-}
-
-# passed STATUS LOG TIME: whether a run counts (see why).
-passed() {
-	[ "$1" -eq 0 ] && [ -n "$3" ] && ! grep -q "TEST FAILED" "$2" &&
-		grep -q "TEST PASSED" "$2"
 }
 
 # The traffic columns, as COUNTER@LEVEL of the totals block of
@@ -376,11 +334,11 @@ for l in $layouts; do
 			st=$?
 			us=$(micros "$log")
 			tr=$(traffic "$log")
-			if passed $st "$log" "$us"; then
+			if passed $st "$log" "$us" 1; then
 				status=passed; failure=""
 			else
 				status=failed
-				failure=$(why $st "$log" | tr ',' ';')
+				failure=$(why $st "$log" 1 | tr ',' ';')
 				failed_total=$((failed_total + 1))
 			fi
 			echo "$label,$r,$rep,$status,$us,$tr,$failure" \

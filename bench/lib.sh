@@ -58,6 +58,35 @@ layout_size() {
 		}' "$1"
 }
 
+# check_layouts REFLECTORS: complains (the caller's complain) of each of
+# $layouts that is missing, has no [cluster] section with clients or, when
+# REFLECTORS is 1, no [reflector]; and of labels that cannot be CSV keys
+# (a ',' or '"', or twice the same).
+check_layouts() {
+	for l in $layouts; do
+		f=$(layout_file "$l")
+		if [ ! -r "$f" ]; then
+			complain "layout '$l': $f not found"
+		elif ! layout_size "$f" |
+			awk -v r="$1" '{ ok = !r || $3 > 0 } END { exit !ok }'; then
+			if [ "$1" = 1 ]; then
+				complain "layout '$l': $f lacks [cluster] sections with clients or a [reflector]"
+			else
+				complain "layout '$l': $f has no [cluster] section with clients"
+			fi
+		fi
+	done
+	seen=" "
+	for l in $layouts; do
+		b=$(layout_label "$l")
+		case $b in
+		*,* | *\"*) complain "layout '$l': a name with ',' or '\"'" ;;
+		esac
+		case $seen in *" $b "*) complain "layout '$l': a second layout named '$b'" ;; esac
+		seen="$seen$b "
+	done
+}
+
 # timed LIMIT LOG COMMAND...: runs COMMAND with its output in LOG, killed
 # after LIMIT seconds; returns its status (124 when it timed out).  It runs
 # in the background and is waited for, so that ^C or SIGTERM reaches the

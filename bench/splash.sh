@@ -155,25 +155,7 @@ if [ $nprogs -gt 1 ]; then
 fi
 [ -n "$layouts" ] || complain "-l wants at least one layout"
 
-for l in $layouts; do
-	f=$(layout_file "$l")
-	if [ ! -r "$f" ]; then
-		complain "layout '$l': $f not found"
-	elif ! layout_size "$f" >/dev/null; then
-		complain "layout '$l': $f has no [cluster] section with clients"
-	fi
-done
-# A layout label is a CSV field and the key of its rows: keep it free of
-# separators and unique.
-seen=" "
-for l in $layouts; do
-	b=$(layout_label "$l")
-	case $b in
-	*,* | *\"*) complain "layout '$l': a name with ',' or '\"'" ;;
-	esac
-	case $seen in *" $b "*) complain "layout '$l': a second layout named '$b'" ;; esac
-	seen="$seen$b "
-done
+check_layouts 0
 [ $bad -eq 0 ] || exit 2
 # Said before the runs, which may take long, and again after them.
 if [ $report -eq 1 ] && ! need_gnuplot "$me" 2>/dev/null; then
