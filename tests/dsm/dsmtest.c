@@ -277,10 +277,14 @@ static int run_misuse(void)
 		fprintf(stderr, "dsmtest: lm_malloc of 1 TiB succeeded\n");
 		return 1;
 	}
+	/* the blocks of all ranks are live at once, and all freed before
+	 * any second free, so no rank frees a block another was given */
 	shared = lm_malloc(sizeof(*shared));
 	if (!shared)
 		die("lm_malloc", -2);
+	check(lm_barrier(11), "lm_barrier");
 	check(lm_free(shared), "lm_free");
+	check(lm_barrier(11), "lm_barrier");
 	if (lm_free(shared) == 0) {
 		fprintf(stderr, "dsmtest: lm_free twice succeeded\n");
 		return 1;
