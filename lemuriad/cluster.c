@@ -974,9 +974,16 @@ void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
 		return;
 	}
 	/* asked after a newer notice: this reply is too old for them */
+	c->stats.fetch_misses++;
+	lm_cluster_fetch_again(c, up);
+}
+
+void lm_cluster_fetch_again(lm_cluster *c, struct upreq *up)
+{
+	struct lm_msg r;
+
 	lm_upreq_renumber(c, up);
 	up->left = 0; /* the new request follows all that left so far */
-	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = up->page;
 	r.version = up->min_version > c->known[up->page] ? up->min_version :

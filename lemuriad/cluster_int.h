@@ -313,6 +313,9 @@ void lm_cluster_apply_notices(lm_cluster *c, const struct lm_notice *n,
  * its waiters and to a held RELEASE, or asked again when too old. */
 void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
 			   const struct lm_msg *m);
+/* Sends FETCH `up` (again) under a new req_id, asking for a version no
+ * older than the newest notice of its page. */
+void lm_cluster_fetch_again(lm_cluster *c, struct upreq *up);
 
 /* release.c: barrier releases with updates */
 void lm_release_clear(lm_cluster *c);

@@ -186,15 +186,8 @@ static void rel_fetch(lm_cluster *c)
 /* Sends the page's own FETCH, for one a FETCHV did not bring. */
 static void fetch_alone(lm_cluster *c, struct upreq *up)
 {
-	struct lm_msg r;
-
 	up->batched = false;
-	lm_upreq_renumber(c, up);
-	msg_init(c, &r, LM_MSG_FETCH);
-	r.page = up->page;
-	r.version = up->min_version > c->known[up->page] ? up->min_version
-							 : c->known[up->page];
-	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+	lm_cluster_fetch_again(c, up);
 }
 
 void lm_release_pages(lm_cluster *c, struct upreq *batch,
