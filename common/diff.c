@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "lm_error.h"
-#include "wire.h"
 
 #define GROUP 64 /* bytes per bitmap word */
 
@@ -188,32 +187,114 @@ HOT void copy_run(uint8_t *dst, const uint8_t *src, size_t len)
 	}
 }
 
-/* Appends one run; the caller has checked the space. */
-HOT size_t put_run(uint8_t *out, size_t offset, const uint8_t *bytes,
-		   size_t len)
+/* A run header is two LEB128 varints (7 bits a byte, low group first,
+ * high bit set on every byte but the last): the gap since the end of the
+ * run before (the offset, for the first run), then the length.  Changed
+ * doubles and pointers leave their high bytes alone, so diffs are mostly
+ * runs of a few bytes a few bytes apart: two header bytes instead of the
+ * eight of a fixed u32 pair halve what such a diff weighs. */
+#define VARINT_MAX 5 /* bytes of a u32 */
+
+HOT size_t varint_len(size_t v)
 {
-	/* the u32 offset then the u32 length, as one little-endian store */
-	lm_put64(out, (uint64_t)offset | (uint64_t)len << 32);
-	copy_run(out + LM_DIFF_RUN_HDR, bytes, len);
-	return LM_DIFF_RUN_HDR + len;
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
 }
 
-HOT bool run_fits(size_t pos, size_t cap, size_t len)
+HOT size_t put_varint(uint8_t *out, size_t v)
 {
-	return cap - pos >= LM_DIFF_RUN_HDR &&
-	       cap - pos - LM_DIFF_RUN_HDR >= len;
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		out[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	out[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Reads a varint of at most VARINT_MAX bytes from the `left` bytes at p;
+ * returns the bytes it took, 0 when it is cut short or too long. */
+HOT size_t get_varint(const uint8_t *p, size_t left, size_t *v)
+{
+	size_t x = 0;
+
+	if (left && p[0] < 0x80) { /* nearly every gap and length */
+		*v = p[0];
+		return 1;
+	}
+	for (size_t n = 0; n < left && n < VARINT_MAX; n++) {
+		x |= (size_t)(p[n] & 0x7f) << (7 * n);
+		if (p[n] < 0x80) {
+			*v = x;
+			return n + 1;
+		}
+	}
+	return 0;
+}
+
+/* Reads a varint already validated; returns the bytes it took. */
+HOT size_t get_valid_varint(const uint8_t *p, size_t *v)
+{
+	size_t x = 0, n = 0;
+
+	while (p[n] & 0x80) {
+		x |= (size_t)(p[n] & 0x7f) << (7 * n);
+		n++;
+	}
+	*v = x | (size_t)p[n] << (7 * n);
+	return n + 1;
+}
+
+/* Steps over the header of a run of a diff already validated: its offset
+ * (from the end of the run before, *end) and length; returns the position
+ * of its bytes. */
+HOT size_t next_valid_run(const uint8_t *diff, size_t pos, size_t *end,
+			  size_t *off, size_t *len)
+{
+	size_t gap, rl;
+
+	pos += get_valid_varint(diff + pos, &gap);
+	pos += get_valid_varint(diff + pos, &rl);
+	*off = *end + gap;
+	*len = rl;
+	*end = *off + rl;
+	return pos;
+}
+
+HOT size_t run_size(size_t gap, size_t len)
+{
+	return varint_len(gap) + varint_len(len) + len;
+}
+
+/* Appends one run; the caller has checked the space. */
+HOT size_t put_run(uint8_t *out, size_t gap, const uint8_t *bytes,
+		   size_t len)
+{
+	size_t n = put_varint(out, gap);
+
+	n += put_varint(out + n, len);
+	copy_run(out + n, bytes, len);
+	return n + len;
 }
 
 /* Encodes the runs of s, taking the bytes from `bytes`. */
 HOT int encode_runs(struct run_scan *s, const uint8_t *bytes, uint8_t *out,
 		    size_t cap, size_t *out_len)
 {
-	size_t pos = 0, start, end;
+	size_t pos = 0, start, end, prev = 0;
 
 	while (scan_next(s, &start, &end)) {
-		if (!run_fits(pos, cap, end - start))
+		if (cap - pos < run_size(start - prev, end - start))
 			return LM_ENOBUFS;
-		pos += put_run(out + pos, start, bytes + start, end - start);
+		pos += put_run(out + pos, start - prev, bytes + start,
+			       end - start);
+		prev = end;
 	}
 	*out_len = pos;
 	return 0;
@@ -221,12 +302,13 @@ HOT int encode_runs(struct run_scan *s, const uint8_t *bytes, uint8_t *out,
 
 size_t lm_diff_bound(size_t page_size)
 {
-	/* Runs are separated by at least one unchanged byte, so r runs carry
-	 * at most n - (r - 1) bytes: 8r + n - r + 1, largest at the most
-	 * runs, r = ceil(n/2). */
+	/* Every other byte changed is the worst case: three bytes a run
+	 * (gap, length, byte; the first gap 0), the last run two bytes long
+	 * when page_size is even.  A varint of two bytes needs a gap or run
+	 * of 128 bytes, which costs more than alternating over them. */
 	if (page_size == 0)
 		return 0;
-	return (page_size + 1) / 2 * (LM_DIFF_RUN_HDR - 1) + page_size + 1;
+	return page_size + (page_size + 1) / 2 + 1;
 }
 
 int lm_diff_encode(const void *twin, const void *page, size_t page_size,
@@ -249,22 +331,25 @@ int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 
 int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 {
-	size_t pos = 0, prev_end = 0;
+	size_t pos = 0, end = 0;
 
 	while (pos < len) {
-		size_t off, rl;
+		size_t gap, rl, n;
 
-		if (len - pos < LM_DIFF_RUN_HDR)
+		n = get_varint(diff + pos, len - pos, &gap);
+		if (n == 0)
 			return LM_EBADMSG;
-		off = lm_get32(diff + pos);
-		rl = lm_get32(diff + pos + 4);
-		pos += LM_DIFF_RUN_HDR;
+		pos += n;
+		n = get_varint(diff + pos, len - pos, &rl);
+		if (n == 0)
+			return LM_EBADMSG;
+		pos += n;
 		/* each test is written so that no sum can wrap */
-		if (rl == 0 || off < prev_end || off > page_size ||
-		    rl > page_size - off || rl > len - pos)
+		if (rl == 0 || gap > page_size - end ||
+		    rl > page_size - end - gap || rl > len - pos)
 			return LM_EBADMSG;
 		pos += rl;
-		prev_end = off + rl;
+		end += gap + rl;
 	}
 	return 0;
 }
@@ -272,14 +357,12 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
 {
 	uint8_t *p = page;
-	size_t pos = 0;
+	size_t pos = 0, end = 0, off, rl;
 
 	while (pos < len) {
-		size_t off = lm_get32(diff + pos);
-		size_t rl = lm_get32(diff + pos + 4);
-
-		copy_run(p + off, diff + pos + LM_DIFF_RUN_HDR, rl);
-		pos += LM_DIFF_RUN_HDR + rl;
+		pos = next_valid_run(diff, pos, &end, &off, &rl);
+		copy_run(p + off, diff + pos, rl);
+		pos += rl;
 	}
 }
 
@@ -298,20 +381,20 @@ int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff, size_t len)
 int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 			lm_diff_run_fn fn, void *ctx)
 {
-	size_t pos = 0;
+	size_t pos = 0, end = 0;
 	int rc;
 
 	rc = lm_diff_validate(diff, len, page_size);
 	if (rc < 0)
 		return rc;
 	while (pos < len) {
-		size_t off = lm_get32(diff + pos);
-		size_t rl = lm_get32(diff + pos + 4);
+		size_t off, rl;
 
-		rc = fn(ctx, off, diff + pos + LM_DIFF_RUN_HDR, rl);
+		pos = next_valid_run(diff, pos, &end, &off, &rl);
+		rc = fn(ctx, off, diff + pos, rl);
 		if (rc)
 			return rc;
-		pos += LM_DIFF_RUN_HDR + rl;
+		pos += rl;
 	}
 	return 0;
 }
@@ -407,15 +490,13 @@ void lm_delta_free(struct lm_delta *d)
 void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			     size_t len)
 {
-	size_t pos = 0;
+	size_t pos = 0, end = 0, off, rl;
 
 	while (pos < len) {
-		size_t off = lm_get32(diff + pos);
-		size_t rl = lm_get32(diff + pos + 4);
-
-		copy_run(d->bytes + off, diff + pos + LM_DIFF_RUN_HDR, rl);
+		pos = next_valid_run(diff, pos, &end, &off, &rl);
+		copy_run(d->bytes + off, diff + pos, rl);
 		d->dirty += set_range(d->mask, off, rl);
-		pos += LM_DIFF_RUN_HDR + rl;
+		pos += rl;
 	}
 }
 
@@ -432,30 +513,26 @@ int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
 void lm_delta_mark_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			      size_t len)
 {
-	size_t pos = 0;
+	size_t pos = 0, end = 0, off, rl;
 
 	while (pos < len) {
-		size_t off = lm_get32(diff + pos);
-		size_t rl = lm_get32(diff + pos + 4);
-
+		pos = next_valid_run(diff, pos, &end, &off, &rl);
 		d->dirty += set_range(d->mask, off, rl);
-		pos += LM_DIFF_RUN_HDR + rl;
+		pos += rl;
 	}
 }
 
 size_t lm_delta_encoded_len(const struct lm_delta *d)
 {
-	size_t runs = 0, nw = mask_words(d->page_size);
-	uint64_t carry = 0;
+	struct run_scan s;
+	size_t len = 0, start, end, prev = 0;
 
-	/* a run starts at each set bit whose lower neighbour is clear */
-	for (size_t w = 0; w < nw; w++) {
-		uint64_t x = d->mask[w];
-
-		runs += popcount64(x & ~((x << 1) | carry));
-		carry = x >> 63;
+	scan_start(&s, d->mask, NULL, NULL, d->page_size);
+	while (scan_next(&s, &start, &end)) {
+		len += run_size(start - prev, end - start);
+		prev = end;
 	}
-	return runs * LM_DIFF_RUN_HDR + d->dirty;
+	return len;
 }
 
 int lm_delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,

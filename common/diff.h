@@ -8,15 +8,18 @@
  * that was left as it was would, when applied, overwrite what another
  * writer put there.
  *
- * Diff encoding (all integers little-endian), a sequence of zero or more
- * runs with nothing before, between or after them:
+ * Diff encoding: a sequence of zero or more runs with nothing before,
+ * between or after them:
  *
- *   u32 offset | u32 length | length bytes
+ *   varint gap | varint length | length bytes
  *
- * A well-formed diff has runs with length > 0, inside the page
- * (offset + length <= page_size, computed without overflow), in ascending
- * order and not overlapping (each offset >= the end of the run before).
- * The encoders below also never emit two adjacent runs.  The empty diff
+ * where a varint is LEB128 (7 bits a byte, low group first, the high bit
+ * set on every byte but the last, at most 5 bytes) and gap is the run's
+ * offset minus the end of the run before (the offset itself for the first
+ * run).  Runs are therefore in ascending order and never overlap.  A
+ * well-formed diff has runs with length > 0 inside the page (every end
+ * <= page_size, computed without overflow).  The encoders below also never
+ * emit two adjacent runs (gap 0 after the first run).  The empty diff
  * (length 0) means "nothing changed".
  *
  * A cluster delta is what a lemuriad accumulates for one page over an
@@ -30,13 +33,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LM_DIFF_RUN_HDR 8 /* u32 offset + u32 length */
-
-/* Largest page a diff can describe (offsets and lengths are u32). */
+/* Largest page a diff can describe (gaps and lengths are u32 varints). */
 #define LM_DIFF_MAX_PAGE ((size_t)UINT32_MAX)
 
 /* Worst-case encoded size of a diff or delta of a page of page_size bytes
- * (about 4.5 bytes per page byte, when every other byte changed); the
+ * (about 1.5 bytes per page byte, when every other byte changed); the
  * bound is reached, so it is exact as a buffer size. */
 size_t lm_diff_bound(size_t page_size);
 

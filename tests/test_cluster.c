@@ -1406,31 +1406,42 @@ static void barrier_release_held(lm_cluster *c, uint32_t id,
 /* The update a RELEASE to `rank` carries for `page`: its runs as
  * (offset, length, first byte) triples in *runs (at most 4); -1 when it
  * carries none for the page. */
+struct run_list {
+	uint32_t (*runs)[3];
+	int n;
+};
+
+static int note_update_run(void *ctx, size_t offset, const uint8_t *bytes,
+			   size_t len)
+{
+	struct run_list *l = ctx;
+
+	if (l->n == 4)
+		return 1;
+	l->runs[l->n][0] = (uint32_t)offset;
+	l->runs[l->n][1] = (uint32_t)len;
+	l->runs[l->n][2] = bytes[0];
+	l->n++;
+	return 0;
+}
+
+/* The first runs (offset, length, first byte) of the update of `page` in
+ * the RELEASE rank got; their count. */
 static int update_runs(uint32_t rank, uint32_t page, uint32_t runs[4][3])
 {
 	struct out *o = find_out(REPLIED, node_of(rank), LM_MSG_RELEASE);
+	struct run_list l = { runs, 0 };
 	size_t pos = 0, len;
 	uint32_t pg;
 	const uint8_t *d;
-	int n = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	while (lm_msg_diffs_next(&o->m.diffs, &pos, &pg, &d, &len) == 1) {
-		size_t at = 0;
-
 		if (pg != page)
 			continue;
-		while (at + 8 <= len && n < 4) {
-			uint32_t rl = (uint32_t)d[at + 4] |
-				      (uint32_t)d[at + 5] << 8;
-
-			runs[n][0] = (uint32_t)d[at] | (uint32_t)d[at + 1] << 8;
-			runs[n][1] = rl;
-			runs[n][2] = d[at + 8];
-			n++;
-			at += 8 + rl;
-		}
-		return n;
+		CU_ASSERT(lm_diff_foreach_run(d, len, 4096, note_update_run,
+					      &l) >= 0);
+		return l.n;
 	}
 	return -1;
 }

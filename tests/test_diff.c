@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "diff.h"
+#include "diff_util.h"
 #include "lm_error.h"
 #include "wire.h"
 
@@ -226,16 +227,17 @@ static void test_encoding_layout(void)
 	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, 32, out, sizeof(out),
 					     &len),
 			      0);
-	CU_ASSERT_EQUAL_FATAL(len, 3 * LM_DIFF_RUN_HDR + 1 + 11 + 1);
-	CU_ASSERT_EQUAL(lm_get32(out), 0);
-	CU_ASSERT_EQUAL(lm_get32(out + 4), 1);
-	CU_ASSERT_EQUAL(out[8], 0xaa);
-	CU_ASSERT_EQUAL(lm_get32(out + 9), 7);
-	CU_ASSERT_EQUAL(lm_get32(out + 13), 11);
-	CU_ASSERT_EQUAL(memcmp(out + 17, page + 7, 11), 0);
-	CU_ASSERT_EQUAL(lm_get32(out + 28), 31);
-	CU_ASSERT_EQUAL(lm_get32(out + 32), 1);
-	CU_ASSERT_EQUAL(out[36], 0x55);
+	/* gap 0 len 1; gap 6 (7 - 1) len 11; gap 13 (31 - 18) len 1 */
+	CU_ASSERT_EQUAL_FATAL(len, 3 * 2 + 1 + 11 + 1);
+	CU_ASSERT_EQUAL(out[0], 0);
+	CU_ASSERT_EQUAL(out[1], 1);
+	CU_ASSERT_EQUAL(out[2], 0xaa);
+	CU_ASSERT_EQUAL(out[3], 6);
+	CU_ASSERT_EQUAL(out[4], 11);
+	CU_ASSERT_EQUAL(memcmp(out + 5, page + 7, 11), 0);
+	CU_ASSERT_EQUAL(out[16], 13);
+	CU_ASSERT_EQUAL(out[17], 1);
+	CU_ASSERT_EQUAL(out[18], 0x55);
 }
 
 static void test_clean_page_gives_empty_diff(void)
@@ -386,7 +388,7 @@ static void test_small_cap_gives_enobufs(void)
 	free(out);
 }
 
-/* Builds a diff from (offset, length) pairs without any check, writing at
+/* Builds a diff from (gap, length) pairs without any check, writing at
  * most data_cap fill bytes per run. */
 static size_t raw_diff(uint8_t *out, const uint32_t (*runs)[2], size_t nruns,
 		       size_t data_cap)
@@ -396,10 +398,9 @@ static size_t raw_diff(uint8_t *out, const uint32_t (*runs)[2], size_t nruns,
 	for (size_t r = 0; r < nruns; r++) {
 		size_t len = runs[r][1] < data_cap ? runs[r][1] : data_cap;
 
-		lm_put32(out + pos, runs[r][0]);
-		lm_put32(out + pos + 4, runs[r][1]);
-		memset(out + pos + 8, 0xee, len);
-		pos += 8 + len;
+		pos += test_run_header(out + pos, runs[r][0], runs[r][1]);
+		memset(out + pos, 0xee, len);
+		pos += len;
 	}
 	return pos;
 }
@@ -433,12 +434,12 @@ static void test_malformed_runs_rejected(void)
 {
 	/* each case: the last run is the bad one, earlier runs are valid so
 	 * a half-applying decoder would be caught */
-	static const uint32_t past_end[][2] = { { 0, 4 }, { PAGE - 4, 8 } };
+	static const uint32_t past_end[][2] = { { 0, 4 }, { PAGE - 8, 8 } };
 	static const uint32_t at_end[][2] = { { PAGE, 1 } };
 	static const uint32_t wrap[][2] = { { 0, 2 }, { 0xfffffff8u, 16 } };
 	static const uint32_t huge_len[][2] = { { 8, 0xffffffffu } };
 	static const uint32_t empty_run[][2] = { { 0, 1 }, { 10, 0 } };
-	static const uint32_t overlap[][2] = { { 0, 10 }, { 9, 2 } };
+	static const uint32_t two[][2] = { { 0, 10 }, { 9, 2 } };
 	static const uint32_t descending[][2] = { { 100, 2 }, { 10, 2 } };
 	uint8_t buf[256];
 	size_t len;
@@ -455,17 +456,27 @@ static void test_malformed_runs_rejected(void)
 	expect_rejected(buf, len, PAGE);
 	len = raw_diff(buf, empty_run, 2, 64);
 	expect_rejected(buf, len, PAGE);
-	len = raw_diff(buf, overlap, 2, 64);
-	expect_rejected(buf, len, PAGE);
-	len = raw_diff(buf, descending, 2, 64);
-	expect_rejected(buf, len, PAGE);
 	/* a run claiming more data than the diff holds */
-	len = raw_diff(buf, overlap, 1, 64);
+	len = raw_diff(buf, two, 1, 64);
 	expect_rejected(buf, len - 1, PAGE);
-	/* trailing bytes too short for a run header */
-	len = raw_diff(buf, overlap, 1, 64);
-	memset(buf + len, 0, 3);
-	expect_rejected(buf, len + 3, PAGE);
+	/* a second run whose header is cut after its gap */
+	len = raw_diff(buf, two, 1, 64);
+	buf[len] = 3;
+	expect_rejected(buf, len + 1, PAGE);
+	/* a varint cut short, and one longer than five bytes */
+	len = raw_diff(buf, two, 1, 64);
+	buf[len] = 0x83;
+	expect_rejected(buf, len + 1, PAGE);
+	memcpy(buf, "\x80\x80\x80\x80\x80\x00\x01\xee", 8);
+	expect_rejected(buf, 8, PAGE);
+	/* gaps and lengths add up past the page over several runs */
+	len = raw_diff(buf, two, 2, 64);
+	CU_ASSERT_EQUAL(lm_diff_validate(buf, len, PAGE), 0);
+	expect_rejected(buf, len, 20);
+	/* a gap of 0 between runs is well formed (never emitted) */
+	len = raw_diff(buf, descending, 2, 64);
+	buf[len - 4] = 0;
+	CU_ASSERT_EQUAL(lm_diff_validate(buf, len, PAGE), 0);
 	/* valid for a big page, out of bounds for a small one */
 	len = raw_diff(buf, descending, 1, 64);
 	CU_ASSERT_EQUAL(lm_diff_validate(buf, len, PAGE), 0);
@@ -491,11 +502,12 @@ static void test_truncated_at_every_byte(void)
 	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, PAGE, diff,
 					     lm_diff_bound(PAGE), &len),
 			      0);
-	CU_ASSERT_EQUAL_FATAL(len, 5 * (LM_DIFF_RUN_HDR + 3));
+	/* gaps 13 and 697 (two varint bytes), lengths 3 */
+	CU_ASSERT_EQUAL_FATAL(len, (2 + 3) + 4 * (3 + 3));
 	boundary = calloc(1, len + 1);
 	while (pos <= len) { /* prefixes ending between runs are diffs too */
 		boundary[pos] = 1;
-		pos += LM_DIFF_RUN_HDR + 3;
+		pos += pos == 0 ? 2 + 3 : 3 + 3;
 	}
 	for (size_t l = 0; l < len; l++) {
 		int rc;
@@ -755,16 +767,14 @@ static void test_delta_merge_newer_wins(void)
 	/* the same byte in both: the src value wins, either orientation */
 	lm_delta_reset(&older);
 	lm_delta_reset(&newer);
-	lm_put32(d1, 10);
-	lm_put32(d1 + 4, 2);
-	d1[8] = 'a';
-	d1[9] = 'a';
-	lm_put32(d2, 11);
-	lm_put32(d2 + 4, 2);
-	d2[8] = 'b';
-	d2[9] = 'b';
-	lm_delta_add_diff(&older, d1, 10);
-	lm_delta_add_diff(&newer, d2, 10);
+	test_run_header(d1, 10, 2);
+	d1[2] = 'a';
+	d1[3] = 'a';
+	test_run_header(d2, 11, 2);
+	d2[2] = 'b';
+	d2[3] = 'b';
+	lm_delta_add_diff(&older, d1, 4);
+	lm_delta_add_diff(&newer, d2, 4);
 	lm_delta_reset(&copy);
 	lm_delta_merge(&copy, &newer);
 	lm_delta_merge(&older, &newer);
@@ -773,7 +783,7 @@ static void test_delta_merge_newer_wins(void)
 	CU_ASSERT_EQUAL(older.bytes[11], 'b');
 	CU_ASSERT_EQUAL(older.bytes[12], 'b');
 	lm_delta_reset(&older);
-	lm_delta_add_diff(&older, d1, 10);
+	lm_delta_add_diff(&older, d1, 4);
 	lm_delta_merge(&copy, &older);
 	CU_ASSERT_EQUAL(copy.dirty, 3);
 	CU_ASSERT_EQUAL(copy.bytes[11], 'a');
@@ -781,7 +791,7 @@ static void test_delta_merge_newer_wins(void)
 
 	/* mismatched page sizes leave dst alone */
 	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&other, PAGE / 2), 0);
-	lm_delta_add_diff(&other, d2, 10);
+	lm_delta_add_diff(&other, d2, 4);
 	CU_ASSERT_EQUAL(lm_delta_merge(&older, &other), LM_EINVAL);
 	CU_ASSERT_EQUAL(older.dirty, 2);
 	CU_ASSERT_EQUAL(older.bytes[11], 'a');
@@ -800,14 +810,12 @@ static void test_delta_later_write_wins_in_add(void)
 	uint8_t diff[16], page[8] = { 0 };
 
 	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, 8), 0);
-	lm_put32(diff, 0);
-	lm_put32(diff + 4, 8);
-	memset(diff + 8, 1, 8);
-	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 16), 0);
-	lm_put32(diff, 7);
-	lm_put32(diff + 4, 1);
-	diff[8] = 2;
-	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 9), 0);
+	test_run_header(diff, 0, 8);
+	memset(diff + 2, 1, 8);
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 10), 0);
+	test_run_header(diff, 7, 1);
+	diff[2] = 2;
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 3), 0);
 	CU_ASSERT_EQUAL(d.dirty, 8);
 	lm_delta_apply_to(&d, page);
 	CU_ASSERT_EQUAL(page[0], 1);
@@ -826,12 +834,12 @@ static void test_delta_reset_init_free(void)
 	lm_delta_free(&d);
 	lm_delta_free(NULL);
 	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, PAGE), 0);
-	lm_put32(diff, PAGE - 1);
-	lm_put32(diff + 4, 1);
-	diff[8] = 0x77;
-	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 9), 0);
+	len = test_run_header(diff, PAGE - 1, 1); /* a two-byte gap */
+	diff[len] = 0x77;
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, len + 1), 0);
 	CU_ASSERT_EQUAL(d.dirty, 1);
-	CU_ASSERT_EQUAL(lm_delta_encoded_len(&d), 9);
+	CU_ASSERT_EQUAL(lm_delta_encoded_len(&d), 4);
+	len = 5;
 	lm_delta_reset(&d);
 	CU_ASSERT(lm_delta_is_empty(&d));
 	CU_ASSERT_EQUAL(lm_delta_encoded_len(&d), 0);
@@ -841,7 +849,7 @@ static void test_delta_reset_init_free(void)
 	lm_delta_apply_to(&d, page);
 	CU_ASSERT_EQUAL(page[PAGE - 1], 0x11);
 	/* usable again after the reset */
-	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 9), 0);
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, diff, 4), 0);
 	lm_delta_apply_to(&d, page);
 	CU_ASSERT_EQUAL(page[PAGE - 1], 0x77);
 	CU_ASSERT_EQUAL(page[PAGE - 2], 0x11);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "diff_util.h"
 #include "home.h"
 #include "lm_error.h"
 #include "log.h"
@@ -169,13 +170,13 @@ static void dl_add(struct dlist *d, uint32_t page, uint32_t off,
 		   const void *bytes, uint32_t n)
 {
 	uint8_t diff[512];
+	size_t hdr;
 
-	CU_ASSERT_FATAL(n + 8 <= sizeof(diff));
-	lm_put32(diff, off);
-	lm_put32(diff + 4, n);
-	memcpy(diff + 8, bytes, n);
+	CU_ASSERT_FATAL(n + 10 <= sizeof(diff));
+	hdr = test_run_header(diff, off, n);
+	memcpy(diff + hdr, bytes, n);
 	CU_ASSERT_FATAL(lm_msg_diffs_append(d->buf, sizeof(d->buf), &d->len,
-					    page, diff, n + 8) == 0);
+					    page, diff, hdr + n) == 0);
 	d->count++;
 }
 
@@ -844,16 +845,15 @@ static void test_malformed_diff_rejected_whole(void)
 {
 	lm_home *h = setup("conf/4+4.ini");
 	struct dlist d = { .len = 0 };
-	uint8_t bad[8 + 4];
+	uint8_t bad[4 + 4];
 	const uint8_t *data;
 	uint32_t version;
 
 	dl_add(&d, 1, 0, "good", 4);
-	lm_put32(bad, PAGE - 2); /* a run past the end of the page */
-	lm_put32(bad + 4, 4);
-	memcpy(bad + 8, "oops", 4);
+	/* a run past the end of the page */
+	memcpy(bad + test_run_header(bad, PAGE - 2, 4), "oops", 4);
 	CU_ASSERT_FATAL(lm_msg_diffs_append(d.buf, sizeof(d.buf), &d.len, 2,
-					    bad, sizeof(bad)) == 0);
+					    bad, 3 + 4) == 0);
 	d.count++;
 	flush_list(h, C0, &d);
 	CU_ASSERT(lm_home_page(h, 1, &data, &version) == 0);

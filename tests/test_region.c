@@ -31,6 +31,7 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #include <unistd.h>
 
 #include "diff.h"
+#include "diff_util.h"
 #include "lm_error.h"
 #include "proto.h"
 #include "region.h"
@@ -236,10 +237,10 @@ static void test_write_to_invalid_page_fetches_then_twins(void)
 
 	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
 	CU_ASSERT_EQUAL(e[0].page, 7);
-	/* one run: offset 0, length 1, the new byte */
-	CU_ASSERT_EQUAL(e[0].len, LM_DIFF_RUN_HDR + 1);
+	/* one run: gap 0, length 1, the new byte */
+	CU_ASSERT_EQUAL(e[0].len, 2 + 1);
 	CU_ASSERT_EQUAL(diff_bytes(&e[0]), 1);
-	CU_ASSERT_EQUAL(e[0].diff[LM_DIFF_RUN_HDR], (uint8_t)~home[7][0]);
+	CU_ASSERT_EQUAL(e[0].diff[2], (uint8_t)~home[7][0]);
 	lm_region_fini();
 }
 
@@ -317,8 +318,8 @@ static void test_written_pages_stay_open_until_clean(void)
 	CU_ASSERT_EQUAL(nfetch, 1);
 	/* the twin holds the first write: only the second is sent */
 	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
-	CU_ASSERT_EQUAL(e[0].len, LM_DIFF_RUN_HDR + 1);
-	CU_ASSERT_EQUAL(e[0].diff[0], 1); /* offset 1, little-endian */
+	CU_ASSERT_EQUAL(e[0].len, 2 + 1);
+	CU_ASSERT_EQUAL(e[0].diff[0], 1); /* offset 1: the first gap */
 	/* nothing written since: nothing sent; still open after two such
 	 * flushes, closed after the third */
 	CU_ASSERT_EQUAL(flush_entries(e, 4), 0);
@@ -523,15 +524,12 @@ static size_t update_list(uint8_t *buf, size_t cap, const uint32_t *p,
 	size_t used = 0;
 
 	for (int i = 0; i < n; i++) {
-		uint8_t d[8 + 64];
+		uint8_t d[10 + 64];
+		size_t hdr = test_run_header(d, off[i], len[i]);
 
-		memset(d, 0, sizeof(d));
-		d[0] = (uint8_t)off[i];
-		d[1] = (uint8_t)(off[i] >> 8);
-		d[4] = (uint8_t)len[i];
-		memset(d + 8, val[i], len[i]);
+		memset(d + hdr, val[i], len[i]);
 		CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(buf, cap, &used, p[i],
-							  d, 8 + len[i]), 0);
+							  d, hdr + len[i]), 0);
 	}
 	return used;
 }
@@ -609,7 +607,7 @@ static void test_open_pages_take_updates_and_notices(void)
 	pg(3)[1] = (uint8_t)~home[3][1];
 	CU_ASSERT_EQUAL(stats().write_faults, 1); /* still open */
 	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 2), 1);
-	CU_ASSERT_EQUAL(e[0].len, LM_DIFF_RUN_HDR + 1);
+	CU_ASSERT_EQUAL(e[0].len, 2 + 1);
 	CU_ASSERT_EQUAL(e[0].diff[0], 1);
 	/* open again; another writer's notice closes it */
 	CU_ASSERT_EQUAL(lm_region_apply_notices(&later, 1, ME), 0);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "diff_util.h"
 #include "home.h"
 #include "lm_error.h"
 #include "log.h"
@@ -226,12 +227,11 @@ static void dl_add(struct dlist *d, uint32_t page, uint32_t off,
 {
 	uint8_t diff[256];
 	uint32_t n = (uint32_t)strlen(text);
+	size_t hdr = test_run_header(diff, off, n);
 
-	lm_put32(diff, off);
-	lm_put32(diff + 4, n);
-	memcpy(diff + 8, text, n);
+	memcpy(diff + hdr, text, n);
 	CU_ASSERT_FATAL(lm_msg_diffs_append(d->buf, sizeof(d->buf), &d->len,
-					    page, diff, n + 8) == 0);
+					    page, diff, hdr + n) == 0);
 	d->count++;
 }
 
