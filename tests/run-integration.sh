@@ -229,11 +229,12 @@ rport=$(awk '/^\[reflector r0\]/ { r = 1 } r && /^listen/ { sub(/.*:/, ""); prin
 # 300 truncated datagrams, 300 with a bad MAC (claiming to be rank 0,
 # node 4, whose address is learned), 50 claiming to be lemuriad c0 (node
 # 2) from an address that is not c0's.
-python3 - "$rport" <<'PY'
+wire_version=$(awk '/^#define LM_WIRE_VERSION/ { print $3 }' common/wire.h)
+python3 - "$rport" "$wire_version" <<'PY'
 import socket, struct, sys, time
-port = int(sys.argv[1])
+port, version = int(sys.argv[1]), int(sys.argv[2])
 def dg(sender):
-    hdr = struct.pack('<HBBHHHHQQQIIIIIHHI', 0x4d4c, 1, 1, 1, sender, 1, 4,
+    hdr = struct.pack('<HBBHHHHQQQIIIIIHHI', 0x4d4c, version, 1, 1, sender, 1, 4,
                       1, 0, 1, 1, 0, 0, 0, 4, 0, 1, 0)
     return hdr + b'\0' * 4 + b'\x5a' * 16
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
