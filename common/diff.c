@@ -6,7 +6,9 @@
  * bytes per 64-bit word: a delta keeps that bitmap (its mask), a diff
  * computes it from twin and page one 64-byte group at a time (SSE2 on
  * x86-64, 64-bit words elsewhere).  Runs are then found with bit scans,
- * and bytes are never looked at one by one except in a short last group.
+ * dense groups are sent whole with their bitmap and merged with masked
+ * word stores, and bytes are never looked at one by one except in a
+ * short last group.
  * -DLM_DIFF_PORTABLE forces the word path, to test it on x86 too. */
 #include "diff.h"
 
@@ -92,74 +94,6 @@ HOT uint64_t diff_bits(const uint8_t *a, const uint8_t *b, size_t g, size_t n)
 	return m;
 }
 
-/* Walks the maximal runs of set bits of a byte bitmap: a delta's mask, or
- * the bytes where page b differs from twin a. */
-struct run_scan {
-	const uint64_t *mask; /* delta source, or NULL for a diff source */
-	const uint8_t *a, *b;
-	size_t n;   /* bytes in the page */
-	size_t g;   /* first byte of the current group */
-	uint64_t m; /* bits of the current group not yet walked */
-};
-
-HOT uint64_t group_bits(const struct run_scan *s, size_t g)
-{
-	return s->mask ? s->mask[g / GROUP] : diff_bits(s->a, s->b, g, s->n);
-}
-
-HOT void scan_start(struct run_scan *s, const uint64_t *mask, const uint8_t *a,
-		    const uint8_t *b, size_t n)
-{
-	s->mask = mask;
-	s->a = a;
-	s->b = b;
-	s->n = n;
-	s->g = 0;
-	s->m = n ? group_bits(s, 0) : 0;
-}
-
-/* The lowest set bit of x and every bit above it. */
-HOT uint64_t from_lowest(uint64_t x)
-{
-	return x | -x;
-}
-
-/* Every bit above the lowest set bit of x. */
-HOT uint64_t above_lowest(uint64_t x)
-{
-	return ~(x ^ (x - 1));
-}
-
-/* Sets [*start, *end) to the next run; false when there is none.  Bits
- * past n are never set (the last mask word is kept clean, diff_bits stops
- * at n), so a run ends at n at the latest. */
-HOT bool scan_next(struct run_scan *s, size_t *start, size_t *end)
-{
-	uint64_t clear;
-
-	while (!s->m) {
-		s->g += GROUP;
-		if (s->g >= s->n)
-			return false;
-		s->m = group_bits(s, s->g);
-	}
-	*start = s->g + (size_t)__builtin_ctzll(s->m);
-	clear = ~s->m & from_lowest(s->m); /* clear bits above start */
-	while (!clear) {
-		s->g += GROUP;
-		if (s->g >= s->n) {
-			s->m = 0;
-			*end = s->n;
-			return true;
-		}
-		s->m = group_bits(s, s->g);
-		clear = ~s->m;
-	}
-	*end = s->g + (size_t)__builtin_ctzll(clear);
-	s->m &= above_lowest(clear);
-	return true;
-}
-
 /* Copies a run between buffers that do not overlap.  Most runs are a few
  * bytes (a counter, a pointer), where a call to memcpy with a variable
  * length costs more than the copy: those are done as two fixed-size,
@@ -187,13 +121,32 @@ HOT void copy_run(uint8_t *dst, const uint8_t *src, size_t len)
 	}
 }
 
-/* A run header is two LEB128 varints (7 bits a byte, low group first,
+/* Without -mpopcnt the builtin is a call into libgcc; this is inline. */
+HOT size_t popcount64(uint64_t x)
+{
+#ifdef __POPCNT__
+	return (size_t)__builtin_popcountll(x);
+#else
+	x = x - ((x >> 1) & 0x5555555555555555ull);
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (size_t)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
+/* ---- elements ------------------------------------------------------------
+ *
+ * An element header is two LEB128 varints (7 bits a byte, low group first,
  * high bit set on every byte but the last): the gap since the end of the
- * run before (the offset, for the first run), then the length.  Changed
- * doubles and pointers leave their high bytes alone, so diffs are mostly
- * runs of a few bytes a few bytes apart: two header bytes instead of the
- * eight of a fixed u32 pair halve what such a diff weighs. */
-#define VARINT_MAX 5 /* bytes of a u32 */
+ * element before (the offset, for the first), then the kind and size.
+ * Changed doubles and pointers leave their high bytes alone, so diffs are
+ * mostly runs of a few bytes a few bytes apart: two header bytes instead
+ * of the eight of a fixed u32 pair halve what such a diff weighs, and a
+ * 64-byte group holding many such runs goes whole with its bitmap, which
+ * every decoder takes a machine word at a time instead of run by run. */
+#define VARINT_MAX 5	 /* bytes of a u32 */
+#define MASKED_SIZE 72	 /* a masked group: u64 bitmap, 64 bytes */
+#define MASKED_MAX 63	 /* groups in one masked element: a 1-byte varint */
 
 HOT size_t varint_len(size_t v)
 {
@@ -224,7 +177,7 @@ HOT size_t get_varint(const uint8_t *p, size_t left, size_t *v)
 {
 	size_t x = 0;
 
-	if (left && p[0] < 0x80) { /* nearly every gap and length */
+	if (left && p[0] < 0x80) { /* nearly every gap and size */
 		*v = p[0];
 		return 1;
 	}
@@ -251,61 +204,225 @@ HOT size_t get_valid_varint(const uint8_t *p, size_t *v)
 	return n + 1;
 }
 
-/* Steps over the header of a run of a diff already validated: its offset
- * (from the end of the run before, *end) and length; returns the position
- * of its bytes. */
-HOT size_t next_valid_run(const uint8_t *diff, size_t pos, size_t *end,
-			  size_t *off, size_t *len)
+HOT uint64_t get64le(const uint8_t *p)
 {
-	size_t gap, rl;
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+HOT void put64le(uint8_t *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	memcpy(p, &v, sizeof(v));
+}
+
+/* One element of a diff already validated. */
+struct element {
+	size_t off;    /* first byte of the page it covers */
+	size_t len;    /* run: bytes; masked: groups */
+	bool masked;
+	const uint8_t *data; /* run: its bytes; masked: the first group */
+};
+
+/* Steps over the element at pos (end: where the one before ended);
+ * returns the position after it. */
+HOT size_t next_element(const uint8_t *diff, size_t pos, size_t *end,
+			struct element *el)
+{
+	size_t gap, x;
 
 	pos += get_valid_varint(diff + pos, &gap);
-	pos += get_valid_varint(diff + pos, &rl);
-	*off = *end + gap;
-	*len = rl;
-	*end = *off + rl;
-	return pos;
-}
-
-HOT size_t run_size(size_t gap, size_t len)
-{
-	return varint_len(gap) + varint_len(len) + len;
-}
-
-/* Appends one run; the caller has checked the space. */
-HOT size_t put_run(uint8_t *out, size_t gap, const uint8_t *bytes,
-		   size_t len)
-{
-	size_t n = put_varint(out, gap);
-
-	n += put_varint(out + n, len);
-	copy_run(out + n, bytes, len);
-	return n + len;
-}
-
-/* Encodes the runs of s, taking the bytes from `bytes`. */
-HOT int encode_runs(struct run_scan *s, const uint8_t *bytes, uint8_t *out,
-		    size_t cap, size_t *out_len)
-{
-	size_t pos = 0, start, end, prev = 0;
-
-	while (scan_next(s, &start, &end)) {
-		if (cap - pos < run_size(start - prev, end - start))
-			return LM_ENOBUFS;
-		pos += put_run(out + pos, start - prev, bytes + start,
-			       end - start);
-		prev = end;
+	pos += get_valid_varint(diff + pos, &x);
+	el->off = *end + gap;
+	el->masked = x & 1;
+	el->len = x >> 1;
+	el->data = diff + pos;
+	if (el->masked) {
+		*end = el->off + el->len * GROUP;
+		return pos + el->len * MASKED_SIZE;
 	}
-	*out_len = pos;
+	*end = el->off + el->len;
+	return pos + el->len;
+}
+
+/* Byte k of the result is 0xff when bit k of m is set (k < 8). */
+HOT uint64_t expand8(uint64_t m)
+{
+	const uint64_t low7 = 0x7f7f7f7f7f7f7f7full;
+	uint64_t e = ((m & 0xff) * 0x0101010101010101ull) &
+		     0x8040201008040201ull; /* bit k of byte k */
+
+	return ((((e & low7) + low7) | e) >> 7 & 0x0101010101010101ull) * 0xff;
+}
+
+/* Copies the bytes of src that m selects into dst, 64 bytes. */
+HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	if (m == ~0ull) {
+		memcpy(dst, src, GROUP);
+		return;
+	}
+	for (int k = 0; k < 8; k++, m >>= 8) {
+		uint64_t e = expand8(m), d, s;
+
+		if (!e)
+			continue;
+		memcpy(&d, dst + 8 * k, 8);
+		memcpy(&s, src + 8 * k, 8);
+		d = (d & ~e) | (s & e);
+		memcpy(dst + 8 * k, &d, 8);
+	}
+}
+
+/* A group worth sending whole with its bitmap: three runs or more that
+ * would cost, with their headers, at least what the bitmap and the 64
+ * bytes cost less 8. */
+HOT bool dense(uint64_t m)
+{
+	size_t runs = popcount64(m & ~(m << 1));
+
+	return runs >= 3 && 2 * runs + popcount64(m) >= MASKED_SIZE - 8;
+}
+
+/* Output of the encoder; out NULL counts the size only. */
+struct enc {
+	uint8_t *out;
+	size_t cap, pos;
+	size_t prev;	  /* end of the last element */
+	size_t masked_at; /* position of the open masked element's size */
+	size_t ngroups;	  /* groups in it, 0: none open */
+};
+
+HOT bool emit_run(struct enc *e, const uint8_t *bytes, size_t start,
+		  size_t end)
+{
+	size_t gap = start - e->prev, len = end - start;
+	size_t need = varint_len(gap) + varint_len(2 * len) + len;
+
+	if (e->out) {
+		uint8_t *p;
+
+		if (e->cap - e->pos < need)
+			return false;
+		p = e->out + e->pos;
+		p += put_varint(p, gap);
+		p += put_varint(p, 2 * len);
+		copy_run(p, bytes + start, len);
+	}
+	e->pos += need;
+	e->prev = end;
+	return true;
+}
+
+HOT void close_masked(struct enc *e)
+{
+	if (e->ngroups && e->out)
+		e->out[e->masked_at] = (uint8_t)(2 * e->ngroups + 1);
+	e->ngroups = 0;
+}
+
+HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
+		     uint64_t m)
+{
+	if (e->ngroups == MASKED_MAX)
+		close_masked(e);
+	if (e->ngroups == 0) {
+		size_t gap = g - e->prev, need = varint_len(gap) + 1;
+
+		if (e->out) {
+			if (e->cap - e->pos < need)
+				return false;
+			put_varint(e->out + e->pos, gap);
+		}
+		e->pos += need;
+		e->masked_at = e->pos - 1;
+	}
+	if (e->out) {
+		if (e->cap - e->pos < MASKED_SIZE)
+			return false;
+		put64le(e->out + e->pos, m);
+		memcpy(e->out + e->pos + 8, bytes + g, GROUP);
+	}
+	e->pos += MASKED_SIZE;
+	e->ngroups++;
+	e->prev = g + GROUP;
+	return true;
+}
+
+/* Encodes the bytes a bitmap selects: the bitmap is `mask` (a delta's),
+ * or where page b differs from twin a; the bytes come from `bytes`.
+ * Dense groups go masked, the rest as maximal runs, which may go on
+ * across groups.  Returns 0 or LM_ENOBUFS; *out_len is the size. */
+HOT int encode_elements(const uint64_t *mask, const uint8_t *a,
+			const uint8_t *b, const uint8_t *bytes, size_t n,
+			uint8_t *out, size_t cap, size_t *out_len)
+{
+	struct enc e = { out, cap, 0, 0, 0, 0 };
+	size_t open = SIZE_MAX; /* start of a run that reached a group's end */
+
+	for (size_t g = 0; g < n; g += GROUP) {
+		uint64_t m = mask ? mask[g / GROUP] : diff_bits(a, b, g, n);
+		uint64_t rest;
+
+		if (g + GROUP <= n && dense(m)) {
+			if (open != SIZE_MAX && !emit_run(&e, bytes, open, g))
+				return LM_ENOBUFS;
+			open = SIZE_MAX;
+			if (!emit_masked(&e, bytes, g, m))
+				return LM_ENOBUFS;
+			continue;
+		}
+		close_masked(&e);
+		if (open != SIZE_MAX) {
+			if (m & 1) {
+				rest = ~m;
+				if (!rest)
+					continue; /* the run goes on */
+				if (!emit_run(&e, bytes, open,
+					      g + (size_t)__builtin_ctzll(rest)))
+					return LM_ENOBUFS;
+				m &= ~0ull << __builtin_ctzll(rest);
+			} else if (!emit_run(&e, bytes, open, g)) {
+				return LM_ENOBUFS;
+			}
+			open = SIZE_MAX;
+		}
+		while (m) {
+			size_t s = (size_t)__builtin_ctzll(m), t;
+
+			rest = ~m & (~0ull << s); /* clear bits from s up */
+			if (!rest) {
+				open = g + s;
+				break;
+			}
+			t = (size_t)__builtin_ctzll(rest);
+			if (!emit_run(&e, bytes, g + s, g + t))
+				return LM_ENOBUFS;
+			m &= ~0ull << t;
+		}
+	}
+	close_masked(&e);
+	if (open != SIZE_MAX && !emit_run(&e, bytes, open, n))
+		return LM_ENOBUFS;
+	*out_len = e.pos;
 	return 0;
 }
 
 size_t lm_diff_bound(size_t page_size)
 {
-	/* Every other byte changed is the worst case: three bytes a run
-	 * (gap, length, byte; the first gap 0), the last run two bytes long
-	 * when page_size is even.  A varint of two bytes needs a gap or run
-	 * of 128 bytes, which costs more than alternating over them. */
+	/* Every other byte changed is the worst case for runs: three bytes
+	 * a run (gap, size, byte; the first gap 0), the last run two bytes
+	 * long when page_size is even.  A varint of two bytes needs a gap or
+	 * run of 64 bytes or more, which costs more than alternating over
+	 * them; a masked group costs 72 bytes and a header where its 64
+	 * bytes alternating would cost 96. */
 	if (page_size == 0)
 		return 0;
 	return page_size + (page_size + 1) / 2 + 1;
@@ -314,8 +431,6 @@ size_t lm_diff_bound(size_t page_size)
 int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 		   uint8_t *out, size_t cap, size_t *out_len)
 {
-	struct run_scan s;
-
 	if (page_size > LM_DIFF_MAX_PAGE)
 		return LM_EINVAL;
 	/* Every page written in an interval is compared at release and many
@@ -325,8 +440,8 @@ int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 		*out_len = 0;
 		return 0;
 	}
-	scan_start(&s, NULL, twin, page, page_size);
-	return encode_runs(&s, page, out, cap, out_len);
+	return encode_elements(NULL, twin, page, page, page_size, out, cap,
+			       out_len);
 }
 
 int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
@@ -334,22 +449,36 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 	size_t pos = 0, end = 0;
 
 	while (pos < len) {
-		size_t gap, rl, n;
+		size_t gap, x, n;
 
 		n = get_varint(diff + pos, len - pos, &gap);
 		if (n == 0)
 			return LM_EBADMSG;
 		pos += n;
-		n = get_varint(diff + pos, len - pos, &rl);
+		n = get_varint(diff + pos, len - pos, &x);
 		if (n == 0)
 			return LM_EBADMSG;
 		pos += n;
 		/* each test is written so that no sum can wrap */
-		if (rl == 0 || gap > page_size - end ||
-		    rl > page_size - end - gap || rl > len - pos)
+		if (x >> 1 == 0 || gap > page_size - end)
 			return LM_EBADMSG;
-		pos += rl;
-		end += gap + rl;
+		end += gap;
+		if (x & 1) { /* masked groups: aligned, inside the page */
+			size_t k = x >> 1;
+
+			if (end % GROUP || k > (page_size - end) / GROUP ||
+			    k > (len - pos) / MASKED_SIZE)
+				return LM_EBADMSG;
+			pos += k * MASKED_SIZE;
+			end += k * GROUP;
+		} else {
+			size_t rl = x >> 1;
+
+			if (rl > page_size - end || rl > len - pos)
+				return LM_EBADMSG;
+			pos += rl;
+			end += rl;
+		}
 	}
 	return 0;
 }
@@ -357,12 +486,19 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
 {
 	uint8_t *p = page;
-	size_t pos = 0, end = 0, off, rl;
+	size_t pos = 0, end = 0;
+	struct element el;
 
 	while (pos < len) {
-		pos = next_valid_run(diff, pos, &end, &off, &rl);
-		copy_run(p + off, diff + pos, rl);
-		pos += rl;
+		pos = next_element(diff, pos, &end, &el);
+		if (!el.masked) {
+			copy_run(p + el.off, el.data, el.len);
+			continue;
+		}
+		for (size_t k = 0; k < el.len; k++)
+			blend64(p + el.off + k * GROUP,
+				el.data + k * MASKED_SIZE + 8,
+				get64le(el.data + k * MASKED_SIZE));
 	}
 }
 
@@ -382,37 +518,42 @@ int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 			lm_diff_run_fn fn, void *ctx)
 {
 	size_t pos = 0, end = 0;
+	struct element el;
 	int rc;
 
 	rc = lm_diff_validate(diff, len, page_size);
 	if (rc < 0)
 		return rc;
 	while (pos < len) {
-		size_t off, rl;
+		pos = next_element(diff, pos, &end, &el);
+		if (!el.masked) {
+			rc = fn(ctx, el.off, el.data, el.len);
+			if (rc)
+				return rc;
+			continue;
+		}
+		for (size_t k = 0; k < el.len; k++) {
+			const uint8_t *g = el.data + k * MASKED_SIZE;
+			uint64_t m = get64le(g);
 
-		pos = next_valid_run(diff, pos, &end, &off, &rl);
-		rc = fn(ctx, off, diff + pos, rl);
-		if (rc)
-			return rc;
-		pos += rl;
+			while (m) {
+				size_t s = (size_t)__builtin_ctzll(m);
+				uint64_t rest = ~m & (~0ull << s);
+				size_t t = rest ? (size_t)__builtin_ctzll(rest)
+						: GROUP;
+
+				rc = fn(ctx, el.off + k * GROUP + s, g + 8 + s,
+					t - s);
+				if (rc)
+					return rc;
+				m = t < GROUP ? m & (~0ull << t) : 0;
+			}
+		}
 	}
 	return 0;
 }
 
 /* ---- cluster deltas ---------------------------------------------------- */
-
-/* Without -mpopcnt the builtin is a call into libgcc; this is inline. */
-HOT size_t popcount64(uint64_t x)
-{
-#ifdef __POPCNT__
-	return (size_t)__builtin_popcountll(x);
-#else
-	x = x - ((x >> 1) & 0x5555555555555555ull);
-	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-	return (size_t)((x * 0x0101010101010101ull) >> 56);
-#endif
-}
 
 static size_t mask_words(size_t page_size)
 {
@@ -452,6 +593,13 @@ HOT size_t set_range(uint64_t *m, size_t off, size_t len)
 	return added;
 }
 
+/* ORs m into word w of the delta's bitmap; counts the new bytes. */
+HOT void mark_group(struct lm_delta *d, size_t w, uint64_t m)
+{
+	d->dirty += popcount64(m & ~d->mask[w]);
+	d->mask[w] |= m;
+}
+
 int lm_delta_init(struct lm_delta *d, size_t page_size)
 {
 	memset(d, 0, sizeof(*d));
@@ -487,17 +635,37 @@ void lm_delta_free(struct lm_delta *d)
 	d->dirty = 0;
 }
 
+/* The work of add (bytes too) and mark (bitmap only). */
+HOT void delta_take(struct lm_delta *d, const uint8_t *diff, size_t len,
+		    bool bytes)
+{
+	size_t pos = 0, end = 0;
+	struct element el;
+
+	while (pos < len) {
+		pos = next_element(diff, pos, &end, &el);
+		if (!el.masked) {
+			if (bytes)
+				copy_run(d->bytes + el.off, el.data, el.len);
+			d->dirty += set_range(d->mask, el.off, el.len);
+			continue;
+		}
+		for (size_t k = 0; k < el.len; k++) {
+			const uint8_t *g = el.data + k * MASKED_SIZE;
+			uint64_t m = get64le(g);
+			size_t off = el.off + k * GROUP;
+
+			if (bytes)
+				blend64(d->bytes + off, g + 8, m);
+			mark_group(d, off / GROUP, m);
+		}
+	}
+}
+
 void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			     size_t len)
 {
-	size_t pos = 0, end = 0, off, rl;
-
-	while (pos < len) {
-		pos = next_valid_run(diff, pos, &end, &off, &rl);
-		copy_run(d->bytes + off, diff + pos, rl);
-		d->dirty += set_range(d->mask, off, rl);
-		pos += rl;
-	}
+	delta_take(d, diff, len, true);
 }
 
 int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
@@ -513,59 +681,51 @@ int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
 void lm_delta_mark_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			      size_t len)
 {
-	size_t pos = 0, end = 0, off, rl;
-
-	while (pos < len) {
-		pos = next_valid_run(diff, pos, &end, &off, &rl);
-		d->dirty += set_range(d->mask, off, rl);
-		pos += rl;
-	}
+	delta_take(d, diff, len, false);
 }
 
 size_t lm_delta_encoded_len(const struct lm_delta *d)
 {
-	struct run_scan s;
-	size_t len = 0, start, end, prev = 0;
+	size_t len = 0;
 
-	scan_start(&s, d->mask, NULL, NULL, d->page_size);
-	while (scan_next(&s, &start, &end)) {
-		len += run_size(start - prev, end - start);
-		prev = end;
-	}
+	(void)encode_elements(d->mask, NULL, NULL, d->bytes, d->page_size,
+			      NULL, 0, &len);
 	return len;
 }
 
 int lm_delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,
 		    size_t *out_len)
 {
-	struct run_scan s;
+	return encode_elements(d->mask, NULL, NULL, d->bytes, d->page_size,
+			       out, cap, out_len);
+}
 
-	scan_start(&s, d->mask, NULL, NULL, d->page_size);
-	return encode_runs(&s, d->bytes, out, cap, out_len);
+/* Copies the bytes src's bitmap selects into page (64 bytes at a time;
+ * the last group of a page that is not a multiple of 64 byte by byte). */
+HOT void blend_page(uint8_t *page, const struct lm_delta *src)
+{
+	size_t n = src->page_size, w = 0, g = 0;
+
+	for (; g + GROUP <= n; g += GROUP, w++)
+		if (src->mask[w])
+			blend64(page + g, src->bytes + g, src->mask[w]);
+	for (size_t k = 0; g + k < n; k++)
+		if (src->mask[w] >> k & 1)
+			page[g + k] = src->bytes[g + k];
 }
 
 void lm_delta_apply_to(const struct lm_delta *d, void *page)
 {
-	struct run_scan s;
-	size_t start, end;
-
-	scan_start(&s, d->mask, NULL, NULL, d->page_size);
-	while (scan_next(&s, &start, &end))
-		copy_run((uint8_t *)page + start, d->bytes + start,
-			 end - start);
+	blend_page(page, d);
 }
 
 int lm_delta_merge(struct lm_delta *dst, const struct lm_delta *src)
 {
-	struct run_scan s;
-	size_t start, end;
-
 	if (dst->page_size != src->page_size)
 		return LM_EINVAL;
-	scan_start(&s, src->mask, NULL, NULL, src->page_size);
-	while (scan_next(&s, &start, &end)) {
-		copy_run(dst->bytes + start, src->bytes + start, end - start);
-		dst->dirty += set_range(dst->mask, start, end - start);
-	}
+	blend_page(dst->bytes, src);
+	for (size_t w = 0; w < mask_words(src->page_size); w++)
+		if (src->mask[w])
+			mark_group(dst, w, src->mask[w]);
 	return 0;
 }

@@ -4,27 +4,32 @@
  * A writer keeps a twin (a copy of the page taken at its first write in an
  * interval).  At release it encodes a diff: the byte runs where the page now
  * differs from the twin.  Diffs of one interval touch disjoint bytes in a
- * race-free program, so a diff must carry ONLY bytes that changed: a byte
+ * race-free program, so a diff must write ONLY bytes that changed: a byte
  * that was left as it was would, when applied, overwrite what another
  * writer put there.
  *
- * Diff encoding: a sequence of zero or more runs with nothing before,
- * between or after them:
+ * Diff encoding: a sequence of zero or more elements with nothing
+ * before, between or after them, each
  *
- *   varint gap | varint length | length bytes
+ *   varint gap | varint size | payload
  *
  * where a varint is LEB128 (7 bits a byte, low group first, the high bit
- * set on every byte but the last, at most 5 bytes) and gap is the run's
- * offset minus the end of the run before (the offset itself for the first
- * run).  Runs are therefore in ascending order and never overlap.  A
- * well-formed diff has runs with length > 0 inside the page (every end
- * <= page_size, computed without overflow).  The encoders below also never
- * emit two adjacent runs (gap 0 after the first run).  The empty diff
+ * set on every byte but the last, at most 5 bytes) and gap is the
+ * element's offset minus the end of the element before (the offset itself
+ * for the first).  Elements are therefore in ascending order and never
+ * overlap.  size even: a run of size / 2 > 0 bytes, which follow.  size
+ * odd: (size - 1) / 2 > 0 masked groups, at an offset that is a multiple
+ * of 64, each a u64 bitmap (little-endian; bit k selects byte k) and then
+ * 64 bytes, of which only the selected ones are the page's: the others
+ * are filler and no decoder writes them.  Every element ends inside the
+ * page (computed without overflow).  The encoders below send a 64-byte
+ * group masked when it holds three runs or more and the runs would cost
+ * nearly as much; they never emit two adjacent runs.  The empty diff
  * (length 0) means "nothing changed".
  *
  * A cluster delta is what a lemuriad accumulates for one page over an
  * epoch: the newest value of every byte any diff wrote (bytes) and which
- * bytes those are (mask, one bit per byte).  It encodes to the same run
+ * bytes those are (mask, one bit per byte).  It encodes to the same
  * format, so a delta travels and applies like one big diff. */
 #ifndef LM_DIFF_H
 #define LM_DIFF_H
@@ -37,8 +42,9 @@
 #define LM_DIFF_MAX_PAGE ((size_t)UINT32_MAX)
 
 /* Worst-case encoded size of a diff or delta of a page of page_size bytes
- * (about 1.5 bytes per page byte, when every other byte changed); the
- * bound is reached, so it is exact as a buffer size. */
+ * (about 1.5 bytes per page byte, when every other byte changed; reached
+ * by pages under 64 bytes, whose groups never go masked): enough for any
+ * output buffer. */
 size_t lm_diff_bound(size_t page_size);
 
 /* Encodes the diff between twin (before) and page (now), both page_size
@@ -56,7 +62,7 @@ int lm_diff_encode(const void *twin, const void *page, size_t page_size,
  * bytes (see the top of this file).  Returns 0 or LM_EBADMSG. */
 int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size);
 
-/* Writes the runs of diff into page.  The whole diff is validated first:
+/* Writes the bytes of diff into page.  The whole diff is validated first:
  * on LM_EBADMSG the page is untouched, never half-applied, so a malformed
  * diff from the network cannot write out of bounds.  The diff is only
  * read. */
@@ -74,8 +80,9 @@ static inline bool lm_diff_is_empty(size_t len)
 typedef int (*lm_diff_run_fn)(void *ctx, size_t offset, const uint8_t *bytes,
 			      size_t len);
 
-/* Validates diff like lm_diff_apply, then calls fn for each run in order.
- * Returns LM_EBADMSG (fn never called), the first nonzero value fn
+/* Validates diff like lm_diff_apply, then calls fn for each run in order
+ * (the runs of a masked group one by one; a run that crosses from one
+ * masked group into the next comes as two).  Returns LM_EBADMSG (fn never called), the first nonzero value fn
  * returned, or 0. */
 int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 			lm_diff_run_fn fn, void *ctx);
@@ -127,8 +134,8 @@ void lm_delta_mark_valid_diff(struct lm_delta *d, const uint8_t *diff,
 /* Exact size lm_delta_encode will produce. */
 size_t lm_delta_encoded_len(const struct lm_delta *d);
 
-/* Encodes the delta's masked bytes as a diff (maximal runs of set mask
- * bits) into out (cap bytes, caller-owned).  Returns 0 with *out_len set,
+/* Encodes the delta's masked bytes as a diff (dense groups masked, the
+ * rest as maximal runs of set mask bits) into out (cap bytes, caller-owned).  Returns 0 with *out_len set,
  * or LM_ENOBUFS (out holds a partial encoding; see lm_delta_encoded_len). */
 int lm_delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,
 		    size_t *out_len);

@@ -1,5 +1,6 @@
-/* Hand-made diffs for tests that need runs the encoders would never emit
- * (bad ones, overlapping writes): the run header of common/diff.h. */
+/* Hand-made diffs for tests that need elements the encoders would never
+ * emit (bad ones, overlapping writes): the element headers of
+ * common/diff.h. */
 #ifndef LM_TESTS_DIFF_UTIL_H
 #define LM_TESTS_DIFF_UTIL_H
 
@@ -19,13 +20,23 @@ static inline size_t test_varint(uint8_t *out, uint64_t v)
 	return n;
 }
 
-/* Writes a run header (gap from the end of the run before, length);
+/* Writes a run header (gap from the end of the element before, length);
  * returns its size.  The run's bytes go right after it. */
 static inline size_t test_run_header(uint8_t *out, uint64_t gap, uint64_t len)
 {
 	size_t n = test_varint(out, gap);
 
-	return n + test_varint(out + n, len);
+	return n + test_varint(out + n, 2 * len);
+}
+
+/* Writes the header of `groups` masked groups (each then a u64 bitmap,
+ * little-endian, and 64 bytes); returns its size. */
+static inline size_t test_masked_header(uint8_t *out, uint64_t gap,
+					uint64_t groups)
+{
+	size_t n = test_varint(out, gap);
+
+	return n + test_varint(out + n, 2 * groups + 1);
 }
 
 #endif

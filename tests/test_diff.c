@@ -131,7 +131,9 @@ struct runs {
 	uint8_t *covered; /* 1 where a run wrote */
 	size_t count;
 	size_t prev_end;
-	int adjacent;     /* a run started right where the last ended */
+	int adjacent;     /* a run started right where the last ended, not
+			     at a 64-byte boundary (where a masked group
+			     begins or ends) */
 	size_t first_off[4];
 	size_t first_len[4];
 };
@@ -141,7 +143,7 @@ static int note_run(void *ctx, size_t off, const uint8_t *bytes, size_t len)
 	struct runs *r = ctx;
 
 	(void)bytes;
-	if (r->count > 0 && off == r->prev_end)
+	if (r->count > 0 && off == r->prev_end && off % 64 != 0)
 		r->adjacent = 1;
 	if (r->count < 4) {
 		r->first_off[r->count] = off;
@@ -227,16 +229,17 @@ static void test_encoding_layout(void)
 	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, 32, out, sizeof(out),
 					     &len),
 			      0);
-	/* gap 0 len 1; gap 6 (7 - 1) len 11; gap 13 (31 - 18) len 1 */
+	/* gap 0 run 1; gap 6 (7 - 1) run 11; gap 13 (31 - 18) run 1: the
+	 * size varint is twice the length (bit 0 clear: a run) */
 	CU_ASSERT_EQUAL_FATAL(len, 3 * 2 + 1 + 11 + 1);
 	CU_ASSERT_EQUAL(out[0], 0);
-	CU_ASSERT_EQUAL(out[1], 1);
+	CU_ASSERT_EQUAL(out[1], 2);
 	CU_ASSERT_EQUAL(out[2], 0xaa);
 	CU_ASSERT_EQUAL(out[3], 6);
-	CU_ASSERT_EQUAL(out[4], 11);
+	CU_ASSERT_EQUAL(out[4], 22);
 	CU_ASSERT_EQUAL(memcmp(out + 5, page + 7, 11), 0);
 	CU_ASSERT_EQUAL(out[16], 13);
-	CU_ASSERT_EQUAL(out[17], 1);
+	CU_ASSERT_EQUAL(out[17], 2);
 	CU_ASSERT_EQUAL(out[18], 0x55);
 }
 
@@ -334,7 +337,7 @@ static void test_disjoint_writers_commute(void)
 
 static void test_bound_is_tight(void)
 {
-	static const size_t sizes[] = { 1, 2, 3, 8, 9, 64, PAGE, 4097 };
+	static const size_t sizes[] = { 1, 2, 3, 8, 9, 63, 64, PAGE, 4097 };
 
 	rng_seed(4);
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
@@ -343,21 +346,120 @@ static void test_bound_is_tight(void)
 		uint8_t *out = malloc(bound);
 
 		/* one-byte runs with one-byte gaps, the last run 2 long
-		 * when n is even: the most header bytes possible */
+		 * when n is even: the most header bytes possible as runs */
 		fill_random(twin, n);
 		make_change(page, twin, n, PAT_ALTERNATE);
 		change(page, twin, n - 1);
 		CU_ASSERT_EQUAL(lm_diff_encode(twin, page, n, out, bound, &len),
 				0);
-		CU_ASSERT_EQUAL(len, bound);
-		CU_ASSERT_EQUAL(lm_diff_encode(twin, page, n, out, bound - 1,
-					       &len),
-				LM_ENOBUFS);
+		if (n < 64) {
+			/* no whole group to send masked: the bound is met */
+			CU_ASSERT_EQUAL(len, bound);
+			CU_ASSERT_EQUAL(lm_diff_encode(twin, page, n, out,
+						       bound - 1, &len),
+					LM_ENOBUFS);
+		} else {
+			CU_ASSERT(len < bound);
+		}
+		if (n == PAGE) /* 64 masked groups in two elements, 63 + 1 */
+			CU_ASSERT_EQUAL(len, 2 * 2 + 64 * 72);
 		free(twin);
 		free(page);
 		free(out);
 	}
 	CU_ASSERT_EQUAL(lm_diff_bound(0), 0);
+}
+
+/* Groups with many short runs (changed doubles whose exponent stays) go
+ * whole with their bitmap; every decoder writes only the bytes the bitmap
+ * selects, whatever the group's other bytes hold. */
+static void expect_rejected(const uint8_t *diff, size_t len, size_t n);
+
+static void test_masked_groups(void)
+{
+	uint8_t *twin = malloc(PAGE), *page = malloc(PAGE);
+	uint8_t *out = malloc(lm_diff_bound(PAGE)), *copy = malloc(PAGE);
+	uint8_t hand[2 + 72 + 3], target[PAGE];
+	struct lm_delta d, marks;
+	struct runs r = { 0 };
+	size_t len = 0;
+	uint64_t m = 0;
+
+	rng_seed(11);
+	fill_random(twin, PAGE);
+	memcpy(page, twin, PAGE);
+	/* bytes 0-5 of every double of group 2 (128..191), then a sparse
+	 * change and a long run */
+	for (size_t i = 128; i < 192; i++)
+		if (i % 8 < 6)
+			change(page, twin, i);
+	change(page, twin, 300);
+	for (size_t i = 1000; i < 1200; i++)
+		change(page, twin, i);
+	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, PAGE, out,
+					     lm_diff_bound(PAGE), &len),
+			      0);
+	/* masked: gap 128, 2 * 1 + 1, bitmap, 64 bytes */
+	CU_ASSERT_EQUAL(out[0], 0x80);
+	CU_ASSERT_EQUAL(out[1], 0x01);
+	CU_ASSERT_EQUAL(out[2], 3);
+	for (int k = 7; k >= 0; k--)
+		m = m << 8 | out[3 + k];
+	CU_ASSERT_EQUAL(m, 0x3f3f3f3f3f3f3f3full);
+	CU_ASSERT_EQUAL(memcmp(out + 11, page + 128, 64), 0);
+	/* then runs: gap 108 (300 - 192) of 1, gap 699 of 200 */
+	CU_ASSERT_EQUAL(out[75], 108);
+	CU_ASSERT_EQUAL(out[76], 2);
+	CU_ASSERT_EQUAL(len, 3 + 72 + 3 + (2 + 2 + 200));
+	check_exact_diff(twin, page, PAGE, out, len);
+	CU_ASSERT_EQUAL(lm_diff_foreach_run(out, len, PAGE, note_run, &r), 0);
+	CU_ASSERT_EQUAL(r.count, 8 + 2);
+	CU_ASSERT_EQUAL(r.first_off[1], 136);
+	CU_ASSERT_EQUAL(r.first_len[1], 6);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, PAGE), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&marks, PAGE), 0);
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, out, len), 0);
+	CU_ASSERT_EQUAL(d.dirty, 48 + 1 + 200);
+	lm_delta_mark_valid_diff(&marks, out, len);
+	CU_ASSERT_EQUAL(marks.dirty, d.dirty);
+	CU_ASSERT_EQUAL(marks.mask[2], 0x3f3f3f3f3f3f3f3full);
+	memcpy(copy, twin, PAGE);
+	lm_delta_apply_to(&d, copy);
+	CU_ASSERT_EQUAL(memcmp(copy, page, PAGE), 0);
+
+	/* a hand-made group whose unselected bytes hold garbage: only the
+	 * selected bytes (0, 9 and 63) land */
+	memset(target, 0x11, sizeof(target));
+	len = test_masked_header(hand, 64, 1);
+	m = 1ull | 1ull << 9 | 1ull << 63;
+	for (int k = 0; k < 8; k++)
+		hand[len + k] = (uint8_t)(m >> 8 * k);
+	memset(hand + len + 8, 0xee, 64);
+	len += 72;
+	CU_ASSERT_EQUAL(lm_diff_apply(target, PAGE, hand, len), 0);
+	CU_ASSERT_EQUAL(target[64], 0xee);
+	CU_ASSERT_EQUAL(target[73], 0xee);
+	CU_ASSERT_EQUAL(target[127], 0xee);
+	CU_ASSERT_EQUAL(target[65], 0x11);
+	CU_ASSERT_EQUAL(target[126], 0x11);
+	lm_delta_reset(&d);
+	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, hand, len), 0);
+	CU_ASSERT_EQUAL(d.dirty, 3);
+	/* refused: not at a group's start, past the page, cut short, none */
+	len = test_masked_header(hand, 65, 1);
+	memset(hand + len, 0xff, 72);
+	expect_rejected(hand, len + 72, PAGE);
+	len = test_masked_header(hand, 64, 1);
+	expect_rejected(hand, len + 72, 64);
+	expect_rejected(hand, len + 71, PAGE);
+	len = test_masked_header(hand, 0, 0);
+	expect_rejected(hand, len, PAGE);
+	lm_delta_free(&d);
+	lm_delta_free(&marks);
+	free(twin);
+	free(page);
+	free(out);
+	free(copy);
 }
 
 static void test_small_cap_gives_enobufs(void)
@@ -865,6 +967,7 @@ LM_TEST_SUITE("diff",
 	      LM_TEST(test_oversized_page_rejected),
 	      LM_TEST(test_disjoint_writers_commute),
 	      LM_TEST(test_bound_is_tight),
+	      LM_TEST(test_masked_groups),
 	      LM_TEST(test_small_cap_gives_enobufs),
 	      LM_TEST(test_malformed_runs_rejected),
 	      LM_TEST(test_truncated_at_every_byte),
