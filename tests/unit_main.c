@@ -1,14 +1,20 @@
 /* Runner for every CUnit suite linked into the test binary.
  *
  * Usage: unit [SUITE...]   (no argument: all suites)
- * Exits 1 when any assertion failed, 2 on a CUnit error. */
+ * Exits 1 when any assertion failed, 2 on a CUnit error, 3 when the run
+ * outlives LM_TEST_DEADLINE_S. */
 #include "unit.h"
 
 #include <CUnit/Basic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LM_TEST_MAX_SUITES 64
+/* A test that loops (a page the region tests never open, say) fails the
+ * run instead of holding `make check` until CI gives up. */
+#define LM_TEST_DEADLINE_S 600
 
 struct lm_suite_entry {
 	const char *name;
@@ -39,10 +45,24 @@ static int lm_suite_wanted(const char *name, int argc, char **argv)
 	return 0;
 }
 
+static void lm_test_deadline(int sig)
+{
+	static const char msg[] = "\nunit: still running after the deadline "
+				  "(a test loops or hangs); the test named "
+				  "last above did not finish\n";
+
+	(void)sig;
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(3);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned failures;
 
+	signal(SIGALRM, lm_test_deadline);
+	alarm(LM_TEST_DEADLINE_S);
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 2;
 	for (size_t i = 0; i < lm_nsuites; i++) {
