@@ -191,6 +191,13 @@ struct lm_msg {
 /* Most pages a FETCHV asks for; a reflector serves no more. */
 #define LM_FETCHV_MAX 64u
 
+/* A FETCHV notice's `base` is the version of the copy the lemuriad
+ * holds, or LM_NO_BASE; a PAGES notice's `base` says what its entry is:
+ * LM_NO_BASE the whole page (page_size bytes), else a diff that takes the
+ * requester's copy at that base to `version` (docs/dsm.md "Pages as
+ * diffs"). */
+#define LM_NO_BASE 0xffffffffu
+
 /* ALLOC with align 0 reserves ids of kind `id` instead of memory. */
 #define LM_ALLOC_KIND_LOCK 1u
 #define LM_ALLOC_KIND_BARRIER 2u

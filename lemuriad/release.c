@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diff.h"
+
 /* ---- barrier releases with updates (docs/dsm.md "Updates") -------- */
 
 /* Replies RELEASE{id, notices} to every client waiting at barrier id,
@@ -171,8 +173,11 @@ static void rel_fetch(lm_cluster *c)
 		up->batched = true;
 		h->pending++;
 		c->stats.fetch_misses++;
+		/* our copy at base was saved: the home may send only what
+		 * the other clusters changed since */
 		want[n] = (struct lm_notice){ .page = page,
-					      .version = c->known[page] };
+					      .version = c->known[page],
+					      .base = h->notices[i].base };
 		batch[n++] = page;
 		if (n == LM_FETCHV_MAX) {
 			send_batch(c, want, batch, n);
@@ -190,9 +195,33 @@ static void fetch_alone(lm_cluster *c, struct upreq *up)
 	lm_cluster_fetch_again(c, up);
 }
 
+/* The page an entry of PAGES brings, in `page_buf`: the entry itself for
+ * a whole page, else our copy saved at the entry's base with the entry
+ * (a diff) applied.  NULL when it does not fit what we asked. */
+static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
+				  const struct lm_notice *n,
+				  const uint8_t *data, size_t len,
+				  uint8_t *page_buf)
+{
+	const struct held_release *h = &c->rel;
+	uint32_t i = up->pre - 1;
+
+	if (n->base == LM_NO_BASE)
+		return len == c->page_size ? data : NULL;
+	if (!page_buf || !h->active || up->pre == 0 || i >= h->nnotices ||
+	    h->kind[i] != REL_FETCH || !h->old[i] ||
+	    h->notices[i].base != n->base)
+		return NULL;
+	memcpy(page_buf, h->old[i], c->page_size);
+	if (lm_diff_apply(page_buf, c->page_size, data, len) < 0)
+		return NULL;
+	return page_buf;
+}
+
 void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		      const struct lm_msg *m)
 {
+	uint8_t *page_buf = malloc(c->page_size);
 	size_t pos = 0, len;
 	uint32_t page;
 	const uint8_t *data;
@@ -205,17 +234,20 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		struct upreq *up = lm_upreq_fetch_of(c, page);
 		struct lm_msg pm;
 
-		if (page != m->notices[i].page || len != c->page_size ||
-		    !up || !up->batched)
+		if (page != m->notices[i].page || !up || !up->batched)
 			continue;
+		data = pages_entry(c, up, &m->notices[i], data, len, page_buf);
+		if (!data)
+			continue; /* asked for alone below */
 		up->batched = false;
 		msg_init(c, &pm, LM_MSG_PAGE);
 		pm.page = page;
 		pm.version = m->notices[i].version;
 		pm.data = data;
-		pm.data_len = len;
+		pm.data_len = c->page_size;
 		lm_cluster_reply_page(c, up, &pm);
 	}
+	free(page_buf);
 	/* what it did not bring is asked page by page (the home may have to
 	 * pull it first, or it lives at another reflector) */
 	for (uint32_t i = 0; i < batch->nbatch; i++) {

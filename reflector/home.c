@@ -116,12 +116,26 @@ static void pending_clear(lm_home *h)
 /* Forgets everything of the current run (docs/dsm.md "Identity and
  * runs").  Cannot fail: the free list's room for one extent was reserved
  * at create. */
+static void em_free(lm_home *h, uint32_t p)
+{
+	struct epoch_masks *e = h->em[p];
+
+	if (!e)
+		return;
+	for (size_t i = 0; i < LM_HOME_EM_CLUSTERS; i++)
+		free(e->bits[i]);
+	free(e);
+	h->em[p] = NULL;
+}
+
 static void run_reset(lm_home *h)
 {
 	for (uint32_t p = 0; p < h->npages; p++) {
 		free(h->pages[p]);
 		h->pages[p] = NULL;
+		em_free(h, p);
 	}
+	h->em_bytes = 0;
 	memset(h->versions, 0, (size_t)h->npages * sizeof(*h->versions));
 	memset(h->pe, 0, (size_t)h->npages * sizeof(*h->pe));
 	h->epoch = 0;
@@ -175,6 +189,8 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	h->pages = calloc(npages, sizeof(*h->pages));
 	h->versions = calloc(npages, sizeof(*h->versions));
 	h->pe = calloc(npages, sizeof(*h->pe));
+	h->em = calloc(npages, sizeof(*h->em));
+	h->em_union = calloc((layout->page_size + 63) / 64, sizeof(uint64_t));
 	h->zero = calloc(1, layout->page_size);
 	h->flush_mark = calloc(npages, sizeof(*h->flush_mark));
 	h->epoch_set.v = calloc(npages, sizeof(*h->epoch_set.v));
@@ -184,6 +200,8 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	h->pend = calloc(npages, sizeof(*h->pend));
 	h->cache_max = layout->reflectors[h->self_index].cache_size /
 		       layout->page_size;
+	/* I5: the masks take at most an eighth of the reflector's cache */
+	h->em_budget = layout->reflectors[h->self_index].cache_size / 8;
 	if (h->cache_max == 0)
 		h->cache_max = 1;
 	h->rbits = 4;
@@ -191,7 +209,8 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 		h->rbits++;
 	h->rbuckets = calloc((size_t)1 << h->rbits, sizeof(*h->rbuckets));
 	h->fwait = calloc(npages, sizeof(*h->fwait));
-	if (!h->pages || !h->versions || !h->pe || !h->zero ||
+	if (!h->pages || !h->versions || !h->pe || !h->em || !h->em_union ||
+	    !h->zero ||
 	    !h->flush_mark || !h->epoch_set.v || !h->epoch_set.at ||
 	    !h->scratch || !h->split_notices || !h->pend || !h->fwait ||
 	    !h->rbuckets)
@@ -219,9 +238,14 @@ void lm_home_destroy(lm_home *h)
 	if (h->pages)
 		for (uint32_t p = 0; p < h->npages; p++)
 			free(h->pages[p]);
+	if (h->em)
+		for (uint32_t p = 0; p < h->npages; p++)
+			em_free(h, p);
 	free(h->pages);
 	free(h->versions);
 	free(h->pe);
+	free(h->em);
+	free(h->em_union);
 	free(h->zero);
 	free(h->flush_mark);
 	free(h->epoch_set.v);

@@ -91,6 +91,8 @@ struct lm_home_stats {
 	uint64_t pushes_received;    /* registered deltas whose data a cluster
 				      pushed */
 	uint64_t fetches_waited;   /* FETCHes that waited for deltas */
+	uint64_t page_diffs;       /* FETCHV pages sent as the bytes other
+				      clusters changed, not whole */
 	uint64_t registers_forwarded; /* REGISTER parts sent to other homes */
 	uint64_t diffs_applied;    /* page diffs applied */
 	uint64_t diffs_rejected;   /* diffs of FLUSH lists rejected whole */

@@ -78,6 +78,20 @@ struct page_epoch {
 	uint32_t wcluster;
 };
 
+/* What each cluster changed in a page since its epoch entry began
+ * (docs/dsm.md "Pages as diffs"): a cluster whose copy is at the entry's
+ * base gets the others' bytes instead of the page.  Complete or unused:
+ * a change it could not record marks it broken. */
+#define LM_HOME_EM_CLUSTERS 8
+struct epoch_masks {
+	uint32_t epoch1, base; /* the entry it belongs to (page_epoch) */
+	bool broken;
+	uint32_t n;	       /* clusters recorded */
+	uint32_t cluster[LM_HOME_EM_CLUSTERS];
+	uint64_t *bits[LM_HOME_EM_CLUSTERS]; /* page_size / 64 words each,
+						kept for reuse */
+};
+
 /* A set of notices, one per page, latest version kept. */
 struct notice_set {
 	struct lm_notice *v; /* npages entries */
@@ -192,6 +206,9 @@ struct lm_home {
 	uint8_t **pages;
 	uint32_t *versions;
 	struct page_epoch *pe;
+	struct epoch_masks **em; /* per page, NULL until needed */
+	size_t em_bytes, em_budget;
+	uint64_t *em_union;      /* scratch: the bytes a PAGES diff sends */
 	uint8_t *zero; /* page_size zero bytes, answers FETCH of NULL pages */
 	/* flush_mark[p] == flush_seq when p's version went up in the list
 	 * being applied. */

@@ -10,7 +10,118 @@
 
 #include "diff.h"
 #include "log.h"
+#include "wire.h"
 #include "lm_error.h"
+
+/* ---- pages as diffs (docs/dsm.md "Pages as diffs") -------------------- */
+
+static size_t em_words(const lm_home *h)
+{
+	return (h->page_size + 63) / 64;
+}
+
+/* The page's epoch entry just began: its masks start empty.  Without
+ * memory (or budget) the page simply has none, and goes whole. */
+static void em_begin(lm_home *h, uint32_t page)
+{
+	struct epoch_masks *e = h->em[page];
+
+	if (!e) {
+		if (h->em_bytes + sizeof(*e) > h->em_budget ||
+		    !(e = calloc(1, sizeof(*e))))
+			return;
+		h->em_bytes += sizeof(*e);
+		h->em[page] = e;
+	}
+	e->epoch1 = h->pe[page].epoch1;
+	e->base = h->pe[page].base;
+	e->broken = false;
+	e->n = 0;
+}
+
+/* Records that cluster `ci` changed the bytes of diff in the page, after
+ * the change was applied and its notice taken (note_change). */
+static void em_mark(lm_home *h, uint32_t page, uint32_t ci,
+		    const uint8_t *diff, size_t len)
+{
+	struct epoch_masks *e = h->em[page];
+	size_t bytes = em_words(h) * sizeof(uint64_t);
+	struct lm_delta view;
+	uint32_t i;
+
+	if (!e || e->broken || e->epoch1 != h->pe[page].epoch1 ||
+	    e->base != h->pe[page].base)
+		return; /* not this entry's: never served (em_usable) */
+	for (i = 0; i < e->n && e->cluster[i] != ci; i++)
+		;
+	if (i == e->n) {
+		if (i == LM_HOME_EM_CLUSTERS) {
+			e->broken = true;
+			return;
+		}
+		if (!e->bits[i]) {
+			if (h->em_bytes + bytes > h->em_budget ||
+			    !(e->bits[i] = malloc(bytes))) {
+				e->broken = true;
+				return;
+			}
+			h->em_bytes += bytes;
+		}
+		memset(e->bits[i], 0, bytes);
+		e->cluster[i] = ci;
+		e->n++;
+	}
+	view = (struct lm_delta){ .page_size = h->page_size,
+				  .mask = e->bits[i] };
+	lm_delta_mark_valid_diff(&view, diff, len);
+}
+
+/* The masks of `page` when they cover every change since `base`. */
+static const struct epoch_masks *em_usable(const lm_home *h, uint32_t page,
+					   uint32_t base)
+{
+	const struct epoch_masks *e = h->em[page];
+	const struct page_epoch *pe = &h->pe[page];
+
+	if (!e || e->broken || pe->epoch1 == 0 || e->epoch1 != pe->epoch1 ||
+	    e->base != pe->base || base != pe->base ||
+	    h->versions[page] <= base)
+		return NULL;
+	return e;
+}
+
+/* Appends to a PAGES list the bytes of `page` that clusters other than
+ * `ci` changed since `base`; false (nothing appended) when that cannot
+ * be told or the diff would not be smaller than the page. */
+static bool append_page_diff(lm_home *h, uint8_t *data, size_t cap,
+			     size_t *len, uint32_t page, uint32_t ci,
+			     uint32_t base)
+{
+	const struct epoch_masks *e = em_usable(h, page, base);
+	size_t words = em_words(h), dlen;
+	struct lm_delta view;
+
+	if (!e || !h->pages[page] || cap - *len < 8 + h->page_size)
+		return false;
+	memset(h->em_union, 0, words * sizeof(uint64_t));
+	for (uint32_t i = 0; i < e->n; i++)
+		if (e->cluster[i] != ci)
+			for (size_t w = 0; w < words; w++)
+				h->em_union[w] |= e->bits[i][w];
+	view = (struct lm_delta){ .page_size = h->page_size,
+				  .bytes = h->pages[page],
+				  .mask = h->em_union };
+	dlen = lm_delta_encoded_len(&view);
+	if (dlen >= h->page_size)
+		return false;
+	/* the entry header, then the diff encoded in place */
+	lm_put32(data + *len, page);
+	lm_put32(data + *len + 4, (uint32_t)dlen);
+	if (lm_delta_encode(&view, data + *len + 8, dlen, &dlen) < 0)
+		return false;
+	*len += 8 + dlen;
+	return true;
+}
 
 void lm_home_serve_page(lm_home *h, uint16_t node, uint32_t req_id,
 			uint32_t page)
@@ -25,6 +136,15 @@ void lm_home_serve_page(lm_home *h, uint16_t node, uint32_t req_id,
 	h->out.reply(h->ctx, node, req_id, &r);
 }
 
+/* Layout index of the cluster at node id `node`, or LM_WRITER_MANY. */
+static uint32_t cluster_of_node(const lm_home *h, uint16_t node)
+{
+	for (size_t i = 0; i < h->layout->nclusters; i++)
+		if (h->layout->clusters[i].id == node)
+			return (uint32_t)i;
+	return LM_WRITER_MANY;
+}
+
 void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 		    const struct lm_msg *m)
 {
@@ -33,14 +153,14 @@ void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 	struct lm_notice *served = calloc(n ? n : 1, sizeof(*served));
 	size_t cap = (size_t)n * (8 + h->page_size), len = 0;
 	uint8_t *data = malloc(cap ? cap : 1);
-	uint32_t count = 0;
+	uint32_t count = 0, ci = cluster_of_node(h, node);
 
 	if (!served || !data) {
 		lm_log_error("home: no memory to serve a FETCHV");
 		n = 0; /* an empty PAGES: the lemuriad asks page by page */
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t page = m->notices[i].page;
+		uint32_t page = m->notices[i].page, base = m->notices[i].base;
 
 		if (page >= h->npages) {
 			drop_bad(h, node, m, "page outside the region");
@@ -53,10 +173,19 @@ void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 			continue;
 		served[count].page = page;
 		served[count].version = h->versions[page];
-		(void)lm_msg_diffs_append(data, cap, &len, page,
-					  h->pages[page] ? h->pages[page]
-							 : h->zero,
-					  h->page_size);
+		served[count].writer = LM_WRITER_MANY;
+		served[count].wcluster = LM_WRITER_MANY;
+		if (base != LM_NO_BASE && ci != LM_WRITER_MANY &&
+		    append_page_diff(h, data, cap, &len, page, ci, base)) {
+			served[count].base = base;
+			h->stats.page_diffs++;
+		} else {
+			served[count].base = LM_NO_BASE;
+			(void)lm_msg_diffs_append(data, cap, &len, page,
+						  h->pages[page] ?
+						  h->pages[page] : h->zero,
+						  h->page_size);
+		}
 		count++;
 	}
 	h->stats.fetches += count;
@@ -148,6 +277,7 @@ static struct lm_notice note_change(lm_home *h, uint32_t page,
 		pe->base = h->versions[page] - 1;
 		pe->writer = writer;
 		pe->wcluster = wcluster;
+		em_begin(h, page);
 	}
 	if (pe->writer != writer)
 		pe->writer = LM_WRITER_MANY;
@@ -207,22 +337,25 @@ long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 		if (h->pend[page]) {
 			/* registered deltas come first (I1): this one waits
 			 * behind them with its own version */
-			if (queue_delta(h, page, wc ? (uint32_t)(wc -
-				h->layout->clusters) : 0, diff, len) < 0)
+			if (queue_delta(h, page, wcluster == LM_WRITER_MANY ?
+				0 : wcluster, diff, len) < 0)
 				lm_log_error("home: no memory to queue a diff "
 					     "of page %u: lost", page);
 			h->flush_mark[page] = h->flush_seq;
-		} else {
-			/* checked whole by lm_home_flush_check above */
-			lm_diff_apply_valid(h->pages[page], diff, len);
-			h->stats.diffs_applied++;
-			if (h->flush_mark[page] == h->flush_seq)
-				continue;
+			h->scratch[count++] = note_change(h, page, epoch,
+							  writer, wcluster);
+			continue;
+		}
+		/* checked whole by lm_home_flush_check above */
+		lm_diff_apply_valid(h->pages[page], diff, len);
+		h->stats.diffs_applied++;
+		if (h->flush_mark[page] != h->flush_seq) {
 			h->flush_mark[page] = h->flush_seq;
 			h->versions[page]++;
+			h->scratch[count++] = note_change(h, page, epoch,
+							  writer, wcluster);
 		}
-		h->scratch[count++] = note_change(h, page, epoch, writer,
-						  wcluster);
+		em_mark(h, page, wcluster, diff, len);
 	}
 	h->stats.flushes++;
 	return count;
@@ -266,8 +399,10 @@ static void settle(lm_home *h, uint32_t page)
 			return;
 		}
 		/* pending data was checked when it came (REGISTER, DELTA) */
-		if (pd->len)
+		if (pd->len) {
 			lm_diff_apply_valid(h->pages[page], pd->data, pd->len);
+			em_mark(h, page, pd->cluster, pd->data, pd->len);
+		}
 		h->stats.diffs_applied++;
 		h->pend[page] = pd->next;
 		free(pd->data);

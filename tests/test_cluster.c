@@ -15,6 +15,7 @@
 #include "config.h"
 #include "deltas.h"
 #include "diff.h"
+#include "diff_util.h"
 #include "lm_error.h"
 #include "proto.h"
 #include "updates.h"
@@ -247,7 +248,8 @@ static void r_pages_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
 			  uint8_t val)
 {
 	static uint8_t buf[65536], list[65536 + 64];
-	struct lm_notice note = { .page = page, .version = version };
+	struct lm_notice note = { .page = page, .version = version,
+				  .base = LM_NO_BASE };
 	struct lm_msg m = msg(LM_MSG_PAGES, RUN);
 	size_t len = 0;
 
@@ -262,6 +264,28 @@ static void r_pages_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
 		m.nnotices = 1;
 		m.diffs = (struct lm_msg_diffs){ list, len, 1 };
 	}
+	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+}
+
+/* The reflector answers FETCHV req_id with PAGES holding, for `page`,
+ * a diff against our copy at `base`: n bytes of `val` at `at`. */
+static void r_pages_diff(lm_cluster *c, uint32_t req_id, uint32_t page,
+			 uint32_t version, uint32_t base, size_t at, size_t n,
+			 uint8_t val)
+{
+	uint8_t diff[64], list[128];
+	struct lm_notice note = { .page = page, .version = version,
+				  .base = base };
+	struct lm_msg m = msg(LM_MSG_PAGES, RUN);
+	size_t len = 0, hdr = test_run_header(diff, at, n);
+
+	memset(diff + hdr, val, n);
+	CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(list, sizeof(list), &len,
+						  page, diff, hdr + n),
+			      0);
+	m.notices = &note;
+	m.nnotices = 1;
+	m.diffs = (struct lm_msg_diffs){ list, len, 1 };
 	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
 }
 
@@ -1562,6 +1586,56 @@ static void test_fetchv_leftovers_fetched_alone(void)
 	teardown(c);
 }
 
+/* Pages as diffs (docs/dsm.md): the FETCHV names the base of the copy we
+ * saved; a PAGES entry that is a diff against it rebuilds the page (the
+ * update and the cache hold our bytes and the other cluster's), and one
+ * against another base is not trusted: the page is asked for alone. */
+static void test_fetchv_pages_as_diffs(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice n = { 20, 5, 4, 5, 1 };
+	uint32_t runs[4][3], version;
+	uint8_t byte;
+
+	join_all(c, RUN);
+	cache_page(c, 20, 4, 0x20);
+	flush_page(c, 1, 20, 100, 4, 0x71); /* ours, in the same epoch */
+	barrier_release_held(c, 1, &n, 1, 20);
+	CU_ASSERT_EQUAL(outs[0].m.notices[0].base, 4);
+	r_pages_diff(c, outs[0].req_id, 20, 5, 4, 500, 8, 0x99);
+	CU_ASSERT_EQUAL_FATAL(nouts, 5);
+	/* rank 0: c1's bytes and rank 1's; rank 1: c1's only */
+	CU_ASSERT_EQUAL_FATAL(update_runs(0, 20, runs), 2);
+	CU_ASSERT_EQUAL(runs[0][0], 100);
+	CU_ASSERT_EQUAL(runs[0][2], 0x71);
+	CU_ASSERT_EQUAL(runs[1][0], 500);
+	CU_ASSERT_EQUAL(runs[1][1], 8);
+	CU_ASSERT_EQUAL(runs[1][2], 0x99);
+	CU_ASSERT_EQUAL_FATAL(update_runs(1, 20, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 500);
+	/* the cache holds the rebuilt page at the notice's version */
+	clear_outs();
+	CU_ASSERT_TRUE(cached_version(c, 20, 100, &version, &byte));
+	CU_ASSERT_EQUAL(version, 5);
+	CU_ASSERT_EQUAL(byte, 0x71);
+	CU_ASSERT_TRUE(cached_version(c, 20, 500, &version, &byte));
+	CU_ASSERT_EQUAL(byte, 0x99);
+	CU_ASSERT_TRUE(cached_version(c, 20, 0, &version, &byte));
+	CU_ASSERT_EQUAL(byte, 0x20);
+
+	/* next epoch: a diff against a base we do not hold */
+	n.version = 7;
+	n.base = 5;
+	barrier_release_held(c, 2, &n, 1, 20);
+	CU_ASSERT_EQUAL(outs[0].m.notices[0].base, 5);
+	r_pages_diff(c, outs[0].req_id, 20, 7, 3, 600, 2, 0x55);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[1].m.page, 20);
+	teardown(c);
+}
+
 /* No update without a copy kept at the notice's version: the copy was
  * not at the notice's base (it may lack bytes of the epoch). */
 static void test_release_no_update_without_exact_copy(void)
@@ -2158,6 +2232,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_release_no_update_without_exact_copy),
 	LM_TEST(test_held_release_too_old_then_abort),
 	LM_TEST(test_fetchv_leftovers_fetched_alone),
+	LM_TEST(test_fetchv_pages_as_diffs),
 	LM_TEST(test_release_updates_off),
 	LM_TEST(test_fetch_reply_gets_our_deltas),
 	LM_TEST(test_barrier_waits_for_registration_then_pull),

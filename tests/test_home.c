@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "diff.h"
 #include "diff_util.h"
 #include "home.h"
 #include "lm_error.h"
@@ -400,10 +401,10 @@ static void test_fetchv_serves_settled_pages(void)
 	r.nnotices = 1;
 	lm_home_handle(h, C1, LM_REL_REQUEST, 4, &r); /* page 5 pending */
 	cap_clear();
-	want[0] = (struct lm_notice){ .page = 3 };
-	want[1] = (struct lm_notice){ .page = 5 };
-	want[2] = (struct lm_notice){ .page = 1u << 30 };
-	want[3] = (struct lm_notice){ .page = 17 };
+	want[0] = (struct lm_notice){ .page = 3, .base = LM_NO_BASE };
+	want[1] = (struct lm_notice){ .page = 5, .base = LM_NO_BASE };
+	want[2] = (struct lm_notice){ .page = 1u << 30, .base = LM_NO_BASE };
+	want[3] = (struct lm_notice){ .page = 17, .base = LM_NO_BASE };
 	m.notices = want;
 	m.nnotices = 4;
 	lm_home_handle(h, C0, LM_REL_REQUEST, 9, &m);
@@ -413,6 +414,7 @@ static void test_fetchv_serves_settled_pages(void)
 	CU_ASSERT_FATAL(cap.v[0].m.nnotices == 2);
 	CU_ASSERT(cap.v[0].notices[0].page == 3);
 	CU_ASSERT(cap.v[0].notices[0].version == 1);
+	CU_ASSERT(cap.v[0].notices[0].base == LM_NO_BASE); /* whole */
 	CU_ASSERT(cap.v[0].notices[1].page == 17);
 	CU_ASSERT(cap.v[0].notices[1].version == 0);
 	CU_ASSERT_FATAL(cap.v[0].m.diffs.count == 2);
@@ -424,12 +426,62 @@ static void test_fetchv_serves_settled_pages(void)
 
 	/* no more than LM_FETCHV_MAX pages, whatever was asked */
 	for (uint32_t i = 0; i < LM_FETCHV_MAX + 4; i++)
-		want[i] = (struct lm_notice){ .page = 100 + i };
+		want[i] = (struct lm_notice){ .page = 100 + i,
+					      .base = LM_NO_BASE };
 	m.nnotices = LM_FETCHV_MAX + 4;
 	cap_clear();
 	lm_home_handle(h, C0, LM_REL_REQUEST, 10, &m);
 	CU_ASSERT_FATAL(cap.n == 1);
 	CU_ASSERT(cap.v[0].m.nnotices == LM_FETCHV_MAX);
+	teardown(h);
+}
+
+/* Pages as diffs (docs/dsm.md): a cluster whose copy is at the page's
+ * epoch base gets the bytes the other clusters changed since, not the
+ * page; a copy at any other base, or none, gets the whole page. */
+static void test_fetchv_pages_as_diffs(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_notice want = { .page = 3, .base = 0 };
+	struct lm_msg m = msg(LM_MSG_FETCHV);
+	uint8_t copy[PAGE] = { 0 };
+	const uint8_t *data, *master;
+	size_t pos = 0, len;
+	uint32_t page, version;
+
+	flush1(h, C0, 3, 100, "mine");
+	flush1(h, C1, 3, 2000, "theirs");
+	m.notices = &want;
+	m.nnotices = 1;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 9, &m);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.nnotices == 1);
+	CU_ASSERT(cap.v[0].notices[0].version == 2);
+	CU_ASSERT(cap.v[0].notices[0].base == 0);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&cap.v[0].m.diffs, &pos, &page,
+					  &data, &len) == 1);
+	CU_ASSERT(len < 16); /* c1's six bytes, not c0's nor the page */
+	/* c0's copy at base 0 with its own bytes, plus the diff: the page */
+	memcpy(copy + 100, "mine", 4);
+	CU_ASSERT_EQUAL_FATAL(lm_diff_apply(copy, PAGE, data, len), 0);
+	CU_ASSERT_FATAL(lm_home_page(h, 3, &master, &version) == 0);
+	CU_ASSERT(memcmp(copy, master, PAGE) == 0);
+	CU_ASSERT(lm_home_stats(h)->page_diffs == 1);
+
+	/* another base, or none: whole */
+	want.base = 1;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 10, &m);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.nnotices == 1);
+	CU_ASSERT(cap.v[0].notices[0].base == LM_NO_BASE);
+	pos = 0;
+	CU_ASSERT(lm_msg_diffs_next(&cap.v[0].m.diffs, &pos, &page, &data,
+				    &len) == 1 && len == PAGE);
+	want.base = LM_NO_BASE;
+	cap_clear();
+	lm_home_handle(h, C1, LM_REL_REQUEST, 11, &m);
+	CU_ASSERT(cap.n == 1 && cap.v[0].notices[0].base == LM_NO_BASE);
+	CU_ASSERT(lm_home_stats(h)->page_diffs == 1);
 	teardown(h);
 }
 
@@ -1061,6 +1113,7 @@ LM_TEST_SUITE("home",
 	      LM_TEST(test_fetch_zero_page),
 	      LM_TEST(test_flush_then_fetch),
 	      LM_TEST(test_fetchv_serves_settled_pages),
+	      LM_TEST(test_fetchv_pages_as_diffs),
 	      LM_TEST(test_disjoint_flushes_from_two_clusters),
 	      LM_TEST(test_barrier_completes_with_all_clusters),
 	      LM_TEST(test_barrier_second_arrival_dropped),
