@@ -286,9 +286,13 @@ HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
  * bytes cost less 8. */
 HOT bool dense(uint64_t m)
 {
-	size_t runs = popcount64(m & ~(m << 1));
+	uint64_t starts = m & ~(m << 1), s = starts;
 
-	return runs >= 3 && 2 * runs + popcount64(m) >= MASKED_SIZE - 8;
+	/* most groups are clean, whole or one run: two bit clears tell
+	 * without counting */
+	s &= s - 1;
+	s &= s - 1;
+	return s && 2 * popcount64(starts) + popcount64(m) >= MASKED_SIZE - 8;
 }
 
 /* Output of the encoder; out NULL counts the size only. */

@@ -58,7 +58,6 @@
 /* Client requests that may wait on the reflector at once, per client
  * (I5: a client that floods us cannot grow our lists without bound). */
 #define LM_CLUSTER_WAITS_PER_CLIENT 64u
-#define LM_CLUSTER_BUCKETS_MAX (1u << 20)
 
 /* ---- helpers ------------------------------------------------------- */
 
@@ -1241,7 +1240,6 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 {
 	const struct lm_cluster_cfg *cfg;
 	lm_cluster *c;
-	size_t want;
 
 	if (!layout || !name || !out || !out->send || !out->request ||
 	    !out->reply)
@@ -1270,14 +1268,9 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 		c->cache_max = c->npages;
 	if (c->cache_max == 0)
 		c->cache_max = 1;
-	want = c->cache_max < LM_CLUSTER_BUCKETS_MAX ? c->cache_max
-						      : LM_CLUSTER_BUCKETS_MAX;
-	c->bucket_bits = 4;
-	while (((size_t)1 << c->bucket_bits) < want)
-		c->bucket_bits++;
 	c->next_req = 1;
 	c->max_waits = (size_t)LM_CLUSTER_WAITS_PER_CLIENT * (c->nclients + 1);
-	c->buckets = calloc((size_t)1 << c->bucket_bits, sizeof(*c->buckets));
+	c->by_page = calloc(c->npages ? c->npages : 1, sizeof(*c->by_page));
 	c->up_by_id = calloc(LM_CLUSTER_UP_BUCKETS, sizeof(*c->up_by_id));
 	c->up_by_page = calloc(LM_CLUSTER_UP_BUCKETS, sizeof(*c->up_by_page));
 	c->clients = calloc(c->nclients ? c->nclients : 1,
@@ -1296,7 +1289,7 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 		c->updates = lm_updates_create(
 			c->page_size, (uint32_t)c->npages, c->nclients,
 			c->cache_max * c->page_size / 8);
-	if (!c->buckets || !c->clients || (c->nclients && c->first_node == 0) ||
+	if (!c->by_page || !c->clients || (c->nclients && c->first_node == 0) ||
 	    !c->up_by_id || !c->up_by_page ||
 	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->known ||
 	    (layout->updates && !c->updates))
@@ -1311,16 +1304,17 @@ void lm_cluster_destroy(lm_cluster *c)
 {
 	if (!c)
 		return;
-	if (c->buckets && c->clients && c->deltas && c->up_by_id &&
+	if (c->by_page && c->clients && c->deltas && c->up_by_id &&
 	    c->up_by_page)
 		reset_run(c, c->run);
+	lm_cache_free_spares(c);
 	lm_deltas_destroy(c->deltas);
 	lm_updates_destroy(c->updates);
 	free(c->parked);
 	free(c->pagebuf);
 	free(c->deltabuf);
 	free(c->known);
-	free(c->buckets);
+	free(c->by_page);
 	free(c->up_by_id);
 	free(c->up_by_page);
 	free(c->clients);

@@ -24,8 +24,8 @@
 struct cpage {
 	uint32_t page;
 	uint32_t version;
-	struct cpage *hnext;            /* hash chain */
-	struct cpage *prev, *next;      /* LRU list, head = most recent */
+	struct cpage *prev, *next;      /* LRU list, head = most recent;
+					   next links the spares */
 	uint8_t data[];                 /* page_size bytes */
 };
 
@@ -157,9 +157,12 @@ struct held_release {
 	struct lm_notice *notices; /* owned copy of the RELEASE's */
 	uint32_t nnotices;
 	uint8_t *kind;             /* enum rel_kind, per notice */
-	uint8_t **old, **fresh;    /* REL_FETCH: page copies (fresh NULL
-				      until it came), in the blocks below */
-	uint8_t *old_block, *fresh_block; /* a page per fetch each, owned */
+	struct cpage **saved;      /* REL_FETCH: our copy at base, taken
+				      out of the cache (owned) */
+	uint8_t **old, **fresh;    /* REL_FETCH: saved[i]->data, and the
+				      page fetched (NULL until it came) */
+	uint32_t *slot;            /* REL_FETCH: its page in fresh_block */
+	uint8_t *fresh_block;      /* a page per fetch, owned */
 	uint32_t pending;          /* fetches not answered yet */
 };
 
@@ -182,10 +185,12 @@ struct lm_cluster {
 	bool aborted;           /* the run failed; its messages are dropped */
 	struct client *clients; /* nclients slots */
 
-	/* page cache: hash by page + LRU list */
-	struct cpage **buckets;
-	uint32_t bucket_bits;
+	/* page cache: indexed by page (npages entries) + LRU list; copies
+	 * dropped are kept for reuse (cache.c, LM_CLUSTER_SPARE_PAGES) */
+	struct cpage **by_page;
 	struct cpage *lru_head, *lru_tail;
+	struct cpage *spare;
+	size_t nspare;
 	size_t ncached, cache_max;
 
 	struct upreq *ups;
@@ -271,6 +276,12 @@ static inline size_t delta_pages(const lm_cluster *c)
 struct cpage *lm_cache_find(const lm_cluster *c, uint32_t page);
 void lm_cache_touch(lm_cluster *c, struct cpage *cp);
 void lm_cache_remove(lm_cluster *c, struct cpage *cp);
+/* Frees the copies kept for reuse (lm_cache_remove keeps some). */
+void lm_cache_free_spares(lm_cluster *c);
+/* Takes a copy out of the cache without freeing it; the caller gives it
+ * back with lm_cache_recycle. */
+void lm_cache_detach(lm_cluster *c, struct cpage *cp);
+void lm_cache_recycle(lm_cluster *c, struct cpage *cp);
 void lm_cache_clear(lm_cluster *c);
 void lm_cache_put(lm_cluster *c, uint32_t page, uint32_t version,
 		  const uint8_t *data);

@@ -44,7 +44,11 @@ void lm_release_clear(lm_cluster *c)
 {
 	struct held_release *h = &c->rel;
 
-	free(h->old_block);
+	for (uint32_t i = 0; h->saved && i < h->nnotices; i++)
+		if (h->saved[i])
+			lm_cache_recycle(c, h->saved[i]);
+	free(h->saved);
+	free(h->slot);
 	free(h->fresh_block);
 	free(h->notices);
 	free(h->kind);
@@ -69,10 +73,13 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 
 	h->notices = malloc((n ? n : 1) * sizeof(*h->notices));
 	h->kind = calloc(n ? n : 1, 1);
+	h->saved = calloc(n ? n : 1, sizeof(*h->saved));
+	h->slot = calloc(n ? n : 1, sizeof(*h->slot));
 	h->old = calloc(n ? n : 1, sizeof(*h->old));
 	h->fresh = calloc(n ? n : 1, sizeof(*h->fresh));
 	h->nnotices = n;
-	if (!h->notices || !h->kind || !h->old || !h->fresh) {
+	if (!h->notices || !h->kind || !h->saved || !h->slot || !h->old ||
+	    !h->fresh) {
 		lm_release_clear(c);
 		return false;
 	}
@@ -94,21 +101,30 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 			fetches++;
 		}
 	}
-	if (fetches) {
-		h->old_block = malloc(fetches * c->page_size);
+	if (fetches)
 		h->fresh_block = malloc(fetches * c->page_size);
-	}
 	fetches = 0;
 	for (uint32_t i = 0; i < n; i++) {
+		struct cpage *cp;
+
 		if (h->kind[i] != REL_FETCH)
 			continue;
-		if (!h->old_block || !h->fresh_block) {
+		if (!h->fresh_block) {
 			h->kind[i] = REL_NONE; /* no memory: no update */
 			continue;
 		}
-		h->old[i] = h->old_block + fetches++ * c->page_size;
-		memcpy(h->old[i], lm_cache_find(c, m->notices[i].page)->data,
-		       c->page_size);
+		/* the notice would drop our copy: we keep it instead of a
+		 * copy of it, out of the cache (a client's FETCH meanwhile
+		 * waits for the page like any miss) */
+		cp = lm_cache_find(c, m->notices[i].page);
+		if (!cp) { /* a page named twice */
+			h->kind[i] = REL_NONE;
+			continue;
+		}
+		lm_cache_detach(c, cp);
+		h->saved[i] = cp;
+		h->old[i] = cp->data;
+		h->slot[i] = (uint32_t)fetches++;
 	}
 	return true;
 }
@@ -195,33 +211,34 @@ static void fetch_alone(lm_cluster *c, struct upreq *up)
 	lm_cluster_fetch_again(c, up);
 }
 
-/* The page an entry of PAGES brings, in `page_buf`: the entry itself for
- * a whole page, else our copy saved at the entry's base with the entry
- * (a diff) applied.  NULL when it does not fit what we asked. */
+/* The page an entry of PAGES brings: the entry itself for a whole page,
+ * else our copy saved at the entry's base with the entry (a diff)
+ * applied, built where the held release keeps the page fetched.  NULL
+ * when it does not fit what we asked. */
 static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 				  const struct lm_notice *n,
-				  const uint8_t *data, size_t len,
-				  uint8_t *page_buf)
+				  const uint8_t *data, size_t len)
 {
-	const struct held_release *h = &c->rel;
+	struct held_release *h = &c->rel;
 	uint32_t i = up->pre - 1;
+	uint8_t *page;
 
 	if (n->base == LM_NO_BASE)
 		return len == c->page_size ? data : NULL;
-	if (!page_buf || !h->active || up->pre == 0 || i >= h->nnotices ||
+	if (!h->active || up->pre == 0 || i >= h->nnotices ||
 	    h->kind[i] != REL_FETCH || !h->old[i] ||
-	    h->notices[i].base != n->base)
+	    h->notices[i].base != n->base ||
+	    lm_diff_validate(data, len, c->page_size) < 0)
 		return NULL;
-	memcpy(page_buf, h->old[i], c->page_size);
-	if (lm_diff_apply(page_buf, c->page_size, data, len) < 0)
-		return NULL;
-	return page_buf;
+	page = h->fresh_block + (size_t)h->slot[i] * c->page_size;
+	memcpy(page, h->old[i], c->page_size);
+	lm_diff_apply_valid(page, data, len);
+	return page;
 }
 
 void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		      const struct lm_msg *m)
 {
-	uint8_t *page_buf = malloc(c->page_size);
 	size_t pos = 0, len;
 	uint32_t page;
 	const uint8_t *data;
@@ -236,7 +253,7 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 
 		if (page != m->notices[i].page || !up || !up->batched)
 			continue;
-		data = pages_entry(c, up, &m->notices[i], data, len, page_buf);
+		data = pages_entry(c, up, &m->notices[i], data, len);
 		if (!data)
 			continue; /* asked for alone below */
 		up->batched = false;
@@ -247,7 +264,6 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		pm.data_len = c->page_size;
 		lm_cluster_reply_page(c, up, &pm);
 	}
-	free(page_buf);
 	/* what it did not bring is asked page by page (the home may have to
 	 * pull it first, or it lives at another reflector) */
 	for (uint32_t i = 0; i < batch->nbatch; i++) {
@@ -276,8 +292,9 @@ void lm_release_arrived(lm_cluster *c, struct upreq *up,
 	up->pre = 0;
 	h->pending--;
 	if (data) {
-		h->fresh[i] = h->fresh_block + (h->old[i] - h->old_block);
-		memcpy(h->fresh[i], data, c->page_size);
+		h->fresh[i] = h->fresh_block + (size_t)h->slot[i] * c->page_size;
+		if (h->fresh[i] != data) /* pages_entry built it there */
+			memcpy(h->fresh[i], data, c->page_size);
 	}
 }
 
