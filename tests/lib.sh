@@ -3,9 +3,12 @@
 # private_layout SRC DST_DIR: copies layout SRC into DST_DIR with its ports
 # moved to a range of its own (so that a stray daemon of another run cannot
 # answer for ours) and the secret file beside it.  Prints the new path.
+# The ranges stay below 32768, where Linux starts handing out ephemeral
+# ports: a client's socket once took a lemuriad's port ("Address already
+# in use").
 private_layout() {
 	src=$1; dir=$2
-	base=$((20000 + ($$ * 7 + ${3:-0} * 600) % 40000))
+	base=$((20000 + ($$ * 7 + ${3:-0} * 600) % 11000))
 	out="$dir/$(basename "$src")"
 	sed -e "s/127\.0\.0\.1:1\([0-9]\)\([0-9][0-9][0-9]\)/127.0.0.1:PORT\2/" "$src" |
 		awk -v base="$base" '{ while (match($0, /PORT[0-9][0-9][0-9]/)) {
