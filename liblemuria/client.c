@@ -28,6 +28,17 @@
 /* Locks one process may hold at once (nesting depth). */
 #define LM_CLIENT_MAX_HELD 64
 
+/* Where a process's time went (LEMURIA_PROFILE, docs/performance.md):
+ * each item is a count and the microseconds spent in it. */
+struct lm_profile_item {
+	uint64_t n, us;
+};
+
+struct lm_client_profile {
+	uint64_t start_us;
+	struct lm_profile_item fetch, flush, wait, apply;
+};
+
 struct lm_client {
 	int ready;
 	struct lm_layout *layout;
@@ -41,9 +52,16 @@ struct lm_client {
 	uint32_t next_create;      /* rank 0: next rank lm_create starts */
 	int held[LM_CLIENT_MAX_HELD];
 	int nheld;
+	struct lm_client_profile prof;
 };
 
 static struct lm_client lm_self;
+
+static void lm_profile_add(struct lm_profile_item *it, uint64_t since)
+{
+	it->n++;
+	it->us += lm_clock_us() - since;
+}
 
 /* Logs "rank R: what: cause (lemuriad NAME at ADDR)". */
 static int lm_client_fail(const char *what, int rc)
@@ -116,9 +134,12 @@ static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
 	void *buf;
 	int rc;
 
+	uint64_t t0 = lm_clock_us();
+
 	(void)ctx;
 	req.page = page;
 	rc = lm_client_call(&req, LM_MSG_PAGE, &reply, &buf);
+	lm_profile_add(&lm_self.prof.fetch, t0);
 	if (rc)
 		return rc;
 	if (reply.page != page || reply.data_len != lm_self.layout->page_size)
@@ -137,6 +158,7 @@ static int lm_client_flush(void)
 	const uint8_t *diffs;
 	size_t len, pos = 0, chunk_start = 0, chunk_end;
 	uint32_t count, page;
+	uint64_t t0 = lm_clock_us();
 	int rc = lm_region_flush(&diffs, &len, &count);
 
 	if (rc)
@@ -176,6 +198,7 @@ static int lm_client_flush(void)
 			return lm_client_fail("publishing writes", rc);
 		chunk_start = chunk_end;
 	}
+	lm_profile_add(&lm_self.prof.flush, t0);
 	return 0;
 }
 
@@ -184,9 +207,11 @@ static int lm_client_flush(void)
  * copies they bring up to date ("Updates"). */
 static int lm_client_acquire(const struct lm_msg *reply)
 {
+	uint64_t t0 = lm_clock_us();
 	int rc = lm_region_apply_release(reply->notices, reply->nnotices,
 					 lm_self.rank, &reply->diffs);
 
+	lm_profile_add(&lm_self.prof.apply, t0);
 	return rc ? lm_client_fail("applying write notices", rc) : 0;
 }
 
@@ -292,6 +317,7 @@ int lm_init(int *argc, char ***argv)
 	}
 	lm_self.next_create = 1;
 	lm_self.ready = 1;
+	lm_self.prof.start_us = lm_clock_us();
 	return 0;
 fail:
 	lm_rpc_destroy(lm_self.rpc);
@@ -321,6 +347,30 @@ static void lm_client_release_idle(void)
 	}
 }
 
+/* One line on stderr: the process's time in the calls that wait. */
+static void lm_client_profile_report(void)
+{
+	const struct lm_client_profile *p = &lm_self.prof;
+	struct lm_region_stats rs;
+	uint64_t total = lm_clock_us() - p->start_us;
+	const char *env = getenv("LEMURIA_PROFILE");
+
+	if (!env || !*env || strcmp(env, "0") == 0)
+		return;
+	lm_region_stats(&rs);
+	fprintf(stderr,
+		"lemuria profile: rank %u: %.3f s; fetch %llu in %.3f s; "
+		"flush %llu in %.3f s; sync wait %llu in %.3f s; apply %.3f "
+		"s; faults %llu read %llu write; mprotects %llu\n",
+		lm_self.rank, total / 1e6, (unsigned long long)p->fetch.n,
+		p->fetch.us / 1e6, (unsigned long long)p->flush.n,
+		p->flush.us / 1e6, (unsigned long long)p->wait.n,
+		p->wait.us / 1e6, p->apply.us / 1e6,
+		(unsigned long long)rs.read_faults,
+		(unsigned long long)rs.write_faults,
+		(unsigned long long)rs.mprotects);
+}
+
 void lm_finalize(void)
 {
 	struct lm_msg req, reply;
@@ -328,6 +378,7 @@ void lm_finalize(void)
 
 	if (!lm_self.ready)
 		return;
+	lm_client_profile_report();
 	if (lm_client_flush() == 0) {
 		if (lm_self.rank == 0)
 			lm_client_release_idle();
@@ -444,6 +495,7 @@ static int lm_client_sync(uint16_t type, uint16_t want, int id,
 {
 	struct lm_msg req = lm_client_msg(type), reply;
 	char label[64];
+	uint64_t t0;
 	void *buf;
 	int rc;
 
@@ -454,7 +506,9 @@ static int lm_client_sync(uint16_t type, uint16_t want, int id,
 	if (rc)
 		return rc;
 	req.id = (uint32_t)id;
+	t0 = lm_clock_us();
 	rc = lm_client_call(&req, want, &reply, &buf);
+	lm_profile_add(&lm_self.prof.wait, t0);
 	if (rc == 0 && (want == LM_MSG_RELEASE || want == LM_MSG_GRANT))
 		rc = lm_client_acquire(&reply);
 	else if (rc == 0)

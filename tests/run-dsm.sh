@@ -219,6 +219,19 @@ done
 verdict "$([ -z "$missing" ] && echo y)" \
 	"each misuse named by every rank${missing:+; missing:$missing}"
 
+# LEMURIA_PROFILE (docs/performance.md): each rank reports where its
+# time went, once, at lm_finalize; without it, nothing.
+echo "dsm: LEMURIA_PROFILE"
+checks=$((checks + 1))
+prof_none=$(grep -c "lemuria profile:" "$tmp/out")
+export LEMURIA_PROFILE=1
+run "a profiled run passes" "$lay" 60 "PASSED" "$build/tests/dsmtest" \
+	stress 2 4 5
+unset LEMURIA_PROFILE
+lines=$(grep -c "^lemuria profile: rank [01]: [0-9.]* s; fetch [0-9]* in [0-9.]* s; flush [0-9]* in [0-9.]* s; sync wait [1-9][0-9]* in [0-9.]* s; apply [0-9.]* s; faults [0-9]* read [0-9]* write; mprotects [0-9]*$" "$tmp/out")
+verdict "$([ "$lines" -eq 2 ] && [ "$prof_none" -eq 0 ] && echo y)" \
+	"one profile line per rank ($lines of 2), none unasked ($prof_none)"
+
 # A run of one process keeps its region private (docs/dsm.md): LU runs
 # without a single FLUSH or FETCH reaching its lemuriad.
 echo "dsm: a run of one process tracks no writes (counters)"
