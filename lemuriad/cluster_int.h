@@ -163,6 +163,10 @@ struct held_release {
 				      page fetched (NULL until it came) */
 	uint32_t *slot;            /* REL_FETCH: its page in fresh_block */
 	uint8_t *fresh_block;      /* a page per fetch, owned */
+	uint64_t **known;          /* REL_FETCH: the other clusters' bytes
+				      when the page came as a diff, else
+				      NULL; in known_block */
+	uint64_t *known_block;     /* a byte mask per fetch, owned */
 	uint32_t pending;          /* fetches not answered yet */
 };
 

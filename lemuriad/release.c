@@ -50,6 +50,8 @@ void lm_release_clear(lm_cluster *c)
 	free(h->saved);
 	free(h->slot);
 	free(h->fresh_block);
+	free(h->known);
+	free(h->known_block);
 	free(h->notices);
 	free(h->kind);
 	free(h->old);
@@ -57,6 +59,12 @@ void lm_release_clear(lm_cluster *c)
 	memset(h, 0, sizeof(*h));
 	for (struct upreq *up = c->ups; up; up = up->next)
 		up->pre = 0;
+}
+
+/* Bytes of a byte mask of one page. */
+static size_t mask_bytes(const lm_cluster *c)
+{
+	return (c->page_size + 63) / 64 * sizeof(uint64_t);
 }
 
 /* Decides, before the notices apply, what each page's update comes from:
@@ -77,9 +85,10 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 	h->slot = calloc(n ? n : 1, sizeof(*h->slot));
 	h->old = calloc(n ? n : 1, sizeof(*h->old));
 	h->fresh = calloc(n ? n : 1, sizeof(*h->fresh));
+	h->known = calloc(n ? n : 1, sizeof(*h->known));
 	h->nnotices = n;
 	if (!h->notices || !h->kind || !h->saved || !h->slot || !h->old ||
-	    !h->fresh) {
+	    !h->fresh || !h->known) {
 		lm_release_clear(c);
 		return false;
 	}
@@ -101,15 +110,17 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 			fetches++;
 		}
 	}
-	if (fetches)
+	if (fetches) {
 		h->fresh_block = malloc(fetches * c->page_size);
+		h->known_block = malloc(fetches * mask_bytes(c));
+	}
 	fetches = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct cpage *cp;
 
 		if (h->kind[i] != REL_FETCH)
 			continue;
-		if (!h->fresh_block) {
+		if (!h->fresh_block || !h->known_block) {
 			h->kind[i] = REL_NONE; /* no memory: no update */
 			continue;
 		}
@@ -221,6 +232,8 @@ static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 {
 	struct held_release *h = &c->rel;
 	uint32_t i = up->pre - 1;
+	struct lm_delta view;
+	uint64_t *known;
 	uint8_t *page;
 
 	if (n->base == LM_NO_BASE)
@@ -233,6 +246,13 @@ static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 	page = h->fresh_block + (size_t)h->slot[i] * c->page_size;
 	memcpy(page, h->old[i], c->page_size);
 	lm_diff_apply_valid(page, data, len);
+	/* the diff names the other clusters' bytes: the updates need not
+	 * compare the two copies to find them */
+	known = h->known_block + (size_t)h->slot[i] * (mask_bytes(c) / 8);
+	memset(known, 0, mask_bytes(c));
+	view = (struct lm_delta){ .page_size = c->page_size, .mask = known };
+	lm_delta_mark_valid_diff(&view, data, len);
+	h->known[i] = known;
 	return page;
 }
 
@@ -293,8 +313,10 @@ void lm_release_arrived(lm_cluster *c, struct upreq *up,
 	h->pending--;
 	if (data) {
 		h->fresh[i] = h->fresh_block + (size_t)h->slot[i] * c->page_size;
-		if (h->fresh[i] != data) /* pages_entry built it there */
+		if (h->fresh[i] != data) { /* else pages_entry built it */
 			memcpy(h->fresh[i], data, c->page_size);
+			h->known[i] = NULL; /* a whole page: compared */
+		}
 	}
 }
 
@@ -318,9 +340,10 @@ void lm_release_finish(lm_cluster *c)
 		}
 	}
 	if (copies)
-		updates = lm_updates_prepare(c->updates, h->notices,
-					     h->nnotices, copies,
-					     (const uint8_t *const *)h->old) == 0;
+		updates = !lm_updates_prepare(c->updates, h->notices,
+					      h->nnotices, copies,
+					      (const uint8_t *const *)h->old,
+					      (const uint64_t *const *)h->known);
 	free(copies);
 	release_clients(c, h->id, h->notices, h->nnotices, updates);
 	lm_release_clear(c);

@@ -287,7 +287,8 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 
 int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		       uint32_t count, const uint8_t *const *copies,
-		       const uint8_t *const *olds)
+		       const uint8_t *const *olds,
+		       const uint64_t *const *known)
 {
 	size_t nforeign = 0;
 
@@ -329,7 +330,9 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		 * (the other clusters' writes) */
 		p->copy = copies[i];
 		p->w = u->masks[page];
-		if (olds && olds[i]) {
+		if (olds && olds[i] && known && known[i]) {
+			p->foreign = known[i];
+		} else if (olds && olds[i]) {
 			uint64_t *f = u->foreign + nforeign++ * u->mask_words;
 
 			memset(f, 0, u->mask_words * sizeof(uint64_t));

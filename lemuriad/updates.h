@@ -66,12 +66,15 @@ int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
  * one the sole-cluster rule kept (olds[i] NULL), or the page fetched
  * anew after another cluster wrote it, olds[i] then being our copy at
  * the notice's base, which held our clients' writes of the epoch: the
- * bytes where the two differ are the other clusters' writes.  olds may be
- * NULL.  Encodes the update of every such page.  Returns 0 or LM_ENOMEM
- * (no updates this time). */
+ * bytes where the two differ are the other clusters' writes, unless
+ * known[i] gives them already (a mask of page_size / 64 words, borrowed
+ * until the updates are sent: the page came as a diff).  olds and known
+ * may be NULL.  Encodes the update of every such page.  Returns 0 or
+ * LM_ENOMEM (no updates this time). */
 int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		       uint32_t count, const uint8_t *const *copies,
-		       const uint8_t *const *olds);
+		       const uint8_t *const *olds,
+		       const uint64_t *const *known);
 
 /* True when some client slot holds a copy of `page`. */
 bool lm_updates_held(const lm_updates *u, uint32_t page);
