@@ -399,7 +399,7 @@ enum sect_kind {
 };
 
 enum lemuria_key { LK_SHARED_SIZE, LK_PAGE_SIZE, LK_BASE, LK_SECRET_FILE,
-		   LK_AUTH, LK_RELAY, LK_UPDATES };
+		   LK_AUTH, LK_RELAY, LK_UPDATES, LK_PREFETCH };
 enum transport_key { TK_MTU, TK_RTO_INITIAL, TK_RTO_MIN, TK_RTO_MAX,
 		     TK_RETRIES, TK_WINDOW, TK_ACK_DELAY };
 enum reflector_key { RK_LISTEN, RK_CACHE };
@@ -407,7 +407,7 @@ enum cluster_key { CK_REFLECTOR, CK_LISTEN, CK_CLIENTS, CK_CACHE };
 
 static const char *const lemuria_keys[] = {
 	"shared_size", "page_size", "base", "secret_file", "auth", "relay",
-	"updates", NULL
+	"updates", "prefetch", NULL
 };
 static const char *const transport_keys[] = {
 	"mtu", "rto_initial", "rto_min", "rto_max", "retries", "window",
@@ -781,6 +781,15 @@ static int set_lemuria(struct parser *p, int key, const char *v)
 			     "updates \"%s\" is not on or off", v);
 			return -1;
 		}
+		return 0;
+	case LK_PREFETCH:
+		if (parse_uint(v, &n) < 0 || n > LM_CFG_PREFETCH_MAX) {
+			fail(p, p->line, LM_ECONFIG,
+			     "prefetch \"%s\" is not a page count from 0 to "
+			     "%u", v, LM_CFG_PREFETCH_MAX);
+			return -1;
+		}
+		l->prefetch = (uint32_t)n;
 		return 0;
 	case LK_RELAY:
 		if (strcasecmp(v, "lazy") == 0) {
@@ -1305,6 +1314,7 @@ static void set_defaults(struct lm_layout *l)
 	l->auth = true;
 	l->relay = LM_RELAY_ADAPTIVE;
 	l->updates = true;
+	l->prefetch = LM_CFG_PREFETCH_DEFAULT;
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {
 		struct lm_transport_cfg *t = &l->transport[lv];
 

@@ -76,6 +76,10 @@ struct lm_cluster_cfg {
 	int line;
 };
 
+/* Most pages a read fault may bring along (liblemuria/region.h agrees). */
+#define LM_CFG_PREFETCH_MAX 15u
+#define LM_CFG_PREFETCH_DEFAULT 7u
+
 struct lm_layout {
 	char path[LM_PATH_MAX];
 	/* [lemuria] */
@@ -86,6 +90,9 @@ struct lm_layout {
 	bool auth;                /* MAC every datagram (default on) */
 	bool updates;             /* lemuriads send barrier updates
 				     (docs/dsm.md "Updates"; default on) */
+	uint32_t prefetch;        /* pages after a read fault's page that
+				     its fetch may bring along (docs/dsm.md
+				     "Neighbour pages"), 0..LM_CFG_PREFETCH_MAX */
 	uint8_t key[LM_KEY_BYTES]; /* derived from the secret file */
 	enum lm_relay_mode relay;
 	/* [transport LEVEL] */

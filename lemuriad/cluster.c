@@ -58,6 +58,9 @@
 /* Client requests that may wait on the reflector at once, per client
  * (I5: a client that floods us cannot grow our lists without bound). */
 #define LM_CLUSTER_WAITS_PER_CLIENT 64u
+/* Pages in a client's FETCHV: the one it faulted on and those after it
+ * (LM_CFG_PREFETCH_MAX). */
+#define LM_CLUSTER_FETCHV_MAX (LM_CFG_PREFETCH_MAX + 1)
 
 /* ---- helpers ------------------------------------------------------- */
 
@@ -518,6 +521,61 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
 }
 
+/* A client's FETCHV (docs/dsm.md, "Neighbour pages"): the page it
+ * faulted on, then pages after it that it lacks.  When we hold the first,
+ * one PAGES answers with it and every other one we hold; else the first
+ * is FETCHed as usual (a PAGE answers) and the others are left: the
+ * client's next fault asks again. */
+static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
+			  const struct lm_msg *m)
+{
+	struct lm_notice served[LM_CLUSTER_FETCHV_MAX];
+	struct lm_msg r, first;
+	uint32_t count = 0;
+	size_t len = 0;
+	struct cpage *cp;
+
+	if (m->nnotices == 0 || m->nnotices > LM_CLUSTER_FETCHV_MAX) {
+		count_bad(c, from, m, "FETCHV of no page or too many");
+		msg_init(c, &r, LM_MSG_PAGE); /* an empty PAGE: it fails */
+		c->out.reply(c->ctx, from, req_id, &r);
+		return;
+	}
+	first = *m;
+	first.type = LM_MSG_FETCH;
+	first.page = m->notices[0].page;
+	first.notices = NULL;
+	first.nnotices = 0;
+	if (first.page >= c->npages || !lm_cache_find(c, first.page)) {
+		handle_fetch(c, from, req_id, &first);
+		return;
+	}
+	for (uint32_t i = 0; i < m->nnotices; i++) {
+		uint32_t page = m->notices[i].page;
+
+		if (page >= c->npages) {
+			count_bad(c, from, m, "FETCHV page outside the region");
+			continue;
+		}
+		if (!(cp = lm_cache_find(c, page)))
+			continue;
+		lm_cache_touch(c, cp);
+		hold(c, from, page);
+		served[count++] = (struct lm_notice){ .page = page,
+			.version = cp->version, .base = LM_NO_BASE,
+			.writer = LM_WRITER_MANY, .wcluster = LM_WRITER_MANY };
+		(void)lm_msg_diffs_append(c->fetchv_buf, c->fetchv_cap, &len,
+					  page, cp->data, c->page_size);
+	}
+	c->stats.fetch_hits++;
+	c->stats.fetch_neighbours += count - 1;
+	msg_init(c, &r, LM_MSG_PAGES);
+	r.notices = served;
+	r.nnotices = count;
+	r.diffs = (struct lm_msg_diffs){ c->fetchv_buf, len, count };
+	c->out.reply(c->ctx, from, req_id, &r);
+}
+
 /* Checks every entry of a diff list: 0 or LM_EBADMSG. */
 static int flush_validate(const lm_cluster *c, const struct lm_msg_diffs *d)
 {
@@ -881,6 +939,9 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 	switch (m->type) {
 	case LM_MSG_FETCH:
 		handle_fetch(c, from, req_id, m);
+		break;
+	case LM_MSG_FETCHV:
+		handle_fetchv(c, from, req_id, m);
 		break;
 	case LM_MSG_FLUSH:
 		handle_flush(c, slot, from, req_id, m);
@@ -1283,6 +1344,8 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + 8);
+	c->fetchv_cap = LM_CLUSTER_FETCHV_MAX * ((size_t)c->page_size + 8);
+	c->fetchv_buf = malloc(c->fetchv_cap);
 	/* the epoch's masks, and the updates encoded at a release: an eighth
 	 * of the cache each at most (docs/dsm.md "Updates") */
 	if (layout->updates)
@@ -1291,7 +1354,8 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 			c->cache_max * c->page_size / 8);
 	if (!c->by_page || !c->clients || (c->nclients && c->first_node == 0) ||
 	    !c->up_by_id || !c->up_by_page ||
-	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->known ||
+	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->fetchv_buf ||
+	    !c->known ||
 	    (layout->updates && !c->updates))
 		goto err;
 	return c;
@@ -1313,6 +1377,7 @@ void lm_cluster_destroy(lm_cluster *c)
 	free(c->parked);
 	free(c->pagebuf);
 	free(c->deltabuf);
+	free(c->fetchv_buf);
 	free(c->known);
 	free(c->by_page);
 	free(c->up_by_id);

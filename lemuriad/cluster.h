@@ -50,6 +50,8 @@ void lm_cluster_peer_lost(lm_cluster *c, uint16_t node);
 
 struct lm_cluster_stats {
 	uint64_t fetch_hits;        /* FETCH answered from the cache */
+	uint64_t fetch_neighbours;  /* pages after it that a client's
+				       FETCHV got along, from the cache */
 	uint64_t fetch_misses;      /* FETCH forwarded to the reflector */
 	uint64_t fetch_coalesced;   /* FETCH joined one already forwarded */
 	uint64_t flushes;           /* FLUSH lists applied to the cache and

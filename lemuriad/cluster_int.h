@@ -229,6 +229,8 @@ struct lm_cluster {
 	uint32_t *known;        /* per page: the newest notice seen, which
 				   a FETCH asks the reflector's cache for */
 	uint8_t *deltabuf;      /* one encoded delta, for PULL */
+	uint8_t *fetchv_buf;    /* the pages of a PAGES to a client */
+	size_t fetchv_cap;
 	lm_updates *updates;    /* barrier updates; NULL when off */
 	struct held_release rel;
 

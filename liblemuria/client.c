@@ -77,9 +77,9 @@ static int lm_client_fail(const char *what, int rc)
 }
 
 /* One request/reply with the lemuriad.  On success *reply is decoded
- * (borrowing *buf, which the caller frees) and of type `want`. */
-static int lm_client_call(const struct lm_msg *req, uint16_t want,
-			  struct lm_msg *reply, void **buf)
+ * (borrowing *buf, which the caller frees) and of type `want` or `also`. */
+static int lm_client_call2(const struct lm_msg *req, uint16_t want,
+			   uint16_t also, struct lm_msg *reply, void **buf)
 {
 	size_t len = lm_msg_encoded_len(req), rlen = 0;
 	uint8_t *out = malloc(len);
@@ -108,7 +108,7 @@ static int lm_client_call(const struct lm_msg *req, uint16_t want,
 				     lm_self.rank, (int)reply->data_len,
 				     (const char *)reply->data);
 		rc = LM_ECLOSED;
-	} else if (rc == 0 && reply->type != want) {
+	} else if (rc == 0 && reply->type != want && reply->type != also) {
 		rc = LM_EBADMSG;
 	}
 	if (rc) {
@@ -116,6 +116,12 @@ static int lm_client_call(const struct lm_msg *req, uint16_t want,
 		*buf = NULL;
 	}
 	return rc;
+}
+
+static int lm_client_call(const struct lm_msg *req, uint16_t want,
+			  struct lm_msg *reply, void **buf)
+{
+	return lm_client_call2(req, want, want, reply, buf);
 }
 
 static struct lm_msg lm_client_msg(uint16_t type)
@@ -148,6 +154,75 @@ static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
 		memcpy(dst, reply.data, reply.data_len);
 		*version = reply.version;
 	}
+	free(buf);
+	return rc;
+}
+
+_Static_assert(LM_CFG_PREFETCH_MAX <= LM_REGION_PREFETCH_MAX,
+	       "a layout's prefetch must fit region.c's window");
+
+/* region.c's fetch_run (docs/dsm.md, "Neighbour pages"): a FETCHV of the
+ * page and the wanted pages after it.  The lemuriad answers with PAGES
+ * (the page first, then what it holds of the others) or, when it must
+ * fetch the page itself, with its PAGE alone. */
+static int lm_client_fetch_run(void *ctx, uint32_t page, uint32_t n,
+			       const uint8_t *want, void *dst,
+			       uint32_t *version, uint32_t *versions,
+			       uint8_t *got)
+{
+	struct lm_notice ask[LM_REGION_PREFETCH_MAX + 1];
+	struct lm_msg req = lm_client_msg(LM_MSG_FETCHV), reply;
+	size_t ps = lm_self.layout->page_size, pos = 0, len;
+	uint64_t t0 = lm_clock_us();
+	const uint8_t *data;
+	uint32_t count = 0, pg;
+	void *buf;
+	int rc;
+
+	(void)ctx;
+	ask[count++] = (struct lm_notice){ .page = page, .base = LM_NO_BASE };
+	for (uint32_t k = 1; k <= n; k++)
+		if (want[k - 1])
+			ask[count++] = (struct lm_notice){
+				.page = page + k, .base = LM_NO_BASE };
+	req.notices = ask;
+	req.nnotices = count;
+	rc = lm_client_call2(&req, LM_MSG_PAGES, LM_MSG_PAGE, &reply, &buf);
+	lm_profile_add(&lm_self.prof.fetch, t0);
+	if (rc)
+		return rc;
+	if (reply.type == LM_MSG_PAGE) {
+		if (reply.page != page || reply.data_len != ps)
+			rc = LM_EBADMSG;
+		else {
+			memcpy(dst, reply.data, ps);
+			*version = reply.version;
+		}
+		free(buf);
+		return rc;
+	}
+	/* PAGES: the page first, then some of the others, in order */
+	for (uint32_t i = 0; i < reply.nnotices; i++) {
+		uint32_t k;
+
+		if (lm_msg_diffs_next(&reply.diffs, &pos, &pg, &data, &len) != 1 ||
+		    pg != reply.notices[i].page || len != ps ||
+		    pg < page || pg - page > n || (i == 0) != (pg == page) ||
+		    (pg != page && !want[pg - page - 1])) {
+			rc = LM_EBADMSG;
+			break;
+		}
+		k = pg - page;
+		memcpy((uint8_t *)dst + (size_t)k * ps, data, ps);
+		if (k == 0) {
+			*version = reply.notices[i].version;
+		} else {
+			versions[k - 1] = reply.notices[i].version;
+			got[k - 1] = 1;
+		}
+	}
+	if (rc == 0 && reply.nnotices == 0)
+		rc = LM_EBADMSG;
 	free(buf);
 	return rc;
 }
@@ -230,7 +305,8 @@ static int lm_client_env(const char *name, const char **out)
 int lm_init(int *argc, char ***argv)
 {
 	const char *layout_path, *rank_s, *run_s;
-	struct lm_region_backend be = { .fetch = lm_client_fetch };
+	struct lm_region_backend be = { .fetch = lm_client_fetch,
+					.fetch_run = lm_client_fetch_run };
 	struct lm_rel_config rcfg;
 	struct lm_msg req, reply;
 	char err[512], *end;
@@ -301,6 +377,7 @@ int lm_init(int *argc, char ***argv)
 		lm_client_fail("joining the run", rc);
 		goto fail;
 	}
+	lm_region_set_prefetch(lm_self.layout->prefetch);
 	rc = lm_region_init(lm_self.layout->base, lm_self.layout->shared_size,
 			    lm_self.layout->page_size, &be, NULL, err,
 			    sizeof(err));

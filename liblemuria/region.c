@@ -117,6 +117,8 @@ static struct region R = { .fd = -1, .mark_lo = UINT32_MAX };
 
 /* false: one mprotect per page, as before batching (bench/region.c) */
 static bool batching = true;
+/* pages after a read fault's page it may bring along (fetch_run) */
+static uint32_t prefetch_pages;
 
 static void lock(void)
 {
@@ -299,6 +301,48 @@ static void fetch_page(uint32_t page)
 	R.stats.fetches++;
 }
 
+/* A read fault's fetch that may bring the invalid pages after it too
+ * (docs/dsm.md, "Neighbour pages"): those come readable, in runs of one
+ * mprotect each. */
+static void fetch_with_neighbours(uint32_t page)
+{
+	uint8_t want[LM_REGION_PREFETCH_MAX], got[LM_REGION_PREFETCH_MAX];
+	uint32_t versions[LM_REGION_PREFETCH_MAX], version = 0, n = 0;
+	uint32_t any = 0, run = 0;
+	int rc;
+
+	while (n < prefetch_pages && page + n + 1 < R.npages) {
+		want[n] = R.state[page + n + 1] == PAGE_INVALID;
+		any |= want[n];
+		n++;
+	}
+	if (!R.be.fetch_run || !any) {
+		fetch_page(page);
+		return;
+	}
+	memset(got, 0, n);
+	rc = R.be.fetch_run(R.ctx, page, n, want, R.rw + page_off(page),
+			    &version, versions, got);
+	if (rc != 0)
+		fault_fatal(page, "cannot fetch", lm_strerror(rc));
+	R.version[page] = version;
+	R.stats.fetches++;
+	for (uint32_t k = 0; k <= n; k++) {
+		uint32_t p = page + k + 1;
+
+		if (k < n && want[k] && got[k] && R.state[p] == PAGE_INVALID) {
+			R.version[p] = versions[k];
+			R.state[p] = PAGE_READ;
+			R.stats.prefetched++;
+			run++;
+			continue;
+		}
+		if (run && view_protect(p - run, run, PROT_READ) != 0)
+			fault_fatal(p - run, "cannot open", "mprotect failed");
+		run = 0;
+	}
+}
+
 static void make_dirty(uint32_t page)
 {
 	uint8_t *twin = twin_get();
@@ -319,7 +363,10 @@ static void serve_fault(uint32_t page, enum fault_access access)
 {
 	switch (R.state[page]) {
 	case PAGE_INVALID:
-		fetch_page(page);
+		if (access == ACCESS_WRITE)
+			fetch_page(page);
+		else
+			fetch_with_neighbours(page);
 		if (access == ACCESS_WRITE) {
 			make_dirty(page);
 			return;
@@ -974,6 +1021,12 @@ void lm_region_stats(struct lm_region_stats *out)
 	lock();
 	*out = R.stats;
 	unlock();
+}
+
+void lm_region_set_prefetch(uint32_t pages)
+{
+	prefetch_pages = pages < LM_REGION_PREFETCH_MAX ?
+			 pages : LM_REGION_PREFETCH_MAX;
 }
 
 void lm_region_set_batching(int on)

@@ -393,6 +393,76 @@ static void test_create_rejects_unknown_name(void)
 	teardown(c);
 }
 
+/* A client's FETCHV of pages 7..9 (rank 0, req_id 31). */
+static void fetchv(lm_cluster *c, const uint32_t *pages, uint32_t n)
+{
+	struct lm_notice ask[4];
+	struct lm_msg m = msg(LM_MSG_FETCHV, RUN);
+
+	for (uint32_t i = 0; i < n; i++)
+		ask[i] = (struct lm_notice){ .page = pages[i],
+					     .base = LM_NO_BASE };
+	m.notices = ask;
+	m.nnotices = n;
+	creq(c, 0, 31, &m);
+}
+
+/* Neighbour pages (docs/dsm.md): a client's FETCHV whose first page we
+ * hold is answered at once by one PAGES with it and the others we hold,
+ * in order, each with its version; one whose first page we lack is that
+ * page's FETCH; pages outside the region are refused, not served. */
+static void test_client_fetchv_serves_what_is_cached(void)
+{
+	lm_cluster *c = setup();
+	const uint32_t hit[] = { 7, 8, 9 }, miss[] = { 8, 9 };
+	const uint32_t bad[] = { 7, 1u << 30 };
+	size_t pos = 0, len;
+	const uint8_t *data;
+	struct out *o;
+	uint32_t page;
+
+	join_all(c, RUN);
+	cache_page(c, 7, 3, 0x70);
+	cache_page(c, 9, 4, 0x90);
+	fetchv(c, hit, 3);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	o = &outs[0];
+	CU_ASSERT_EQUAL(o->how, REPLIED);
+	CU_ASSERT_EQUAL(o->req_id, 31);
+	CU_ASSERT_EQUAL_FATAL(o->m.type, LM_MSG_PAGES);
+	CU_ASSERT_EQUAL_FATAL(o->m.nnotices, 2);
+	CU_ASSERT(o->m.notices[0].page == 7 && o->m.notices[0].version == 3);
+	CU_ASSERT(o->m.notices[1].page == 9 && o->m.notices[1].version == 4);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&o->m.diffs, &pos, &page, &data,
+					  &len) == 1);
+	CU_ASSERT(page == 7 && len == layout->page_size && data[0] == 0x70);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&o->m.diffs, &pos, &page, &data,
+					  &len) == 1);
+	CU_ASSERT(page == 9 && len == layout->page_size && data[5] == 0x90);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_neighbours, 1);
+	clear_outs();
+
+	/* the first page is not here: it goes up alone */
+	fetchv(c, miss, 2);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[0].m.page, 8);
+	r_page(c, outs[0].req_id, 8, 5, 0x80);
+	o = find_out(REPLIED, node_of(0), LM_MSG_PAGE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT(o->req_id == 31 && o->m.page == 8 && o->m.version == 5);
+	clear_outs();
+
+	/* a page outside the region is counted and left out */
+	fetchv(c, bad, 2);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGES);
+	CU_ASSERT_EQUAL(outs[0].m.nnotices, 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	teardown(c);
+}
+
 static void test_fetch_coalesces_and_hits(void)
 {
 	lm_cluster *c = setup();
@@ -2207,6 +2277,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_join),
 	LM_TEST(test_create_rejects_unknown_name),
 	LM_TEST(test_fetch_coalesces_and_hits),
+	LM_TEST(test_client_fetchv_serves_what_is_cached),
 	LM_TEST(test_fetch_ids_grow),
 	LM_TEST(test_fetch_bad_reply_fails_waiters),
 	LM_TEST(test_flush_applies_and_keeps_delta),

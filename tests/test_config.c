@@ -401,6 +401,7 @@ static void test_defaults(void)
 	CU_ASSERT(!l->auth);
 	CU_ASSERT_EQUAL(l->relay, LM_RELAY_ADAPTIVE);
 	CU_ASSERT(l->updates);
+	CU_ASSERT_EQUAL(l->prefetch, LM_CFG_PREFETCH_DEFAULT);
 	CU_ASSERT_EQUAL(l->clusters[0].cache_size, 64ULL << 20);
 	CU_ASSERT_EQUAL(l->reflectors[0].cache_size, 64ULL << 20);
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {
@@ -442,6 +443,7 @@ static void test_every_key(void)
 		"auth = Yes\r\n"
 		"relay = eager\r\n"
 		"updates = Off\r\n"
+		"prefetch = 15\r\n"
 		"# hash comment\r\n"
 		"[transport root]\r\n"
 		"mtu = 1400\r\n"
@@ -482,6 +484,7 @@ static void test_every_key(void)
 	CU_ASSERT(l->auth);
 	CU_ASSERT_EQUAL(l->relay, LM_RELAY_EAGER);
 	CU_ASSERT(!l->updates);
+	CU_ASSERT_EQUAL(l->prefetch, 15);
 	tmp_path(key_path, sizeof(key_path), "a.key");
 	CU_ASSERT_STRING_EQUAL(l->secret_file, key_path);
 
@@ -504,7 +507,7 @@ static void test_every_key(void)
 
 	CU_ASSERT_EQUAL(l->nreflectors, 2);
 	CU_ASSERT_STRING_EQUAL(l->reflectors[0].name, "r-b");
-	CU_ASSERT_EQUAL(l->reflectors[0].line, 32);
+	CU_ASSERT_EQUAL(l->reflectors[0].line, 33);
 	CU_ASSERT_EQUAL(l->reflectors[1].id, 2);
 	CU_ASSERT_EQUAL(l->reflectors[0].cache_size,
 			LM_REFLECTOR_CACHE_DEFAULT);
@@ -684,6 +687,10 @@ static void test_reject_region(void)
 		      "relay \"sometimes\" is not lazy, eager or adaptive");
 	expect_reject("[lemuria]\nupdates = often\n", 2,
 		      "updates \"often\" is not on or off");
+	expect_reject("[lemuria]\nprefetch = 16\n", 2,
+		      "prefetch \"16\" is not a page count from 0 to 15");
+	expect_reject("[lemuria]\nprefetch = -1\n", 2,
+		      "prefetch \"-1\" is not a page count");
 	tmp_teardown();
 }
 

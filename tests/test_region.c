@@ -67,7 +67,34 @@ static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 	return 0;
 }
 
-static const struct lm_region_backend fake_backend = { fake_fetch };
+/* fetch_run of the fake home: brings along the wanted pages after
+ * `page` whose number is odd, so that some wanted pages stay behind;
+ * remembers what it was asked. */
+static unsigned nruns;
+static uint8_t run_want[LM_REGION_PREFETCH_MAX];
+static uint32_t run_n;
+
+static int fake_fetch_run(void *ctx, uint32_t page, uint32_t n,
+			  const uint8_t *want, void *dst, uint32_t *version,
+			  uint32_t *versions, uint8_t *got)
+{
+	int rc = fake_fetch(ctx, page, dst, version);
+
+	nruns++;
+	run_n = n;
+	memcpy(run_want, want, n);
+	for (uint32_t k = 1; rc == 0 && k <= n; k++) {
+		if (!want[k - 1] || (page + k) % 2 == 0)
+			continue;
+		memcpy((uint8_t *)dst + (size_t)k * PAGE, home[page + k], PAGE);
+		versions[k - 1] = home_version[page + k];
+		got[k - 1] = 1;
+	}
+	return rc;
+}
+
+static const struct lm_region_backend fake_backend = { fake_fetch,
+							fake_fetch_run };
 
 static volatile uint8_t *pg(uint32_t page)
 {
@@ -187,6 +214,52 @@ static void test_read_fault_fetches_once(void)
 	CU_ASSERT_TRUE(lm_region_contains((const void *)(pg(NPAGES) - 1)));
 	CU_ASSERT_FALSE(lm_region_contains((const void *)pg(NPAGES)));
 	CU_ASSERT_FALSE(lm_region_contains((const void *)(pg(0) - 1)));
+	lm_region_fini();
+}
+
+/* Neighbour pages (docs/dsm.md): a read fault asks for the invalid pages
+ * after it; those that come are readable at once, with their versions,
+ * in one mprotect a run; a valid page in the window is neither asked for
+ * nor touched; prefetch 0 and write faults fetch one page. */
+static void test_read_fault_brings_neighbours(void)
+{
+	uint8_t mine;
+
+	if (setup())
+		return;
+	nruns = 0;
+	lm_region_set_prefetch(0);
+	CU_ASSERT_EQUAL(pg(1)[0], home[1][0]);
+	CU_ASSERT_EQUAL(nruns, 0);
+	lm_region_set_prefetch(4);
+	pg(12)[0] = mine = (uint8_t)~home[12][0]; /* valid, and written */
+	CU_ASSERT_EQUAL(nfetch, 2);
+	CU_ASSERT_EQUAL(pg(10)[5], home[10][5]);
+	CU_ASSERT_EQUAL(nruns, 1);
+	CU_ASSERT_EQUAL(run_n, 4);
+	CU_ASSERT(run_want[0] && !run_want[1] && run_want[2] && run_want[3]);
+	/* 11 and 13 came (odd), 14 did not */
+	CU_ASSERT_EQUAL(stats().prefetched, 2);
+	CU_ASSERT_EQUAL(lm_region_page_version(11), HOME_VERSION);
+	CU_ASSERT_EQUAL(lm_region_page_version(13), HOME_VERSION);
+	CU_ASSERT_EQUAL(lm_region_page_version(14), UINT32_MAX);
+	CU_ASSERT_EQUAL(pg(12)[0], mine);
+	CU_ASSERT_TRUE(page_equals(11, home[11]));
+	CU_ASSERT_TRUE(page_equals(13, home[13]));
+	CU_ASSERT_EQUAL(nfetch, 3);
+	CU_ASSERT_EQUAL(stats().read_faults, 2);
+	/* a write to a page that came along twins it, with no fetch */
+	pg(13)[1] = 0x5a;
+	CU_ASSERT_EQUAL(nfetch, 3);
+	CU_ASSERT_EQUAL(stats().write_faults, 2);
+	/* a write fault on an invalid page fetches it alone */
+	pg(20)[0] = 1;
+	CU_ASSERT_EQUAL(nruns, 1);
+	CU_ASSERT_EQUAL(nfetch, 4);
+	/* the last page of the region has no neighbours to ask for */
+	CU_ASSERT_EQUAL(pg(NPAGES - 1)[0], home[NPAGES - 1][0]);
+	CU_ASSERT_EQUAL(nruns, 1);
+	lm_region_set_prefetch(0);
 	lm_region_fini();
 }
 
@@ -1239,6 +1312,7 @@ static void test_fini_restores_handler_and_unmaps(void)
 
 LM_TEST_SUITE("region",
 	      LM_TEST(test_read_fault_fetches_once),
+	      LM_TEST(test_read_fault_brings_neighbours),
 	      LM_TEST(test_write_after_read_twins_without_fetch),
 	      LM_TEST(test_write_to_invalid_page_fetches_then_twins),
 	      LM_TEST(test_flush_yields_exactly_the_changed_bytes),
