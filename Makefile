@@ -122,8 +122,19 @@ $(BENCH_TRANSPORT): $(call obj,bench/transport.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
-unit: $(UNIT)
+unit: $(UNIT) $(BUILD)/tests/unit-diff-portable
 	$(UNIT)
+	$(BUILD)/tests/unit-diff-portable
+
+# The diff codec's word path (no SSE2), which x86 builds never take
+# otherwise: its own suite, built with LM_DIFF_PORTABLE.
+$(BUILD)/tests/unit-diff-portable: common/diff.c common/error.c \
+		tests/test_diff.c tests/unit_main.c tests/unit.h \
+		tests/diff_util.h common/diff.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DLM_DIFF_PORTABLE -o $@ common/diff.c \
+		common/error.c tests/test_diff.c tests/unit_main.c \
+		$(LDFLAGS_ALL) $(CUNIT_LIBS)
 
 # The sanitizer build lives in its own tree so both can coexist.
 asan: check-deps

@@ -252,6 +252,34 @@ HOT size_t next_element(const uint8_t *diff, size_t pos, size_t *end,
 	return pos + el->len;
 }
 
+#if defined(__SSE2__) && !defined(LM_DIFF_PORTABLE)
+/* Copies the bytes of src that m selects into dst, 64 bytes: each 16-bit
+ * slice of m becomes a byte mask by replicating its two bytes and testing
+ * one bit per lane. */
+HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	const __m128i sel = _mm_set_epi8(-128, 64, 32, 16, 8, 4, 2, 1, -128,
+					 64, 32, 16, 8, 4, 2, 1);
+
+	if (m == ~0ull) {
+		memcpy(dst, src, GROUP);
+		return;
+	}
+	for (int k = 0; k < 4; k++, m >>= 16) {
+		__m128i v, e, d, x;
+
+		if (!(m & 0xffff))
+			continue;
+		v = _mm_unpacklo_epi64(_mm_set1_epi8((char)(m & 0xff)),
+				       _mm_set1_epi8((char)(m >> 8 & 0xff)));
+		e = _mm_cmpeq_epi8(_mm_and_si128(v, sel), sel);
+		d = _mm_loadu_si128((const __m128i *)(dst + 16 * k));
+		x = _mm_loadu_si128((const __m128i *)(src + 16 * k));
+		d = _mm_or_si128(_mm_andnot_si128(e, d), _mm_and_si128(e, x));
+		_mm_storeu_si128((__m128i *)(dst + 16 * k), d);
+	}
+}
+#else
 /* Byte k of the result is 0xff when bit k of m is set (k < 8). */
 HOT uint64_t expand8(uint64_t m)
 {
@@ -280,6 +308,7 @@ HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
 		memcpy(dst + 8 * k, &d, 8);
 	}
 }
+#endif
 
 /* A group worth sending whole with its bitmap: three runs or more that
  * would cost, with their headers, at least what the bitmap and the 64

@@ -111,14 +111,13 @@ static bool append_page_diff(lm_home *h, uint8_t *data, size_t cap,
 	view = (struct lm_delta){ .page_size = h->page_size,
 				  .bytes = h->pages[page],
 				  .mask = h->em_union };
-	dlen = lm_delta_encoded_len(&view);
-	if (dlen >= h->page_size)
+	/* encoded in place after the entry header; one that would not be
+	 * smaller than the page goes whole instead */
+	if (lm_delta_encode(&view, data + *len + 8, h->page_size - 1,
+			    &dlen) < 0)
 		return false;
-	/* the entry header, then the diff encoded in place */
 	lm_put32(data + *len, page);
 	lm_put32(data + *len + 4, (uint32_t)dlen);
-	if (lm_delta_encode(&view, data + *len + 8, dlen, &dlen) < 0)
-		return false;
 	*len += 8 + dlen;
 	return true;
 }
