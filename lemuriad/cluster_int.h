@@ -167,6 +167,8 @@ struct held_release {
 				      when the page came as a diff, else
 				      NULL; in known_block */
 	uint64_t *known_block;     /* a byte mask per fetch, owned */
+	uint32_t building;         /* notice index + 1 of the page a diff
+				      entry is being installed for */
 	uint32_t pending;          /* fetches not answered yet */
 };
 

@@ -282,7 +282,10 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		pm.version = m->notices[i].version;
 		pm.data = data;
 		pm.data_len = c->page_size;
+		if (m->notices[i].base != LM_NO_BASE)
+			c->rel.building = up->pre;
 		lm_cluster_reply_page(c, up, &pm);
+		c->rel.building = 0;
 	}
 	/* what it did not bring is asked page by page (the home may have to
 	 * pull it first, or it lives at another reflector) */
@@ -313,10 +316,10 @@ void lm_release_arrived(lm_cluster *c, struct upreq *up,
 	h->pending--;
 	if (data) {
 		h->fresh[i] = h->fresh_block + (size_t)h->slot[i] * c->page_size;
-		if (h->fresh[i] != data) { /* else pages_entry built it */
+		if (h->fresh[i] != data)
 			memcpy(h->fresh[i], data, c->page_size);
+		if (h->building != i + 1)
 			h->known[i] = NULL; /* a whole page: compared */
-		}
 	}
 }
 

@@ -1692,12 +1692,24 @@ static void test_fetchv_pages_as_diffs(void)
 	CU_ASSERT_EQUAL(byte, 0x99);
 	CU_ASSERT_TRUE(cached_version(c, 20, 0, &version, &byte));
 	CU_ASSERT_EQUAL(byte, 0x20);
+	clear_outs();
 
-	/* next epoch: a diff against a base we do not hold */
-	n.version = 7;
+	/* the diff names the bytes c1 wrote, even one it wrote with the
+	 * value it had: the update is the diff's, not a comparison's */
+	n.version = 6;
 	n.base = 5;
 	barrier_release_held(c, 2, &n, 1, 20);
-	CU_ASSERT_EQUAL(outs[0].m.notices[0].base, 5);
+	r_pages_diff(c, outs[0].req_id, 20, 6, 5, 700, 4, 0x20);
+	CU_ASSERT_EQUAL_FATAL(update_runs(1, 20, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 700);
+	CU_ASSERT_EQUAL(runs[0][1], 4);
+
+	/* next epoch: a diff against a base we do not hold */
+	clear_outs();
+	n.version = 7;
+	n.base = 6;
+	barrier_release_held(c, 3, &n, 1, 20);
+	CU_ASSERT_EQUAL(outs[0].m.notices[0].base, 6);
 	r_pages_diff(c, outs[0].req_id, 20, 7, 3, 600, 2, 0x55);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
