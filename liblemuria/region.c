@@ -279,12 +279,17 @@ static void chain(int sig, siginfo_t *si, void *uctx)
 	sigaction(sig, &dfl, NULL);
 }
 
-static void open_page(uint32_t page, int prot)
+static void open_pages(uint32_t first, uint32_t n, int prot)
 {
-	if (view_protect(page, 1, prot) != 0)
-		fault_fatal(page, "cannot open", errno == ENOMEM ?
+	if (view_protect(first, n, prot) != 0)
+		fault_fatal(first, "cannot open", errno == ENOMEM ?
 			    "mprotect: out of memory (vm.max_map_count?)" :
 			    "mprotect failed");
+}
+
+static void open_page(uint32_t page, int prot)
+{
+	open_pages(page, 1, prot);
 }
 
 /* The page is written into the private mapping while the view is still
@@ -301,14 +306,14 @@ static void fetch_page(uint32_t page)
 	R.stats.fetches++;
 }
 
-/* A read fault's fetch that may bring the invalid pages after it too
- * (docs/dsm.md, "Neighbour pages"): those come readable, in runs of one
- * mprotect each. */
-static void fetch_with_neighbours(uint32_t page)
+/* A read fault's fetch, which may bring the invalid pages after it too
+ * (docs/dsm.md, "Neighbour pages"); opens the page and those readable, a
+ * run of pages to an mprotect. */
+static void fetch_for_read(uint32_t page)
 {
 	uint8_t want[LM_REGION_PREFETCH_MAX], got[LM_REGION_PREFETCH_MAX];
 	uint32_t versions[LM_REGION_PREFETCH_MAX], version = 0, n = 0;
-	uint32_t any = 0, run = 0;
+	uint32_t any = 0, first = page, run = 1;
 	int rc;
 
 	while (n < prefetch_pages && page + n + 1 < R.npages) {
@@ -318,6 +323,7 @@ static void fetch_with_neighbours(uint32_t page)
 	}
 	if (!R.be.fetch_run || !any) {
 		fetch_page(page);
+		open_page(page, PROT_READ);
 		return;
 	}
 	memset(got, 0, n);
@@ -327,18 +333,21 @@ static void fetch_with_neighbours(uint32_t page)
 		fault_fatal(page, "cannot fetch", lm_strerror(rc));
 	R.version[page] = version;
 	R.stats.fetches++;
+	/* the faulting page opens with the run of pages that came after it */
 	for (uint32_t k = 0; k <= n; k++) {
 		uint32_t p = page + k + 1;
 
-		if (k < n && want[k] && got[k] && R.state[p] == PAGE_INVALID) {
+		if (k < n && want[k] && got[k]) {
 			R.version[p] = versions[k];
 			R.state[p] = PAGE_READ;
 			R.stats.prefetched++;
+			if (!run)
+				first = p;
 			run++;
 			continue;
 		}
-		if (run && view_protect(p - run, run, PROT_READ) != 0)
-			fault_fatal(p - run, "cannot open", "mprotect failed");
+		if (run)
+			open_pages(first, run, PROT_READ);
 		run = 0;
 	}
 }
@@ -363,15 +372,12 @@ static void serve_fault(uint32_t page, enum fault_access access)
 {
 	switch (R.state[page]) {
 	case PAGE_INVALID:
-		if (access == ACCESS_WRITE)
-			fetch_page(page);
-		else
-			fetch_with_neighbours(page);
 		if (access == ACCESS_WRITE) {
+			fetch_page(page);
 			make_dirty(page);
 			return;
 		}
-		open_page(page, PROT_READ);
+		fetch_for_read(page);
 		R.state[page] = PAGE_READ;
 		R.stats.read_faults++;
 		return;

@@ -223,6 +223,7 @@ static void test_read_fault_fetches_once(void)
  * nor touched; prefetch 0 and write faults fetch one page. */
 static void test_read_fault_brings_neighbours(void)
 {
+	uint64_t mprotects;
 	uint8_t mine;
 
 	if (setup())
@@ -234,8 +235,11 @@ static void test_read_fault_brings_neighbours(void)
 	lm_region_set_prefetch(4);
 	pg(12)[0] = mine = (uint8_t)~home[12][0]; /* valid, and written */
 	CU_ASSERT_EQUAL(nfetch, 2);
+	mprotects = stats().mprotects;
 	CU_ASSERT_EQUAL(pg(10)[5], home[10][5]);
 	CU_ASSERT_EQUAL(nruns, 1);
+	/* 10 opens with 11, 13 alone */
+	CU_ASSERT_EQUAL(stats().mprotects, mprotects + 2);
 	CU_ASSERT_EQUAL(run_n, 4);
 	CU_ASSERT(run_want[0] && !run_want[1] && run_want[2] && run_want[3]);
 	/* 11 and 13 came (odd), 14 did not */
