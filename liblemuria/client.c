@@ -133,14 +133,25 @@ static struct lm_msg lm_client_msg(uint16_t type)
 
 /* region.c's backend: runs in the SIGSEGV handler of the faulting thread,
  * which is blocked in an access to the region, so plain calls are safe. */
+/* Takes page `page` out of a PAGE reply: 0 or LM_EBADMSG. */
+static int lm_client_take_page(const struct lm_msg *reply, uint32_t page,
+			       void *dst, uint32_t *version)
+{
+	if (reply->page != page ||
+	    reply->data_len != lm_self.layout->page_size)
+		return LM_EBADMSG;
+	memcpy(dst, reply->data, reply->data_len);
+	*version = reply->version;
+	return 0;
+}
+
 static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
 			   uint32_t *version)
 {
 	struct lm_msg req = lm_client_msg(LM_MSG_FETCH), reply;
+	uint64_t t0 = lm_clock_us();
 	void *buf;
 	int rc;
-
-	uint64_t t0 = lm_clock_us();
 
 	(void)ctx;
 	req.page = page;
@@ -148,12 +159,7 @@ static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
 	lm_profile_add(&lm_self.prof.fetch, t0);
 	if (rc)
 		return rc;
-	if (reply.page != page || reply.data_len != lm_self.layout->page_size)
-		rc = LM_EBADMSG;
-	else {
-		memcpy(dst, reply.data, reply.data_len);
-		*version = reply.version;
-	}
+	rc = lm_client_take_page(&reply, page, dst, version);
 	free(buf);
 	return rc;
 }
@@ -192,12 +198,7 @@ static int lm_client_fetch_run(void *ctx, uint32_t page, uint32_t n,
 	if (rc)
 		return rc;
 	if (reply.type == LM_MSG_PAGE) {
-		if (reply.page != page || reply.data_len != ps)
-			rc = LM_EBADMSG;
-		else {
-			memcpy(dst, reply.data, ps);
-			*version = reply.version;
-		}
+		rc = lm_client_take_page(&reply, page, dst, version);
 		free(buf);
 		return rc;
 	}
