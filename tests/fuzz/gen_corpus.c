@@ -273,6 +273,13 @@ static void gen_home(void)
 		m.notices = want;
 		m.nnotices = 3;
 		put_msg(&s, 1, K_REQ, &m);
+		/* c0's copy at the epoch's base: page 3 comes as the bytes
+		 * c1 wrote (pages as diffs), page 4 whole */
+		want[0] = (struct lm_notice){ .page = 3, .version = 2,
+					      .base = 0 };
+		want[1] = (struct lm_notice){ .page = 4, .base = LM_NO_BASE };
+		m.nnotices = 2;
+		put_msg(&s, 0, K_REQ, &m);
 	}
 	write_seed("fuzz_home", "pages-barrier", s.buf, s.len);
 
@@ -432,6 +439,21 @@ static void gen_cluster(void)
 	put_msg(&s, 3, K_REQ, &m);
 	m.page = 0xffffffffu;
 	put_msg(&s, 4, K_REQ, &m);
+	{	/* neighbour pages: a hit with one outside the region, then a
+		 * miss that goes up as a FETCH */
+		struct lm_notice want[3] = {
+			{ .page = 7, .base = LM_NO_BASE },
+			{ .page = 8, .base = LM_NO_BASE },
+			{ .page = 0xfffffff0u, .base = LM_NO_BASE } };
+
+		m = msg(LM_MSG_FETCHV);
+		m.notices = want;
+		m.nnotices = 3;
+		put_msg(&s, 2, K_REQ, &m);
+		m.notices = want + 1;
+		m.nnotices = 1;
+		put_msg(&s, 3, K_REQ, &m);
+	}
 	write_seed("fuzz_cluster", "fetch", s.buf, s.len);
 
 	/* A flush and a whole barrier. */
