@@ -173,7 +173,7 @@ enum {
 };
 
 #define LM_MSG_RUN 8        /* u64 run id */
-#define LM_DIFF_ENTRY_HDR 8 /* u32 page + u32 len */
+#define LM_DIFF_ENTRY_HDR LM_MSG_DIFFS_ENTRY_HDR /* u32 page, u32 len */
 #define LM_NOTICE_SIZE 20   /* u32 page, version, base, writer, wcluster */
 
 struct msg_kind {
@@ -570,6 +570,12 @@ int lm_msg_diffs_next(const struct lm_msg_diffs *d, size_t *pos,
 	return 1;
 }
 
+void lm_msg_diffs_put_header(uint8_t *buf, uint32_t page, size_t diff_len)
+{
+	lm_put32(buf, page);
+	lm_put32(buf + 4, (uint32_t)diff_len);
+}
+
 int lm_msg_diffs_append(uint8_t *buf, size_t cap, size_t *len,
 			uint32_t page, const uint8_t *diff, size_t diff_len)
 {
@@ -582,8 +588,7 @@ int lm_msg_diffs_append(uint8_t *buf, size_t cap, size_t *len,
 	if (room < LM_DIFF_ENTRY_HDR || diff_len > room - LM_DIFF_ENTRY_HDR ||
 	    *len + LM_DIFF_ENTRY_HDR + diff_len > UINT32_MAX)
 		return LM_ENOBUFS;
-	lm_put32(buf + *len, page);
-	lm_put32(buf + *len + 4, (uint32_t)diff_len);
+	lm_msg_diffs_put_header(buf + *len, page, diff_len);
 	if (diff_len)
 		memcpy(buf + *len + LM_DIFF_ENTRY_HDR, diff, diff_len);
 	*len += LM_DIFF_ENTRY_HDR + diff_len;

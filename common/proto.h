@@ -227,6 +227,14 @@ int lm_msg_diffs_next(const struct lm_msg_diffs *d, size_t *pos,
 int lm_msg_diffs_append(uint8_t *buf, size_t cap, size_t *len,
 			uint32_t page, const uint8_t *diff, size_t diff_len);
 
+/* Bytes before an entry's diff in a diff list. */
+#define LM_MSG_DIFFS_ENTRY_HDR 8u
+
+/* Writes the header of an entry whose diff_len bytes of diff the caller
+ * puts right after it (encoded in place, with no copy): at buf,
+ * LM_MSG_DIFFS_ENTRY_HDR bytes.  diff_len must fit in a u32. */
+void lm_msg_diffs_put_header(uint8_t *buf, uint32_t page, size_t diff_len);
+
 /* Keeps one notice per page, the one with the highest version (the
  * home's latest word on the page: later notices of an epoch include what
  * earlier ones said), sorted by page.  Returns the new count.  Merging two

@@ -53,7 +53,6 @@
 #include "lm_error.h"
 #include "log.h"
 #include "updates.h"
-#include "wire.h"
 
 /* Client requests that may wait on the reflector at once, per client
  * (I5: a client that floods us cannot grow our lists without bound). */
@@ -1160,13 +1159,12 @@ static void handle_pull(lm_cluster *c, uint32_t req_id,
 	r.version = m->version;
 	if (m->page < c->npages)
 		rc = lm_deltas_pull(c->deltas, m->page, m->version,
-				    c->deltabuf + 8,
+				    c->deltabuf + LM_MSG_DIFFS_ENTRY_HDR,
 				    lm_diff_bound(c->page_size), &len);
 	if (rc == 0) {
-		lm_put32(c->deltabuf, m->page);
-		lm_put32(c->deltabuf + 4, (uint32_t)len);
+		lm_msg_diffs_put_header(c->deltabuf, m->page, len);
 		r.diffs.data = c->deltabuf;
-		r.diffs.len = len + 8;
+		r.diffs.len = len + LM_MSG_DIFFS_ENTRY_HDR;
 		r.diffs.count = 1;
 		mark_data_left(c, m->page, m->version);
 	} else {
@@ -1343,8 +1341,9 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 				     emit_register, c);
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
-	c->deltabuf = malloc(lm_diff_bound(c->page_size) + 8);
-	c->fetchv_cap = LM_CLUSTER_FETCHV_MAX * ((size_t)c->page_size + 8);
+	c->deltabuf = malloc(lm_diff_bound(c->page_size) + LM_MSG_DIFFS_ENTRY_HDR);
+	c->fetchv_cap = LM_CLUSTER_FETCHV_MAX *
+		((size_t)c->page_size + LM_MSG_DIFFS_ENTRY_HDR);
 	c->fetchv_buf = malloc(c->fetchv_cap);
 	/* the epoch's masks, and the updates encoded at a release: an eighth
 	 * of the cache each at most (docs/dsm.md "Updates") */

@@ -8,7 +8,6 @@
 
 #include "diff.h"
 #include "lm_error.h"
-#include "wire.h"
 
 /* The bytes one client slot wrote to a page in the epoch. */
 struct wmask {
@@ -383,7 +382,7 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 			    uint32_t slot, uint32_t page, size_t *len)
 {
 	struct lm_delta view = u->others;
-	size_t ulen, at = *len + 8;
+	size_t ulen, at = *len + LM_MSG_DIFFS_ENTRY_HDR;
 
 	union_of(u, &view, p->foreign, p->w, slot);
 	view.bytes = (uint8_t *)p->copy;
@@ -392,9 +391,7 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 	    reserve(&u->list, &u->list_cap, at + ulen) < 0 ||
 	    lm_delta_encode(&view, u->list + at, ulen, &ulen) < 0)
 		return SIZE_MAX;
-	/* the entry header: u32 page, u32 length (lm_msg_diffs format) */
-	lm_put32(u->list + *len, page);
-	lm_put32(u->list + *len + 4, (uint32_t)ulen);
+	lm_msg_diffs_put_header(u->list + *len, page, ulen);
 	*len = at + ulen;
 	return ulen;
 }

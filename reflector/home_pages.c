@@ -10,7 +10,6 @@
 
 #include "diff.h"
 #include "log.h"
-#include "wire.h"
 #include "lm_error.h"
 
 /* ---- pages as diffs (docs/dsm.md "Pages as diffs") -------------------- */
@@ -101,7 +100,8 @@ static bool append_page_diff(lm_home *h, uint8_t *data, size_t cap,
 	size_t words = em_words(h), dlen;
 	struct lm_delta view;
 
-	if (!e || !h->pages[page] || cap - *len < 8 + h->page_size)
+	if (!e || !h->pages[page] ||
+	    cap - *len < LM_MSG_DIFFS_ENTRY_HDR + h->page_size)
 		return false;
 	memset(h->em_union, 0, words * sizeof(uint64_t));
 	for (uint32_t i = 0; i < e->n; i++)
@@ -113,12 +113,11 @@ static bool append_page_diff(lm_home *h, uint8_t *data, size_t cap,
 				  .mask = h->em_union };
 	/* encoded in place after the entry header; one that would not be
 	 * smaller than the page goes whole instead */
-	if (lm_delta_encode(&view, data + *len + 8, h->page_size - 1,
-			    &dlen) < 0)
+	if (lm_delta_encode(&view, data + *len + LM_MSG_DIFFS_ENTRY_HDR,
+			    h->page_size - 1, &dlen) < 0)
 		return false;
-	lm_put32(data + *len, page);
-	lm_put32(data + *len + 4, (uint32_t)dlen);
-	*len += 8 + dlen;
+	lm_msg_diffs_put_header(data + *len, page, dlen);
+	*len += LM_MSG_DIFFS_ENTRY_HDR + dlen;
 	return true;
 }
 
@@ -150,7 +149,8 @@ void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 	struct lm_msg r = msg_new(h, LM_MSG_PAGES);
 	uint32_t n = m->nnotices < LM_FETCHV_MAX ? m->nnotices : LM_FETCHV_MAX;
 	struct lm_notice *served = calloc(n ? n : 1, sizeof(*served));
-	size_t cap = (size_t)n * (8 + h->page_size), len = 0;
+	size_t cap = (size_t)n * (LM_MSG_DIFFS_ENTRY_HDR + h->page_size);
+	size_t len = 0;
 	uint8_t *data = malloc(cap ? cap : 1);
 	uint32_t count = 0, ci = cluster_of_node(h, node);
 
