@@ -71,7 +71,8 @@ static size_t mask_bytes(const lm_cluster *c)
  * our copy if the sole-cluster rule will keep it, else, for a page
  * another cluster wrote whose copy at base a client of ours holds, that
  * copy (saved) and the page fetched anew.  At most an eighth of the
- * cache is fetched (I5: the saved and fetched copies take a quarter).
+ * cache is fetched (I5: the saved copies are the cache's own pages,
+ * taken out of it; the fetched ones and their masks another eighth).
  * False when out of memory: the RELEASE then goes without updates. */
 static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 {
