@@ -5,8 +5,10 @@
 #include "unit.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "diff.h"
@@ -482,6 +484,52 @@ static void test_fetchv_pages_as_diffs(void)
 	lm_home_handle(h, C1, LM_REL_REQUEST, 11, &m);
 	CU_ASSERT(cap.n == 1 && cap.v[0].notices[0].base == LM_NO_BASE);
 	CU_ASSERT(lm_home_stats(h)->page_diffs == 1);
+	teardown(h);
+}
+
+/* A reflector whose cache leaves no room for the masks (cache / 8 is
+ * 512 bytes, one cluster's mask of a page): the masks are broken, never
+ * used, and the pages go whole, with the right bytes. */
+static void test_fetchv_whole_when_masks_over_budget(void)
+{
+	static const char text[] =
+		"[lemuria]\nshared_size = 64M\npage_size = 4096\n"
+		"base = 0x500000000000\nauth = off\n"
+		"[reflector r0]\nlisten = 127.0.0.1:17500\ncache = 4K\n"
+		"[cluster c0]\nreflector = r0\nlisten = 127.0.0.1:17510\n"
+		"clients = 4\n"
+		"[cluster c1]\nreflector = r0\nlisten = 127.0.0.1:17511\n"
+		"clients = 4\n";
+	struct lm_notice want = { .page = 3, .base = 0 };
+	struct lm_msg m = msg(LM_MSG_FETCHV);
+	const uint8_t *data;
+	size_t pos = 0, len;
+	char path[64];
+	uint32_t page;
+	lm_home *h;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/lm_test_home_%ld.ini",
+		 (long)getpid());
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+	h = setup(path);
+	remove(path);
+	flush1(h, C0, 3, 100, "mine");
+	flush1(h, C1, 3, 2000, "theirs");
+	m.notices = &want;
+	m.nnotices = 1;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 9, &m);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.nnotices == 1);
+	CU_ASSERT(cap.v[0].notices[0].base == LM_NO_BASE);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&cap.v[0].m.diffs, &pos, &page,
+					  &data, &len) == 1);
+	CU_ASSERT(len == PAGE && memcmp(data + 100, "mine", 4) == 0 &&
+		  memcmp(data + 2000, "theirs", 6) == 0);
+	CU_ASSERT(lm_home_stats(h)->page_diffs == 0);
 	teardown(h);
 }
 
@@ -1114,6 +1162,7 @@ LM_TEST_SUITE("home",
 	      LM_TEST(test_flush_then_fetch),
 	      LM_TEST(test_fetchv_serves_settled_pages),
 	      LM_TEST(test_fetchv_pages_as_diffs),
+	      LM_TEST(test_fetchv_whole_when_masks_over_budget),
 	      LM_TEST(test_disjoint_flushes_from_two_clusters),
 	      LM_TEST(test_barrier_completes_with_all_clusters),
 	      LM_TEST(test_barrier_second_arrival_dropped),
