@@ -225,8 +225,9 @@ static void fetch_alone(lm_cluster *c, struct upreq *up)
 
 /* The page an entry of PAGES brings: the entry itself for a whole page,
  * else our copy saved at the entry's base with the entry (a diff)
- * applied, built where the held release keeps the page fetched.  NULL
- * when it does not fit what we asked. */
+ * applied, built in the page's fresh slot (lm_cluster_reply_page copies
+ * it to its own buffer, and lm_release_arrived back).  NULL when it does
+ * not fit what we asked. */
 static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 				  const struct lm_notice *n,
 				  const uint8_t *data, size_t len)
@@ -317,8 +318,7 @@ void lm_release_arrived(lm_cluster *c, struct upreq *up,
 	h->pending--;
 	if (data) {
 		h->fresh[i] = h->fresh_block + (size_t)h->slot[i] * c->page_size;
-		if (h->fresh[i] != data)
-			memcpy(h->fresh[i], data, c->page_size);
+		memcpy(h->fresh[i], data, c->page_size);
 		if (h->building != i + 1)
 			h->known[i] = NULL; /* a whole page: compared */
 	}
