@@ -240,6 +240,28 @@ static void r_page(lm_cluster *c, uint32_t req_id, uint32_t page,
 	r_page_poked(c, req_id, page, version, fill, 0, 0, 0);
 }
 
+/* The reflector answers FETCHV req_id with PAGES holding one entry,
+ * `entry` (len bytes) under `note`, or none when note is NULL. */
+static void r_pages_one(lm_cluster *c, uint32_t req_id,
+			const struct lm_notice *note, const uint8_t *entry,
+			size_t len)
+{
+	static uint8_t list[65536 + 64];
+	struct lm_msg m = msg(LM_MSG_PAGES, RUN);
+	size_t used = 0;
+
+	if (note) {
+		CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(list, sizeof(list),
+							  &used, note->page,
+							  entry, len),
+				      0);
+		m.notices = note;
+		m.nnotices = 1;
+		m.diffs = (struct lm_msg_diffs){ list, used, 1 };
+	}
+	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+}
+
 /* The reflector answers FETCHV req_id with PAGES holding `page` at
  * version, filled with `fill` but n bytes of `val` at `at`; page
  * UINT32_MAX: with no page at all. */
@@ -247,24 +269,14 @@ static void r_pages_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
 			  uint32_t version, uint8_t fill, size_t at, size_t n,
 			  uint8_t val)
 {
-	static uint8_t buf[65536], list[65536 + 64];
+	static uint8_t buf[65536];
 	struct lm_notice note = { .page = page, .version = version,
 				  .base = LM_NO_BASE };
-	struct lm_msg m = msg(LM_MSG_PAGES, RUN);
-	size_t len = 0;
 
 	memset(buf, fill, layout->page_size);
 	memset(buf + at, val, n);
-	if (page != UINT32_MAX) {
-		CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(list, sizeof(list),
-							  &len, page, buf,
-							  layout->page_size),
-				      0);
-		m.notices = &note;
-		m.nnotices = 1;
-		m.diffs = (struct lm_msg_diffs){ list, len, 1 };
-	}
-	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+	r_pages_one(c, req_id, page != UINT32_MAX ? &note : NULL, buf,
+		    layout->page_size);
 }
 
 /* The reflector answers FETCHV req_id with PAGES holding, for `page`,
@@ -273,20 +285,13 @@ static void r_pages_diff(lm_cluster *c, uint32_t req_id, uint32_t page,
 			 uint32_t version, uint32_t base, size_t at, size_t n,
 			 uint8_t val)
 {
-	uint8_t diff[64], list[128];
+	uint8_t diff[64];
 	struct lm_notice note = { .page = page, .version = version,
 				  .base = base };
-	struct lm_msg m = msg(LM_MSG_PAGES, RUN);
-	size_t len = 0, hdr = test_run_header(diff, at, n);
+	size_t hdr = test_run_header(diff, at, n);
 
 	memset(diff + hdr, val, n);
-	CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(list, sizeof(list), &len,
-						  page, diff, hdr + n),
-			      0);
-	m.notices = &note;
-	m.nnotices = 1;
-	m.diffs = (struct lm_msg_diffs){ list, len, 1 };
-	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+	r_pages_one(c, req_id, &note, diff, hdr + n);
 }
 
 /* Puts page into the cache at version (filled with `fill`). */
