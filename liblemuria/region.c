@@ -59,6 +59,7 @@ enum page_state {
 	PAGE_OPEN,    /* valid, written before the last flush and left
 			 open: its twin holds what that flush sent, so
 			 the next flush finds new writes by comparing: RW */
+	PAGE_CLOSING, /* inside a flush only: being closed */
 	PAGE_STATE_COUNT
 };
 
@@ -690,6 +691,17 @@ static uint32_t next_mark(uint32_t from, uint32_t end, bool set)
 	return end;
 }
 
+static void clear_marks(void)
+{
+	uint32_t lo = R.mark_lo, hi = R.mark_hi;
+
+	if (lo < hi)
+		memset(&R.marks[lo / 64], 0,
+		       ((hi - 1) / 64 - lo / 64 + 1) * sizeof(*R.marks));
+	R.mark_lo = UINT32_MAX;
+	R.mark_hi = 0;
+}
+
 /* Gives every marked page prot, one mprotect per run (per page when
  * batching is off), and clears the marks.  A run whose mprotect fails
  * may be changed in part, so it is retried page by page: every mprotect
@@ -717,11 +729,7 @@ static int protect_marked(int prot, void (*failed)(uint32_t page))
 		}
 		p = end;
 	}
-	if (lo < hi)
-		memset(&R.marks[lo / 64], 0,
-		       ((hi - 1) / 64 - lo / 64 + 1) * sizeof(*R.marks));
-	R.mark_lo = UINT32_MAX;
-	R.mark_hi = 0;
+	clear_marks();
 	return rc;
 }
 
@@ -742,17 +750,6 @@ static bool written(uint32_t i, uint32_t *page)
 	return R.state[*page] == PAGE_OPEN;
 }
 
-/* Sets prot on every page a flush looks at. */
-static int protect_written(int prot)
-{
-	uint32_t page;
-
-	for (uint32_t i = 0; i < R.nopen + R.ndirty; i++)
-		if (written(i, &page))
-			mark(page);
-	return protect_marked(prot, NULL);
-}
-
 static int out_reserve(size_t need)
 {
 	size_t cap = R.out_cap ? R.out_cap : OUT_MIN_CAP;
@@ -771,8 +768,9 @@ static int out_reserve(size_t need)
 }
 
 /* Encodes the written pages into R.out and notes in R.changed which had
- * a diff; the pages are read-only now, so no thread changes them
- * meanwhile. */
+ * a diff.  The pages stay writable: a byte another thread writes meanwhile
+ * is either in the diff or differs from the twin afterwards (the twin
+ * takes the diff, not the page), so the next flush finds it. */
 static int encode_written(size_t *used, uint32_t *count)
 {
 	uint32_t page;
@@ -814,51 +812,103 @@ static void close_copy(uint32_t page)
 	R.state[page] = PAGE_READ;
 }
 
+/* The i-th entry of the lists a flush walks, stale or not. */
+static uint32_t written_entry(uint32_t i)
+{
+	return i < R.nopen ? R.open[i] : R.dirty[i - R.nopen];
+}
+
+/* A page the flush meant to close but could not write-protect: it stays
+ * open, twin and all, for the next flush. */
+static uint32_t nnext_open;
+
+static void stay_open(uint32_t page)
+{
+	R.state[page] = PAGE_OPEN;
+	R.next_open[nnext_open++] = page;
+}
+
+/* The pages in PAGE_CLOSING, read-only now: a write another thread made
+ * since their encoding (none, single-threaded) goes out with this flush,
+ * then each drops its twin.  Room in R.out was reserved. */
+static void close_unchanged(size_t *used, uint32_t *count)
+{
+	for (uint32_t i = 0; i < R.nopen + R.ndirty; i++) {
+		uint32_t page = written_entry(i);
+		size_t dlen = 0;
+
+		if (R.state[page] != PAGE_CLOSING)
+			continue;
+		if (lm_diff_encode(R.twin[page], R.rw + page_off(page),
+				   R.page_size, R.scratch, R.scratch_cap,
+				   &dlen) == 0 && dlen &&
+		    lm_msg_diffs_append(R.out, R.out_cap, used, page,
+					R.scratch, dlen) == 0)
+			(*count)++;
+		close_copy(page);
+	}
+}
+
 int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 {
-	uint32_t nopen = 0;
-	size_t used;
-	uint32_t n;
+	struct lm_msg_diffs sent;
+	size_t used, pos = 0, dlen;
+	uint32_t n, closing = 0, dpage;
+	const uint8_t *diff;
 	int rc;
 
 	if (!atomic_load(&R.active))
 		return LM_EINVAL;
 	lock();
-	/* Write-protect before encoding: a write by another thread after
-	 * this point faults and makes a new twin, so it is never lost. */
-	rc = protect_written(PROT_READ);
-	if (rc == 0)
-		rc = encode_written(&used, &n);
+	rc = encode_written(&used, &n);
 	if (rc != 0) {
-		/* undo: merging mappings back cannot run out of them */
-		protect_written(PROT_READ | PROT_WRITE);
-		unlock();
+		unlock(); /* nothing changed: the next flush sends it all */
 		return rc;
 	}
 	/* A page that changed is likely written again soon (LU's blocks
 	 * are, step after step): it stays open, its twin now what was sent,
-	 * and costs a comparison at each flush instead of a write fault.  It
-	 * closes and drops its twin after OPEN_IDLE_MAX flushes in a row
-	 * found it unchanged (at once if it was faulted in and not changed).
-	 * Each page is looked at once (see written), so the new list has no
-	 * page twice. */
+	 * and costs a comparison at each flush instead of a write fault and
+	 * two mprotects.  It closes and drops its twin after OPEN_IDLE_MAX
+	 * flushes in a row found it unchanged (at once if it was faulted in
+	 * and not changed).  Each page is looked at once (see written), so
+	 * the new list has no page twice. */
+	sent = (struct lm_msg_diffs){ R.out, used, n };
+	nnext_open = 0;
 	for (uint32_t i = 0; i < R.nopen + R.ndirty; i++) {
 		uint32_t page;
 
 		if (!written(i, &page))
 			continue;
-		if (R.changed[page]) {
+		if (R.changed[page] &&
+		    lm_msg_diffs_next(&sent, &pos, &dpage, &diff, &dlen) == 1 &&
+		    dpage == page) {
 			R.idle[page] = 0;
-			memcpy(R.twin[page], R.rw + page_off(page),
-			       R.page_size);
+			lm_diff_apply_valid(R.twin[page], diff, dlen);
 		} else if (R.state[page] != PAGE_OPEN ||
 			   ++R.idle[page] >= OPEN_IDLE_MAX) {
-			close_copy(page);
+			R.state[page] = PAGE_CLOSING;
+			closing++;
+			mark(page);
 			continue;
 		}
 		R.state[page] = PAGE_OPEN;
-		mark(page);
-		R.next_open[nopen++] = page;
+		R.next_open[nnext_open++] = page;
+	}
+	/* Closing pages are write-protected before their last look, so no
+	 * write slips between it and the twin's end; without room for what
+	 * such a write would add, they all stay open. */
+	if (closing && out_reserve(used + (size_t)closing *
+				   (DIFFS_ENTRY_HDR + R.scratch_cap)) != 0) {
+		for (uint32_t i = 0; i < R.nopen + R.ndirty; i++) {
+			uint32_t page = written_entry(i);
+
+			if (R.state[page] == PAGE_CLOSING)
+				stay_open(page);
+		}
+		clear_marks();
+	} else {
+		protect_marked(PROT_READ, stay_open);
+		close_unchanged(&used, &n);
 	}
 	{
 		uint32_t *t = R.open;
@@ -866,9 +916,8 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 		R.open = R.next_open;
 		R.next_open = t;
 	}
-	R.nopen = nopen;
+	R.nopen = nnext_open;
 	R.ndirty = 0;
-	protect_marked(PROT_READ | PROT_WRITE, close_copy);
 	R.stats.flushed_pages += n;
 	R.stats.flushed_bytes += used;
 	*diffs = R.out;

@@ -80,13 +80,16 @@ int lm_region_contains(const void *addr);
  * no fault; the next flushes compare it, and the third in a row that
  * finds it unchanged makes it read-only and drops its twin (a page
  * faulted in and left unchanged, at once).  *count = number of entries;
- * pages whose diff is empty are omitted.  Pages are protected while their
- * diffs are built, then opened again, each time with one mprotect per
- * run of adjacent pages, whatever their order in the list.  Returns 0, LM_EINVAL (not initialised),
- * LM_ENOMEM (no memory, or mprotect could not split the mapping:
- * vm.max_map_count) or LM_ENOBUFS (the list would exceed the 4 GiB a
- * FLUSH can carry); on error nothing changed and the pages stay dirty
- * and writable. */
+ * pages whose diff is empty are omitted.  Pages that stay open keep
+ * their protection: a write another thread makes meanwhile is in the
+ * diff or differs from the twin after (the twin takes the diff, not the
+ * page), so the next flush finds it.  Pages that close are write-protected
+ * with one mprotect per run of adjacent pages and compared once more, so
+ * that a write racing the flush goes with it; one that cannot be
+ * protected (vm.max_map_count) stays open.  Returns 0, LM_EINVAL (not
+ * initialised), LM_ENOMEM (no memory) or LM_ENOBUFS (the list would
+ * exceed the 4 GiB a FLUSH can carry); on error nothing changed and the
+ * pages stay dirty and writable. */
 int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count);
 
 /* Applies write notices (I3): every page whose copy is valid and whose
