@@ -267,6 +267,15 @@ static const struct wmask *writer_of(const struct wmask *w, uint32_t slot)
 	return w;
 }
 
+/* Bytes to offer an encoding at `used` of a buffer limited to `limit`:
+ * its worst case `bound`, or less near the limit (0: none left). */
+static size_t room(size_t bound, size_t used, size_t limit)
+{
+	if (used >= limit)
+		return 0;
+	return limit - used < bound ? limit - used : bound;
+}
+
 static int reserve(uint8_t **buf, size_t *cap, size_t need)
 {
 	size_t ncap = *cap ? *cap : 65536;
@@ -351,7 +360,7 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 static bool encode_all(lm_updates *u, struct prepared *p)
 {
 	struct lm_delta view;
-	size_t len;
+	size_t len, bound;
 
 	if (p->off != SIZE_MAX)
 		return true;
@@ -362,10 +371,13 @@ static bool encode_all(lm_updates *u, struct prepared *p)
 		union_of(u, &view, p->foreign, p->w, UINT32_MAX);
 	}
 	view.bytes = (uint8_t *)p->copy;
-	len = lm_delta_encoded_len(&view);
-	if (u->arena_len + len > u->arena_budget ||
-	    reserve(&u->arena, &u->arena_cap, u->arena_len + len) < 0 ||
-	    lm_delta_encode(&view, u->arena + u->arena_len, len, &len) < 0) {
+	/* encoded in one pass into room for the worst case, up to the
+	 * budget: a diff that does not fit fails the encoding */
+	bound = room(lm_diff_bound(u->page_size), u->arena_len,
+		     u->arena_budget);
+	if (!bound ||
+	    reserve(&u->arena, &u->arena_cap, u->arena_len + bound) < 0 ||
+	    lm_delta_encode(&view, u->arena + u->arena_len, bound, &len) < 0) {
 		p->ok = false;
 		return false;
 	}
@@ -383,13 +395,13 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 {
 	struct lm_delta view = u->others;
 	size_t ulen, at = *len + LM_MSG_DIFFS_ENTRY_HDR;
+	size_t bound = room(lm_diff_bound(u->page_size), at,
+			    LM_UPDATES_CLIENT_MAX);
 
 	union_of(u, &view, p->foreign, p->w, slot);
 	view.bytes = (uint8_t *)p->copy;
-	ulen = lm_delta_encoded_len(&view);
-	if (at + ulen > LM_UPDATES_CLIENT_MAX ||
-	    reserve(&u->list, &u->list_cap, at + ulen) < 0 ||
-	    lm_delta_encode(&view, u->list + at, ulen, &ulen) < 0)
+	if (!bound || reserve(&u->list, &u->list_cap, at + bound) < 0 ||
+	    lm_delta_encode(&view, u->list + at, bound, &ulen) < 0)
 		return SIZE_MAX;
 	lm_msg_diffs_put_header(u->list + *len, page, ulen);
 	*len = at + ulen;

@@ -1,0 +1,141 @@
+/* Barrier updates (lemuriad/updates.c) at their limits: the encoded
+ * updates of one release stay within the budget, a page whose update
+ * would pass it is left out (its holders invalidate), and one client's
+ * list stops at LM_UPDATES_CLIENT_MAX. */
+#include "unit.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+#include "proto.h"
+#include "updates.h"
+
+#define PAGE 4096u
+#define WRITER 0u /* slot and rank of the client that writes */
+#define HOLDER 1u /* slot and rank of the client that holds copies */
+
+/* The update of a page written whole, encoded as the module does: one
+ * run of the page's bytes. */
+static size_t whole_page_update_len(void)
+{
+	static uint8_t twin[PAGE], page[PAGE], out[2 * PAGE];
+	size_t len = 0;
+
+	memset(page, 0xa5, sizeof(page));
+	CU_ASSERT_FATAL(lm_diff_encode(twin, page, PAGE, out, sizeof(out),
+				       &len) == 0);
+	return len;
+}
+
+/* `npages` pages written whole by WRITER and held by HOLDER; returns
+ * HOLDER's update list of the release (n and copies filled in). */
+static lm_updates *epoch_of_whole_pages(uint32_t npages, size_t budget,
+					struct lm_notice *n,
+					const uint8_t **copies,
+					uint8_t *data)
+{
+	static uint8_t twin[PAGE], diff[2 * PAGE];
+	lm_updates *u = lm_updates_create(PAGE, npages, 2, budget);
+	size_t dlen;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	for (uint32_t p = 0; p < npages; p++) {
+		uint8_t *copy = data + (size_t)p * PAGE;
+
+		memset(copy, (int)(p % 250 + 1), PAGE);
+		CU_ASSERT_FATAL(lm_diff_encode(twin, copy, PAGE, diff,
+					       sizeof(diff), &dlen) == 0);
+		lm_updates_hold(u, HOLDER, p);
+		CU_ASSERT_FATAL(lm_updates_note_diff(u, p, WRITER, diff,
+						     dlen) == 0);
+		n[p] = (struct lm_notice){ .page = p, .version = 2, .base = 1,
+					   .writer = WRITER, .wcluster = 0 };
+		copies[p] = copy;
+	}
+	CU_ASSERT_FATAL(lm_updates_prepare(u, n, npages, copies, NULL,
+					   NULL) == 0);
+	return u;
+}
+
+/* The bytes of each update equal the writer's page. */
+static void check_list(const struct lm_msg_diffs *list,
+		       const uint8_t *data)
+{
+	static uint8_t page[PAGE];
+	size_t pos = 0, len;
+	const uint8_t *diff;
+	uint32_t p, k = 0;
+
+	while (lm_msg_diffs_next(list, &pos, &p, &diff, &len) == 1) {
+		CU_ASSERT_EQUAL(p, k++);
+		memset(page, 0, sizeof(page));
+		CU_ASSERT_EQUAL(lm_diff_apply(page, PAGE, diff, len), 0);
+		CU_ASSERT_EQUAL(memcmp(page, data + (size_t)p * PAGE, PAGE),
+				0);
+	}
+	CU_ASSERT_EQUAL(k, list->count);
+}
+
+/* A budget of exactly three updates: three go, the fourth page is left
+ * out and counted. */
+static void test_updates_fill_the_budget_exactly(void)
+{
+	static uint8_t data[4 * PAGE];
+	const uint8_t *copies[4];
+	struct lm_notice n[4];
+	struct lm_msg_diffs list;
+	size_t len = whole_page_update_len();
+	lm_updates *u = epoch_of_whole_pages(4, 3 * len, n, copies, data);
+
+	lm_updates_for_client(u, HOLDER, HOLDER, n, 4, &list);
+	CU_ASSERT_EQUAL(list.count, 3);
+	CU_ASSERT_EQUAL(list.len, 3 * (LM_MSG_DIFFS_ENTRY_HDR + len));
+	check_list(&list, data);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_sent, 3);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->update_bytes, 3 * len);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_capped, 1);
+	/* the writer keeps its own copies: nothing for it */
+	lm_updates_for_client(u, WRITER, WRITER, n, 4, &list);
+	CU_ASSERT_EQUAL(list.count, 0);
+	lm_updates_destroy(u);
+
+	/* one byte less: the third no longer fits */
+	u = epoch_of_whole_pages(4, 3 * len - 1, n, copies, data);
+	lm_updates_for_client(u, HOLDER, HOLDER, n, 4, &list);
+	CU_ASSERT_EQUAL(list.count, 2);
+	check_list(&list, data);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_capped, 2);
+	lm_updates_destroy(u);
+}
+
+/* One client's list stops at LM_UPDATES_CLIENT_MAX; the pages after it
+ * are counted as capped. */
+static void test_client_list_stops_at_its_maximum(void)
+{
+	enum { NP = 600 };
+	uint8_t *data = malloc((size_t)NP * PAGE);
+	const uint8_t **copies = calloc(NP, sizeof(*copies));
+	struct lm_notice *n = calloc(NP, sizeof(*n));
+	size_t entry = LM_MSG_DIFFS_ENTRY_HDR + whole_page_update_len();
+	uint32_t fit = (uint32_t)(LM_UPDATES_CLIENT_MAX / entry);
+	struct lm_msg_diffs list;
+	lm_updates *u;
+
+	CU_ASSERT_FATAL(data && copies && n);
+	CU_ASSERT_FATAL(fit < NP);
+	u = epoch_of_whole_pages(NP, 2 * (size_t)NP * PAGE, n, copies, data);
+	lm_updates_for_client(u, HOLDER, HOLDER, n, NP, &list);
+	CU_ASSERT_EQUAL(list.count, fit);
+	CU_ASSERT_EQUAL(list.len, fit * entry);
+	check_list(&list, data);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_capped, NP - fit);
+	lm_updates_destroy(u);
+	free(data);
+	free(copies);
+	free(n);
+}
+
+LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
+	      LM_TEST(test_client_list_stops_at_its_maximum))
