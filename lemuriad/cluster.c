@@ -1000,8 +1000,10 @@ void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
 		return;
 	}
 	/* the home's copy plus what our clients wrote and the home has not
-	 * got yet: the cluster copy (DESIGN.md §2, read fault) */
-	memcpy(c->pagebuf, m->data, c->page_size);
+	 * got yet: the cluster copy (DESIGN.md §2, read fault); a page a
+	 * held release rebuilt from a diff is there already */
+	if (m->data != c->pagebuf)
+		memcpy(c->pagebuf, m->data, c->page_size);
 	lm_deltas_overlay(c->deltas, m->page, m->version, c->pagebuf);
 	if (m->version >= up->min_version && m->version >= up->left)
 		lm_cache_put(c, m->page, m->version, c->pagebuf);

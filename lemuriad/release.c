@@ -225,9 +225,9 @@ static void fetch_alone(lm_cluster *c, struct upreq *up)
 
 /* The page an entry of PAGES brings: the entry itself for a whole page,
  * else our copy saved at the entry's base with the entry (a diff)
- * applied, built in the page's fresh slot (lm_cluster_reply_page copies
- * it to its own buffer, and lm_release_arrived back).  NULL when it does
- * not fit what we asked. */
+ * applied, built in the cluster's page buffer, where
+ * lm_cluster_reply_page works on it (lm_release_arrived copies it to the
+ * page's fresh slot).  NULL when it does not fit what we asked. */
 static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 				  const struct lm_notice *n,
 				  const uint8_t *data, size_t len)
@@ -245,7 +245,7 @@ static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 	    h->notices[i].base != n->base ||
 	    lm_diff_validate(data, len, c->page_size) < 0)
 		return NULL;
-	page = h->fresh_block + (size_t)h->slot[i] * c->page_size;
+	page = c->pagebuf;
 	memcpy(page, h->old[i], c->page_size);
 	lm_diff_apply_valid(page, data, len);
 	/* the diff names the other clusters' bytes: the updates need not
