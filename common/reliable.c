@@ -123,9 +123,12 @@
 
 /* A queued message, already laid out as the datagrams that carry it:
  * fragment i lives at dg + i * stride as header | payload | room for the
- * MAC.  Retransmissions rewrite the header and MAC in place. */
+ * MAC.  Retransmissions rewrite the header and MAC in place.  A reply
+ * stays after it is acknowledged while the reply cache holds it: `refs`
+ * counts the queue and the cache. */
 struct tx_msg {
 	struct tx_msg *next;
+	uint32_t refs;
 	uint32_t len;
 	uint32_t req_id;
 	uint32_t frag_payload; /* payload of every fragment but the last */
@@ -136,6 +139,12 @@ struct tx_msg {
 	uint16_t nfrag;
 	uint8_t dg[];
 };
+
+static void tx_msg_put(struct tx_msg *m)
+{
+	if (--m->refs == 0)
+		free(m);
+}
 
 /* One datagram in flight (seq in [snd_una, snd_nxt)). */
 struct tx_slot {
@@ -181,7 +190,7 @@ struct reply_entry {
 	struct reply_entry *next;
 	uint32_t req_id;
 	size_t len;
-	uint8_t data[];
+	struct tx_msg *msg; /* the reply as it was queued */
 };
 
 struct peer {
@@ -476,7 +485,7 @@ static void tx_free_all(struct lm_rel *rel, struct peer *p)
 
 	for (m = p->q_head; m; m = next) {
 		next = m->next;
-		free(m);
+		tx_msg_put(m);
 	}
 	p->q_head = p->q_tail = p->q_send = NULL;
 	p->q_send_frag = 0;
@@ -528,6 +537,7 @@ static void reply_cache_free(struct peer *p)
 
 	for (e = p->rc_head; e; e = next) {
 		next = e->next;
+		tx_msg_put(e->msg);
 		free(e);
 	}
 	p->rc_head = p->rc_tail = NULL;
@@ -765,12 +775,14 @@ static void tx_release(struct peer *p)
 			p->q_tail = NULL;
 		p->q_bytes -= m->len;
 		p->q_charge -= m->charge;
-		free(m);
+		tx_msg_put(m);
 	}
 }
 
+/* Queues a message; *queued (may be NULL) is set to it on success. */
 static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
-		    uint32_t req_id, const void *msg, size_t len)
+		    uint32_t req_id, const void *msg, size_t len,
+		    struct tx_msg **queued)
 {
 	size_t fp = rel->frag_payload, stride, size, charge;
 	const uint8_t *src = msg;
@@ -803,6 +815,7 @@ static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
 	if (!m)
 		return LM_ENOMEM;
 	m->next = NULL;
+	m->refs = 1;
 	m->len = (uint32_t)len;
 	m->req_id = req_id;
 	m->frag_payload = (uint32_t)fp;
@@ -827,6 +840,8 @@ static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
 	p->q_bytes += len;
 	p->q_charge += charge;
 	rel->stats.msgs_sent++;
+	if (queued)
+		*queued = m;
 	tx_pump(rel, p);
 	return 0;
 }
@@ -843,7 +858,7 @@ int lm_rel_send(lm_rel *rel, uint16_t peer, const void *msg, size_t len,
 	if (!rel)
 		return LM_EINVAL;
 	rel_advance(rel, now_us);
-	return tx_queue(rel, peer, 0, 0, msg, len);
+	return tx_queue(rel, peer, 0, 0, msg, len, NULL);
 }
 
 int lm_rel_request(lm_rel *rel, uint16_t peer, uint32_t req_id, const void *msg,
@@ -852,15 +867,17 @@ int lm_rel_request(lm_rel *rel, uint16_t peer, uint32_t req_id, const void *msg,
 	if (!rel || req_id == 0)
 		return LM_EINVAL;
 	rel_advance(rel, now_us);
-	return tx_queue(rel, peer, LM_DGF_REQUEST, req_id, msg, len);
+	return tx_queue(rel, peer, LM_DGF_REQUEST, req_id, msg, len, NULL);
 }
 
-/* Keeps a copy of a reply; the oldest entries make room.  A reply larger
- * than the whole cache, or a failed allocation, is simply not cached. */
+/* Keeps a reply (a reference to its queued datagrams, no copy); the
+ * oldest entries make room.  A reply larger than the whole cache, or a
+ * failed allocation, is simply not cached. */
 static void reply_cache_put(struct lm_rel *rel, struct peer *p, uint32_t req_id,
-			    const void *msg, size_t len)
+			    struct tx_msg *m)
 {
 	struct reply_entry *e, **pp;
+	size_t len = m->len;
 
 	if (rel->cfg.reply_cache_entries == 0 ||
 	    len > rel->cfg.reply_cache_bytes)
@@ -877,6 +894,7 @@ static void reply_cache_put(struct lm_rel *rel, struct peer *p, uint32_t req_id,
 		}
 		p->rc_count--;
 		p->rc_bytes -= e->len;
+		tx_msg_put(e->msg);
 		free(e);
 		break;
 	}
@@ -888,16 +906,17 @@ static void reply_cache_put(struct lm_rel *rel, struct peer *p, uint32_t req_id,
 			p->rc_tail = NULL;
 		p->rc_count--;
 		p->rc_bytes -= e->len;
+		tx_msg_put(e->msg);
 		free(e);
 	}
-	e = malloc(sizeof(*e) + len);
+	e = malloc(sizeof(*e));
 	if (!e)
 		return;
 	e->next = NULL;
 	e->req_id = req_id;
 	e->len = len;
-	if (len)
-		memcpy(e->data, msg, len);
+	e->msg = m;
+	m->refs++;
 	if (p->rc_tail)
 		p->rc_tail->next = e;
 	else
@@ -919,14 +938,15 @@ static const struct reply_entry *reply_cache_find(const struct peer *p,
 int lm_rel_reply(lm_rel *rel, uint16_t peer, uint32_t req_id, const void *msg,
 		 size_t len, uint64_t now_us)
 {
+	struct tx_msg *m;
 	int rc;
 
 	if (!rel || req_id == 0)
 		return LM_EINVAL;
 	rel_advance(rel, now_us);
-	rc = tx_queue(rel, peer, LM_DGF_REPLY, req_id, msg, len);
+	rc = tx_queue(rel, peer, LM_DGF_REPLY, req_id, msg, len, &m);
 	if (rc == 0)
-		reply_cache_put(rel, rel->peers[peer], req_id, msg, len);
+		reply_cache_put(rel, rel->peers[peer], req_id, m);
 	return rc;
 }
 
@@ -1123,6 +1143,25 @@ static void tx_ack(struct lm_rel *rel, struct peer *p, uint32_t ack,
 
 /* ---- receive side -------------------------------------------------- */
 
+/* Queues a cached reply again, its payload gathered from the datagrams
+ * it went out in (rare: its request came again with a new sequence
+ * number). */
+static void resend_reply(struct lm_rel *rel, struct peer *p,
+			 const struct reply_entry *e)
+{
+	const struct tx_msg *m = e->msg;
+	uint8_t *buf = malloc(m->len ? m->len : 1);
+
+	if (!buf)
+		return; /* as if lost: the peer asks again */
+	for (uint16_t i = 0; m->len && i < m->nfrag; i++)
+		memcpy(buf + (size_t)i * m->frag_payload,
+		       m->dg + (size_t)i * m->stride + LM_WIRE_HDR_SIZE,
+		       frag_len(m, i));
+	tx_queue(rel, p->id, LM_DGF_REPLY, m->req_id, buf, m->len, NULL);
+	free(buf);
+}
+
 static void rx_deliver(struct lm_rel *rel, struct peer *p, uint16_t flags,
 		       uint32_t req_id, const uint8_t *data, uint32_t len)
 {
@@ -1144,8 +1183,7 @@ static void rx_deliver(struct lm_rel *rel, struct peer *p, uint16_t flags,
 			/* Answered already: send the same answer again
 			 * rather than execute the request twice (I4). */
 			rel->stats.reply_cache_hits++;
-			tx_queue(rel, p->id, LM_DGF_REPLY, req_id, e->data,
-				 e->len);
+			resend_reply(rel, p, e);
 			return;
 		}
 		if (req_id <= p->req_hi) {

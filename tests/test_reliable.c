@@ -37,6 +37,7 @@ struct ep {
 	uint32_t last_req;
 	size_t last_len;
 	uint8_t last[256];
+	uint32_t last_hash; /* FNV-1a of the whole last message */
 };
 
 struct wdg {
@@ -146,6 +147,9 @@ static void on_deliver(void *ctx, const struct lm_rel_msg *msg)
 	e->last_len = msg->len;
 	memcpy(e->last, msg->data,
 	       msg->len < sizeof(e->last) ? msg->len : sizeof(e->last));
+	e->last_hash = 2166136261u;
+	for (size_t j = 0; j < msg->len; j++)
+		e->last_hash = (e->last_hash ^ msg->data[j]) * 16777619u;
 	if (e->check_stream) {
 		size_t i = e->expect_next++;
 		bool ok = i < s->nmsgs[from] && msg->len == s->lens[from][i];
@@ -944,6 +948,46 @@ static void test_reply_cache(void)
 	sim_close(&s);
 }
 
+/* A reply of several datagrams, answered again from the cache after its
+ * datagrams were acknowledged (the cache keeps the queued datagrams, not
+ * a copy): the same bytes arrive again. */
+static void test_reply_cache_resends_fragmented_reply(void)
+{
+	static uint8_t big[5000];
+	struct lm_rel_config c;
+	uint32_t hash;
+	struct sim s;
+
+	memset(&s, 0, sizeof(s));
+	s.now = 1000;
+	s.latency = 500;
+	test_cfg(&c, ID_A, 1000);
+	ep_open(&s, 0, &c, NULL);
+	test_cfg(&c, ID_B, 2000);
+	c.reply_cache_bytes = 3 * sizeof(big);
+	ep_open(&s, 1, &c, NULL);
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7 + i / 251);
+	request(&s, 1, "q1");
+	CU_ASSERT_EQUAL(lm_rel_reply(s.ep[1].rel, ID_A, 1, big, sizeof(big),
+				     s.now), 0);
+	memset(big, 0, sizeof(big)); /* the engine kept no pointer to it */
+	CU_ASSERT_TRUE(sim_run(&s, a_got_one, 1000000));
+	CU_ASSERT_EQUAL(s.ep[0].last_len, sizeof(big));
+	hash = s.ep[0].last_hash;
+	sim_run(&s, NULL, 1000000); /* every ack is in: the queue is empty */
+	CU_ASSERT_EQUAL(lm_rel_pending(s.ep[1].rel, ID_A), 0);
+	request(&s, 1, "q1");
+	CU_ASSERT_TRUE(a_got_two(&s));
+	CU_ASSERT_EQUAL(st(&s, 1)->reply_cache_hits, 1);
+	CU_ASSERT_EQUAL(s.ep[0].last_kind, LM_REL_REPLY);
+	CU_ASSERT_EQUAL(s.ep[0].last_req, 1);
+	CU_ASSERT_EQUAL(s.ep[0].last_len, 5000);
+	CU_ASSERT_EQUAL(s.ep[0].last_hash, hash);
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 1);
+	sim_close(&s);
+}
+
 /* Drops A's DATA datagrams from the fstate-th on (fstate counts down). */
 static int drop_after(struct sim *s, int from, const struct lm_dg_header *h)
 {
@@ -1590,7 +1634,8 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_replay_is_not_delivered_twice_auth),
 	      LM_TEST(test_auth_rejects_tampering),
 	      LM_TEST(test_auth_wrong_key_and_missing_mac),
-	      LM_TEST(test_reply_cache), LM_TEST(test_reassembly_timeout),
+	      LM_TEST(test_reply_cache),
+	      LM_TEST(test_reply_cache_resends_fragmented_reply), LM_TEST(test_reassembly_timeout),
 	      LM_TEST(test_reasm_timeout_is_reported_not_silent),
 	      LM_TEST(test_reassembly_timeout_frees_early),
 	      LM_TEST(test_reassembly_limit),
