@@ -159,10 +159,10 @@ struct held_release {
 	uint8_t *kind;             /* enum rel_kind, per notice */
 	struct cpage **saved;      /* REL_FETCH: our copy at base, taken
 				      out of the cache (owned) */
-	uint8_t **old, **fresh;    /* REL_FETCH: saved[i]->data, and the
-				      page fetched (NULL until it came) */
-	uint32_t *slot;            /* REL_FETCH: its page in fresh_block */
-	uint8_t *fresh_block;      /* a page per fetch, owned */
+	uint8_t **old;             /* REL_FETCH: saved[i]->data */
+	bool *arrived;             /* REL_FETCH: the page came, into the
+				      cache, where the updates read it */
+	uint32_t *slot;            /* REL_FETCH: its mask in known_block */
 	uint64_t **known;          /* REL_FETCH: the other clusters' bytes
 				      when the page came as a diff, else
 				      NULL; in known_block */

@@ -49,13 +49,12 @@ void lm_release_clear(lm_cluster *c)
 			lm_cache_recycle(c, h->saved[i]);
 	free(h->saved);
 	free(h->slot);
-	free(h->fresh_block);
 	free(h->known);
 	free(h->known_block);
 	free(h->notices);
 	free(h->kind);
 	free(h->old);
-	free(h->fresh);
+	free(h->arrived);
 	memset(h, 0, sizeof(*h));
 	for (struct upreq *up = c->ups; up; up = up->next)
 		up->pre = 0;
@@ -72,8 +71,9 @@ static size_t mask_bytes(const lm_cluster *c)
  * another cluster wrote whose copy at base a client of ours holds, that
  * copy (saved) and the page fetched anew.  At most an eighth of the
  * cache is fetched (I5: the saved copies are the cache's own pages,
- * taken out of it; the fetched ones and their masks another eighth).
- * False when out of memory: the RELEASE then goes without updates. */
+ * taken out of it; the fetched ones go into the cache, their masks take
+ * another sixty-fourth).  False when out of memory: the RELEASE then
+ * goes without updates. */
 static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 {
 	struct held_release *h = &c->rel;
@@ -85,11 +85,11 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 	h->saved = calloc(n ? n : 1, sizeof(*h->saved));
 	h->slot = calloc(n ? n : 1, sizeof(*h->slot));
 	h->old = calloc(n ? n : 1, sizeof(*h->old));
-	h->fresh = calloc(n ? n : 1, sizeof(*h->fresh));
+	h->arrived = calloc(n ? n : 1, sizeof(*h->arrived));
 	h->known = calloc(n ? n : 1, sizeof(*h->known));
 	h->nnotices = n;
 	if (!h->notices || !h->kind || !h->saved || !h->slot || !h->old ||
-	    !h->fresh || !h->known) {
+	    !h->arrived || !h->known) {
 		lm_release_clear(c);
 		return false;
 	}
@@ -111,17 +111,15 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 			fetches++;
 		}
 	}
-	if (fetches) {
-		h->fresh_block = malloc(fetches * c->page_size);
+	if (fetches)
 		h->known_block = malloc(fetches * mask_bytes(c));
-	}
 	fetches = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct cpage *cp;
 
 		if (h->kind[i] != REL_FETCH)
 			continue;
-		if (!h->fresh_block || !h->known_block) {
+		if (!h->known_block) {
 			h->kind[i] = REL_NONE; /* no memory: no update */
 			continue;
 		}
@@ -226,8 +224,8 @@ static void fetch_alone(lm_cluster *c, struct upreq *up)
 /* The page an entry of PAGES brings: the entry itself for a whole page,
  * else our copy saved at the entry's base with the entry (a diff)
  * applied, built in the cluster's page buffer, where
- * lm_cluster_reply_page works on it (lm_release_arrived copies it to the
- * page's fresh slot).  NULL when it does not fit what we asked. */
+ * lm_cluster_reply_page works on it before it goes into the cache.  NULL
+ * when it does not fit what we asked. */
 static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 				  const struct lm_notice *n,
 				  const uint8_t *data, size_t len)
@@ -301,7 +299,8 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 }
 
 /* A reply for the held RELEASE's fetch of notice up->pre - 1: `data`
- * (NULL for a failed fetch) is the page at `version`. */
+ * (NULL for a failed fetch) is the page at `version`, which
+ * lm_cluster_reply_page put in the cache. */
 void lm_release_arrived(lm_cluster *c, struct upreq *up,
 			const uint8_t *data, uint32_t version)
 {
@@ -317,8 +316,7 @@ void lm_release_arrived(lm_cluster *c, struct upreq *up,
 	up->pre = 0;
 	h->pending--;
 	if (data) {
-		h->fresh[i] = h->fresh_block + (size_t)h->slot[i] * c->page_size;
-		memcpy(h->fresh[i], data, c->page_size);
+		h->arrived[i] = true;
 		if (h->building != i + 1)
 			h->known[i] = NULL; /* a whole page: compared */
 	}
@@ -332,16 +330,17 @@ void lm_release_finish(lm_cluster *c)
 					sizeof(*copies));
 	bool updates = false;
 
+	/* a page kept, or fetched and put in the cache, is read there: at
+	 * the notice's version, it was not evicted or replaced since (else
+	 * no update, and the clients invalidate as without updates) */
 	for (uint32_t i = 0; copies && i < h->nnotices; i++) {
 		struct cpage *cp;
 
-		if (h->kind[i] == REL_FETCH) {
-			copies[i] = h->fresh[i];
-		} else if (h->kind[i] == REL_KEEP &&
-			   (cp = lm_cache_find(c, h->notices[i].page)) &&
-			   cp->version == h->notices[i].version) {
-			copies[i] = cp->data; /* kept, and not evicted since */
-		}
+		if ((h->kind[i] == REL_KEEP ||
+		     (h->kind[i] == REL_FETCH && h->arrived[i])) &&
+		    (cp = lm_cache_find(c, h->notices[i].page)) &&
+		    cp->version == h->notices[i].version)
+			copies[i] = cp->data;
 	}
 	if (copies)
 		updates = !lm_updates_prepare(c->updates, h->notices,
