@@ -1696,6 +1696,30 @@ uint64_t lm_rel_next_deadline(const lm_rel *rel)
 	return d;
 }
 
+uint64_t lm_rel_ack_due(const lm_rel *rel)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (!rel)
+		return UINT64_MAX;
+	for (const struct peer *p = rel->act_head; p; p = p->act_next)
+		if (p->ack_at)
+			d = min_u64(d, p->ack_at);
+	return d;
+}
+
+/* Sends nothing but acks, and allocates nothing: lm_rpc calls it from a
+ * signal handler. */
+void lm_rel_flush_acks(lm_rel *rel, uint64_t now_us)
+{
+	if (!rel)
+		return;
+	rel_advance(rel, now_us);
+	for (struct peer *p = rel->act_head; p; p = p->act_next)
+		if (p->ack_pending || p->ack_at)
+			send_ack(rel, p);
+}
+
 /* ---- queries ------------------------------------------------------- */
 
 size_t lm_rel_pending(const lm_rel *rel, uint16_t peer)

@@ -1622,6 +1622,39 @@ static void test_echo_with_delayed_ack(void)
 	sim_close(&s);
 }
 
+/* What lm_rpc's ack timer relies on: a delayed ack is reported due, and
+ * flushing sends it at once, and nothing when none is owed. */
+static void test_flush_acks_sends_the_delayed_ack(void)
+{
+	struct lm_rel_config c;
+	struct sim s;
+	uint64_t due;
+
+	memset(&s, 0, sizeof(s));
+	s.now = 1000;
+	s.latency = 500;
+	test_cfg(&c, ID_A, 1000);
+	ep_open(&s, 0, &c, NULL);
+	test_cfg(&c, ID_B, 2000);
+	c.transport.ack_delay_us = 5000;
+	ep_open(&s, 1, &c, NULL);
+	CU_ASSERT_EQUAL(lm_rel_ack_due(s.ep[1].rel), UINT64_MAX);
+	CU_ASSERT_EQUAL(lm_rel_send(s.ep[0].rel, ID_B, "x", 1, s.now), 0);
+	CU_ASSERT_FATAL(sim_run(&s, b_got_one, 1000000));
+	due = lm_rel_ack_due(s.ep[1].rel);
+	CU_ASSERT(due > s.now && due <= s.now + 5000);
+	CU_ASSERT_EQUAL(st(&s, 1)->acks_sent, 0);
+	lm_rel_flush_acks(s.ep[1].rel, s.now);
+	CU_ASSERT_EQUAL(st(&s, 1)->acks_sent, 1);
+	CU_ASSERT_EQUAL(lm_rel_ack_due(s.ep[1].rel), UINT64_MAX);
+	lm_rel_flush_acks(s.ep[1].rel, s.now); /* none owed */
+	CU_ASSERT_EQUAL(st(&s, 1)->acks_sent, 1);
+	sim_run(&s, NULL, 1000);
+	CU_ASSERT_EQUAL(lm_rel_pending(s.ep[0].rel, ID_B), 0);
+	CU_ASSERT_EQUAL(st(&s, 0)->retransmits, 0);
+	sim_close(&s);
+}
+
 LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_exactly_once_under_faults),
 	      LM_TEST(test_exactly_once_under_faults_auth),
@@ -1635,7 +1668,9 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_auth_rejects_tampering),
 	      LM_TEST(test_auth_wrong_key_and_missing_mac),
 	      LM_TEST(test_reply_cache),
-	      LM_TEST(test_reply_cache_resends_fragmented_reply), LM_TEST(test_reassembly_timeout),
+	      LM_TEST(test_reply_cache_resends_fragmented_reply),
+	      LM_TEST(test_flush_acks_sends_the_delayed_ack),
+	      LM_TEST(test_reassembly_timeout),
 	      LM_TEST(test_reasm_timeout_is_reported_not_silent),
 	      LM_TEST(test_reassembly_timeout_frees_early),
 	      LM_TEST(test_reassembly_limit),
