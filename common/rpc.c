@@ -1,8 +1,9 @@
 /* Transport driver for the client library: a blocking request/reply
  * endpoint on top of the reliability engine, talking to one server.
  *
- * There is no I/O thread.  A thread that waits (in lm_rpc_call or
- * lm_rpc_recv) becomes the "driver" when nobody else is: it polls the
+ * There is no I/O thread (the ack thread below only sends acks).  A
+ * thread that waits (in lm_rpc_call or lm_rpc_recv) becomes the
+ * "driver" when nobody else is: it polls the
  * socket, feeds the engine and ticks it, and wakes the others through one
  * condition variable when their replies are in.  A lone caller thus gets
  * its reply without any thread switch.  When the driver leaves it hands
@@ -13,7 +14,17 @@
  * server (it acked our request and works on it, or waits for others), the
  * driver sends a PING every keepalive interval.  A server that died stops
  * acking it, the engine gives up after its retries, and the waiting calls
- * fail with LM_EUNREACH instead of waiting for ever. */
+ * fail with LM_EUNREACH instead of waiting for ever.
+ *
+ * Delayed acks (ack_delay_us > 0): the ack of a reply rides on the next
+ * request when that comes soon, as it does in a run of read faults, which
+ * spares a datagram and a wake-up of the server per call.  Nothing drives
+ * the socket while the application computes, so a POSIX timer, armed on
+ * the way out of a call that leaves an ack owed, wakes a thread of the
+ * endpoint's own when the delay runs out, which sends the acks owed.  The
+ * timer's signal goes to that thread alone, which blocks it and takes it
+ * with sigwaitinfo: the application's threads are never interrupted, and
+ * the helper sleeps except when an ack would otherwise be late. */
 #include "rpc.h"
 
 #include <errno.h>
@@ -23,6 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,6 +56,8 @@
  * (I5) even when the application never calls lm_rpc_recv. */
 #define LM_RPC_QUEUE_MSGS 1024
 #define LM_RPC_QUEUE_BYTES (16u << 20)
+/* Stack of the ack thread: it only locks, encodes an ack and sends. */
+#define LM_RPC_ACK_STACK (64u << 10)
 
 /* A call waiting for its reply; lives on the caller's stack and is linked
  * into lm_rpc.pending while the caller waits. */
@@ -83,6 +99,12 @@ struct lm_rpc {
 	uint64_t probes;      /* PINGs sent */
 	uint8_t *rxbuf;       /* used by the driver only */
 	uint8_t *fxbuf;       /* datagrams released by the fault injector */
+	bool acks_delayed;    /* the ack thread and timer run */
+	timer_t ack_timer;    /* signals the ack thread alone */
+	pthread_t ack_thread;
+	_Atomic pid_t ack_tid;
+	sem_t ack_started;
+	_Atomic uint64_t ack_armed; /* when the timer fires, 0: disarmed */
 };
 
 static uint64_t next_wake_locked(const struct lm_rpc *rpc)
@@ -394,6 +416,122 @@ static bool recv_ready(const struct lm_rpc *rpc, const void *arg)
 	return rpc->q_head || rpc->events != w->events_at_start;
 }
 
+/* ---- delayed acks: their timer and thread ------------------------------ */
+
+static int ack_signal(void)
+{
+	return SIGRTMIN + LM_RPC_ACK_SIGNAL_OFFSET;
+}
+
+static void arm_at(struct lm_rpc *rpc, uint64_t when)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = (time_t)(when / 1000000u);
+	its.it_value.tv_nsec = (long)(when % 1000000u) * 1000;
+	if (timer_settime(rpc->ack_timer, TIMER_ABSTIME, &its, NULL) == 0)
+		atomic_store(&rpc->ack_armed, when);
+}
+
+/* On the way out of a call, lock held: the timer must fire no later
+ * than the engine's delayed ack falls due. */
+static void arm_ack_timer_locked(struct lm_rpc *rpc)
+{
+	uint64_t due, armed;
+
+	if (!rpc->acks_delayed)
+		return;
+	due = lm_rel_ack_due(rpc->rel);
+	armed = atomic_load(&rpc->ack_armed);
+	if (due == UINT64_MAX || (armed && armed <= due))
+		return;
+	arm_at(rpc, due);
+}
+
+/* Waits for the timer's signal (blocked here, so it queues for
+ * sigwaitinfo) and sends the acks owed; a signal without the endpoint
+ * in its value, from lm_rpc_destroy, ends it. */
+static void *ack_thread_main(void *arg)
+{
+	struct lm_rpc *rpc = arg;
+	sigset_t set;
+	siginfo_t si;
+
+	atomic_store(&rpc->ack_tid, gettid());
+	sem_post(&rpc->ack_started);
+	sigemptyset(&set);
+	sigaddset(&set, ack_signal());
+	for (;;) {
+		if (sigwaitinfo(&set, &si) < 0)
+			continue; /* EINTR: another signal's handler ran */
+		if (si.si_value.sival_ptr != rpc)
+			break;
+		pthread_mutex_lock(&rpc->lock);
+		atomic_store(&rpc->ack_armed, 0);
+		lm_rel_flush_acks(rpc->rel, lm_now_us());
+		pthread_mutex_unlock(&rpc->lock);
+	}
+	return NULL;
+}
+
+/* Starts the ack thread (which inherits the signal blocked) and a timer
+ * that signals it alone; leaves acks_delayed false when either fails. */
+static void ack_timer_setup(struct lm_rpc *rpc)
+{
+	sigset_t block, old;
+	pthread_attr_t attr;
+	struct sigevent sev;
+	int rc;
+
+	if (sem_init(&rpc->ack_started, 0, 0) != 0)
+		return;
+	sigemptyset(&block);
+	sigaddset(&block, ack_signal());
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, LM_RPC_ACK_STACK);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	rc = pthread_create(&rpc->ack_thread, &attr, ack_thread_main, rpc);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		sem_destroy(&rpc->ack_started);
+		return;
+	}
+	while (sem_wait(&rpc->ack_started) != 0)
+		; /* EINTR */
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = ack_signal();
+	sev.sigev_value.sival_ptr = rpc;
+	sev._sigev_un._tid = atomic_load(&rpc->ack_tid);
+	if (timer_create(CLOCK_MONOTONIC, &sev, &rpc->ack_timer) != 0) {
+		pthread_sigqueue(rpc->ack_thread, ack_signal(),
+				 (union sigval){ .sival_ptr = NULL });
+		pthread_join(rpc->ack_thread, NULL);
+		sem_destroy(&rpc->ack_started);
+		return;
+	}
+	rpc->acks_delayed = true;
+}
+
+static void ack_timer_stop(struct lm_rpc *rpc)
+{
+	if (!rpc->acks_delayed)
+		return;
+	timer_delete(rpc->ack_timer);
+	pthread_sigqueue(rpc->ack_thread, ack_signal(),
+			 (union sigval){ .sival_ptr = NULL });
+	pthread_join(rpc->ack_thread, NULL);
+	sem_destroy(&rpc->ack_started);
+	rpc->acks_delayed = false;
+}
+
+bool lm_rpc_acks_delayed(const lm_rpc *rpc)
+{
+	return rpc && rpc->acks_delayed;
+}
+
 lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
 		      const struct lm_rel_config *rcfg,
 		      const struct lm_fault_cfg *faults, char *err,
@@ -405,6 +543,7 @@ lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
 		.peer_event = on_peer_event,
 	};
 	struct sockaddr_in local;
+	struct lm_rel_config cfg;
 	pthread_condattr_t ca;
 	struct lm_rpc *rpc;
 	char a[32];
@@ -437,7 +576,13 @@ lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
 		if (!rpc->fault)
 			goto nomem;
 	}
-	rpc->rel = lm_rel_create(rcfg, &rcbs, rpc);
+	/* delayed acks only with a timer to send them */
+	cfg = *rcfg;
+	if (cfg.transport.ack_delay_us)
+		ack_timer_setup(rpc);
+	if (!rpc->acks_delayed)
+		cfg.transport.ack_delay_us = 0;
+	rpc->rel = lm_rel_create(&cfg, &rcbs, rpc);
 	if (!rpc->rel) {
 		snprintf(err, errlen, "rpc: invalid transport settings");
 		goto err;
@@ -474,6 +619,12 @@ void lm_rpc_destroy(lm_rpc *rpc)
 
 	if (!rpc)
 		return;
+	if (rpc->rel && rpc->fd >= 0) { /* what the timer would have sent */
+		pthread_mutex_lock(&rpc->lock);
+		lm_rel_flush_acks(rpc->rel, lm_now_us());
+		pthread_mutex_unlock(&rpc->lock);
+	}
+	ack_timer_stop(rpc);
 	lm_rel_destroy(rpc->rel);
 	lm_fault_destroy(rpc->fault);
 	for (q = rpc->q_head; q; q = next) {
@@ -519,6 +670,7 @@ int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
 	for (pp = &rpc->pending; *pp != &p; pp = &(*pp)->next)
 		;
 	*pp = p.next;
+	arm_ack_timer_locked(rpc);
 	pthread_mutex_unlock(&rpc->lock);
 	if (!p.done)
 		return LM_ETIMEDOUT;
@@ -547,6 +699,7 @@ int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len)
 		rpc->driving = false;
 		pthread_cond_broadcast(&rpc->cond);
 	}
+	arm_ack_timer_locked(rpc);
 	pthread_mutex_unlock(&rpc->lock);
 	return rc;
 }
@@ -575,6 +728,7 @@ int lm_rpc_recv(lm_rpc *rpc, void **msg, size_t *len, int timeout_ms)
 		rc = rpc->events != w.events_at_start ? rpc->last_event_rc
 						      : LM_ETIMEDOUT;
 	}
+	arm_ack_timer_locked(rpc);
 	pthread_mutex_unlock(&rpc->lock);
 	if (!q)
 		return rc;

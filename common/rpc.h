@@ -9,6 +9,7 @@
 #define LM_RPC_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 
 #include "reliable.h"
 
@@ -31,6 +32,16 @@ void lm_rpc_destroy(lm_rpc *rpc);
  * it come later, is discarded. */
 int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
 		size_t *reply_len, int timeout_ms);
+
+/* With rcfg->transport.ack_delay_us > 0, replies are acknowledged late:
+ * by the next request when it comes within the delay, else by a thread
+ * of the endpoint's own that a POSIX timer wakes with the signal
+ * SIGRTMIN + LM_RPC_ACK_SIGNAL_OFFSET, directed at that thread alone
+ * (the application's threads never receive it).  When the thread or the
+ * timer cannot be made, the endpoint acks at once.  True when rpc's acks
+ * are delayed. */
+#define LM_RPC_ACK_SIGNAL_OFFSET 5
+bool lm_rpc_acks_delayed(const lm_rpc *rpc);
 
 /* One-way message to the server. */
 int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len);

@@ -27,6 +27,10 @@
 #define LM_CLIENT_FLUSH_CHUNK (1u << 20)
 /* Locks one process may hold at once (nesting depth). */
 #define LM_CLIENT_MAX_HELD 64
+/* How long a reply's ack may wait for the next request: a read fault
+ * takes 30-60 us, and the lemuriad probes for a lost reply after 2 ms
+ * (rto_min) at the soonest. */
+#define LM_CLIENT_ACK_DELAY_US 500
 
 /* Where a process's time went (LEMURIA_PROFILE, docs/performance.md):
  * each item is a count and the microseconds spent in it. */
@@ -352,9 +356,11 @@ int lm_init(int *argc, char ***argv)
 	lm_daemon_rel_config(lm_self.layout, LM_LEVEL_CLIENT,
 			     lm_layout_client_id(lm_self.layout, lm_self.rank),
 			     lm_self.auth, &rcfg);
-	/* Nothing drives our socket while the application computes, so
-	 * acknowledge at once rather than let the lemuriad retransmit. */
-	rcfg.transport.ack_delay_us = 0;
+	/* A reply's ack rides on the next request when it comes soon (a
+	 * run of read faults), else the endpoint's timer thread sends it,
+	 * well before the lemuriad would retransmit (common/rpc.h); without
+	 * that thread the endpoint acks at once. */
+	rcfg.transport.ack_delay_us = LM_CLIENT_ACK_DELAY_US;
 	lm_self.rpc = lm_rpc_create(
 		&lm_self.cluster->addr, lm_self.cluster->id, &rcfg,
 		lm_fault_cfg_active(&lm_self.layout->faults)

@@ -14,9 +14,15 @@
  * Processes are started by lemuria-run, which gives each its rank, the
  * layout and the run id through the environment (LM_LAYOUT, LM_RANK,
  * LM_RUN).  The runtime is single-threaded per process: call it from one
- * thread.  Every int-returning call returns 0 or a negative error code
+ * thread (it starts one of its own, which sleeps except to send an
+ * acknowledgement the lemuriad waits for while the program computes).  Every int-returning call returns 0 or a negative error code
  * (lm_strerror); errors are also logged to stderr naming the rank, the
- * peer and the cause. */
+ * peer and the cause.
+ *
+ * Signals: the library handles SIGSEGV on the shared region (others go
+ * to the handler installed before lm_init); its own thread takes
+ * SIGRTMIN + 5 from a timer directed at it alone (docs/dsm.md, "Client
+ * acknowledgements"). */
 #ifndef LEMURIA_H
 #define LEMURIA_H
 

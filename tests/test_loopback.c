@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -776,6 +777,173 @@ static void test_call_to_server_that_died_after_ack_fails(void)
 	}
 }
 
+/* --- delayed acks (common/rpc.h) ------------------------------------- */
+
+/* Computes (no library call) for ms milliseconds. */
+static void compute_ms(int ms)
+{
+	uint64_t end = lm_now_us() + (uint64_t)ms * 1000u;
+	volatile uint64_t x = 0;
+
+	while (lm_now_us() < end)
+		x++;
+}
+
+static uint64_t server_retransmits(struct server *s)
+{
+	return lm_rel_stats(lm_evnode_engine(s->node))->retransmits;
+}
+
+/* A call, then a computation that never enters the library: the timer
+ * signal sends the reply's ack before the server's probe timer fires,
+ * so the server resends nothing (20 rounds; each would cost at least one
+ * resend if the ack waited for the next call). */
+static void test_delayed_ack_leaves_while_the_caller_computes(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct lm_rel_stats st;
+	struct server srv;
+	lm_rpc *rpc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	scfg.transport.rto_min_us = 2000; /* as a layout's default */
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.ack_delay_us = 500;
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	CU_ASSERT_TRUE(lm_rpc_acks_delayed(rpc));
+	for (int i = 0; i < 20; i++) {
+		void *rep = NULL;
+		size_t len = 0;
+
+		CU_ASSERT_EQUAL(lm_rpc_call(rpc, "ping", 4, &rep, &len, 2000),
+				0);
+		free(rep);
+		compute_ms(8);
+	}
+	lm_rpc_stats(rpc, &st);
+	server_stop(&srv);
+	CU_ASSERT(st.acks_sent >= 15);
+	CU_ASSERT(server_retransmits(&srv) <= 2);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
+/* Calls in a row carry each other's acks: far fewer pure acks than
+ * replies, where an endpoint without the delay sends one per reply. */
+static void test_calls_in_a_row_carry_their_acks(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct lm_rel_stats st, st2;
+	struct server srv;
+	lm_rpc *rpc, *rpc2;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.ack_delay_us = 500;
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	ccfg.self_id = CLIENT_ID + 1;
+	ccfg.transport.ack_delay_us = 0;
+	rpc2 = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL && rpc2 != NULL);
+	CU_ASSERT_TRUE(lm_rpc_acks_delayed(rpc));
+	CU_ASSERT_FALSE(lm_rpc_acks_delayed(rpc2));
+	for (int i = 0; i < 200; i++) {
+		void *rep = NULL, *rep2 = NULL;
+		size_t len = 0, len2 = 0;
+
+		CU_ASSERT_EQUAL(lm_rpc_call(rpc, "a", 1, &rep, &len, 2000), 0);
+		CU_ASSERT_EQUAL(lm_rpc_call(rpc2, "b", 1, &rep2, &len2, 2000),
+				0);
+		free(rep);
+		free(rep2);
+	}
+	lm_rpc_stats(rpc, &st);
+	lm_rpc_stats(rpc2, &st2);
+	CU_ASSERT(st.acks_sent < 100);
+	CU_ASSERT(st2.acks_sent >= 200);
+	server_stop(&srv);
+	lm_rpc_destroy(rpc2);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
+/* An endpoint that goes sends the ack it still owes: the server does not
+ * resend the last reply to a closed socket. */
+static void test_destroy_sends_the_ack_owed(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	void *rep = NULL;
+	size_t len = 0;
+	lm_rpc *rpc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	scfg.transport.rto_min_us = 2000;
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.ack_delay_us = 400000; /* the timer stays out of it */
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "last", 4, &rep, &len, 2000), 0);
+	free(rep);
+	lm_rpc_destroy(rpc);
+	compute_ms(30);
+	server_stop(&srv);
+	CU_ASSERT_EQUAL(server_retransmits(&srv), 0);
+	server_free(&srv);
+}
+
+static volatile sig_atomic_t program_saw_signal;
+
+static void count_signal(int sig)
+{
+	(void)sig;
+	program_saw_signal++;
+}
+
+/* The timer's signal goes to the endpoint's own thread: a handler the
+ * program installed for that signal never runs, while the acks go. */
+static void test_ack_signal_never_reaches_the_program(void)
+{
+	int sig = SIGRTMIN + LM_RPC_ACK_SIGNAL_OFFSET;
+	struct sigaction sa, old;
+	struct lm_rel_config scfg, ccfg;
+	struct lm_rel_stats st;
+	struct server srv;
+	lm_rpc *rpc;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = count_signal;
+	sigemptyset(&sa.sa_mask);
+	CU_ASSERT_FATAL(sigaction(sig, &sa, &old) == 0);
+	program_saw_signal = 0;
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.ack_delay_us = 500;
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	CU_ASSERT_TRUE(lm_rpc_acks_delayed(rpc));
+	for (int i = 0; i < 10; i++) {
+		void *rep = NULL;
+		size_t len = 0;
+
+		CU_ASSERT_EQUAL(lm_rpc_call(rpc, "p", 1, &rep, &len, 2000), 0);
+		free(rep);
+		compute_ms(3);
+	}
+	lm_rpc_stats(rpc, &st);
+	CU_ASSERT(st.acks_sent >= 8);
+	CU_ASSERT_EQUAL(program_saw_signal, 0);
+	server_stop(&srv);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+	sigaction(sig, &old, NULL);
+}
+
 /* Messages sent while the node is corked leave as one train: one
  * sendmmsg for all their datagrams, which all arrive. */
 static void test_evnode_corked_sends_leave_as_one_train(void)
@@ -837,4 +1005,8 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_evnode_learns_client_address),
 	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer),
 	      LM_TEST(test_evnode_corked_sends_leave_as_one_train),
+	      LM_TEST(test_delayed_ack_leaves_while_the_caller_computes),
+	      LM_TEST(test_calls_in_a_row_carry_their_acks),
+	      LM_TEST(test_destroy_sends_the_ack_owed),
+	      LM_TEST(test_ack_signal_never_reaches_the_program),
 	      LM_TEST(test_call_to_server_that_died_after_ack_fails))

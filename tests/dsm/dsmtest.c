@@ -15,6 +15,13 @@
  *                              or a lock hand-off in rank order (odd
  *                              rounds); every process checks the whole
  *                              buffer against a reference model
+ *   dsmtest compute MS         rank 0 writes 16 pages; after a barrier
+ *                              every other process reads them (read
+ *                              faults) and computes MS milliseconds
+ *                              without calling the library, then all
+ *                              meet at a barrier (the acks of the last
+ *                              replies must leave meanwhile: docs/dsm.md
+ *                              "Client acknowledgements")
  *   dsmtest sleep S            a barrier, then rank 0 sleeps S seconds
  *                              while the others wait in a second barrier
  *                              with nothing to send (for liveness tests)
@@ -250,6 +257,40 @@ static int run_private(long rounds, long bytes)
 	return 0;
 }
 
+#define COMPUTE_PAGES 16
+#define COMPUTE_PAGE 4096
+
+static int run_compute(long ms)
+{
+	uint8_t (*pages)[COMPUTE_PAGE] = NULL;
+	volatile unsigned sum = 0;
+	uint64_t end;
+
+	if (rank == 0) {
+		pages = lm_malloc(COMPUTE_PAGES * COMPUTE_PAGE);
+		if (!pages)
+			die("lm_malloc", -2);
+		for (int p = 0; p < COMPUTE_PAGES; p++)
+			memset(pages[p], p + 1, COMPUTE_PAGE);
+	}
+	check(lm_distribute(&pages, sizeof(pages)), "lm_distribute");
+	check(lm_barrier(11), "lm_barrier");
+	if (rank != 0) {
+		for (int p = COMPUTE_PAGES - 1; p >= 0; p--)
+			if (pages[p][p] != p + 1) {
+				fprintf(stderr, "dsmtest: rank %d: page %d holds "
+					"%d, expected %d\n", rank, p,
+					pages[p][p], p + 1);
+				return 1;
+			}
+		end = lm_clock_us() + (uint64_t)ms * 1000u;
+		while (lm_clock_us() < end)
+			sum++;
+	}
+	check(lm_barrier(12), "lm_barrier");
+	return 0;
+}
+
 static int run_sleep(int seconds)
 {
 	check(lm_barrier(9), "lm_barrier");
@@ -327,6 +368,8 @@ int main(int argc, char **argv)
 		failed = run_barriers(atol(argv[2]));
 	else if (strcmp(argv[1], "die") == 0)
 		failed = run_die(atoi(argv[2]));
+	else if (strcmp(argv[1], "compute") == 0)
+		failed = run_compute(atol(argv[2]));
 	else if (strcmp(argv[1], "sleep") == 0)
 		failed = run_sleep(atoi(argv[2]));
 	else if (strcmp(argv[1], "misuse") == 0)
