@@ -464,7 +464,7 @@ static void *ack_thread_main(void *arg)
 	sigaddset(&set, ack_signal());
 	for (;;) {
 		if (sigwaitinfo(&set, &si) < 0)
-			continue; /* EINTR: another signal's handler ran */
+			continue; /* EINTR (a stop and continue) */
 		if (si.si_value.sival_ptr != rpc)
 			break;
 		pthread_mutex_lock(&rpc->lock);
@@ -475,8 +475,10 @@ static void *ack_thread_main(void *arg)
 	return NULL;
 }
 
-/* Starts the ack thread (which inherits the signal blocked) and a timer
- * that signals it alone; leaves acks_delayed false when either fails. */
+/* Starts the ack thread and a timer that signals it alone; leaves
+ * acks_delayed false when either fails.  The thread starts with every
+ * signal blocked: the timer's waits for sigwaitinfo, and the program's
+ * own signals keep going to the program's threads. */
 static void ack_timer_setup(struct lm_rpc *rpc)
 {
 	sigset_t block, old;
@@ -486,8 +488,7 @@ static void ack_timer_setup(struct lm_rpc *rpc)
 
 	if (sem_init(&rpc->ack_started, 0, 0) != 0)
 		return;
-	sigemptyset(&block);
-	sigaddset(&block, ack_signal());
+	sigfillset(&block);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, LM_RPC_ACK_STACK);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
