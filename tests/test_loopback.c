@@ -794,10 +794,11 @@ static uint64_t server_retransmits(struct server *s)
 	return lm_rel_stats(lm_evnode_engine(s->node))->retransmits;
 }
 
-/* A call, then a computation that never enters the library: the timer
- * signal sends the reply's ack before the server's probe timer fires,
- * so the server resends nothing (20 rounds; each would cost at least one
- * resend if the ack waited for the next call). */
+/* A call, then a computation that never enters the library: the ack
+ * thread sends the reply's ack before the server's probe timer fires
+ * (5 ms: room for a loaded host), so the server resends nothing (20
+ * rounds; each would cost at least one resend if the ack waited for the
+ * next call). */
 static void test_delayed_ack_leaves_while_the_caller_computes(void)
 {
 	struct lm_rel_config scfg, ccfg;
@@ -806,7 +807,7 @@ static void test_delayed_ack_leaves_while_the_caller_computes(void)
 	lm_rpc *rpc;
 
 	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	scfg.transport.rto_min_us = 2000; /* as a layout's default */
+	scfg.transport.rto_min_us = 5000;
 	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
 	ccfg.transport.ack_delay_us = 500;
 	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
@@ -831,7 +832,9 @@ static void test_delayed_ack_leaves_while_the_caller_computes(void)
 }
 
 /* Calls in a row carry each other's acks: far fewer pure acks than
- * replies, where an endpoint without the delay sends one per reply. */
+ * replies, where an endpoint without the delay sends one per reply (a
+ * delay of 2 ms, and a server slow to probe, so that a slow host or
+ * ASan does not make the acks late). */
 static void test_calls_in_a_row_carry_their_acks(void)
 {
 	struct lm_rel_config scfg, ccfg;
@@ -840,8 +843,9 @@ static void test_calls_in_a_row_carry_their_acks(void)
 	lm_rpc *rpc, *rpc2;
 
 	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	scfg.transport.rto_min_us = 5000;
 	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	ccfg.transport.ack_delay_us = 500;
+	ccfg.transport.ack_delay_us = 2000;
 	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
 	rpc = client_new(&srv, &ccfg, NULL);
 	ccfg.self_id = CLIENT_ID + 1;
