@@ -73,13 +73,13 @@ run "Ocean n=66" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/ocean" -n66 -t
 # Processes that compute after their last read faults, calling nothing,
 # for far longer than the lemuriad resends a reply before it gives up
-# (here about 0.2 s: 6 retries, rto_max 50 ms): the acks of those
+# (here about 0.4 s: 8 retries, rto_max 100 ms): the acks of those
 # replies must still leave (docs/dsm.md "Client acknowledgements").
 mkdir -p "$tmp/compute"
 clay=$(private_layout conf/4+4.ini "$tmp/compute" 6)
-printf '\n[transport client]\nretries = 6\nrto_max = 50ms\n' >>"$clay"
-run "computing 1.5 s after read faults (replies given up on after 0.2 s)" \
-	"$clay" 60 "PASSED" "$build/tests/dsmtest" compute 1500
+printf '\n[transport client]\nretries = 8\nrto_max = 100ms\n' >>"$clay"
+run "computing 3 s after read faults (replies given up on after 0.4 s)" \
+	"$clay" 60 "PASSED" "$build/tests/dsmtest" compute 3000
 
 # A SPLASH-2 main that ends before creating its workers (-h) must not
 # leave them waiting for work: rank 0 releases them (status 0, at once).
