@@ -105,6 +105,7 @@ struct lm_rpc {
 	_Atomic pid_t ack_tid;
 	sem_t ack_started;
 	_Atomic uint64_t ack_armed; /* when the timer fires, 0: disarmed */
+	_Atomic uint64_t ack_wakeups; /* of the ack thread, by the timer */
 };
 
 static uint64_t next_wake_locked(const struct lm_rpc *rpc)
@@ -449,6 +450,21 @@ static void arm_ack_timer_locked(struct lm_rpc *rpc)
 	arm_at(rpc, due);
 }
 
+/* After a send, lock held: when it carried every ack owed, the timer
+ * must not wake the ack thread for nothing (a run of calls would wake it
+ * every delay, each time for nothing). */
+static void disarm_ack_timer_locked(struct lm_rpc *rpc)
+{
+	struct itimerspec none;
+
+	if (!rpc->acks_delayed || !atomic_load(&rpc->ack_armed) ||
+	    lm_rel_ack_due(rpc->rel) != UINT64_MAX)
+		return;
+	memset(&none, 0, sizeof(none));
+	if (timer_settime(rpc->ack_timer, 0, &none, NULL) == 0)
+		atomic_store(&rpc->ack_armed, 0);
+}
+
 /* Waits for the timer's signal (blocked here, so it queues for
  * sigwaitinfo) and sends the acks owed; a signal without the endpoint
  * in its value, from lm_rpc_destroy, ends it. */
@@ -467,6 +483,7 @@ static void *ack_thread_main(void *arg)
 			continue; /* EINTR (a stop and continue) */
 		if (si.si_value.sival_ptr != rpc)
 			break;
+		atomic_fetch_add(&rpc->ack_wakeups, 1);
 		pthread_mutex_lock(&rpc->lock);
 		atomic_store(&rpc->ack_armed, 0);
 		lm_rel_flush_acks(rpc->rel, lm_now_us());
@@ -531,6 +548,11 @@ static void ack_timer_stop(struct lm_rpc *rpc)
 bool lm_rpc_acks_delayed(const lm_rpc *rpc)
 {
 	return rpc && rpc->acks_delayed;
+}
+
+uint64_t lm_rpc_ack_wakeups(lm_rpc *rpc)
+{
+	return rpc ? atomic_load(&rpc->ack_wakeups) : 0;
 }
 
 lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
@@ -664,6 +686,7 @@ int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
 		pthread_mutex_unlock(&rpc->lock);
 		return rc;
 	}
+	disarm_ack_timer_locked(rpc);
 	kick_driver_locked(rpc);
 	p.next = rpc->pending;
 	rpc->pending = &p;
@@ -690,6 +713,8 @@ int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len)
 		return LM_EINVAL;
 	pthread_mutex_lock(&rpc->lock);
 	rc = lm_rel_send(rpc->rel, rpc->server_id, msg, len, lm_now_us());
+	if (rc == 0)
+		disarm_ack_timer_locked(rpc);
 	if (rpc->driving) {
 		kick_driver_locked(rpc);
 	} else {

@@ -42,6 +42,10 @@ int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
  * are delayed. */
 #define LM_RPC_ACK_SIGNAL_OFFSET 5
 bool lm_rpc_acks_delayed(const lm_rpc *rpc);
+/* Times the timer woke the ack thread: once per ack that no request
+ * carried in time (a request that carries every ack owed disarms the
+ * timer). */
+uint64_t lm_rpc_ack_wakeups(lm_rpc *rpc);
 
 /* One-way message to the server. */
 int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len);

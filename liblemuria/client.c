@@ -445,14 +445,16 @@ static void lm_client_profile_report(void)
 	fprintf(stderr,
 		"lemuria profile: rank %u: %.3f s; fetch %llu in %.3f s; "
 		"flush %llu in %.3f s; sync wait %llu in %.3f s; apply %.3f "
-		"s; faults %llu read %llu write; mprotects %llu\n",
+		"s; faults %llu read %llu write; mprotects %llu; "
+		"ack wake-ups %llu\n",
 		lm_self.rank, total / 1e6, (unsigned long long)p->fetch.n,
 		p->fetch.us / 1e6, (unsigned long long)p->flush.n,
 		p->flush.us / 1e6, (unsigned long long)p->wait.n,
 		p->wait.us / 1e6, p->apply.us / 1e6,
 		(unsigned long long)rs.read_faults,
 		(unsigned long long)rs.write_faults,
-		(unsigned long long)rs.mprotects);
+		(unsigned long long)rs.mprotects,
+		(unsigned long long)lm_rpc_ack_wakeups(lm_self.rpc));
 }
 
 void lm_finalize(void)

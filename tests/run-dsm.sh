@@ -238,7 +238,7 @@ export LEMURIA_PROFILE=1
 run "a profiled run passes" "$lay" 60 "PASSED" "$build/tests/dsmtest" \
 	stress 2 4 5
 unset LEMURIA_PROFILE
-lines=$(grep -c "^lemuria profile: rank [01]: [0-9.]* s; fetch [0-9]* in [0-9.]* s; flush [0-9]* in [0-9.]* s; sync wait [1-9][0-9]* in [0-9.]* s; apply [0-9.]* s; faults [0-9]* read [0-9]* write; mprotects [0-9]*$" "$tmp/out")
+lines=$(grep -c "^lemuria profile: rank [01]: [0-9.]* s; fetch [0-9]* in [0-9.]* s; flush [0-9]* in [0-9.]* s; sync wait [1-9][0-9]* in [0-9.]* s; apply [0-9.]* s; faults [0-9]* read [0-9]* write; mprotects [0-9]*; ack wake-ups [0-9]*$" "$tmp/out")
 verdict "$([ "$lines" -eq 2 ] && [ "$prof_none" -eq 0 ] && echo y)" \
 	"one profile line per rank ($lines of 2), none unasked ($prof_none)"
 

@@ -779,14 +779,19 @@ static void test_call_to_server_that_died_after_ack_fails(void)
 
 /* --- delayed acks (common/rpc.h) ------------------------------------- */
 
-/* Computes (no library call) for ms milliseconds. */
-static void compute_ms(int ms)
+/* Computes (no library call) for us microseconds. */
+static void compute_us(uint64_t us)
 {
-	uint64_t end = lm_now_us() + (uint64_t)ms * 1000u;
+	uint64_t end = lm_now_us() + us;
 	volatile uint64_t x = 0;
 
 	while (lm_now_us() < end)
 		x++;
+}
+
+static void compute_ms(int ms)
+{
+	compute_us((uint64_t)ms * 1000u);
 }
 
 static uint64_t server_retransmits(struct server *s)
@@ -870,6 +875,40 @@ static void test_calls_in_a_row_carry_their_acks(void)
 	CU_ASSERT(st2.acks_sent >= 200);
 	server_stop(&srv);
 	lm_rpc_destroy(rpc2);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
+/* Calls 0.3 ms apart, under a 2 ms ack delay: each carries the ack of
+ * the reply before it and disarms the timer, so the ack thread sleeps
+ * through them (left armed, it would wake every 2 ms for nothing). */
+static void test_calls_in_a_row_leave_the_ack_thread_asleep(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	uint64_t t0;
+	lm_rpc *rpc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	scfg.transport.rto_min_us = 5000;
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.ack_delay_us = 2000;
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	t0 = lm_now_us();
+	for (int i = 0; i < 100; i++) {
+		void *rep = NULL;
+		size_t len = 0;
+
+		CU_ASSERT_EQUAL(lm_rpc_call(rpc, "c", 1, &rep, &len, 2000), 0);
+		free(rep);
+		compute_us(300);
+	}
+	/* the run lasted 30 ms or more: 15 wake-ups if left armed */
+	CU_ASSERT(lm_now_us() - t0 >= 30000);
+	CU_ASSERT(lm_rpc_ack_wakeups(rpc) <= 2);
+	server_stop(&srv);
 	lm_rpc_destroy(rpc);
 	server_free(&srv);
 }
@@ -1011,6 +1050,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_evnode_corked_sends_leave_as_one_train),
 	      LM_TEST(test_delayed_ack_leaves_while_the_caller_computes),
 	      LM_TEST(test_calls_in_a_row_carry_their_acks),
+	      LM_TEST(test_calls_in_a_row_leave_the_ack_thread_asleep),
 	      LM_TEST(test_destroy_sends_the_ack_owed),
 	      LM_TEST(test_ack_signal_never_reaches_the_program),
 	      LM_TEST(test_call_to_server_that_died_after_ack_fails))
