@@ -2,13 +2,13 @@
  * endpoint on top of the reliability engine, talking to one server.
  *
  * There is no I/O thread (the ack thread below only sends acks).  A
- * thread that waits (in lm_rpc_call or lm_rpc_recv) becomes the
- * "driver" when nobody else is: it polls the
- * socket, feeds the engine and ticks it, and wakes the others through one
- * condition variable when their replies are in.  A lone caller thus gets
- * its reply without any thread switch.  When the driver leaves it hands
- * the role to whoever still waits; an eventfd pulls the driver out of its
- * poll when another thread's send moves the engine's deadline earlier.
+ * thread that waits (in lm_rpc_call or lm_rpc_recv) becomes the "driver"
+ * when nobody else is: it polls the socket, feeds the engine and ticks
+ * it, and wakes the others through one condition variable when their
+ * replies are in.  A lone caller thus gets its reply without any thread
+ * switch.  When the driver leaves it hands the role to whoever still
+ * waits; an eventfd pulls the driver out of its poll when another
+ * thread's send moves the engine's deadline earlier.
  *
  * Liveness: while calls wait and nothing of ours is in flight to the
  * server (it acked our request and works on it, or waits for others), the
@@ -30,13 +30,13 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <semaphore.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
