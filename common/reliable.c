@@ -1708,8 +1708,8 @@ uint64_t lm_rel_ack_due(const lm_rel *rel)
 	return d;
 }
 
-/* Sends nothing but acks, and allocates nothing: lm_rpc calls it from a
- * signal handler. */
+/* Sends nothing but acks: lm_rpc's ack thread calls it when a delayed
+ * ack falls due with nobody driving the socket. */
 void lm_rel_flush_acks(lm_rel *rel, uint64_t now_us)
 {
 	if (!rel)

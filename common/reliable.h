@@ -157,9 +157,7 @@ uint64_t lm_rel_next_deadline(const lm_rel *rel);
 /* When the earliest delayed ack falls due; UINT64_MAX when none waits. */
 uint64_t lm_rel_ack_due(const lm_rel *rel);
 
-/* Sends at once every ack owed (delayed or not), and nothing else; no
- * allocation, so safe in a signal handler as long as nobody else is
- * inside the engine and the transmit callback is. */
+/* Sends at once every ack owed (delayed or not), and nothing else. */
 void lm_rel_flush_acks(lm_rel *rel, uint64_t now_us);
 
 /* Bytes queued or in flight to peer (0 when idle). */
