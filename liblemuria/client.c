@@ -28,8 +28,8 @@
 /* Locks one process may hold at once (nesting depth). */
 #define LM_CLIENT_MAX_HELD 64
 /* How long a reply's ack may wait for the next request: a read fault
- * takes 30-60 us, and the lemuriad probes for a lost reply after 2 ms
- * (rto_min) at the soonest. */
+ * takes 30-60 us, and the lemuriad probes for a lost reply after
+ * rto_min (2 ms by default) at the soonest. */
 #define LM_CLIENT_ACK_DELAY_US 500
 
 /* Where a process's time went (LEMURIA_PROFILE, docs/performance.md):
@@ -358,9 +358,12 @@ int lm_init(int *argc, char ***argv)
 			     lm_self.auth, &rcfg);
 	/* A reply's ack rides on the next request when it comes soon (a
 	 * run of read faults), else the endpoint's timer thread sends it,
-	 * well before the lemuriad would retransmit (common/rpc.h); without
-	 * that thread the endpoint acks at once. */
+	 * well before the lemuriad would retransmit: at most a quarter of
+	 * the layout's rto_min (common/rpc.h); without that thread the
+	 * endpoint acks at once. */
 	rcfg.transport.ack_delay_us = LM_CLIENT_ACK_DELAY_US;
+	if (rcfg.transport.rto_min_us / 4 < rcfg.transport.ack_delay_us)
+		rcfg.transport.ack_delay_us = rcfg.transport.rto_min_us / 4;
 	lm_self.rpc = lm_rpc_create(
 		&lm_self.cluster->addr, lm_self.cluster->id, &rcfg,
 		lm_fault_cfg_active(&lm_self.layout->faults)
