@@ -799,38 +799,61 @@ static uint64_t server_retransmits(struct server *s)
 	return lm_rel_stats(lm_evnode_engine(s->node))->retransmits;
 }
 
-/* A call, then a computation that never enters the library: the ack
- * thread sends the reply's ack before the server's probe timer fires
- * (5 ms: room for a loaded host), so the server resends nothing (20
- * rounds; each would cost at least one resend if the ack waited for the
- * next call). */
-static void test_delayed_ack_leaves_while_the_caller_computes(void)
+/* An echo server that probes for a lost reply after 5 ms (room for a
+ * loaded host), and a client of id `id` whose acks wait up to
+ * `ack_delay_us` (0: at once).  NULL when either did not start. */
+static lm_rpc *delayed_client(struct server *srv, bool start_server,
+			      uint16_t id, uint32_t ack_delay_us)
 {
 	struct lm_rel_config scfg, ccfg;
+
+	if (start_server) {
+		fast_config(&scfg, SERVER_ID, NULL, 1400);
+		scfg.transport.rto_min_us = 5000;
+		if (server_start(srv, &scfg, NULL, true) != 0)
+			return NULL;
+	}
+	fast_config(&ccfg, id, NULL, 1400);
+	ccfg.transport.ack_delay_us = ack_delay_us;
+	return client_new(srv, &ccfg, NULL);
+}
+
+static void call_once(lm_rpc *rpc, const char *text)
+{
+	void *rep = NULL;
+	size_t len = 0;
+
+	CU_ASSERT_EQUAL(lm_rpc_call(rpc, text, strlen(text), &rep, &len,
+				    2000), 0);
+	free(rep);
+}
+
+static void stop_delayed(struct server *srv, lm_rpc *rpc)
+{
+	server_stop(srv);
+	lm_rpc_destroy(rpc);
+	server_free(srv);
+}
+
+/* A call, then a computation that never enters the library: the ack
+ * thread sends the reply's ack before the server's probe timer fires,
+ * so the server resends nothing (20 rounds; each would cost at least one
+ * resend if the ack waited for the next call). */
+static void test_delayed_ack_leaves_while_the_caller_computes(void)
+{
 	struct lm_rel_stats st;
 	struct server srv;
-	lm_rpc *rpc;
+	lm_rpc *rpc = delayed_client(&srv, true, CLIENT_ID, 500);
 
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	scfg.transport.rto_min_us = 5000;
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	ccfg.transport.ack_delay_us = 500;
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
 	CU_ASSERT_FATAL(rpc != NULL);
 	CU_ASSERT_TRUE(lm_rpc_acks_delayed(rpc));
 	for (int i = 0; i < 20; i++) {
-		void *rep = NULL;
-		size_t len = 0;
-
-		CU_ASSERT_EQUAL(lm_rpc_call(rpc, "ping", 4, &rep, &len, 2000),
-				0);
-		free(rep);
+		call_once(rpc, "ping");
 		compute_ms(8);
 	}
 	lm_rpc_stats(rpc, &st);
-	server_stop(&srv);
 	CU_ASSERT(st.acks_sent >= 15);
+	server_stop(&srv);
 	CU_ASSERT(server_retransmits(&srv) <= 2);
 	lm_rpc_destroy(rpc);
 	server_free(&srv);
@@ -838,45 +861,28 @@ static void test_delayed_ack_leaves_while_the_caller_computes(void)
 
 /* Calls in a row carry each other's acks: far fewer pure acks than
  * replies, where an endpoint without the delay sends one per reply (a
- * delay of 2 ms, and a server slow to probe, so that a slow host or
- * ASan does not make the acks late). */
+ * delay of 2 ms, so that a slow host or ASan does not make them late). */
 static void test_calls_in_a_row_carry_their_acks(void)
 {
-	struct lm_rel_config scfg, ccfg;
 	struct lm_rel_stats st, st2;
 	struct server srv;
-	lm_rpc *rpc, *rpc2;
+	lm_rpc *rpc = delayed_client(&srv, true, CLIENT_ID, 2000), *rpc2;
 
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	scfg.transport.rto_min_us = 5000;
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	ccfg.transport.ack_delay_us = 2000;
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
-	ccfg.self_id = CLIENT_ID + 1;
-	ccfg.transport.ack_delay_us = 0;
-	rpc2 = client_new(&srv, &ccfg, NULL);
-	CU_ASSERT_FATAL(rpc != NULL && rpc2 != NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	rpc2 = delayed_client(&srv, false, CLIENT_ID + 1, 0);
+	CU_ASSERT_FATAL(rpc2 != NULL);
 	CU_ASSERT_TRUE(lm_rpc_acks_delayed(rpc));
 	CU_ASSERT_FALSE(lm_rpc_acks_delayed(rpc2));
 	for (int i = 0; i < 200; i++) {
-		void *rep = NULL, *rep2 = NULL;
-		size_t len = 0, len2 = 0;
-
-		CU_ASSERT_EQUAL(lm_rpc_call(rpc, "a", 1, &rep, &len, 2000), 0);
-		CU_ASSERT_EQUAL(lm_rpc_call(rpc2, "b", 1, &rep2, &len2, 2000),
-				0);
-		free(rep);
-		free(rep2);
+		call_once(rpc, "a");
+		call_once(rpc2, "b");
 	}
 	lm_rpc_stats(rpc, &st);
 	lm_rpc_stats(rpc2, &st2);
 	CU_ASSERT(st.acks_sent < 100);
 	CU_ASSERT(st2.acks_sent >= 200);
-	server_stop(&srv);
 	lm_rpc_destroy(rpc2);
-	lm_rpc_destroy(rpc);
-	server_free(&srv);
+	stop_delayed(&srv, rpc);
 }
 
 /* Calls 0.3 ms apart, under a 2 ms ack delay: each carries the ack of
@@ -884,54 +890,31 @@ static void test_calls_in_a_row_carry_their_acks(void)
  * through them (left armed, it would wake every 2 ms for nothing). */
 static void test_calls_in_a_row_leave_the_ack_thread_asleep(void)
 {
-	struct lm_rel_config scfg, ccfg;
 	struct server srv;
-	uint64_t t0;
-	lm_rpc *rpc;
+	lm_rpc *rpc = delayed_client(&srv, true, CLIENT_ID, 2000);
+	uint64_t t0 = lm_now_us();
 
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	scfg.transport.rto_min_us = 5000;
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	ccfg.transport.ack_delay_us = 2000;
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
 	CU_ASSERT_FATAL(rpc != NULL);
-	t0 = lm_now_us();
 	for (int i = 0; i < 100; i++) {
-		void *rep = NULL;
-		size_t len = 0;
-
-		CU_ASSERT_EQUAL(lm_rpc_call(rpc, "c", 1, &rep, &len, 2000), 0);
-		free(rep);
+		call_once(rpc, "c");
 		compute_us(300);
 	}
 	/* the run lasted 30 ms or more: 15 wake-ups if left armed */
 	CU_ASSERT(lm_now_us() - t0 >= 30000);
 	CU_ASSERT(lm_rpc_ack_wakeups(rpc) <= 2);
-	server_stop(&srv);
-	lm_rpc_destroy(rpc);
-	server_free(&srv);
+	stop_delayed(&srv, rpc);
 }
 
 /* An endpoint that goes sends the ack it still owes: the server does not
  * resend the last reply to a closed socket. */
 static void test_destroy_sends_the_ack_owed(void)
 {
-	struct lm_rel_config scfg, ccfg;
 	struct server srv;
-	void *rep = NULL;
-	size_t len = 0;
-	lm_rpc *rpc;
+	/* a delay so long that the timer stays out of it */
+	lm_rpc *rpc = delayed_client(&srv, true, CLIENT_ID, 400000);
 
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	scfg.transport.rto_min_us = 2000;
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	ccfg.transport.ack_delay_us = 400000; /* the timer stays out of it */
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
 	CU_ASSERT_FATAL(rpc != NULL);
-	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "last", 4, &rep, &len, 2000), 0);
-	free(rep);
+	call_once(rpc, "last");
 	lm_rpc_destroy(rpc);
 	compute_ms(30);
 	server_stop(&srv);
@@ -953,7 +936,6 @@ static void test_ack_signal_never_reaches_the_program(void)
 {
 	int sig = SIGRTMIN + LM_RPC_ACK_SIGNAL_OFFSET;
 	struct sigaction sa, old;
-	struct lm_rel_config scfg, ccfg;
 	struct lm_rel_stats st;
 	struct server srv;
 	lm_rpc *rpc;
@@ -963,27 +945,17 @@ static void test_ack_signal_never_reaches_the_program(void)
 	sigemptyset(&sa.sa_mask);
 	CU_ASSERT_FATAL(sigaction(sig, &sa, &old) == 0);
 	program_saw_signal = 0;
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	ccfg.transport.ack_delay_us = 500;
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
+	rpc = delayed_client(&srv, true, CLIENT_ID, 500);
 	CU_ASSERT_FATAL(rpc != NULL);
 	CU_ASSERT_TRUE(lm_rpc_acks_delayed(rpc));
 	for (int i = 0; i < 10; i++) {
-		void *rep = NULL;
-		size_t len = 0;
-
-		CU_ASSERT_EQUAL(lm_rpc_call(rpc, "p", 1, &rep, &len, 2000), 0);
-		free(rep);
-		compute_ms(3);
+		call_once(rpc, "p");
+		compute_ms(8);
 	}
 	lm_rpc_stats(rpc, &st);
 	CU_ASSERT(st.acks_sent >= 8);
 	CU_ASSERT_EQUAL(program_saw_signal, 0);
-	server_stop(&srv);
-	lm_rpc_destroy(rpc);
-	server_free(&srv);
+	stop_delayed(&srv, rpc);
 	sigaction(sig, &old, NULL);
 }
 
