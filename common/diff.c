@@ -23,6 +23,19 @@
  * its state live in registers and its source (mask or pages) be known. */
 #define HOT static inline __attribute__((always_inline))
 
+/* Loads 8 bytes so that memory byte k is bits 8k..8k+7 whatever the host
+ * (the wire's little-endian u64, and the portable compare's words). */
+HOT uint64_t get64le(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
 #if defined(__SSE2__) && !defined(LM_DIFF_PORTABLE)
 /* SSE2 is part of x86-64 itself, so no run-time dispatch is needed; it
  * halves the loads per byte compared with 64-bit words. */
@@ -45,23 +58,11 @@ HOT uint64_t eqmask64(const uint8_t *a, const uint8_t *b)
 
 #else /* portable: 64-bit words */
 
-/* Loads 8 bytes so that memory byte k is bits 8k..8k+7 whatever the host. */
-static inline uint64_t load64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
 /* Bit k set when a[k] == b[k], for k < 8. */
 static inline uint64_t eqmask8(const uint8_t *a, const uint8_t *b)
 {
 	const uint64_t low7 = 0x7f7f7f7f7f7f7f7full;
-	uint64_t x = load64(a) ^ load64(b);
+	uint64_t x = get64le(a) ^ get64le(b);
 	/* high bit of each byte set when the byte is nonzero; no carry can
 	 * cross a byte, so unlike the borrow trick every byte is exact */
 	uint64_t nz = ((x & low7) + low7) | x;
@@ -202,17 +203,6 @@ HOT size_t get_valid_varint(const uint8_t *p, size_t *v)
 	}
 	*v = x | (size_t)p[n] << (7 * n);
 	return n + 1;
-}
-
-HOT uint64_t get64le(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
 }
 
 HOT void put64le(uint8_t *p, uint64_t v)
