@@ -71,12 +71,15 @@ static long min_long(long x, long y)
 }
 
 /*
- * 2-D scatter: block row I goes to grid row I % num_rows, block column J to
- * grid column J % num_cols, so every process gets a share of each step.
+ * 2-D scatter as in SPLASH-2: block row I goes to grid column I % num_cols,
+ * block column J to grid row J % num_rows, so every process gets a share of
+ * each step and the num_cols processes of one grid row share each block
+ * column (consecutive ranks, hence one cluster when clusters hold whole
+ * grid rows).
  */
 static long block_owner(long I, long J)
 {
-	return (I % num_rows) * num_cols + (J % num_cols);
+	return (I % num_cols) + (J % num_rows) * num_cols;
 }
 
 /* A well-conditioned, reproducible entry: uniform [0, 1) off the diagonal
