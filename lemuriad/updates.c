@@ -32,6 +32,8 @@ struct lm_updates {
 	size_t mask_words;        /* per page mask */
 	size_t held_words;        /* per client bitmap */
 	uint64_t *held;           /* nclients bitmaps of npages bits */
+	uint8_t *idle;            /* per client and page: updates in a row
+				     the client took without using the page */
 	struct wmask **masks;     /* per page, its writers; NULL if none */
 	struct wmask *spare;      /* masks of past epochs, for reuse (no
 				     more than the budget allowed) */
@@ -77,9 +79,11 @@ lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
 	u->arena_budget = mask_budget;
 	u->held = calloc(u->held_words * (nclients ? nclients : 1),
 			 sizeof(*u->held));
+	u->idle = calloc((size_t)npages * (nclients ? nclients : 1),
+			 sizeof(*u->idle));
 	u->masks = calloc(npages, sizeof(*u->masks));
 	u->written = malloc(npages * sizeof(*u->written));
-	if (!u->held || !u->masks || !u->written ||
+	if (!u->held || !u->idle || !u->masks || !u->written ||
 	    lm_delta_init(&u->others, page_size) < 0) {
 		lm_updates_destroy(u);
 		return NULL;
@@ -121,6 +125,7 @@ void lm_updates_destroy(lm_updates *u)
 		free(w);
 	}
 	free(u->held);
+	free(u->idle);
 	free(u->masks);
 	free(u->written);
 	free(u->arena);
@@ -137,6 +142,9 @@ void lm_updates_reset(lm_updates *u)
 	memset(u->held, 0,
 	       u->held_words * (u->nclients ? u->nclients : 1) *
 		       sizeof(*u->held));
+	memset(u->idle, 0,
+	       (size_t)u->npages * (u->nclients ? u->nclients : 1) *
+		       sizeof(*u->idle));
 }
 
 static uint64_t *held_word(const lm_updates *u, uint32_t slot, uint32_t page)
@@ -144,10 +152,17 @@ static uint64_t *held_word(const lm_updates *u, uint32_t slot, uint32_t page)
 	return &u->held[(size_t)slot * u->held_words + page / 64];
 }
 
+static uint8_t *idle_of(const lm_updates *u, uint32_t slot, uint32_t page)
+{
+	return &u->idle[(size_t)slot * u->npages + page];
+}
+
 void lm_updates_hold(lm_updates *u, uint32_t slot, uint32_t page)
 {
-	if (slot < u->nclients && page < u->npages)
+	if (slot < u->nclients && page < u->npages) {
 		*held_word(u, slot, page) |= 1ull << (page % 64);
+		*idle_of(u, slot, page) = 0;
+	}
 }
 
 static bool holds(const lm_updates *u, uint32_t slot, uint32_t page)
@@ -445,9 +460,20 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 		    n[i].writer == rank)
 			continue; /* nothing held, or its own copy kept */
 		if (p && p->ok) {
+			bool wrote = writer_of(p->w, slot) != NULL;
 			size_t ulen;
 
-			if (writer_of(p->w, slot))
+			/* a copy its client neither wrote nor fetched again
+			 * over LM_UPDATES_IDLE_MAX updates is likely unused:
+			 * dropped, it stops costing updates here and fetches
+			 * from other clusters (a read refetches it) */
+			if (!wrote && ++*idle_of(u, slot, page) >
+					      LM_UPDATES_IDLE_MAX) {
+				u->stats.updates_idle++;
+				forget(u, slot, page);
+				continue;
+			}
+			if (wrote)
 				ulen = append_others(u, p, slot, page, &len);
 			else
 				ulen = append_all(u, p, page, &len);

@@ -26,7 +26,12 @@
 /* Largest update list one client gets with one RELEASE; pages beyond it
  * are invalidated as without updates (the client's receive buffer and
  * the datagram train stay moderate). */
-#define LM_UPDATES_CLIENT_MAX (2u << 20)
+#define LM_UPDATES_CLIENT_MAX (8u << 20)
+
+/* Updates in a row a client may take for a page it neither writes nor
+ * fetches again; at the next its copy is dropped instead (docs/dsm.md
+ * "Updates", idle copies). */
+#define LM_UPDATES_IDLE_MAX 4
 
 typedef struct lm_updates lm_updates;
 
@@ -34,6 +39,7 @@ struct lm_updates_stats {
 	uint64_t updates_sent;   /* pages sent to clients as updates */
 	uint64_t update_bytes;   /* their encoded bytes */
 	uint64_t updates_capped; /* pages left out by LM_UPDATES_CLIENT_MAX */
+	uint64_t updates_idle;   /* copies dropped by LM_UPDATES_IDLE_MAX */
 	uint64_t mask_overflows; /* epochs whose masks outgrew the budget:
 				    no updates at their release */
 };

@@ -41,8 +41,9 @@ MIB=1048576
 #  - updates (docs/dsm.md "Updates"): the epoch's masks and the encoded
 #    updates an eighth of the cache each, a held RELEASE's saved copies
 #    an eighth (the pages it fetches go into the cache), its masks of the
-#    other clusters' bytes a sixty-fourth, a client's list 2 MiB, a bit
-#    per page per client and two slots per page.
+#    other clusters' bytes a sixty-fourth, a client's list 8 MiB, a bit
+#    and an idle count (a byte) per page per client and two slots per
+#    page.
 # The idle lemuriad's own RSS (code, libraries) is measured, not assumed.
 allowance() {
 	k=$1; page=$2; npages=$3; cache=$4
@@ -51,7 +52,7 @@ allowance() {
 	replies=$(((k + 1) * 64 * (page + 256)))
 	enc=$((2 * (MIB + MIB / 4)))
 	tables=$((npages * 40))
-	upd=$((3 * cache / 8 + cache / 64 + 2 * MIB + k * npages / 8 + npages * 12))
+	upd=$((3 * cache / 8 + cache / 64 + 8 * MIB + k * npages * 9 / 8 + npages * 12))
 	echo "$reasm $over $replies $enc $tables $upd"
 }
 

@@ -1,7 +1,8 @@
 /* Barrier updates (lemuriad/updates.c) at their limits: the encoded
  * updates of one release stay within the budget, a page whose update
- * would pass it is left out (its holders invalidate), and one client's
- * list stops at LM_UPDATES_CLIENT_MAX. */
+ * would pass it is left out (its holders invalidate), one client's
+ * list stops at LM_UPDATES_CLIENT_MAX, and a copy its client does not
+ * use stops getting updates after LM_UPDATES_IDLE_MAX. */
 #include "unit.h"
 
 #include <stdint.h>
@@ -114,7 +115,7 @@ static void test_updates_fill_the_budget_exactly(void)
  * are counted as capped. */
 static void test_client_list_stops_at_its_maximum(void)
 {
-	enum { NP = 600 };
+	enum { NP = 2200 };
 	uint8_t *data = malloc((size_t)NP * PAGE);
 	const uint8_t **copies = calloc(NP, sizeof(*copies));
 	struct lm_notice *n = calloc(NP, sizeof(*n));
@@ -137,5 +138,117 @@ static void test_client_list_stops_at_its_maximum(void)
 	free(n);
 }
 
+/* One release of page 0 written by WRITER (a byte that changes each
+ * time): the pages of HOLDER's and WRITER's lists. */
+static void release_of_page0(lm_updates *u, uint8_t *copy, uint32_t epoch,
+			     struct lm_msg_diffs *holder,
+			     struct lm_msg_diffs *writer)
+{
+	static uint8_t twin[PAGE], diff[2 * PAGE];
+	struct lm_notice n = { .page = 0, .version = epoch + 1,
+			       .base = epoch, .writer = WRITER,
+			       .wcluster = 0 };
+	const uint8_t *copies[1] = { copy };
+	size_t dlen;
+
+	memcpy(twin, copy, PAGE);
+	copy[epoch % PAGE] ^= 0x5a;
+	CU_ASSERT_FATAL(lm_diff_encode(twin, copy, PAGE, diff, sizeof(diff),
+				       &dlen) == 0);
+	lm_updates_hold(u, WRITER, 0); /* the lemuriad got its FLUSH */
+	CU_ASSERT_FATAL(lm_updates_note_diff(u, 0, WRITER, diff, dlen) == 0);
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL) ==
+			0);
+	lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, holder);
+	/* WRITER's own copy is kept; a third client wrote nothing either */
+	lm_updates_for_client(u, 2, 2, &n, 1, writer);
+	lm_updates_epoch_end(u);
+}
+
+/* A copy that takes LM_UPDATES_IDLE_MAX updates in a row without its
+ * client fetching or writing the page is left out of the next release
+ * (the client invalidates it) and no longer counts as held; a fetch
+ * makes it a holder again with a fresh count.  The writer's copy is
+ * never dropped. */
+static void test_idle_copies_stop_getting_updates(void)
+{
+	static uint8_t copy[PAGE];
+	struct lm_msg_diffs holder, other;
+	lm_updates *u = lm_updates_create(PAGE, 4, 3, 1u << 20);
+	uint32_t epoch = 1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	lm_updates_hold(u, HOLDER, 0);
+	for (uint32_t i = 0; i < LM_UPDATES_IDLE_MAX; i++, epoch++) {
+		release_of_page0(u, copy, epoch, &holder, &other);
+		CU_ASSERT_EQUAL(holder.count, 1);
+		CU_ASSERT_EQUAL(other.count, 0); /* holds nothing */
+		CU_ASSERT_TRUE(lm_updates_held(u, 0));
+	}
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 0);
+	release_of_page0(u, copy, epoch++, &holder, &other);
+	CU_ASSERT_EQUAL(holder.count, 0);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_sent,
+			LM_UPDATES_IDLE_MAX);
+	/* only the writer holds it now: its copy is kept, not updated */
+	CU_ASSERT_TRUE(lm_updates_held(u, 0));
+	release_of_page0(u, copy, epoch++, &holder, &other);
+	CU_ASSERT_EQUAL(holder.count, 0);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
+
+	/* the client reads the page again: a PAGE makes it a holder */
+	lm_updates_hold(u, HOLDER, 0);
+	for (uint32_t i = 0; i < LM_UPDATES_IDLE_MAX; i++, epoch++) {
+		release_of_page0(u, copy, epoch, &holder, &other);
+		CU_ASSERT_EQUAL(holder.count, 1);
+	}
+	/* and a fetch in between starts the count afresh */
+	lm_updates_hold(u, HOLDER, 0);
+	release_of_page0(u, copy, epoch++, &holder, &other);
+	CU_ASSERT_EQUAL(holder.count, 1);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
+	lm_updates_destroy(u);
+}
+
+/* A client that writes the page (its FLUSH makes it a holder) gets the
+ * other writers' bytes at every release, however many: writing is use. */
+static void test_writers_copies_are_never_idle(void)
+{
+	static uint8_t twin[PAGE], copy[PAGE], diff[2 * PAGE];
+	lm_updates *u = lm_updates_create(PAGE, 1, 2, 1u << 20);
+	struct lm_msg_diffs list;
+	size_t dlen;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	for (uint32_t e = 1; e <= 3 * LM_UPDATES_IDLE_MAX; e++) {
+		struct lm_notice n = { .page = 0, .version = e + 1, .base = e,
+				       .writer = LM_WRITER_MANY,
+				       .wcluster = 0 };
+		const uint8_t *copies[1] = { copy };
+
+		/* both write a byte of their own */
+		for (uint32_t s = 0; s < 2; s++) {
+			memcpy(twin, copy, PAGE);
+			copy[s * 64 + e % 64] ^= 0x33;
+			CU_ASSERT_FATAL(lm_diff_encode(twin, copy, PAGE, diff,
+						       sizeof(diff),
+						       &dlen) == 0);
+			lm_updates_hold(u, s, 0);
+			CU_ASSERT_FATAL(lm_updates_note_diff(u, 0, s, diff,
+							     dlen) == 0);
+		}
+		CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL,
+						   NULL) == 0);
+		lm_updates_for_client(u, 1, 1, &n, 1, &list);
+		CU_ASSERT_EQUAL(list.count, 1);
+		lm_updates_epoch_end(u);
+	}
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 0);
+	lm_updates_destroy(u);
+}
+
 LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
-	      LM_TEST(test_client_list_stops_at_its_maximum))
+	      LM_TEST(test_client_list_stops_at_its_maximum),
+	      LM_TEST(test_idle_copies_stop_getting_updates),
+	      LM_TEST(test_writers_copies_are_never_idle))
