@@ -316,7 +316,10 @@ void lm_rel_config_default(struct lm_rel_config *cfg, uint16_t self_id)
 	cfg->reasm_bytes = 64u << 20;
 	cfg->reasm_timeout_us = 10000000;
 	cfg->reply_cache_entries = 64;
-	cfg->reply_cache_bytes = 4u << 20;
+	/* small: a lemuriad's RELEASE to a client carries megabytes of
+	 * updates, which no request is ever sent again for (lm_rpc gives
+	 * each call a new id), and k clients' worth would sit here */
+	cfg->reply_cache_bytes = 512u << 10;
 }
 
 static bool config_valid(const struct lm_rel_config *c, size_t frag_payload)

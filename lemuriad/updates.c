@@ -41,6 +41,7 @@ struct lm_updates {
 	size_t nwritten;
 	size_t mask_budget, mask_bytes;
 	size_t arena_budget;      /* bytes of encoded updates per release */
+	size_t list_max;          /* bytes of one client's list */
 	bool overflow;            /* a mask was refused this epoch */
 	uint8_t *arena;           /* encoded updates of the release */
 	size_t arena_cap, arena_len;
@@ -77,6 +78,9 @@ lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
 	u->held_words = ((size_t)npages + 63) / 64;
 	u->mask_budget = mask_budget;
 	u->arena_budget = mask_budget;
+	u->list_max = mask_budget < LM_UPDATES_CLIENT_MIN ? LM_UPDATES_CLIENT_MIN
+		      : mask_budget > LM_UPDATES_CLIENT_MAX ? LM_UPDATES_CLIENT_MAX
+							    : mask_budget;
 	u->held = calloc(u->held_words * (nclients ? nclients : 1),
 			 sizeof(*u->held));
 	u->idle = calloc((size_t)npages * (nclients ? nclients : 1),
@@ -411,7 +415,7 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 	struct lm_delta view = u->others;
 	size_t ulen, at = *len + LM_MSG_DIFFS_ENTRY_HDR;
 	size_t bound = room(lm_diff_bound(u->page_size), at,
-			    LM_UPDATES_CLIENT_MAX);
+			    u->list_max);
 
 	union_of(u, &view, p->foreign, p->w, slot);
 	view.bytes = (uint8_t *)p->copy;
@@ -434,7 +438,7 @@ static size_t append_all(lm_updates *u, struct prepared *p, uint32_t page,
 	if (!encode_all(u, p))
 		return SIZE_MAX;
 	need = *len + 8 + p->len;
-	if (need > LM_UPDATES_CLIENT_MAX ||
+	if (need > u->list_max ||
 	    reserve(&u->list, &u->list_cap, need) < 0 ||
 	    lm_msg_diffs_append(u->list, u->list_cap, len, page,
 				u->arena + p->off, p->len) < 0)
@@ -488,6 +492,11 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 		forget(u, slot, page); /* the client drops its copy */
 	}
 	*out = (struct lm_msg_diffs){ u->list, len, entries };
+}
+
+size_t lm_updates_list_max(const lm_updates *u)
+{
+	return u->list_max;
 }
 
 bool lm_updates_held(const lm_updates *u, uint32_t page)

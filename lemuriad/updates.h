@@ -23,9 +23,12 @@
 
 #include "proto.h"
 
-/* Largest update list one client gets with one RELEASE; pages beyond it
- * are invalidated as without updates (the client's receive buffer and
- * the datagram train stay moderate). */
+/* Largest update list one client gets with one RELEASE: the mask budget
+ * (an eighth of the cache), within these bounds; pages beyond it are
+ * invalidated as without updates.  The RELEASEs of a barrier are queued
+ * to every client at once, so this bounds what waits in the send queues
+ * (I5); LU on 4+4 sends up to 3 MiB to a client. */
+#define LM_UPDATES_CLIENT_MIN (1u << 20)
 #define LM_UPDATES_CLIENT_MAX (8u << 20)
 
 /* Updates in a row a client may take for a page it neither writes nor
@@ -38,7 +41,7 @@ typedef struct lm_updates lm_updates;
 struct lm_updates_stats {
 	uint64_t updates_sent;   /* pages sent to clients as updates */
 	uint64_t update_bytes;   /* their encoded bytes */
-	uint64_t updates_capped; /* pages left out by LM_UPDATES_CLIENT_MAX */
+	uint64_t updates_capped; /* pages left out by the list's limit */
 	uint64_t updates_idle;   /* copies dropped by LM_UPDATES_IDLE_MAX */
 	uint64_t mask_overflows; /* epochs whose masks outgrew the budget:
 				    no updates at their release */
@@ -46,11 +49,15 @@ struct lm_updates_stats {
 
 /* mask_budget: bytes the epoch's masks may take (one bit per page byte
  * per page and writer); beyond it the epoch gets no updates.  The
- * updates encoded at a release take as much at most; beyond it the pages
- * left are invalidated.  NULL on bad arguments or no memory. */
+ * updates encoded at a release take as much at most, and so does one
+ * client's list (within LM_UPDATES_CLIENT_MIN..MAX); beyond them the
+ * pages left are invalidated.  NULL on bad arguments or no memory. */
 lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
 			      uint32_t nclients, size_t mask_budget);
 void lm_updates_destroy(lm_updates *u);
+
+/* The largest list a client gets (see LM_UPDATES_CLIENT_MAX). */
+size_t lm_updates_list_max(const lm_updates *u);
 
 /* A new run: nobody holds anything, no epoch writes. */
 void lm_updates_reset(lm_updates *u);

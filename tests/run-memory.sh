@@ -34,25 +34,30 @@ MIB=1048576
 #  - delta overshoot: a spill waits for the registration in flight, and
 #    meanwhile each client may flush 1 MiB of whole-page diffs, a delta
 #    buffer of a page and a bit per byte for every page of it;
-#  - reply caches: 64 replies per peer (common/reliable.c), a PAGE each;
+#  - reply caches: 512 KiB per peer (common/reliable.c), k clients and
+#    the reflector;
 #  - encoding: the daemon's scratch buffer and the REGISTER being built,
 #    each at most LM_DELTAS_MSG_DATA (1 MiB) and a quarter;
 #  - tables: a notice and a delta slot per page of the region;
 #  - updates (docs/dsm.md "Updates"): the epoch's masks and the encoded
 #    updates an eighth of the cache each, a held RELEASE's saved copies
 #    an eighth (the pages it fetches go into the cache), its masks of the
-#    other clusters' bytes a sixty-fourth, a client's list 8 MiB, a bit
-#    and an idle count (a byte) per page per client and two slots per
-#    page.
+#    other clusters' bytes a sixty-fourth, a bit and an idle count (a
+#    byte) per page per client and two slots per page, and k + 2 client
+#    lists of an eighth of the cache within 1..8 MiB each (the list being
+#    built, the RELEASE being encoded, and the k RELEASEs a barrier
+#    queues at once).
 # The idle lemuriad's own RSS (code, libraries) is measured, not assumed.
 allowance() {
 	k=$1; page=$2; npages=$3; cache=$4
 	reasm=$((k * (MIB + page) + npages * 24))
 	over=$((k * (MIB / page + 1) * (page + page / 8)))
-	replies=$(((k + 1) * 64 * (page + 256)))
+	replies=$(((k + 1) * 512 * 1024))
 	enc=$((2 * (MIB + MIB / 4)))
 	tables=$((npages * 40))
-	upd=$((3 * cache / 8 + cache / 64 + 8 * MIB + k * npages * 9 / 8 + npages * 12))
+	list=$((cache / 8)); [ $list -lt $MIB ] && list=$MIB
+	[ $list -gt $((8 * MIB)) ] && list=$((8 * MIB))
+	upd=$((3 * cache / 8 + cache / 64 + (k + 2) * list + k * npages * 9 / 8 + npages * 12))
 	echo "$reasm $over $replies $enc $tables $upd"
 }
 

@@ -988,6 +988,52 @@ static void test_reply_cache_resends_fragmented_reply(void)
 	sim_close(&s);
 }
 
+/* With the default configuration a reply larger than the reply cache
+ * (a lemuriad's RELEASE with its updates) is not kept once acknowledged:
+ * the same request again finds nothing and is dropped as stale, and the
+ * memory goes back (I5).  A reply that fits is kept. */
+static void test_default_reply_cache_skips_large_replies(void)
+{
+	struct lm_rel_config c;
+	size_t big = 0;
+	uint8_t *data;
+	struct sim s;
+
+	memset(&s, 0, sizeof(s));
+	s.now = 1000;
+	s.latency = 500;
+	test_cfg(&c, ID_A, 1000);
+	ep_open(&s, 0, &c, NULL);
+	test_cfg(&c, ID_B, 2000);
+	big = c.reply_cache_bytes + 1;
+	CU_ASSERT_FATAL(big <= 1u << 20);
+	data = calloc(1, big);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+	ep_open(&s, 1, &c, NULL);
+	request(&s, 1, "q1");
+	CU_ASSERT_EQUAL(lm_rel_reply(s.ep[1].rel, ID_A, 1, data, big, s.now),
+			0);
+	CU_ASSERT_TRUE(sim_run(&s, a_got_one, 10000000));
+	CU_ASSERT_EQUAL(s.ep[0].last_len, big);
+	sim_run(&s, NULL, 1000000);
+	CU_ASSERT_EQUAL(lm_rel_pending(s.ep[1].rel, ID_A), 0);
+	request(&s, 1, "q1");
+	CU_ASSERT_EQUAL(st(&s, 1)->reply_cache_hits, 0);
+	CU_ASSERT_EQUAL(st(&s, 1)->reply_cache_stale, 1);
+	CU_ASSERT_EQUAL(s.ep[0].delivered, 1);
+	/* one byte less fits: answered again from the cache */
+	request(&s, 2, "q2");
+	CU_ASSERT_EQUAL(lm_rel_reply(s.ep[1].rel, ID_A, 2, data, big - 1,
+				     s.now), 0);
+	CU_ASSERT_TRUE(sim_run(&s, a_got_two, 10000000));
+	sim_run(&s, NULL, 1000000);
+	request(&s, 2, "q2");
+	CU_ASSERT_EQUAL(st(&s, 1)->reply_cache_hits, 1);
+	CU_ASSERT_EQUAL(s.ep[0].last_len, big - 1);
+	free(data);
+	sim_close(&s);
+}
+
 /* Drops A's DATA datagrams from the fstate-th on (fstate counts down). */
 static int drop_after(struct sim *s, int from, const struct lm_dg_header *h)
 {
@@ -1672,6 +1718,7 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_flush_acks_sends_the_delayed_ack),
 	      LM_TEST(test_reassembly_timeout),
 	      LM_TEST(test_reasm_timeout_is_reported_not_silent),
+	      LM_TEST(test_default_reply_cache_skips_large_replies),
 	      LM_TEST(test_reassembly_timeout_frees_early),
 	      LM_TEST(test_reassembly_limit),
 	      LM_TEST(test_early_fragments_fill_partial_in_place),

@@ -111,8 +111,8 @@ static void test_updates_fill_the_budget_exactly(void)
 	lm_updates_destroy(u);
 }
 
-/* One client's list stops at LM_UPDATES_CLIENT_MAX; the pages after it
- * are counted as capped. */
+/* One client's list stops at LM_UPDATES_CLIENT_MAX (the budget is
+ * larger); the pages after it are counted as capped. */
 static void test_client_list_stops_at_its_maximum(void)
 {
 	enum { NP = 2200 };
@@ -136,6 +136,26 @@ static void test_client_list_stops_at_its_maximum(void)
 	free(data);
 	free(copies);
 	free(n);
+}
+
+/* A client's list is as large as the mask budget (an eighth of the
+ * cache), within LM_UPDATES_CLIENT_MIN..MAX. */
+static void test_list_limit_follows_the_budget(void)
+{
+	const size_t budgets[] = { 4096, LM_UPDATES_CLIENT_MIN,
+				   3u << 20, LM_UPDATES_CLIENT_MAX,
+				   64u << 20 };
+	const size_t want[] = { LM_UPDATES_CLIENT_MIN, LM_UPDATES_CLIENT_MIN,
+				3u << 20, LM_UPDATES_CLIENT_MAX,
+				LM_UPDATES_CLIENT_MAX };
+
+	for (size_t i = 0; i < sizeof(budgets) / sizeof(budgets[0]); i++) {
+		lm_updates *u = lm_updates_create(PAGE, 4, 2, budgets[i]);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+		CU_ASSERT_EQUAL(lm_updates_list_max(u), want[i]);
+		lm_updates_destroy(u);
+	}
 }
 
 /* One release of page 0 written by WRITER (a byte that changes each
@@ -250,5 +270,6 @@ static void test_writers_copies_are_never_idle(void)
 
 LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_client_list_stops_at_its_maximum),
+	      LM_TEST(test_list_limit_follows_the_budget),
 	      LM_TEST(test_idle_copies_stop_getting_updates),
 	      LM_TEST(test_writers_copies_are_never_idle))
