@@ -559,7 +559,11 @@ static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
 		if (!(cp = lm_cache_find(c, page)))
 			continue;
 		lm_cache_touch(c, cp);
-		hold(c, from, page);
+		/* a neighbour is a guess: held (kept by updates) only once
+		 * the client faults on it or writes it; until then a write
+		 * elsewhere invalidates it (docs/dsm.md "Updates") */
+		if (i == 0)
+			hold(c, from, page);
 		served[count++] = (struct lm_notice){ .page = page,
 			.version = cp->version, .base = LM_NO_BASE,
 			.writer = LM_WRITER_MANY, .wcluster = LM_WRITER_MANY };

@@ -22,6 +22,15 @@ typedef struct lm_cluster lm_cluster;
 /* Rank carried by the ABORT sent when the reflector is lost. */
 #define LM_CLUSTER_ABORT_REFLECTOR 0xffffffffu
 
+/* Local hand-offs a recalled token may still make before it goes back to
+ * its manager, so that no cluster starves the others.  Cohort locks pass
+ * locally up to a bound for the same reason; 16 serves a cluster of up to
+ * 16 waiting clients before the token moves (SPLASH-2 programs number
+ * their processes under a lock at the start: with 4, the clusters of
+ * 8+8+8+8 got their numbers in runs of five and LU's block columns,
+ * which go to consecutive numbers, spread over two clusters). */
+#define LM_CLUSTER_HANDOFFS_MAX 16u
+
 /* Creates the state machine of cluster `name` of `layout`.  The layout is
  * borrowed and must outlive the machine; *out is copied; ctx is passed to
  * every callback.  layout_hash is what every JOIN must carry.  NULL when

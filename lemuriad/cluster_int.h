@@ -98,10 +98,6 @@ struct client {
 	uint32_t end_req;
 };
 
-/* Local hand-offs a recalled token may still make before it goes back to
- * its manager, so that no cluster starves the others. */
-#define LM_CLUSTER_HANDOFFS_MAX 4u
-
 /* A client waiting for a lock whose token is (or is coming) here. */
 struct lwaiter {
 	uint16_t node;

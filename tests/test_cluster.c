@@ -1607,6 +1607,40 @@ static void test_release_carries_updates(void)
 	teardown(c);
 }
 
+/* A neighbour page is a guess: the client that got it in a PAGES holds
+ * it for updates only once it faults on it or writes it, so a write
+ * elsewhere in the epoch invalidates that copy instead of updating it. */
+static void test_neighbour_pages_get_no_updates(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice ask[2] = { { .page = 7, .base = LM_NO_BASE },
+				    { .page = 9, .base = LM_NO_BASE } };
+	struct lm_notice n[2] = { { 7, 4, 3, 2, 0 }, { 9, 5, 4, 2, 0 } };
+	struct lm_msg m = msg(LM_MSG_FETCHV, RUN);
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 7, 3, 0x70); /* rank 0 fetched both: holds them */
+	cache_page(c, 9, 4, 0x90);
+	m.notices = ask;
+	m.nnotices = 2;
+	creq(c, 1, 41, &m);        /* rank 1 faults on 7; 9 comes along */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGES);
+	CU_ASSERT_EQUAL(outs[0].m.nnotices, 2);
+	clear_outs();
+	flush_page(c, 2, 7, 100, 8, 0x77);
+	flush_page(c, 2, 9, 200, 8, 0x99);
+	barrier_release_kept(c, 1, n, 2);
+	CU_ASSERT_EQUAL(update_runs(1, 7, runs), 1);
+	CU_ASSERT_EQUAL(update_runs(1, 9, runs), -1);
+	CU_ASSERT_EQUAL(update_runs(0, 7, runs), 1);
+	CU_ASSERT_EQUAL(update_runs(0, 9, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 200);
+	CU_ASSERT_EQUAL(runs[0][2], 0x99);
+	teardown(c);
+}
+
 /* A held RELEASE waits for a fetch new enough: an older reply is asked
  * again; a lost reflector aborts the run and every client waiting at
  * the barrier gets the ABORT, not a RELEASE. */
@@ -2053,7 +2087,7 @@ static void test_lock_token_handed_off_locally(void)
 	teardown(c);
 }
 
-/* A recalled token makes at most LM_CLUSTER_HANDOFFS_MAX (4) more local
+/* A recalled token makes at most LM_CLUSTER_HANDOFFS_MAX more local
  * hand-offs, then goes back, and the cluster asks for it again for the
  * clients still waiting: no cluster starves the others. */
 static void test_recalled_token_bounded_handoffs(void)
@@ -2068,7 +2102,7 @@ static void test_recalled_token_bounded_handoffs(void)
 	lock_req(c, 3, req++, 5);
 	recall(c, 5, 1);
 	CU_ASSERT_EQUAL(nouts, 0);
-	for (int i = 0; i < 8; i++) {
+	for (unsigned i = 0; i < 2 * LM_CLUSTER_HANDOFFS_MAX; i++) {
 		bool granted = false, returned = false;
 
 		clear_outs();
@@ -2092,7 +2126,7 @@ static void test_recalled_token_bounded_handoffs(void)
 		CU_ASSERT_FATAL(granted);
 		handoffs++;
 	}
-	CU_ASSERT_EQUAL(handoffs, 4);
+	CU_ASSERT_EQUAL(handoffs, LM_CLUSTER_HANDOFFS_MAX);
 	teardown(c);
 }
 
@@ -2321,6 +2355,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_held_release_too_old_then_abort),
 	LM_TEST(test_fetchv_leftovers_fetched_alone),
 	LM_TEST(test_fetchv_pages_as_diffs),
+	LM_TEST(test_neighbour_pages_get_no_updates),
 	LM_TEST(test_release_updates_off),
 	LM_TEST(test_fetch_reply_gets_our_deltas),
 	LM_TEST(test_barrier_waits_for_registration_then_pull),
