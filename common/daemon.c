@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1379,6 +1380,13 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role,
 	int ready_fd = -1, rc;
 	pid_t owner;
 
+	/* A daemon allocates and frees megabytes per barrier (messages,
+	 * reassembly, deltas).  glibc would map each large block afresh
+	 * and return freed heap tops, so every barrier paid page faults on
+	 * zeroed memory; keeping it costs no more than the peak, which I5
+	 * bounds anyway (docs/performance.md). */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	rc = lm_daemon_parse_args(argc, argv, prog, &opts,
 				  stderr);
 	if (rc)
