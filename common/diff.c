@@ -506,9 +506,10 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 	return 0;
 }
 
-void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
+/* Writes the diff into p and, when q is not NULL, into q too, decoding
+ * it once. */
+HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len)
 {
-	uint8_t *p = page;
 	size_t pos = 0, end = 0;
 	struct element el;
 
@@ -516,13 +517,30 @@ void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
 		pos = next_element(diff, pos, &end, &el);
 		if (!el.masked) {
 			copy_run(p + el.off, el.data, el.len);
+			if (q)
+				copy_run(q + el.off, el.data, el.len);
 			continue;
 		}
-		for (size_t k = 0; k < el.len; k++)
-			blend64(p + el.off + k * GROUP,
-				el.data + k * MASKED_SIZE + 8,
-				get64le(el.data + k * MASKED_SIZE));
+		for (size_t k = 0; k < el.len; k++) {
+			const uint8_t *g = el.data + k * MASKED_SIZE;
+			uint64_t m = get64le(g);
+
+			blend64(p + el.off + k * GROUP, g + 8, m);
+			if (q)
+				blend64(q + el.off + k * GROUP, g + 8, m);
+		}
 	}
+}
+
+void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
+{
+	apply_valid(page, NULL, diff, len);
+}
+
+void lm_diff_apply_valid2(void *page, void *copy, const uint8_t *diff,
+			  size_t len)
+{
+	apply_valid(page, copy, diff, len);
 }
 
 int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff, size_t len)

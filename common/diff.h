@@ -123,6 +123,10 @@ int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len);
  * update once and writes it twice): the same as lm_diff_apply and
  * lm_delta_add_diff without checking again. */
 void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len);
+/* The same diff written into two pages at once (a client's copy and its
+ * twin take every update), decoded once; the pages must not overlap. */
+void lm_diff_apply_valid2(void *page, void *copy, const uint8_t *diff,
+			  size_t len);
 void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			     size_t len);
 /* Like lm_delta_add_valid_diff for the mask (and dirty) only: bytes are

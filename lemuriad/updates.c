@@ -223,24 +223,32 @@ int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 
 /* into = the bytes other clusters changed (foreign, may be NULL) and
  * those of the writers here other than `skip`; into is u->others (or a
- * copy of its header). */
+ * copy of its header).  Only the mask is set: into feeds
+ * lm_delta_encode, which reads nothing else, and counting its bits cost
+ * more than the union (it runs per client and page at every release). */
 static void union_of(lm_updates *u, struct lm_delta *into,
 		     const uint64_t *foreign, const struct wmask *w,
 		     uint32_t skip)
 {
+	uint64_t *m = into->mask;
+	size_t n = u->mask_words;
+	bool empty = !foreign;
+
 	if (foreign)
-		memcpy(into->mask, foreign, u->mask_words * sizeof(uint64_t));
-	else
-		memset(into->mask, 0, u->mask_words * sizeof(uint64_t));
-	into->dirty = 0;
+		memcpy(m, foreign, n * sizeof(*m));
 	for (; w; w = w->next) {
 		if (w->slot == skip)
 			continue;
-		for (size_t k = 0; k < u->mask_words; k++)
-			into->mask[k] |= w->d.mask[k];
+		if (empty) {
+			memcpy(m, w->d.mask, n * sizeof(*m));
+			empty = false;
+			continue;
+		}
+		for (size_t k = 0; k < n; k++)
+			m[k] |= w->d.mask[k];
 	}
-	for (size_t k = 0; k < u->mask_words; k++)
-		into->dirty += (size_t)__builtin_popcountll(into->mask[k]);
+	if (empty)
+		memset(m, 0, n * sizeof(*m));
 }
 
 /* One bit per byte of two 8-byte words (bit k: byte k in memory order,

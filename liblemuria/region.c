@@ -1017,12 +1017,15 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 		 * at base differs from it in those bytes only (docs/dsm.md
 		 * "Updates").  Written through the private mapping. */
 		if (update && is_clean(page) && R.version[page] == n[i].base) {
-			lm_diff_apply_valid(R.rw + page_off(page), update,
-					    ulen);
-			/* not ours to send at the next flush */
+			/* an open page's twin takes it too: not ours to send
+			 * at the next flush */
 			if (R.state[page] == PAGE_OPEN)
-				lm_diff_apply_valid(R.twin[page], update,
-						    ulen);
+				lm_diff_apply_valid2(R.rw + page_off(page),
+						     R.twin[page], update,
+						     ulen);
+			else
+				lm_diff_apply_valid(R.rw + page_off(page),
+						    update, ulen);
 			R.version[page] = n[i].version;
 			R.stats.updated++;
 			continue;

@@ -157,14 +157,16 @@ static int note_run(void *ctx, size_t off, const uint8_t *bytes, size_t len)
 }
 
 /* The diff holds exactly the changed bytes, in maximal runs, and turns a
- * copy of the twin into the page. */
+ * copy of the twin into the page; written into two pages at once
+ * (lm_diff_apply_valid2), it turns the first into the page and writes
+ * the same bytes, no others, into the second. */
 static void check_exact_diff(const uint8_t *twin, const uint8_t *page,
 			     size_t n, const uint8_t *diff, size_t len)
 {
 	uint8_t *covered = calloc(1, n);
-	uint8_t *copy = malloc(n);
+	uint8_t *copy = malloc(n), *other = malloc(n);
 	struct runs r = { .covered = covered };
-	int exact = 1;
+	int exact = 1, both = 1;
 
 	CU_ASSERT_EQUAL_FATAL(lm_diff_foreach_run(diff, len, n, note_run, &r),
 			      0);
@@ -177,8 +179,18 @@ static void check_exact_diff(const uint8_t *twin, const uint8_t *page,
 	memcpy(copy, twin, n);
 	CU_ASSERT_EQUAL(lm_diff_apply(copy, n, diff, len), 0);
 	CU_ASSERT_EQUAL(memcmp(copy, page, n), 0);
+	memcpy(copy, twin, n);
+	for (size_t i = 0; i < n; i++)
+		other[i] = (uint8_t)~twin[i];
+	lm_diff_apply_valid2(copy, other, diff, len);
+	CU_ASSERT_EQUAL(memcmp(copy, page, n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (other[i] != (covered[i] ? page[i] : (uint8_t)~twin[i]))
+			both = 0;
+	CU_ASSERT(both);
 	free(covered);
 	free(copy);
+	free(other);
 }
 
 static void test_round_trip_random_patterns(void)
