@@ -60,7 +60,7 @@ SPLASH2_BINS :=
 -include splash2/splash2.mk
 include tests/fuzz/fuzz.mk
 
-.PHONY: all check unit asan asan-unit bench-transport bench-diff bench-splash bench \
+.PHONY: all check check-loss unit asan asan-unit bench-transport bench-diff bench-splash bench \
 	install deps \
 	check-deps clean run
 .DEFAULT_GOAL := all
@@ -155,6 +155,10 @@ check: all
 	@sh tests/run-netns.sh $(BUILD)
 	@sh tests/soak.sh $(BUILD) 30
 	@$(MAKE) --no-print-directory fuzz-smoke
+
+# Every program with injected loss on every layout: about 2 minutes.
+check-loss: all
+	@sh tests/run-loss.sh $(BUILD)
 
 $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
 	@mkdir -p $(dir $@)

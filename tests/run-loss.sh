@@ -1,0 +1,82 @@
+#!/bin/sh
+# Every program under injected loss on every multi-process layout of
+# conf/ (issue 7's acceptance: "the race-free stress test and all
+# SPLASH-2 programs still pass on every layout, with loss injected").
+# make check runs the same programs with loss on 4+4 and
+# 2x2-two-reflectors; this goes through the larger layouts too, which
+# takes about 2 minutes here, so it is its own target: make check-loss.
+#   tests/run-loss.sh [BUILD_DIR] [LAYOUTS]
+# LAYOUTS defaults to every layout below; each run has its own seed, so a
+# failure can be replayed with the LM_FAULTS line it prints.  FFT and
+# Ocean need a power of two processes: on other layouts (3-reflectors has
+# 6) they are skipped and said so.
+set -u
+build=${1:-build}
+layouts=${2:-"2 4 8 16 32 4+4 4+4-small-cache 8+8 4+4+4+4 8+8+8+8 2x2-two-reflectors 3-reflectors"}
+bin=$build/bin
+tmp=$(mktemp -d /tmp/lm-loss.XXXXXX)
+failures=0
+checks=0
+skipped=0
+trap 'rm -rf "$tmp"' EXIT INT TERM
+. tests/lib.sh
+
+for f in "$bin/lemuria-run" "$build/tests/dsmtest" "$build/splash2/lu"; do
+	if [ ! -x "$f" ]; then
+		echo "run-loss: $f is missing: run make all first" >&2
+		exit 2
+	fi
+done
+
+n=60
+seed=100
+for l in $layouts; do
+	n=$((n + 1))
+	if [ ! -f "conf/$l.ini" ]; then
+		echo "run-loss: no layout conf/$l.ini" >&2
+		exit 2
+	fi
+	mkdir -p "$tmp/$n"
+	lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
+	procs=$(awk '$1 == "clients" && $2 == "=" { s += $3 } END { print s + 0 }' "$lay")
+	pow2=n
+	p=1
+	while [ $p -le "$procs" ]; do
+		[ $p -eq "$procs" ] && pow2=y
+		p=$((p * 2))
+	done
+	echo "loss: layout $l ($procs processes)"
+	while read -r name pattern pow2_only args; do
+		if [ "$pow2_only" = pow2 ] && [ $pow2 = n ]; then
+			skipped=$((skipped + 1))
+			echo "  skip $name on $l (needs a power of two processes)"
+			continue
+		fi
+		seed=$((seed + 1))
+		faults="drop=0.05,dup=0.02,reorder=0.05,seed=$seed"
+		checks=$((checks + 1))
+		start=$(date +%s)
+		# shellcheck disable=SC2086 # the program and its arguments
+		LM_FAULTS=$faults timeout -k 5 300 "$bin/lemuria-run" -c "$lay" \
+			--start-daemons --timeout 290 -- $args >"$tmp/out" 2>&1
+		st=$?
+		secs=$(($(date +%s) - start))
+		if [ $st -eq 0 ] && grep -q "$pattern" "$tmp/out"; then
+			echo "  ok   $name on $l (${secs}s)"
+		else
+			failures=$((failures + 1))
+			echo "  FAIL $name on $l (status $st, ${secs}s; LM_FAULTS=$faults)"
+			tail -n 15 "$tmp/out" | sed 's/^/       /'
+		fi
+	done <<EOF
+race-free-stress PASSED any $build/tests/dsmtest stress 4 8 3
+LU-n256 TEST.PASSED any $build/splash2/lu -n256 -b16 -t
+LU-contiguous-n258 TEST.PASSED any $build/splash2/lucontig -n258 -b16 -t
+Radix-n65536 TEST.PASSED any $build/splash2/radix -n65536 -t
+FFT-2^12 TEST.PASSED pow2 $build/splash2/fft -m12 -t
+Ocean-n66 TEST.PASSED pow2 $build/splash2/ocean -n66 -t
+EOF
+done
+
+echo "loss: $checks checks, $failures failed, $skipped skipped"
+[ $failures -eq 0 ]
