@@ -106,7 +106,7 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 		if (no->wcluster == c->index) {
 			h->kind[i] = REL_KEEP;
 		} else if (fetches < cap &&
-			   lm_updates_held(c->updates, no->page)) {
+			   lm_updates_wanted(c->updates, no->page)) {
 			h->kind[i] = REL_FETCH;
 			fetches++;
 		}

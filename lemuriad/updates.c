@@ -496,6 +496,9 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 				continue;
 			}
 			u->stats.updates_capped++;
+		} else if (*idle_of(u, slot, page) >= LM_UPDATES_IDLE_MAX) {
+			/* idle: the page was not fetched for it (wanted) */
+			u->stats.updates_idle++;
 		}
 		forget(u, slot, page); /* the client drops its copy */
 	}
@@ -507,10 +510,11 @@ size_t lm_updates_list_max(const lm_updates *u)
 	return u->list_max;
 }
 
-bool lm_updates_held(const lm_updates *u, uint32_t page)
+bool lm_updates_wanted(const lm_updates *u, uint32_t page)
 {
 	for (uint32_t s = 0; page < u->npages && s < u->nclients; s++)
-		if (holds(u, s, page))
+		if (holds(u, s, page) &&
+		    *idle_of(u, s, page) < LM_UPDATES_IDLE_MAX)
 			return true;
 	return false;
 }

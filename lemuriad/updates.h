@@ -89,8 +89,10 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		       const uint8_t *const *olds,
 		       const uint64_t *const *known);
 
-/* True when some client slot holds a copy of `page`. */
-bool lm_updates_held(const lm_updates *u, uint32_t page);
+/* True when some client slot holds a copy of `page` that the next
+ * release would update (one LM_UPDATES_IDLE_MAX updates idle is dropped
+ * instead, so fetching the page for it would be wasted). */
+bool lm_updates_wanted(const lm_updates *u, uint32_t page);
 
 /* The update list for client `slot` of rank `rank` (a diff list in the
  * order of the notices), valid until the next call; also forgets the

@@ -203,7 +203,7 @@ static void test_idle_copies_stop_getting_updates(void)
 		release_of_page0(u, copy, epoch, &holder, &other);
 		CU_ASSERT_EQUAL(holder.count, 1);
 		CU_ASSERT_EQUAL(other.count, 0); /* holds nothing */
-		CU_ASSERT_TRUE(lm_updates_held(u, 0));
+		CU_ASSERT_TRUE(lm_updates_wanted(u, 0));
 	}
 	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 0);
 	release_of_page0(u, copy, epoch++, &holder, &other);
@@ -212,7 +212,7 @@ static void test_idle_copies_stop_getting_updates(void)
 	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_sent,
 			LM_UPDATES_IDLE_MAX);
 	/* only the writer holds it now: its copy is kept, not updated */
-	CU_ASSERT_TRUE(lm_updates_held(u, 0));
+	CU_ASSERT_TRUE(lm_updates_wanted(u, 0));
 	release_of_page0(u, copy, epoch++, &holder, &other);
 	CU_ASSERT_EQUAL(holder.count, 0);
 	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
@@ -228,6 +228,52 @@ static void test_idle_copies_stop_getting_updates(void)
 	release_of_page0(u, copy, epoch++, &holder, &other);
 	CU_ASSERT_EQUAL(holder.count, 1);
 	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
+	lm_updates_destroy(u);
+}
+
+/* A page another cluster wrote, held here by one client that reads it
+ * no more: the lemuriad fetches it for the first LM_UPDATES_IDLE_MAX
+ * updates, and no longer once the next would be dropped. */
+static void test_idle_copy_is_not_fetched_for(void)
+{
+	static uint8_t old[PAGE], copy[PAGE];
+	const uint8_t *copies[1] = { copy }, *olds[1] = { old };
+	struct lm_msg_diffs list;
+	lm_updates *u = lm_updates_create(PAGE, 2, 2, 1u << 20);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	lm_updates_hold(u, HOLDER, 1);
+	for (uint32_t e = 1; e <= LM_UPDATES_IDLE_MAX; e++) {
+		struct lm_notice n = { .page = 1, .version = e + 1, .base = e,
+				       .writer = 7, .wcluster = 1 };
+
+		CU_ASSERT_TRUE_FATAL(lm_updates_wanted(u, 1));
+		memcpy(old, copy, PAGE);
+		copy[e] ^= 0x44; /* the other cluster's write */
+		CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, olds,
+						   NULL) == 0);
+		lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, &list);
+		CU_ASSERT_EQUAL(list.count, 1);
+		lm_updates_epoch_end(u);
+	}
+	CU_ASSERT_FALSE(lm_updates_wanted(u, 1));
+	CU_ASSERT_FALSE(lm_updates_wanted(u, 0)); /* never held */
+	{
+		/* so the page comes without a copy: the holder drops it, as
+		 * an idle one */
+		struct lm_notice n = { .page = 1, .version = 9, .base = 8,
+				       .writer = 7, .wcluster = 1 };
+		const uint8_t *none[1] = { NULL };
+
+		CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, none, NULL,
+						   NULL) == 0);
+		lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, &list);
+		CU_ASSERT_EQUAL(list.count, 0);
+		CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
+		lm_updates_epoch_end(u);
+	}
+	lm_updates_hold(u, HOLDER, 1); /* read again */
+	CU_ASSERT_TRUE(lm_updates_wanted(u, 1));
 	lm_updates_destroy(u);
 }
 
@@ -272,4 +318,5 @@ LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_client_list_stops_at_its_maximum),
 	      LM_TEST(test_list_limit_follows_the_budget),
 	      LM_TEST(test_idle_copies_stop_getting_updates),
+	      LM_TEST(test_idle_copy_is_not_fetched_for),
 	      LM_TEST(test_writers_copies_are_never_idle))
