@@ -875,18 +875,27 @@ static void request(struct sim *s, uint32_t id, const char *text)
 	sim_run(s, NULL, 1000000);
 }
 
+/* A and B 500 us apart, A opened with the test configuration; *b is
+ * B's, for the caller to adjust before ep_open(s, 1, b, NULL). */
+static void pair_start(struct sim *s, struct lm_rel_config *b)
+{
+	struct lm_rel_config a;
+
+	memset(s, 0, sizeof(*s));
+	s->now = 1000;
+	s->latency = 500;
+	test_cfg(&a, ID_A, 1000);
+	ep_open(s, 0, &a, NULL);
+	test_cfg(b, ID_B, 2000);
+}
+
 static void test_reply_cache(void)
 {
 	struct lm_rel_config c;
 	char text[32];
 	struct sim s;
 
-	memset(&s, 0, sizeof(s));
-	s.now = 1000;
-	s.latency = 500;
-	test_cfg(&c, ID_A, 1000);
-	ep_open(&s, 0, &c, NULL);
-	test_cfg(&c, ID_B, 2000);
+	pair_start(&s, &c);
 	c.reply_cache_entries = 4;
 	c.reply_cache_bytes = 1000;
 	ep_open(&s, 1, &c, NULL);
@@ -958,12 +967,7 @@ static void test_reply_cache_resends_fragmented_reply(void)
 	uint32_t hash;
 	struct sim s;
 
-	memset(&s, 0, sizeof(s));
-	s.now = 1000;
-	s.latency = 500;
-	test_cfg(&c, ID_A, 1000);
-	ep_open(&s, 0, &c, NULL);
-	test_cfg(&c, ID_B, 2000);
+	pair_start(&s, &c);
 	c.reply_cache_bytes = 3 * sizeof(big);
 	ep_open(&s, 1, &c, NULL);
 	for (size_t i = 0; i < sizeof(big); i++)
@@ -999,12 +1003,7 @@ static void test_default_reply_cache_skips_large_replies(void)
 	uint8_t *data;
 	struct sim s;
 
-	memset(&s, 0, sizeof(s));
-	s.now = 1000;
-	s.latency = 500;
-	test_cfg(&c, ID_A, 1000);
-	ep_open(&s, 0, &c, NULL);
-	test_cfg(&c, ID_B, 2000);
+	pair_start(&s, &c);
 	big = c.reply_cache_bytes + 1;
 	CU_ASSERT_FATAL(big <= 1u << 20);
 	data = calloc(1, big);
@@ -1676,12 +1675,7 @@ static void test_flush_acks_sends_the_delayed_ack(void)
 	struct sim s;
 	uint64_t due;
 
-	memset(&s, 0, sizeof(s));
-	s.now = 1000;
-	s.latency = 500;
-	test_cfg(&c, ID_A, 1000);
-	ep_open(&s, 0, &c, NULL);
-	test_cfg(&c, ID_B, 2000);
+	pair_start(&s, &c);
 	c.transport.ack_delay_us = 5000;
 	ep_open(&s, 1, &c, NULL);
 	CU_ASSERT_EQUAL(lm_rel_ack_due(s.ep[1].rel), UINT64_MAX);
