@@ -68,8 +68,9 @@ static size_t mask_bytes(const lm_cluster *c)
 
 /* Decides, before the notices apply, what each page's update comes from:
  * our copy if the sole-cluster rule will keep it, else, for a page
- * another cluster wrote whose copy at base a client of ours holds, that
- * copy (saved) and the page fetched anew.  At most an eighth of the
+ * another cluster wrote whose copy at base a client of ours holds and
+ * would take an update of (lm_updates_wanted), that copy (saved) and the
+ * page fetched anew.  At most an eighth of the
  * cache is fetched (I5: the saved copies are the cache's own pages,
  * taken out of it; the fetched ones go into the cache, their masks take
  * another sixty-fourth).  False when out of memory: the RELEASE then
