@@ -686,24 +686,30 @@ static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 		d->proto->peer_lost(d->machine, peer);
 }
 
-/* Encodes m into the scratch buffer; NULL on failure (counted). */
-static const uint8_t *lm_daemon_encode(lm_daemon *d, const struct lm_msg *m,
-				       size_t *len)
+/* Encodes m as head, bulk and tail (*parts, total *len): the head and
+ * tail in the scratch buffer, the bulk (a PAGE's data, a RELEASE's
+ * updates) left where it is, so that the transport's copy into the
+ * datagrams is its only one.  False on failure (counted). */
+static bool lm_daemon_encode(lm_daemon *d, const struct lm_msg *m,
+			     struct lm_rel_part parts[3], size_t *len)
 {
-	size_t need = lm_msg_encoded_len(m);
+	struct lm_msg_split s;
 	int rc;
 
-	if (!lm_daemon_scratch(d, need))
-		return NULL;
-	rc = lm_msg_encode(m, d->scratch, d->scratch_cap);
+	if (!lm_daemon_scratch(d, lm_msg_split_len(m)))
+		return false;
+	rc = lm_msg_encode_split(m, d->scratch, d->scratch_cap, &s);
 	if (rc < 0) {
 		d->stats.sends_failed++;
 		lm_log_error("%s: cannot encode %s: %s", d->name,
 			     lm_msg_name(m->type), lm_strerror(rc));
-		return NULL;
+		return false;
 	}
-	*len = (size_t)rc;
-	return d->scratch;
+	parts[0] = (struct lm_rel_part){ d->scratch, s.head_len };
+	parts[1] = (struct lm_rel_part){ s.blob, s.blob_len };
+	parts[2] = (struct lm_rel_part){ d->scratch + s.head_len, s.tail_len };
+	*len = s.head_len + s.blob_len + s.tail_len;
+	return true;
 }
 
 /* Encodes m and hands it to the transport as `kind`; failures are
@@ -712,11 +718,11 @@ static void lm_daemon_emit(lm_daemon *d, uint16_t node,
 			   enum lm_rel_msg_kind kind, uint32_t req_id,
 			   const struct lm_msg *m)
 {
+	struct lm_rel_part parts[3];
 	size_t len;
-	const uint8_t *buf = lm_daemon_encode(d, m, &len);
 	int rc;
 
-	if (!buf)
+	if (!lm_daemon_encode(d, m, parts, &len))
 		return;
 	if (lm_daemon_refused(d, node)) {
 		/* the peer would refuse it: the run cannot go on */
@@ -730,12 +736,7 @@ static void lm_daemon_emit(lm_daemon *d, uint16_t node,
 			lm_daemon_send_hash(d, node);
 		d->peers[node].sent_run = m->run;
 	}
-	if (kind == LM_REL_REQUEST)
-		rc = lm_evnode_request(d->node, node, req_id, buf, len);
-	else if (kind == LM_REL_REPLY)
-		rc = lm_evnode_reply(d->node, node, req_id, buf, len);
-	else
-		rc = lm_evnode_send(d->node, node, buf, len);
+	rc = lm_evnode_queue(d->node, node, kind, req_id, parts, 3);
 	if (rc) {
 		d->stats.sends_failed++;
 		lm_log_error("%s: %s to node %u not sent: %s", d->name,

@@ -545,40 +545,42 @@ int lm_evnode_add_peer(lm_evnode *node, uint16_t peer,
 	return 0;
 }
 
-int lm_evnode_send(lm_evnode *node, uint16_t peer, const void *msg,
-		   size_t len)
+int lm_evnode_queue(lm_evnode *node, uint16_t peer, enum lm_rel_msg_kind kind,
+		    uint32_t req_id, const struct lm_rel_part *parts,
+		    size_t nparts)
 {
 	int rc;
 
 	train_begin(node);
-	rc = lm_rel_send(node->rel, peer, msg, len, lm_now_us());
+	rc = lm_rel_queue(node->rel, peer, kind, req_id, parts, nparts,
+			  lm_now_us());
 	arm_timer(node);
 	train_end(node);
 	return rc;
+}
+
+int lm_evnode_send(lm_evnode *node, uint16_t peer, const void *msg,
+		   size_t len)
+{
+	struct lm_rel_part one = { msg, len };
+
+	return lm_evnode_queue(node, peer, LM_REL_ONEWAY, 0, &one, 1);
 }
 
 int lm_evnode_request(lm_evnode *node, uint16_t peer, uint32_t req_id,
 		      const void *msg, size_t len)
 {
-	int rc;
+	struct lm_rel_part one = { msg, len };
 
-	train_begin(node);
-	rc = lm_rel_request(node->rel, peer, req_id, msg, len, lm_now_us());
-	arm_timer(node);
-	train_end(node);
-	return rc;
+	return lm_evnode_queue(node, peer, LM_REL_REQUEST, req_id, &one, 1);
 }
 
 int lm_evnode_reply(lm_evnode *node, uint16_t peer, uint32_t req_id,
 		    const void *msg, size_t len)
 {
-	int rc;
+	struct lm_rel_part one = { msg, len };
 
-	train_begin(node);
-	rc = lm_rel_reply(node->rel, peer, req_id, msg, len, lm_now_us());
-	arm_timer(node);
-	train_end(node);
-	return rc;
+	return lm_evnode_queue(node, peer, LM_REL_REPLY, req_id, &one, 1);
 }
 
 void lm_evnode_cork(lm_evnode *node)

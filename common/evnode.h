@@ -42,6 +42,10 @@ int lm_evnode_request(lm_evnode *node, uint16_t peer, uint32_t req_id,
 		      const void *msg, size_t len);
 int lm_evnode_reply(lm_evnode *node, uint16_t peer, uint32_t req_id,
 		    const void *msg, size_t len);
+/* Any of the three for a message in parts (lm_rel_queue). */
+int lm_evnode_queue(lm_evnode *node, uint16_t peer, enum lm_rel_msg_kind kind,
+		    uint32_t req_id, const struct lm_rel_part *parts,
+		    size_t nparts);
 
 lm_rel *lm_evnode_engine(lm_evnode *node);
 /* Datagrams the socket layer refused before the engine saw them, by

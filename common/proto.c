@@ -315,11 +315,30 @@ static void put64(uint8_t **p, uint64_t v)
 	*p += 8;
 }
 
-int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap)
+/* The bulk of m (its data or its diff list; no message has both). */
+static size_t blob_of(const struct lm_msg *m, unsigned f, const uint8_t **at)
+{
+	*at = NULL;
+	if (f & F_DATA) {
+		*at = m->data;
+		return m->data_len;
+	}
+	if (f & F_DIFFS) {
+		*at = m->diffs.data;
+		return m->diffs.len;
+	}
+	return 0;
+}
+
+/* Encodes m into out, or with s not NULL everything but its bulk, which
+ * s points at (see lm_msg_encode_split).  Returns the bytes written. */
+static int encode(const struct lm_msg *m, uint8_t *out, size_t cap,
+		  struct lm_msg_split *s)
 {
 	const struct msg_kind *k = dsm_kind(m->type);
+	const uint8_t *blob;
 	uint8_t *p = out;
-	size_t need;
+	size_t need, blob_len;
 	unsigned f;
 	int rc;
 
@@ -330,8 +349,11 @@ int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap)
 	if (rc < 0)
 		return rc;
 	need = lm_msg_encoded_len(m);
+	blob_len = blob_of(m, f, &blob);
 	if (need > INT_MAX)
 		return LM_EINVAL;
+	if (s)
+		need -= blob_len;
 	if (need > cap)
 		return LM_ENOBUFS;
 
@@ -360,14 +382,17 @@ int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap)
 		put64(&p, m->align);
 	if (f & F_OFFSET)
 		put64(&p, m->offset);
-	if (f & F_DATA) {
+	if (f & F_DATA)
 		put32(&p, (uint32_t)m->data_len);
-		put_bytes(&p, m->data, m->data_len);
-	}
 	if (f & F_DIFFS) {
 		put32(&p, m->diffs.count);
 		put32(&p, (uint32_t)m->diffs.len);
-		put_bytes(&p, m->diffs.data, m->diffs.len);
+	}
+	if (s) {
+		*s = (struct lm_msg_split){ (size_t)(p - out), blob, blob_len,
+					    0 };
+	} else {
+		put_bytes(&p, blob, blob_len);
 	}
 	if (f & F_NOTICES) {
 		put32(&p, m->nnotices);
@@ -379,7 +404,32 @@ int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap)
 			put32(&p, m->notices[i].wcluster);
 		}
 	}
+	if (s)
+		s->tail_len = (size_t)(p - out) - s->head_len;
 	return (int)(p - out);
+}
+
+int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap)
+{
+	return encode(m, out, cap, NULL);
+}
+
+int lm_msg_encode_split(const struct lm_msg *m, uint8_t *out, size_t cap,
+			struct lm_msg_split *s)
+{
+	int rc = encode(m, out, cap, s);
+
+	return rc < 0 ? rc : 0;
+}
+
+size_t lm_msg_split_len(const struct lm_msg *m)
+{
+	const struct msg_kind *k = dsm_kind(m->type);
+	const uint8_t *blob;
+
+	if (!k)
+		return 0;
+	return lm_msg_encoded_len(m) - blob_of(m, k->fields, &blob);
 }
 
 /* A read cursor over a received body: every take checks what is left. */

@@ -211,6 +211,22 @@ size_t lm_msg_encoded_len(const struct lm_msg *m);
 /* Encodes m into out.  Returns the length or LM_ENOBUFS / LM_EINVAL
  * (type not a DSM message, or fields inconsistent). */
 int lm_msg_encode(const struct lm_msg *m, uint8_t *out, size_t cap);
+
+/* m encoded in three parts, so that its bulk (data or diff list) reaches
+ * the transport without a copy of its own: head, then blob (m's own
+ * bytes, borrowed), then tail; head and tail are written to out, the
+ * tail right after the head.  Their concatenation is exactly what
+ * lm_msg_encode writes.  Returns 0 or lm_msg_encode's errors. */
+struct lm_msg_split {
+	size_t head_len;
+	const uint8_t *blob; /* NULL when m has no bulk */
+	size_t blob_len;
+	size_t tail_len;
+};
+int lm_msg_encode_split(const struct lm_msg *m, uint8_t *out, size_t cap,
+			struct lm_msg_split *s);
+/* Bytes lm_msg_encode_split writes to out for m (0: not a DSM type). */
+size_t lm_msg_split_len(const struct lm_msg *m);
 /* Decodes buf.  Returns 0, LM_EBADMSG (truncated, trailing bytes, a
  * length that does not fit) or LM_ETYPE.  Notices are decoded into
  * `notice_buf` (capacity `notice_cap` entries; LM_ENOBUFS if more) since

@@ -782,22 +782,28 @@ static void tx_release(struct peer *p)
 	}
 }
 
-/* Queues a message; *queued (may be NULL) is set to it on success. */
+/* Queues the message made of parts[0..nparts); *queued (may be NULL) is
+ * set to it on success. */
 static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
-		    uint32_t req_id, const void *msg, size_t len,
-		    struct tx_msg **queued)
+		    uint32_t req_id, const struct lm_rel_part *parts,
+		    size_t nparts, struct tx_msg **queued)
 {
-	size_t fp = rel->frag_payload, stride, size, charge;
-	const uint8_t *src = msg;
+	size_t fp = rel->frag_payload, stride, size, charge, len = 0;
+	size_t part = 0, off = 0;
 	struct tx_msg *m;
 	struct peer *p;
 	uint32_t nfrag;
 
 	if (peer == 0 || peer == rel->cfg.self_id ||
-	    peer > rel->cfg.max_peer_id || (!msg && len))
+	    peer > rel->cfg.max_peer_id || (!parts && nparts))
 		return LM_EINVAL;
-	if (len > rel->cfg.max_message)
-		return LM_EMSGSIZE;
+	for (size_t i = 0; i < nparts; i++) {
+		if (!parts[i].data && parts[i].len)
+			return LM_EINVAL;
+		if (parts[i].len > rel->cfg.max_message - len)
+			return LM_EMSGSIZE;
+		len += parts[i].len;
+	}
 	p = peer_get(rel, peer);
 	if (!p)
 		return LM_ENOMEM;
@@ -827,10 +833,28 @@ static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
 	m->charge = charge;
 	m->kind_flags = kind_flags;
 	m->nfrag = (uint16_t)nfrag;
-	/* The only copy of the message: straight into its datagrams. */
-	for (uint32_t i = 0; len && i < nfrag; i++)
-		memcpy(m->dg + (size_t)i * stride + LM_WIRE_HDR_SIZE,
-		       src + (size_t)i * fp, frag_len(m, (uint16_t)i));
+	/* The only copy of the message: straight into its datagrams, the
+	 * parts one after the other whatever their lengths. */
+	for (uint32_t i = 0; len && i < nfrag; i++) {
+		uint8_t *dst = m->dg + (size_t)i * stride + LM_WIRE_HDR_SIZE;
+		size_t want = frag_len(m, (uint16_t)i);
+
+		while (want) {
+			size_t n = parts[part].len - off;
+
+			if (n == 0) {
+				part++;
+				off = 0;
+				continue;
+			}
+			if (n > want)
+				n = want;
+			memcpy(dst, (const uint8_t *)parts[part].data + off, n);
+			dst += n;
+			off += n;
+			want -= n;
+		}
+	}
 	if (p->q_tail)
 		p->q_tail->next = m;
 	else
@@ -858,19 +882,18 @@ static void rel_advance(struct lm_rel *rel, uint64_t now)
 int lm_rel_send(lm_rel *rel, uint16_t peer, const void *msg, size_t len,
 		uint64_t now_us)
 {
-	if (!rel)
-		return LM_EINVAL;
-	rel_advance(rel, now_us);
-	return tx_queue(rel, peer, 0, 0, msg, len, NULL);
+	struct lm_rel_part one = { msg, len };
+
+	return lm_rel_queue(rel, peer, LM_REL_ONEWAY, 0, &one, 1, now_us);
 }
 
 int lm_rel_request(lm_rel *rel, uint16_t peer, uint32_t req_id, const void *msg,
 		   size_t len, uint64_t now_us)
 {
-	if (!rel || req_id == 0)
-		return LM_EINVAL;
-	rel_advance(rel, now_us);
-	return tx_queue(rel, peer, LM_DGF_REQUEST, req_id, msg, len, NULL);
+	struct lm_rel_part one = { msg, len };
+
+	return lm_rel_queue(rel, peer, LM_REL_REQUEST, req_id, &one, 1,
+			    now_us);
 }
 
 /* Keeps a reply (a reference to its queued datagrams, no copy); the
@@ -941,16 +964,36 @@ static const struct reply_entry *reply_cache_find(const struct peer *p,
 int lm_rel_reply(lm_rel *rel, uint16_t peer, uint32_t req_id, const void *msg,
 		 size_t len, uint64_t now_us)
 {
+	struct lm_rel_part one = { msg, len };
+
+	return lm_rel_queue(rel, peer, LM_REL_REPLY, req_id, &one, 1, now_us);
+}
+
+int lm_rel_queue(lm_rel *rel, uint16_t peer, enum lm_rel_msg_kind kind,
+		 uint32_t req_id, const struct lm_rel_part *parts,
+		 size_t nparts, uint64_t now_us)
+{
 	struct tx_msg *m;
 	int rc;
 
-	if (!rel || req_id == 0)
+	if (!rel || (kind != LM_REL_ONEWAY && req_id == 0))
 		return LM_EINVAL;
 	rel_advance(rel, now_us);
-	rc = tx_queue(rel, peer, LM_DGF_REPLY, req_id, msg, len, &m);
-	if (rc == 0)
-		reply_cache_put(rel, rel->peers[peer], req_id, m);
-	return rc;
+	switch (kind) {
+	case LM_REL_ONEWAY:
+		return tx_queue(rel, peer, 0, 0, parts, nparts, NULL);
+	case LM_REL_REQUEST:
+		return tx_queue(rel, peer, LM_DGF_REQUEST, req_id, parts,
+				nparts, NULL);
+	case LM_REL_REPLY:
+		rc = tx_queue(rel, peer, LM_DGF_REPLY, req_id, parts, nparts,
+			      &m);
+		if (rc == 0)
+			reply_cache_put(rel, rel->peers[peer], req_id, m);
+		return rc;
+	default:
+		return LM_EINVAL;
+	}
 }
 
 /* ---- acknowledgements in ------------------------------------------- */
@@ -1154,6 +1197,7 @@ static void resend_reply(struct lm_rel *rel, struct peer *p,
 {
 	const struct tx_msg *m = e->msg;
 	uint8_t *buf = malloc(m->len ? m->len : 1);
+	struct lm_rel_part all = { buf, m->len };
 
 	if (!buf)
 		return; /* as if lost: the peer asks again */
@@ -1161,7 +1205,7 @@ static void resend_reply(struct lm_rel *rel, struct peer *p,
 		memcpy(buf + (size_t)i * m->frag_payload,
 		       m->dg + (size_t)i * m->stride + LM_WIRE_HDR_SIZE,
 		       frag_len(m, i));
-	tx_queue(rel, p->id, LM_DGF_REPLY, m->req_id, buf, m->len, NULL);
+	tx_queue(rel, p->id, LM_DGF_REPLY, m->req_id, &all, 1, NULL);
 	free(buf);
 }
 

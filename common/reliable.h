@@ -141,6 +141,17 @@ int lm_rel_request(lm_rel *rel, uint16_t peer, uint32_t req_id,
 int lm_rel_reply(lm_rel *rel, uint16_t peer, uint32_t req_id, const void *msg,
 		 size_t len, uint64_t now_us);
 
+/* The three above, for a message given as parts that follow one another
+ * (copied into its datagrams, so an encoder need not join them first):
+ * kind LM_REL_ONEWAY (req_id ignored), LM_REL_REQUEST or LM_REL_REPLY. */
+struct lm_rel_part {
+	const void *data;
+	size_t len;
+};
+int lm_rel_queue(lm_rel *rel, uint16_t peer, enum lm_rel_msg_kind kind,
+		 uint32_t req_id, const struct lm_rel_part *parts,
+		 size_t nparts, uint64_t now_us);
+
 /* Feed one received datagram (borrowed).  Returns 0 when accepted (even a
  * duplicate that was only re-acknowledged) or the LM_E* reason it was
  * dropped; the matching counter is incremented either way. */

@@ -255,6 +255,50 @@ static void test_dsm_round_trip_every_type(void)
 			CU_ASSERT(seen[t]);
 }
 
+/* Every sample encoded in three parts: head, the message's own bulk
+ * (borrowed, not copied) and tail join into exactly lm_msg_encode's
+ * bytes; out holds only head and tail (lm_msg_split_len), and one byte
+ * less of room is refused. */
+static void test_dsm_split_encoding_joins_into_the_whole(void)
+{
+	struct lm_msg s[NSAMPLES];
+	uint8_t whole[1024], part[1024], joined[1024];
+	size_t n = make_samples(s);
+	int with_bulk = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct lm_msg_split sp;
+		int len = lm_msg_encode(&s[i], whole, sizeof(whole));
+		size_t out = lm_msg_split_len(&s[i]);
+
+		CU_ASSERT_FATAL(len > 0);
+		memset(part, 0xee, sizeof(part));
+		CU_ASSERT_EQUAL_FATAL(
+		    lm_msg_encode_split(&s[i], part, out, &sp), 0);
+		CU_ASSERT_EQUAL(sp.head_len + sp.tail_len, out);
+		CU_ASSERT_EQUAL(sp.head_len + sp.blob_len + sp.tail_len,
+				(size_t)len);
+		CU_ASSERT_EQUAL(part[out], 0xee); /* nothing past out */
+		if (sp.blob_len) {
+			with_bulk++;
+			CU_ASSERT(sp.blob == s[i].data ||
+				  sp.blob == s[i].diffs.data);
+		}
+		memcpy(joined, part, sp.head_len);
+		if (sp.blob_len)
+			memcpy(joined + sp.head_len, sp.blob, sp.blob_len);
+		memcpy(joined + sp.head_len + sp.blob_len, part + sp.head_len,
+		       sp.tail_len);
+		CU_ASSERT_EQUAL(memcmp(joined, whole, (size_t)len), 0);
+		if (out)
+			CU_ASSERT_EQUAL(lm_msg_encode_split(&s[i], part,
+							    out - 1, &sp),
+					LM_ENOBUFS);
+	}
+	CU_ASSERT(with_bulk >= 4); /* PAGE, FLUSH, RELEASE, ABORT, ... */
+	CU_ASSERT_EQUAL(lm_msg_split_len(&(struct lm_msg){ .type = 0 }), 0);
+}
+
 /* Fields a type carries (docs/protocol.md "Messages"). */
 enum { U_STATUS = 1, U_ID = 2, U_RANK = 4, U_PAGE = 8, U_VERSION = 16,
        U_PID = 32, U_HASH = 64, U_SIZE = 128, U_ALIGN = 256, U_OFFSET = 512,
@@ -786,6 +830,7 @@ static void test_msg_names(void)
 }
 
 LM_TEST_SUITE("proto",
+	      LM_TEST(test_dsm_split_encoding_joins_into_the_whole),
 	      LM_TEST(test_pong_round_trip),
 	      LM_TEST(test_prefix_checked),
 	      LM_TEST(test_public_version),

@@ -992,6 +992,48 @@ static void test_reply_cache_resends_fragmented_reply(void)
 	sim_close(&s);
 }
 
+/* A message given in parts (lm_rel_queue) arrives as their concatenation,
+ * whatever their lengths against the fragments (an empty part, parts
+ * that straddle fragment boundaries, one longer than a fragment); a
+ * NULL part with a length is refused, and so is a total over the
+ * largest message. */
+static void test_message_in_parts_arrives_whole(void)
+{
+	static uint8_t whole[1000 + 2500 + 37];
+	const size_t cut[] = { 1000, 0, 2500, 37 };
+	struct lm_rel_part parts[4], bad = { NULL, 1 };
+	struct lm_rel_config c;
+	uint32_t hash = 2166136261u;
+	size_t at = 0;
+	struct sim s;
+
+	for (size_t i = 0; i < sizeof(whole); i++) {
+		whole[i] = (uint8_t)(i * 13 + i / 7);
+		hash = (hash ^ whole[i]) * 16777619u;
+	}
+	for (size_t i = 0; i < 4; i++) {
+		parts[i] = (struct lm_rel_part){ whole + at, cut[i] };
+		at += cut[i];
+	}
+	pair_start(&s, &c);
+	ep_open(&s, 1, &c, NULL);
+	CU_ASSERT_EQUAL(lm_rel_queue(s.ep[0].rel, ID_B, LM_REL_REQUEST, 5,
+				     parts, 4, s.now), 0);
+	CU_ASSERT_TRUE(sim_run(&s, b_got_one, 1000000));
+	CU_ASSERT_EQUAL(s.ep[1].last_len, sizeof(whole));
+	CU_ASSERT_EQUAL(s.ep[1].last_hash, hash);
+	CU_ASSERT_EQUAL(s.ep[1].last_kind, LM_REL_REQUEST);
+	CU_ASSERT_EQUAL(s.ep[1].last_req, 5);
+	CU_ASSERT_EQUAL(lm_rel_queue(s.ep[0].rel, ID_B, LM_REL_ONEWAY, 0,
+				     &bad, 1, s.now), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_rel_queue(s.ep[0].rel, ID_B, LM_REL_REQUEST, 0,
+				     parts, 4, s.now), LM_EINVAL);
+	parts[1].len = c.max_message; /* over the largest message */
+	CU_ASSERT_EQUAL(lm_rel_queue(s.ep[0].rel, ID_B, LM_REL_ONEWAY, 0,
+				     parts, 4, s.now), LM_EMSGSIZE);
+	sim_close(&s);
+}
+
 /* With the default configuration a reply larger than the reply cache
  * (a lemuriad's RELEASE with its updates) is not kept once acknowledged:
  * the same request again finds nothing and is dropped as stale, and the
@@ -1713,6 +1755,7 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_reassembly_timeout),
 	      LM_TEST(test_reasm_timeout_is_reported_not_silent),
 	      LM_TEST(test_default_reply_cache_skips_large_replies),
+	      LM_TEST(test_message_in_parts_arrives_whole),
 	      LM_TEST(test_reassembly_timeout_frees_early),
 	      LM_TEST(test_reassembly_limit),
 	      LM_TEST(test_early_fragments_fill_partial_in_place),
