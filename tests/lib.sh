@@ -18,3 +18,26 @@ private_layout() {
 	cp "$(dirname "$src")/demo.key" "$dir/demo.key"
 	echo "$out"
 }
+
+# run_expect NAME LAYOUT TIMEOUT PATTERN PROGRAM ARGS...: runs PROGRAM on
+# LAYOUT with its daemons (lemuria-run, at most TIMEOUT seconds); passes
+# when the run exits 0 and its output matches PATTERN.  Uses the caller's
+# $bin and $tmp (the run's output goes to $tmp/out) and counts into its
+# $checks and $failures.  LM_FAULTS and the like pass through the
+# environment.
+run_expect() {
+	name=$1; layout=$2; limit=$3; pattern=$4; shift 4
+	checks=$((checks + 1))
+	start=$(date +%s)
+	timeout -k 5 "$limit" "$bin/lemuria-run" -c "$layout" --start-daemons \
+		--timeout "$limit" -- "$@" >"$tmp/out" 2>&1
+	st=$?
+	secs=$(( $(date +%s) - start ))
+	if [ $st -eq 0 ] && grep -q -- "$pattern" "$tmp/out"; then
+		echo "  ok   $name (${secs}s)"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $name (status $st, ${secs}s)"
+		tail -n 25 "$tmp/out" | sed 's/^/       /'
+	fi
+}

@@ -11,25 +11,6 @@ checks=0
 trap 'rm -rf "$tmp"' EXIT INT TERM
 . tests/lib.sh
 
-# run NAME LAYOUT TIMEOUT PATTERN PROGRAM ARGS...: passes when the run
-# exits 0 and its output matches PATTERN.
-run() {
-	name=$1; layout=$2; limit=$3; pattern=$4; shift 4
-	checks=$((checks + 1))
-	start=$(date +%s)
-	timeout -k 5 "$limit" "$bin/lemuria-run" -c "$layout" --start-daemons \
-		--timeout "$limit" -- "$@" >"$tmp/out" 2>&1
-	st=$?
-	secs=$(( $(date +%s) - start ))
-	if [ $st -eq 0 ] && grep -q -- "$pattern" "$tmp/out"; then
-		echo "  ok   $name (${secs}s)"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL $name (status $st, ${secs}s)"
-		tail -n 25 "$tmp/out" | sed 's/^/       /'
-	fi
-}
-
 # verdict OK TEXT: a check counted by the caller, passed when OK is y;
 # a failure shows the end of the last run's output.
 verdict() {
@@ -48,28 +29,28 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	mkdir -p "$tmp/$n"
 	lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
 	echo "dsm: layout $l"
-	run "LU n=128 b=16 on $l" "$lay" 120 "TEST PASSED" \
+	run_expect "LU n=128 b=16 on $l" "$lay" 120 "TEST PASSED" \
 		"$build/splash2/lu" -n128 -b16 -t
-	run "lock counter on $l" "$lay" 120 "PASSED" \
+	run_expect "lock counter on $l" "$lay" 120 "PASSED" \
 		"$build/tests/dsmtest" counter 50
-	run "1000 barriers on $l" "$lay" 240 "PASSED" \
+	run_expect "1000 barriers on $l" "$lay" 240 "PASSED" \
 		"$build/tests/dsmtest" barriers 1000
-	run "race-free stress on $l" "$lay" 240 "PASSED" \
+	run_expect "race-free stress on $l" "$lay" 240 "PASSED" \
 		"$build/tests/dsmtest" stress 6 8 7
 done
 
 mkdir -p "$tmp/progs"
 lay=$(private_layout conf/4+4.ini "$tmp/progs" 8)
 echo "dsm: more SPLASH-2 programs on 4+4"
-run "LU contiguous n=130 b=16" "$lay" 120 "TEST PASSED" \
+run_expect "LU contiguous n=130 b=16" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/lucontig" -n130 -b16 -t
-run "Radix n=65536" "$lay" 120 "TEST PASSED" \
+run_expect "Radix n=65536" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/radix" -n65536 -t
-run "Radix n=20000 r=4 (8 passes)" "$lay" 120 "TEST PASSED" \
+run_expect "Radix n=20000 r=4 (8 passes)" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/radix" -n20000 -r4 -m65536 -t
-run "FFT 2^12 points" "$lay" 120 "TEST PASSED" \
+run_expect "FFT 2^12 points" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/fft" -m12 -t
-run "Ocean n=66" "$lay" 120 "TEST PASSED" \
+run_expect "Ocean n=66" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/ocean" -n66 -t
 # Processes that compute after their last read faults, calling nothing,
 # for far longer than the lemuriad resends a reply before it gives up
@@ -78,42 +59,42 @@ run "Ocean n=66" "$lay" 120 "TEST PASSED" \
 mkdir -p "$tmp/compute"
 clay=$(private_layout conf/4+4.ini "$tmp/compute" 6)
 printf '\n[transport client]\nretries = 8\nrto_max = 100ms\n' >>"$clay"
-run "computing 3 s after read faults (replies given up on after 0.4 s)" \
+run_expect "computing 3 s after read faults (replies given up on after 0.4 s)" \
 	"$clay" 60 "PASSED" "$build/tests/dsmtest" compute 3000
 
 # A SPLASH-2 main that ends before creating its workers (-h) must not
 # leave them waiting for work: rank 0 releases them (status 0, at once).
-run "LU -h ends every rank" "$lay" 20 "Usage: lu" "$build/splash2/lu" -h
+run_expect "LU -h ends every rank" "$lay" 20 "Usage: lu" "$build/splash2/lu" -h
 
 mkdir -p "$tmp/loss"
 lay=$(private_layout conf/4+4.ini "$tmp/loss" 9)
 echo "dsm: 4+4 with 5% loss, duplication and reordering injected (every program)"
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=11" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=11" run_expect \
 	"race-free stress on 4+4 with loss" "$lay" 240 "PASSED" \
 	"$build/tests/dsmtest" stress 4 8 3
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=12" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=12" run_expect \
 	"LU n=128 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=16" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=16" run_expect \
 	"LU contiguous n=130 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lucontig" -n130 -b16 -t
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=17" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=17" run_expect \
 	"Radix n=65536 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/radix" -n65536 -t
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=18" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=18" run_expect \
 	"FFT 2^12 points on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/fft" -m12 -t
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=19" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=19" run_expect \
 	"Ocean n=66 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/ocean" -n66 -k2 -t
 
 mkdir -p "$tmp/rloss"
 lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/rloss" 12)
 echo "dsm: two reflectors with 5% loss, duplication and reordering injected"
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=13" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=13" run_expect \
 	"race-free stress on 2x2-two-reflectors with loss" "$lay" 240 "PASSED" \
 	"$build/tests/dsmtest" stress 4 8 3
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=14" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=14" run_expect \
 	"LU n=128 on 2x2-two-reflectors with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t
 
@@ -122,9 +103,9 @@ lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/eager" 13)
 sed -i 's/^relay = .*/relay = eager/' "$lay"
 grep -q '^relay = eager' "$lay" || { echo "  FAIL cannot make an eager layout"; exit 1; }
 echo "dsm: two reflectors, relay = eager, with loss"
-run "race-free stress on 2x2-two-reflectors, eager" "$lay" 240 "PASSED" \
+run_expect "race-free stress on 2x2-two-reflectors, eager" "$lay" 240 "PASSED" \
 	"$build/tests/dsmtest" stress 6 8 9
-LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run \
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run_expect \
 	"LU n=128 on 2x2-two-reflectors, eager, with loss" "$lay" 240 \
 	"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
 
@@ -138,14 +119,14 @@ for l in 3-reflectors 8+8+8+8; do
 		lay=$(private_layout "conf/$l.ini" "$tmp/m$idx" $idx)
 		sed -i "s/^relay = .*/relay = $relay/" "$lay"
 		echo "dsm: $l, relay = $relay, without and with 5% loss"
-		run "race-free stress on $l, $relay" "$lay" 240 "PASSED" \
+		run_expect "race-free stress on $l, $relay" "$lay" 240 "PASSED" \
 			"$build/tests/dsmtest" stress 4 8 $((idx + 100))
-		run "LU n=128 on $l, $relay" "$lay" 240 "TEST PASSED" \
+		run_expect "LU n=128 on $l, $relay" "$lay" 240 "TEST PASSED" \
 			"$build/splash2/lu" -n128 -b16 -t
-		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run \
+		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run_expect \
 			"race-free stress on $l, $relay, with loss" "$lay" 240 \
 			"PASSED" "$build/tests/dsmtest" stress 4 8 $idx
-		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run \
+		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run_expect \
 			"LU n=128 on $l, $relay, with loss" "$lay" 240 \
 			"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
 	done
@@ -220,7 +201,7 @@ done
 mkdir -p "$tmp/misuse"
 lay=$(private_layout conf/2.ini "$tmp/misuse" 7)
 echo "dsm: API misuse"
-run "misuse fails cleanly and the run goes on" "$lay" 60 "PASSED" \
+run_expect "misuse fails cleanly and the run goes on" "$lay" 60 "PASSED" \
 	"$build/tests/dsmtest" misuse 1
 checks=$((checks + 1))
 missing=""
@@ -238,7 +219,7 @@ echo "dsm: LEMURIA_PROFILE"
 checks=$((checks + 1))
 prof_none=$(grep -c "lemuria profile:" "$tmp/out")
 export LEMURIA_PROFILE=1
-run "a profiled run passes" "$lay" 60 "PASSED" "$build/tests/dsmtest" \
+run_expect "a profiled run passes" "$lay" 60 "PASSED" "$build/tests/dsmtest" \
 	stress 2 4 5
 unset LEMURIA_PROFILE
 lines=$(grep -c "^lemuria profile: rank [01]: [0-9.]* s; fetch [0-9]* in [0-9.]* s; flush [0-9]* in [0-9.]* s; sync wait [1-9][0-9]* in [0-9.]* s; apply [0-9.]* s; faults [0-9]* read [0-9]* write; mprotects [0-9]*; ack wake-ups [0-9]*$" "$tmp/out")

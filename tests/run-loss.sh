@@ -7,7 +7,7 @@
 # takes about 2 minutes here, so it is its own target: make check-loss.
 #   tests/run-loss.sh [BUILD_DIR] [LAYOUTS]
 # LAYOUTS defaults to every layout below; each run has its own seed, so a
-# failure can be replayed with the LM_FAULTS line it prints.  FFT and
+# failure can be replayed with the LM_FAULTS seed it prints.  FFT and
 # Ocean need a power of two processes: on other layouts (3-reflectors has
 # 6) they are skipped and said so.
 set -u
@@ -54,20 +54,9 @@ for l in $layouts; do
 		fi
 		seed=$((seed + 1))
 		faults="drop=0.05,dup=0.02,reorder=0.05,seed=$seed"
-		checks=$((checks + 1))
-		start=$(date +%s)
 		# shellcheck disable=SC2086 # the program and its arguments
-		LM_FAULTS=$faults timeout -k 5 300 "$bin/lemuria-run" -c "$lay" \
-			--start-daemons --timeout 290 -- $args >"$tmp/out" 2>&1
-		st=$?
-		secs=$(($(date +%s) - start))
-		if [ $st -eq 0 ] && grep -q "$pattern" "$tmp/out"; then
-			echo "  ok   $name on $l (${secs}s)"
-		else
-			failures=$((failures + 1))
-			echo "  FAIL $name on $l (status $st, ${secs}s; LM_FAULTS=$faults)"
-			tail -n 15 "$tmp/out" | sed 's/^/       /'
-		fi
+		LM_FAULTS=$faults run_expect "$name on $l (seed $seed)" \
+			"$lay" 290 "$pattern" $args
 	done <<EOF
 race-free-stress PASSED any $build/tests/dsmtest stress 4 8 3
 LU-n256 TEST.PASSED any $build/splash2/lu -n256 -b16 -t
