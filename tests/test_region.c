@@ -20,6 +20,7 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #else
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "diff.h"
 #include "diff_util.h"
 #include "lm_error.h"
@@ -932,19 +934,38 @@ static void test_flush_leaves_open_pages_alone_and_closes_runs(void)
 /* A thread keeps writing while another flushes, pages going quiet and
  * busy again so that some close under its hands: every write reaches the
  * flushed diffs, none is lost between a page's encoding and its twin's
- * update or its closing. */
+ * update or its closing.  A burst of 500 rounds lasts microseconds, too
+ * short for the three quiet flushes that close a page, so between bursts
+ * the writer waits for a few flushes (up to 1 s, should the flusher not
+ * get the CPU): the pages that went quiet close whatever the timing,
+ * while within a burst writes and flushes still race. */
 #define RACE_PAGES 8u
 #define RACE_ROUNDS 20000u
+#define RACE_BURST 500u
 
 static volatile int race_done;
+static unsigned race_flushes; /* atomic: flushes finished */
+
+static void wait_for_flushes(unsigned n)
+{
+	unsigned target = __atomic_load_n(&race_flushes, __ATOMIC_ACQUIRE) + n;
+	uint64_t end = lm_now_us() + 1000000u;
+
+	while (__atomic_load_n(&race_flushes, __ATOMIC_ACQUIRE) < target &&
+	       lm_now_us() < end)
+		sched_yield();
+}
 
 static void *write_in_bursts(void *arg)
 {
 	(void)arg;
-	for (uint32_t r = 1; r <= RACE_ROUNDS; r++)
+	for (uint32_t r = 1; r <= RACE_ROUNDS; r++) {
+		if (r % RACE_BURST == 0)
+			wait_for_flushes(5);
 		for (uint32_t p = 0; p < RACE_PAGES; p++)
-			if ((r / 500 + p) % 2 == 0)
+			if ((r / RACE_BURST + p) % 2 == 0)
 				pg(p)[(r * 13 + p) % PAGE] = (uint8_t)r;
+	}
 	race_done = 1;
 	return NULL;
 }
@@ -961,6 +982,7 @@ static void test_writes_during_flushes_are_never_lost(void)
 		return;
 	memcpy(model, home, sizeof(model));
 	race_done = 0;
+	race_flushes = 0;
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, write_in_bursts, NULL) ==
 			0);
 	do {
@@ -977,6 +999,7 @@ static void test_writes_during_flushes_are_never_lost(void)
 						      e[i].len) == 0);
 		}
 		flushes++;
+		__atomic_store_n(&race_flushes, flushes, __ATOMIC_RELEASE);
 		if (done)
 			break;
 	} while (flushes < 10000000u);
