@@ -1209,8 +1209,12 @@ static void resend_reply(struct lm_rel *rel, struct peer *p,
 	free(buf);
 }
 
+/* Hands a whole message to the deliver callback; *take (NULL when the
+ * bytes are the datagram's) is the heap buffer holding them, set to NULL
+ * if the callback kept it. */
 static void rx_deliver(struct lm_rel *rel, struct peer *p, uint16_t flags,
-		       uint32_t req_id, const uint8_t *data, uint32_t len)
+		       uint32_t req_id, const uint8_t *data, uint32_t len,
+		       uint8_t **take)
 {
 	struct lm_rel_msg msg = {
 	    .peer = p->id,
@@ -1218,6 +1222,7 @@ static void rx_deliver(struct lm_rel *rel, struct peer *p, uint16_t flags,
 	    .req_id = req_id,
 	    .data = data,
 	    .len = len,
+	    .take = take,
 	};
 
 	if (flags & LM_DGF_REPLY) {
@@ -1294,8 +1299,8 @@ static void rx_progress(struct lm_rel *rel, struct peer *p, uint32_t len)
 	/* Detach first: the deliver callback may send, even to this peer. */
 	memset(pm, 0, sizeof(*pm));
 	rel->reasm_held -= mlen;
-	rx_deliver(rel, p, kind, req_id, buf, mlen);
-	free(buf);
+	rx_deliver(rel, p, kind, req_id, buf, mlen, &buf);
+	free(buf); /* NULL if the receiver kept it */
 }
 
 /* Does fragment f fit the partial message at fragment index `index`?
@@ -1342,7 +1347,8 @@ static int rx_consume(struct lm_rel *rel, struct peer *p,
 			}
 			/* Whole message in one datagram: no copy. */
 			rx_advance(rel, p);
-			rx_deliver(rel, p, kind, f->req_id, f->data, f->len);
+			rx_deliver(rel, p, kind, f->req_id, f->data, f->len,
+				   NULL);
 			return 0;
 		}
 		if (!rx_reserve(rel, p, f->msg_len))
@@ -1765,6 +1771,21 @@ void lm_rel_flush_acks(lm_rel *rel, uint64_t now_us)
 	for (struct peer *p = rel->act_head; p; p = p->act_next)
 		if (p->ack_pending || p->ack_at)
 			send_ack(rel, p);
+}
+
+uint8_t *lm_rel_msg_keep(const struct lm_rel_msg *msg)
+{
+	uint8_t *kept;
+
+	if (msg->take && *msg->take) {
+		kept = *msg->take;
+		*msg->take = NULL;
+		return kept;
+	}
+	kept = malloc(msg->len ? msg->len : 1);
+	if (kept)
+		memcpy(kept, msg->data, msg->len);
+	return kept;
 }
 
 /* ---- queries ------------------------------------------------------- */

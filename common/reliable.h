@@ -54,14 +54,22 @@ enum lm_rel_msg_kind {
 };
 
 /* A delivered message.  `data` is borrowed: valid only during the deliver
- * callback. */
+ * callback.  A message reassembled from several datagrams sits in a heap
+ * buffer of its own, and then `take` is not NULL: a receiver that keeps
+ * the message takes the buffer (data, to be freed with free()) by setting
+ * *take to NULL, instead of copying it. */
 struct lm_rel_msg {
 	uint16_t peer;
 	enum lm_rel_msg_kind kind;
 	uint32_t req_id;
 	const uint8_t *data;
 	size_t len;
+	uint8_t **take;
 };
+
+/* Gives the receiver msg's bytes to keep: the reassembly buffer when it
+ * may take it, else a copy.  NULL when out of memory. */
+uint8_t *lm_rel_msg_keep(const struct lm_rel_msg *msg);
 
 enum lm_rel_peer_event {
 	LM_REL_PEER_UNREACHABLE, /* retry limit reached; queued messages lost */

@@ -200,12 +200,11 @@ static void queue_message(struct lm_rpc *rpc, const struct lm_rel_msg *msg)
 	q = malloc(sizeof(*q));
 	if (!q)
 		goto drop;
-	q->data = malloc(msg->len ? msg->len : 1);
+	q->data = lm_rel_msg_keep(msg);
 	if (!q->data) {
 		free(q);
 		goto drop;
 	}
-	memcpy(q->data, msg->data, msg->len);
 	q->len = msg->len;
 	q->next = NULL;
 	*rpc->q_tail = q;
@@ -232,9 +231,8 @@ static void on_deliver(void *ctx, const struct lm_rel_msg *msg)
 	p = find_pending(rpc, msg->req_id);
 	if (!p || p->done)
 		return; /* its caller gave up: the late reply is dropped */
-	p->reply = malloc(msg->len ? msg->len : 1);
+	p->reply = lm_rel_msg_keep(msg);
 	if (p->reply) {
-		memcpy(p->reply, msg->data, msg->len);
 		p->len = msg->len;
 		p->rc = 0;
 	} else {
