@@ -667,19 +667,30 @@ void lm_rpc_destroy(lm_rpc *rpc)
 int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
 		size_t *reply_len, int timeout_ms)
 {
+	struct lm_rel_part part = { req, len };
+
+	if (!req && len)
+		return LM_EINVAL;
+	return lm_rpc_call_parts(rpc, &part, 1, reply, reply_len, timeout_ms);
+}
+
+int lm_rpc_call_parts(lm_rpc *rpc, const struct lm_rel_part *parts,
+		      size_t nparts, void **reply, size_t *reply_len,
+		      int timeout_ms)
+{
 	uint64_t deadline = deadline_from_ms(timeout_ms);
 	struct lm_rpc_pending p = { 0 }, **pp;
 	int rc;
 
-	if (!rpc || (!req && len) || !reply || !reply_len)
+	if (!rpc || !reply || !reply_len)
 		return LM_EINVAL;
 	pthread_mutex_lock(&rpc->lock);
 	if (++rpc->last_req_id == 0)
 		rpc->last_req_id = 1;
 	p.req_id = rpc->last_req_id;
 	rpc->last_probe = lm_now_us();
-	rc = lm_rel_request(rpc->rel, rpc->server_id, p.req_id, req, len,
-			    rpc->last_probe);
+	rc = lm_rel_queue(rpc->rel, rpc->server_id, LM_REL_REQUEST, p.req_id,
+			  parts, nparts, rpc->last_probe);
 	if (rc) {
 		pthread_mutex_unlock(&rpc->lock);
 		return rc;

@@ -32,6 +32,11 @@ void lm_rpc_destroy(lm_rpc *rpc);
  * it come later, is discarded. */
 int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
 		size_t *reply_len, int timeout_ms);
+/* The same for a request given as parts that follow one another (copied
+ * into the datagrams, so the caller need not join them). */
+int lm_rpc_call_parts(lm_rpc *rpc, const struct lm_rel_part *parts,
+		      size_t nparts, void **reply, size_t *reply_len,
+		      int timeout_ms);
 
 /* With rcfg->transport.ack_delay_us > 0, replies are acknowledged late:
  * by the next request when it comes within the delay, else by a thread

@@ -85,16 +85,25 @@ static int lm_client_fail(const char *what, int rc)
 static int lm_client_call2(const struct lm_msg *req, uint16_t want,
 			   uint16_t also, struct lm_msg *reply, void **buf)
 {
-	size_t len = lm_msg_encoded_len(req), rlen = 0;
-	uint8_t *out = malloc(len);
+	size_t len = lm_msg_split_len(req), rlen = 0;
+	uint8_t *out = malloc(len ? len : 1);
+	struct lm_msg_split split;
 	int rc;
 
 	*buf = NULL;
 	if (!out)
 		return LM_ENOMEM;
-	rc = lm_msg_encode(req, out, len);
-	if (rc >= 0)
-		rc = lm_rpc_call(lm_self.rpc, out, (size_t)rc, buf, &rlen, -1);
+	/* a FLUSH's diff list goes to the transport as it is, uncopied */
+	rc = lm_msg_encode_split(req, out, len, &split);
+	if (rc >= 0) {
+		const struct lm_rel_part parts[3] = {
+			{ out, split.head_len },
+			{ split.blob, split.blob_len },
+			{ out + split.head_len, split.tail_len },
+		};
+
+		rc = lm_rpc_call_parts(lm_self.rpc, parts, 3, buf, &rlen, -1);
+	}
 	free(out);
 	if (rc)
 		return rc;

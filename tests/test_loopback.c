@@ -432,6 +432,48 @@ static void test_call_to_missing_server_is_unreachable(void)
 	lm_rpc_destroy(rpc);
 }
 
+/* A request given in parts (an empty one among them) arrives as their
+ * concatenation, over several datagrams; a part with no bytes to give
+ * is refused. */
+static void test_call_in_parts_arrives_whole(void)
+{
+	static uint8_t bulk[5000], whole[4 + 5000 + 4];
+	const struct lm_rel_part parts[4] = {
+		{ "head", 4 }, { NULL, 0 }, { bulk, sizeof(bulk) },
+		{ "tail", 4 },
+	}, bad = { NULL, 1 };
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	void *rep = NULL;
+	size_t rlen = 0;
+	lm_rpc *rpc;
+
+	for (size_t i = 0; i < sizeof(bulk); i++)
+		bulk[i] = (uint8_t)(i * 31 + 7);
+	memcpy(whole, "head", 4);
+	memcpy(whole + 4, bulk, sizeof(bulk));
+	memcpy(whole + 4 + sizeof(bulk), "tail", 4);
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	CU_ASSERT_EQUAL(lm_rpc_call_parts(rpc, parts, 4, &rep, &rlen, 2000),
+			0);
+	CU_ASSERT_EQUAL(rlen, sizeof(whole));
+	if (rep && rlen == sizeof(whole))
+		CU_ASSERT_EQUAL(memcmp(rep, whole, sizeof(whole)), 0);
+	free(rep);
+	rep = NULL;
+	CU_ASSERT_EQUAL(lm_rpc_call_parts(rpc, &bad, 1, &rep, &rlen, 2000),
+			LM_EINVAL);
+	CU_ASSERT_PTR_NULL(rep);
+	server_stop(&srv);
+	CU_ASSERT_EQUAL(__atomic_load_n(&srv.requests, __ATOMIC_RELAXED), 1);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
 /* The server acknowledges but never answers: the caller's timeout. */
 static void test_call_timeout_without_reply(void)
 {
@@ -1038,6 +1080,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_concurrent_callers_get_their_own_replies),
 	      LM_TEST(test_call_to_missing_server_is_unreachable),
 	      LM_TEST(test_call_timeout_without_reply),
+	      LM_TEST(test_call_in_parts_arrives_whole),
 	      LM_TEST(test_late_reply_after_timeout_is_discarded),
 	      LM_TEST(test_driver_role_passes_to_remaining_waiter),
 	      LM_TEST(test_driver_wakes_for_new_send),
