@@ -57,6 +57,24 @@ static void lm_test_deadline(int sig)
 	_exit(3);
 }
 
+/* The failed assertions again, after the summary: a log cut to its last
+ * lines (a CI job's) still names them. */
+static void lm_list_failures(void)
+{
+	CU_pFailureRecord f = CU_get_failure_list();
+
+	if (!f)
+		return;
+	fprintf(stderr, "\nunit: %u failed assertion(s):\n",
+		CU_get_number_of_failure_records());
+	for (; f; f = f->pNext)
+		fprintf(stderr, "unit:   %s / %s: %s:%u: %s\n",
+			f->pSuite ? f->pSuite->pName : "?",
+			f->pTest ? f->pTest->pName : "?",
+			f->strFileName ? f->strFileName : "?", f->uiLineNumber,
+			f->strCondition ? f->strCondition : "?");
+}
+
 int main(int argc, char **argv)
 {
 	unsigned failures;
@@ -84,6 +102,7 @@ int main(int argc, char **argv)
 	failures = CU_get_number_of_failures() +
 		   CU_get_number_of_suites_failed() +
 		   CU_get_number_of_tests_failed();
+	lm_list_failures();
 	CU_cleanup_registry();
 	return failures ? 1 : 0;
 }
