@@ -669,8 +669,7 @@ int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
 {
 	struct lm_rel_part part = { req, len };
 
-	if (!req && len)
-		return LM_EINVAL;
+	/* a part with no data to give is refused by the transport */
 	return lm_rpc_call_parts(rpc, &part, 1, reply, reply_len, timeout_ms);
 }
 

@@ -445,7 +445,7 @@ static size_t append_all(lm_updates *u, struct prepared *p, uint32_t page,
 
 	if (!encode_all(u, p))
 		return SIZE_MAX;
-	need = *len + 8 + p->len;
+	need = *len + LM_MSG_DIFFS_ENTRY_HDR + p->len;
 	if (need > u->list_max ||
 	    reserve(&u->list, &u->list_cap, need) < 0 ||
 	    lm_msg_diffs_append(u->list, u->list_cap, len, page,
