@@ -15,7 +15,7 @@ BUILD ?= build
 SANITIZE ?=
 
 CC ?= cc
-PKGS := libevent inih cunit libsodium
+PKGS := libevent inih cunit libsodium libcrypto
 CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
 	-D_GNU_SOURCE
@@ -28,7 +28,7 @@ endif
 # pkg-config is asked lazily so that `make deps` works before the packages
 # exist.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS = $(shell pkg-config --libs libevent inih libsodium 2>/dev/null) \
+PKG_LIBS = $(shell pkg-config --libs libevent inih libsodium libcrypto 2>/dev/null) \
 	-lpthread
 CUNIT_LIBS = $(shell pkg-config --libs cunit 2>/dev/null)
 
@@ -55,6 +55,7 @@ BINS := $(BUILD)/bin/reflector $(BUILD)/bin/lemuriad $(BUILD)/bin/lemuriactl \
 UNIT := $(BUILD)/tests/unit
 BENCH_TRANSPORT := $(BUILD)/bench/transport
 BENCH_DIFF := $(BUILD)/bench/diff
+BENCH_MAC := $(BUILD)/bench/mac
 DSMTEST := $(BUILD)/tests/dsmtest
 SPLASH2_BINS :=
 -include splash2/splash2.mk
@@ -70,7 +71,7 @@ all: check-deps
 
 .PHONY: build-all
 build-all: $(LIB_A) $(LIB_SO) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
-	$(BENCH_DIFF) $(SPLASH2_BINS) $(DSMTEST)
+	$(BENCH_DIFF) $(BENCH_MAC) $(SPLASH2_BINS) $(DSMTEST)
 
 # Installs the Debian packages when pkg-config cannot find them.
 check-deps:
@@ -164,6 +165,10 @@ $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
+$(BENCH_MAC): $(call obj,bench/mac.c) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
 $(BUILD)/bench/region: $(call obj,bench/region.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
@@ -183,6 +188,11 @@ bench-transport: all
 
 bench-diff: all
 	$(BENCH_DIFF)
+
+# The datagram MAC, libsodium alone and as Lemuria computes it, vs memcpy.
+.PHONY: bench-mac
+bench-mac: all
+	$(BENCH_MAC)
 
 # Notices over 2048 pages, one mprotect per page vs per run.
 .PHONY: bench-region
@@ -218,7 +228,7 @@ bench-targets: all $(BUILD)/bench/micro
 bench-hierarchy: all
 	bench/hierarchy.sh $(HIERARCHY_BENCH_ARGS)
 
-bench: bench-transport bench-diff bench-programs bench-hierarchy bench-targets
+bench: bench-transport bench-diff bench-mac bench-programs bench-hierarchy bench-targets
 
 # The main job: SPLASH-2 LU on a two-cluster layout on this host.
 LAYOUT ?= conf/4+4.ini

@@ -1,4 +1,5 @@
-/* Datagram MAC with libsodium (construction described in auth.h).
+/* Datagram MAC with libsodium and OpenSSL (construction described in
+ * auth.h).
  *
  * GMAC (AES-256-GCM with an empty message, the datagram as associated data)
  * runs at about twice the speed of Poly1305 on CPUs with AES-NI, which
@@ -6,11 +7,18 @@
  * GCM's nonce is 12 bytes, too short to hold sender, session and stamp, so
  * each (sender, session) gets its own key derived from the layout key and
  * the nonce is the stamp alone.  Expanded keys are kept in a small
- * direct-mapped cache so that derivation happens once per peer session. */
+ * direct-mapped cache so that derivation happens once per peer session.
+ *
+ * Both libraries compute the same tag.  libsodium 1.0.18 hashes at about
+ * 3.6 GB/s here whatever the length; OpenSSL's GHASH, eight blocks at a
+ * time, reaches 7 GB/s on a 64 KB datagram but spends about 0.4 us per call
+ * getting there, so it takes the datagrams of LM_AUTH_BULK bytes and more
+ * (docs/performance.md has the figures). */
 #include "auth.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -25,6 +33,7 @@
 #define LM_AUTH_SECRET_MAX 4096
 #define LM_AUTH_CACHE_SLOTS 64 /* power of two */
 #define LM_AUTH_NONCE_BYTES 12
+#define LM_AUTH_BULK 4096 /* where OpenSSL starts to be the faster */
 
 struct lm_auth_slot {
 	uint16_t sender;
@@ -32,11 +41,14 @@ struct lm_auth_slot {
 	int used;
 	uint8_t key[32];
 	crypto_aead_aes256gcm_state gcm;
+	EVP_CIPHER_CTX *bulk; /* the same key in OpenSSL; NULL until needed */
+	int bulk_keyed;
 };
 
 struct lm_auth {
 	uint8_t master[LM_KEY_BYTES];
 	int use_gcm; /* else ChaCha20-Poly1305 (no AES-NI) */
+	size_t bulk_min; /* datagrams this long go to OpenSSL */
 	pthread_mutex_t lock;
 	struct lm_auth_slot slots[LM_AUTH_CACHE_SLOTS];
 };
@@ -53,6 +65,7 @@ lm_auth *lm_auth_create(const uint8_t key[LM_KEY_BYTES])
 	memset(auth, 0, sizeof(*auth));
 	memcpy(auth->master, key, sizeof(auth->master));
 	auth->use_gcm = crypto_aead_aes256gcm_is_available();
+	auth->bulk_min = LM_AUTH_BULK;
 	pthread_mutex_init(&auth->lock, NULL);
 	return auth;
 }
@@ -62,6 +75,8 @@ void lm_auth_destroy(lm_auth *auth)
 	if (!auth)
 		return;
 	pthread_mutex_destroy(&auth->lock);
+	for (int i = 0; i < LM_AUTH_CACHE_SLOTS; i++)
+		EVP_CIPHER_CTX_free(auth->slots[i].bulk); /* cleanses */
 	sodium_free(auth); /* zeroes the keys */
 }
 
@@ -128,10 +143,35 @@ static struct lm_auth_slot *lm_auth_slot_locked(struct lm_auth *auth,
 			   auth->master, sizeof(auth->master));
 	if (auth->use_gcm)
 		crypto_aead_aes256gcm_beforenm(&s->gcm, s->key);
+	s->bulk_keyed = 0;
 	s->sender = sender;
 	s->session = session;
 	s->used = 1;
 	return s;
+}
+
+/* The GMAC of dg[0..len) by OpenSSL into tag; -1 when OpenSSL fails (out of
+ * memory), and the caller falls back on libsodium. */
+static int lm_auth_bulk_tag(struct lm_auth_slot *s, const uint8_t *dg,
+			    size_t len, const uint8_t *nonce, uint8_t *tag)
+{
+	int outl;
+
+	if (!s->bulk && !(s->bulk = EVP_CIPHER_CTX_new()))
+		return -1;
+	if (!s->bulk_keyed) {
+		if (EVP_EncryptInit_ex(s->bulk, EVP_aes_256_gcm(), NULL, s->key,
+				       NULL) != 1)
+			return -1;
+		s->bulk_keyed = 1;
+	}
+	if (EVP_EncryptInit_ex(s->bulk, NULL, NULL, NULL, nonce) != 1 ||
+	    EVP_EncryptUpdate(s->bulk, NULL, &outl, dg, (int)len) != 1 ||
+	    EVP_EncryptFinal_ex(s->bulk, tag, &outl) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(s->bulk, EVP_CTRL_GCM_GET_TAG,
+				LM_WIRE_MAC_SIZE, tag) != 1)
+		return -1;
+	return 0;
 }
 
 /* Computes the MAC of dg[0..len) into mac, or checks it against mac. */
@@ -141,6 +181,7 @@ static int lm_auth_run(const lm_auth *cauth, const uint8_t *dg, size_t len,
 	struct lm_auth *auth = (struct lm_auth *)cauth;
 	uint8_t nonce[LM_AUTH_NONCE_BYTES] = { 0 };
 	uint8_t none = 0; /* the empty plaintext and ciphertext */
+	uint8_t tag[LM_WIRE_MAC_SIZE];
 	unsigned long long maclen;
 	struct lm_auth_slot *s;
 	int rc;
@@ -148,7 +189,13 @@ static int lm_auth_run(const lm_auth *cauth, const uint8_t *dg, size_t len,
 	memcpy(nonce, dg + 28, 8); /* the stamp (wire.h) */
 	pthread_mutex_lock(&auth->lock);
 	s = lm_auth_slot_locked(auth, lm_get16(dg + 6), lm_get64(dg + 12));
-	if (auth->use_gcm) {
+	if (auth->use_gcm && len >= auth->bulk_min &&
+	    lm_auth_bulk_tag(s, dg, len, nonce, tag) == 0) {
+		if (mac_out)
+			memcpy(mac_out, tag, LM_WIRE_MAC_SIZE);
+		rc = mac_out ? 0
+			     : sodium_memcmp(tag, mac_in, LM_WIRE_MAC_SIZE);
+	} else if (auth->use_gcm) {
 		rc = mac_out ? crypto_aead_aes256gcm_encrypt_detached_afternm(
 				       &none, mac_out, &maclen, &none, 0, dg,
 				       len, NULL, nonce, &s->gcm)
@@ -180,6 +227,13 @@ int lm_auth_verify(const lm_auth *auth, const uint8_t *dg, size_t len)
 		return LM_EAUTH;
 	body = len - LM_WIRE_MAC_SIZE;
 	return lm_auth_run(auth, dg, body, NULL, dg + body) ? LM_EAUTH : 0;
+}
+
+void lm_auth_set_bulk_min(lm_auth *auth, size_t len)
+{
+	pthread_mutex_lock(&auth->lock);
+	auth->bulk_min = len;
+	pthread_mutex_unlock(&auth->lock);
 }
 
 const char *lm_auth_construction(const lm_auth *auth)

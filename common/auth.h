@@ -1,7 +1,8 @@
 /* Datagram authentication with a per-layout secret.
  *
- * The MAC is GMAC: libsodium's AES-256-GCM with an empty plaintext and the
- * whole datagram as associated data, under a key derived from the layout key
+ * The MAC is GMAC: AES-256-GCM with an empty plaintext and the whole
+ * datagram as associated data (libsodium's, or OpenSSL's for long
+ * datagrams: the same tag, faster there), under a key derived from the layout key
  * for each (sender id, sender session); the nonce is the datagram's stamp,
  * which never repeats within a session.  On a CPU without AES-NI the same
  * scheme runs with ChaCha20-Poly1305 instead; all nodes of a layout must
@@ -35,6 +36,11 @@ void lm_auth_sign(const lm_auth *auth, uint8_t *dg, size_t len);
 /* dg is a whole received datagram of `len` bytes ending in the MAC.
  * Returns 0 when authentic, LM_EAUTH otherwise (including len too short). */
 int lm_auth_verify(const lm_auth *auth, const uint8_t *dg, size_t len);
+
+/* Datagrams of at least len bytes are MACed by OpenSSL instead of
+ * libsodium (default 4096; SIZE_MAX for never).  The tag is the same; for
+ * tests and benchmarks. */
+void lm_auth_set_bulk_min(lm_auth *auth, size_t len);
 
 /* Names the construction in use, for logs and benchmarks. */
 const char *lm_auth_construction(const lm_auth *auth);

@@ -136,6 +136,56 @@ static void test_many_sender_sessions(void)
 	lm_auth_destroy(checker);
 }
 
+/* Long datagrams are MACed by OpenSSL, short ones by libsodium: both must
+ * give the one GMAC tag, so that either end may use either; a changed byte
+ * must fail on the OpenSSL path too, and a key cache slot taken over by
+ * another sender must not keep the old sender's OpenSSL key. */
+static void test_both_libraries_give_one_tag(void)
+{
+	enum { MAXP = LM_WIRE_MAX_DATAGRAM - LM_WIRE_HDR_SIZE - LM_WIRE_MAC_SIZE };
+	static uint8_t one[LM_WIRE_MAX_DATAGRAM], two[LM_WIRE_MAX_DATAGRAM];
+	static const uint16_t payloads[] = { 100, 4096, 9000, MAXP };
+	lm_auth *sodium = lm_auth_create(test_key);
+	lm_auth *ossl = lm_auth_create(test_key);
+	int undetected = 0, bad = 0;
+	size_t len;
+
+	CU_ASSERT_FATAL(sodium && ossl);
+	lm_auth_set_bulk_min(sodium, SIZE_MAX);
+	lm_auth_set_bulk_min(ossl, 0);
+	for (size_t i = 0; i < sizeof(payloads) / sizeof(payloads[0]); i++) {
+		len = make_datagram(one, payloads[i], 20 + i);
+		memcpy(two, one, len);
+		lm_auth_sign(sodium, one, len);
+		lm_auth_sign(ossl, two, len);
+		CU_ASSERT_EQUAL(memcmp(one + len, two + len, LM_WIRE_MAC_SIZE),
+				0);
+		CU_ASSERT_EQUAL(
+			lm_auth_verify(ossl, one, len + LM_WIRE_MAC_SIZE), 0);
+		CU_ASSERT_EQUAL(
+			lm_auth_verify(sodium, two, len + LM_WIRE_MAC_SIZE), 0);
+	}
+	len = make_datagram(one, 5000, 30);
+	lm_auth_sign(ossl, one, len);
+	for (size_t byte = 0; byte < len + LM_WIRE_MAC_SIZE; byte++) {
+		one[byte] ^= (uint8_t)(1u << (byte % 8));
+		if (lm_auth_verify(ossl, one, len + LM_WIRE_MAC_SIZE) == 0)
+			undetected++;
+		one[byte] ^= (uint8_t)(1u << (byte % 8));
+	}
+	CU_ASSERT_EQUAL(undetected, 0);
+	len = make_datagram(one, 4096, 31);
+	for (uint16_t sender = 1; sender < 200; sender++) {
+		lm_put16(one + 6, sender);
+		lm_auth_sign(ossl, one, len);
+		if (lm_auth_verify(sodium, one, len + LM_WIRE_MAC_SIZE))
+			bad++;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	lm_auth_destroy(sodium);
+	lm_auth_destroy(ossl);
+}
+
 static void test_key_from_file(void)
 {
 	char path[] = "/tmp/lm-test-key-XXXXXX";
@@ -166,4 +216,5 @@ LM_TEST_SUITE("auth",
 	      LM_TEST(test_wrong_key_and_truncation),
 	      LM_TEST(test_mac_bound_to_stamp),
 	      LM_TEST(test_many_sender_sessions),
+	      LM_TEST(test_both_libraries_give_one_tag),
 	      LM_TEST(test_key_from_file))

@@ -21,8 +21,8 @@ FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_HARNESSES := fuzz_wire fuzz_msg fuzz_engine fuzz_home fuzz_cluster
 
-FUZZ_PKG_CFLAGS = $(shell pkg-config --cflags inih libsodium 2>/dev/null)
-FUZZ_PKG_LIBS = $(shell pkg-config --libs inih libsodium 2>/dev/null)
+FUZZ_PKG_CFLAGS = $(shell pkg-config --cflags inih libsodium libcrypto 2>/dev/null)
+FUZZ_PKG_LIBS = $(shell pkg-config --libs inih libsodium libcrypto 2>/dev/null)
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wshadow \
