@@ -88,6 +88,7 @@ struct lm_home_stats {
 	uint64_t regs_merged;    /* ... folded into the one the cluster
 				      held already */
 	uint64_t pulls_sent;    /* PULLs sent to clusters */
+	uint64_t pulls_ahead;   /* of those, for pages after a FETCH's */
 	uint64_t pushes_received;    /* registered deltas whose data a cluster
 				      pushed */
 	uint64_t fetches_waited;   /* FETCHes that waited for deltas */

@@ -424,6 +424,36 @@ static void settle(lm_home *h, uint32_t page)
 			send_pull(h, page, pd);
 }
 
+/* A FETCH that waits for a PULL is likely the first of a run of reads
+ * (a fault's neighbours come from the lemuriad's copy only, so a cluster
+ * that lacks them faults on each): the deltas of the pages after it that
+ * are ours and that other clusters than the reader's hold are pulled now,
+ * so that the reader's FETCHes find the data here or on its way instead
+ * of paying for a PULL each.  The reader's own deltas stay where they
+ * are: pulled, their pages would go with their data from then on
+ * (adaptive relay) though nobody else may read them.  A FETCH that
+ * another reflector forwards names no reader (reader is then
+ * LM_WRITER_MANY), and every unpulled delta in the window is pulled. */
+static void pull_ahead(lm_home *h, uint32_t page, uint32_t reader)
+{
+	uint32_t end = page + 1 + h->layout->prefetch;
+
+	if (end > h->npages)
+		end = h->npages;
+	for (uint32_t p = page + 1; p < end; p++) {
+		struct pending *pd;
+
+		if (lm_home_of_page(h->layout, p) != h->self_index)
+			continue;
+		for (pd = h->pend[p]; pd; pd = pd->next)
+			if (!pd->has_data && !pd->pulling &&
+			    pd->cluster != reader) {
+				send_pull(h, p, pd);
+				h->stats.pulls_ahead++;
+			}
+	}
+}
+
 /* A FETCH at the page's home: served once its deltas are in. */
 void lm_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
 		   uint32_t page)
@@ -445,6 +475,7 @@ void lm_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
 	h->fwait[page] = w;
 	h->stats.fetches_waited++;
 	settle(h, page);
+	pull_ahead(h, page, cluster_of_node(h, node));
 }
 
 /* The data of a pulled delta (or the cluster's word that it has none). */

@@ -18,6 +18,7 @@ static const struct lm_stats_field lm_home_stat_fields[] = {
 	F(LM_STAT_CLUSTER, regs_entered),
 	F(LM_STAT_CLUSTER, regs_merged),
 	F(LM_STAT_CLUSTER, pulls_sent),
+	F(LM_STAT_CLUSTER, pulls_ahead),
 	F(LM_STAT_CLUSTER, pushes_received),
 	F(LM_STAT_CLUSTER, fetches_waited),
 	F(LM_STAT_CLUSTER, page_diffs),

@@ -800,6 +800,81 @@ static void test_lazy_fetch_pulls_delta(void)
 	teardown();
 }
 
+/* PULLs of `page` that reached `cluster`: their count, the last in
+ * *last. */
+static int pulls_of_page(uint16_t cluster, uint32_t page,
+			 const struct net_msg **last)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < net.ndown; i++)
+		if (net.down[i].dst == cluster && net.down[i].how == REQUEST &&
+		    net.down[i].m.type == LM_MSG_PULL &&
+		    net.down[i].m.page == page) {
+			n++;
+			if (last)
+				*last = &net.down[i];
+		}
+	return n;
+}
+
+static int pulls_of(uint16_t cluster, uint32_t page)
+{
+	return pulls_of_page(cluster, page, NULL);
+}
+
+/* A FETCH that waits for a PULL has the home pull the unpulled deltas of
+ * the `prefetch` pages after it too, from every cluster but the reader's;
+ * the reader's next FETCH then finds its page settled.  Pages beyond the
+ * window, or homed elsewhere, are left. */
+static void test_fetch_pulls_the_next_pages_ahead(void)
+{
+	struct lm_notice e[6];
+	const struct net_msg *pg = NULL;
+	struct lm_msg m = msg(LM_MSG_FETCH);
+	const uint32_t c0_pages[6] = { 8, 9, 10, 12, 15, 17 };
+	uint64_t waited;
+
+	setup("conf/2x2-two-reflectors.ini"); /* 8-15 at r1, 16-23 at r0 */
+	CU_ASSERT_EQUAL_FATAL(net.layout->prefetch, 7);
+	for (int i = 0; i < 6; i++)
+		e[i] = (struct lm_notice){ .page = c0_pages[i], .writer = 0 };
+	CU_ASSERT(reg(C0, 0, e, 5, NULL, 1)->m.nnotices == 5);
+	CU_ASSERT(reg(C0, 0, e + 5, 1, NULL, 2)->m.nnotices == 1);
+	e[0] = (struct lm_notice){ .page = 10, .writer = 2 };
+	e[1] = (struct lm_notice){ .page = 11, .writer = 2 };
+	CU_ASSERT(reg(C1, 1, e, 2, NULL, 3)->m.nnotices == 2);
+
+	down_clear();
+	m.page = 8;
+	from_cluster(C1, REQUEST, 80, &m);
+	pump();
+	CU_ASSERT(down_to(C1, LM_MSG_PAGE, NULL) == 0); /* waits for 8 */
+	CU_ASSERT_EQUAL(pulls_of(C0, 8), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 9), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 10), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 12), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 15), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 17), 0); /* another home's */
+	CU_ASSERT_EQUAL(pulls_of(C1, 10), 0); /* the reader's own */
+	CU_ASSERT_EQUAL(pulls_of(C1, 11), 0);
+	CU_ASSERT_EQUAL(lm_home_stats(net.h[1])->pulls_ahead, 4);
+
+	/* the data of 9 comes; C1's fault on it is served at once */
+	CU_ASSERT_FATAL(pulls_of_page(C0, 9, &pg) == 1);
+	answer_pull(pg, 0, "ahead");
+	waited = lm_home_stats(net.h[1])->fetches_waited;
+	down_clear();
+	m.page = 9;
+	from_cluster(C1, REQUEST, 81, &m);
+	pump();
+	CU_ASSERT_FATAL(down_to(C1, LM_MSG_PAGE, &pg) == 1);
+	CU_ASSERT(pg->req_id == 81 && memcmp(pg->m.data, "ahead", 5) == 0);
+	CU_ASSERT_EQUAL(lm_home_stats(net.h[1])->fetches_waited, waited);
+	CU_ASSERT_EQUAL(pulls_of(C0, 9), 0); /* no second PULL */
+	teardown();
+}
+
 /* I1 at the home: a cluster's next delta merges into the one it holds
  * only when nobody wrote the page in between; pulled deltas are applied
  * in version order whatever order their data arrives in. */
@@ -922,6 +997,7 @@ LM_TEST_SUITE("root",
 	      LM_TEST(test_peer_lost_aborts_the_run),
 	      LM_TEST(test_three_reflectors_barrier),
 	      LM_TEST(test_lazy_fetch_pulls_delta),
+	      LM_TEST(test_fetch_pulls_the_next_pages_ahead),
 	      LM_TEST(test_lazy_deltas_applied_in_version_order),
 	      LM_TEST(test_pushed_and_eager_data_need_no_pull),
 	      LM_TEST(test_bad_registration_refused))
