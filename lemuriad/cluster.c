@@ -472,8 +472,9 @@ static void handle_join(lm_cluster *c, int slot, uint16_t from,
 	reply_status(c, from, req_id, LM_MSG_JOIN_OK, 0);
 }
 
+/* `ahead`: a read fault's, whose miss fetches the pages after it too. */
 static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
-			 const struct lm_msg *m)
+			 const struct lm_msg *m, bool ahead)
 {
 	struct cpage *cp;
 	struct upreq *up;
@@ -513,6 +514,7 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 		return;
 	}
 	lm_upreq_set_page(c, up, m->page);
+	up->ahead = ahead;
 	c->stats.fetch_misses++;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = m->page;
@@ -546,7 +548,7 @@ static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
 	first.notices = NULL;
 	first.nnotices = 0;
 	if (first.page >= c->npages || !lm_cache_find(c, first.page)) {
-		handle_fetch(c, from, req_id, &first);
+		handle_fetch(c, from, req_id, &first, true);
 		return;
 	}
 	for (uint32_t i = 0; i < m->nnotices; i++) {
@@ -941,7 +943,7 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 	}
 	switch (m->type) {
 	case LM_MSG_FETCH:
-		handle_fetch(c, from, req_id, m);
+		handle_fetch(c, from, req_id, m, false);
 		break;
 	case LM_MSG_FETCHV:
 		handle_fetchv(c, from, req_id, m);
@@ -1074,7 +1076,13 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 		return;
 	}
 	if (up->kind == UP_FETCH) {
+		uint32_t page = up->page;
+		bool ahead = up->ahead;
+
+		up->ahead = false; /* once, if it is asked again */
 		lm_cluster_reply_page(c, up, m);
+		if (ahead && m->type == LM_MSG_PAGE && m->data)
+			lm_cluster_fetch_ahead(c, page);
 		if (c->rel.active && c->rel.pending == 0)
 			lm_release_finish(c);
 		return;

@@ -62,6 +62,7 @@ struct lm_cluster_stats {
 	uint64_t fetch_neighbours;  /* pages after it that a client's
 				       FETCHV got along, from the cache */
 	uint64_t fetch_misses;      /* FETCH forwarded to the reflector */
+	uint64_t fetch_ahead;       /* pages asked after a client's miss */
 	uint64_t fetch_coalesced;   /* FETCH joined one already forwarded */
 	uint64_t flushes;           /* FLUSH lists applied to the cache and
 				       the deltas */

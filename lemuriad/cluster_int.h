@@ -65,6 +65,10 @@ struct upreq {
 				   notice's index + 1 (0: none) */
 	bool batched;           /* UP_FETCH: asked in an UP_FETCHV, no FETCH
 				   of its own sent yet */
+	bool ahead;             /* UP_FETCH: a client's read miss; its reply
+				   sends for the pages after it.  UP_FETCHV:
+				   such pages, each fetched alone when left
+				   out only if someone waits for it */
 	uint32_t *batch;        /* UP_FETCHV: its pages (owned) */
 	uint32_t nbatch;
 	uint32_t lock_id;       /* UP_LOCK */
@@ -341,5 +345,9 @@ void lm_release_finish(lm_cluster *c);
 void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		      const struct lm_msg *m);
 void lm_release_handle(lm_cluster *c, const struct lm_msg *m);
+/* After a client's read miss on `page` is answered: one FETCHV for the
+ * `prefetch` pages after it that we neither hold nor fetch already
+ * (docs/dsm.md "Neighbour pages"), batched as the held RELEASE's are. */
+void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page);
 
 #endif

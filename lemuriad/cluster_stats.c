@@ -13,6 +13,7 @@ static const struct lm_stats_field lm_cluster_stat_fields[] = {
 	F(LM_STAT_CLIENT, fetch_hits),
 	F(LM_STAT_CLIENT, fetch_neighbours),
 	F(LM_STAT_CLUSTER, fetch_misses),
+	F(LM_STAT_CLUSTER, fetch_ahead),
 	F(LM_STAT_CLIENT, fetch_coalesced),
 	F(LM_STAT_CLIENT, flushes),
 	F(LM_STAT_NONE, evictions),

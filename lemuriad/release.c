@@ -148,12 +148,13 @@ static void fetch_alone(lm_cluster *c, struct upreq *up);
  * UP_FETCH already in the table; the request keeps the list, so that the
  * pages its PAGES leaves out can be asked for alone. */
 static void send_batch(lm_cluster *c, const struct lm_notice *want,
-		       const uint32_t *pages, uint32_t n)
+		       const uint32_t *pages, uint32_t n, bool ahead)
 {
 	struct upreq *up = lm_upreq_new(c, UP_FETCHV);
 	struct lm_msg r;
 
 	if (up && (up->batch = malloc(n * sizeof(*up->batch)))) {
+		up->ahead = ahead;
 		memcpy(up->batch, pages, n * sizeof(*up->batch));
 		up->nbatch = n;
 		msg_init(c, &r, LM_MSG_FETCHV);
@@ -167,7 +168,9 @@ static void send_batch(lm_cluster *c, const struct lm_notice *want,
 	for (uint32_t i = 0; i < n; i++) { /* no memory: one by one */
 		struct upreq *p = lm_upreq_fetch_of(c, pages[i]);
 
-		if (p)
+		if (p && ahead)
+			lm_upreq_free(c, p); /* nobody waits yet */
+		else if (p)
 			fetch_alone(c, p);
 	}
 }
@@ -207,12 +210,12 @@ static void rel_fetch(lm_cluster *c)
 					      .base = h->notices[i].base };
 		batch[n++] = page;
 		if (n == LM_FETCHV_MAX) {
-			send_batch(c, want, batch, n);
+			send_batch(c, want, batch, n, false);
 			n = 0;
 		}
 	}
 	if (n)
-		send_batch(c, want, batch, n);
+		send_batch(c, want, batch, n, false);
 }
 
 /* Sends the page's own FETCH, for one a FETCHV did not bring. */
@@ -289,14 +292,44 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		c->rel.building = 0;
 	}
 	/* what it did not bring is asked page by page (the home may have to
-	 * pull it first, or it lives at another reflector) */
+	 * pull it first, or it lives at another reflector); a page fetched
+	 * ahead that nobody waits for is left to its first fault */
 	for (uint32_t i = 0; i < batch->nbatch; i++) {
 		struct upreq *up = lm_upreq_fetch_of(c, batch->batch[i]);
 
-		if (up && up->batched)
+		if (!up || !up->batched)
+			continue;
+		if (batch->ahead && !up->waiters && !up->pre)
+			lm_upreq_free(c, up);
+		else
 			fetch_alone(c, up);
 	}
 	lm_upreq_free(c, batch);
+}
+
+void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page)
+{
+	struct lm_notice want[LM_CFG_PREFETCH_MAX];
+	uint32_t batch[LM_CFG_PREFETCH_MAX], n = 0;
+	uint32_t end = page + 1 + c->layout->prefetch;
+	struct upreq *up;
+
+	if (end > c->npages)
+		end = c->npages;
+	for (uint32_t p = page + 1; p < end; p++) {
+		if (lm_cache_find(c, p) || lm_upreq_fetch_of(c, p) ||
+		    !(up = lm_upreq_new(c, UP_FETCH)))
+			continue;
+		lm_upreq_set_page(c, up, p);
+		up->batched = true;
+		c->stats.fetch_ahead++;
+		want[n] = (struct lm_notice){ .page = p,
+					      .version = c->known[p],
+					      .base = LM_NO_BASE };
+		batch[n++] = p;
+	}
+	if (n)
+		send_batch(c, want, batch, n, true);
 }
 
 /* A reply for the held RELEASE's fetch of notice up->pre - 1: `data`

@@ -468,6 +468,68 @@ static void test_client_fetchv_serves_what_is_cached(void)
 	teardown(c);
 }
 
+/* A client's read miss, once answered, has the lemuriad ask in one
+ * FETCHV for the `prefetch` pages after it that it neither holds nor
+ * fetches already (docs/dsm.md "Neighbour pages"); faults on them while
+ * it is on its way wait for it; of the pages its PAGES leaves out, only
+ * those a client waits for are asked for alone. */
+static void test_read_miss_fetches_the_next_pages_ahead(void)
+{
+	lm_cluster *c = setup();
+	const uint32_t ask[] = { 10, 11 };
+	const uint32_t ahead[] = { 11, 13, 15, 16, 17 };
+	uint32_t fetch10, fetch14, batch;
+	struct out *o;
+
+	CU_ASSERT_EQUAL_FATAL(layout->prefetch, 7);
+	join_all(c, RUN);
+	cache_page(c, 12, 2, 0x12);
+	fetchv(c, ask, 2); /* rank 0 misses 10 */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
+	fetch10 = outs[0].req_id;
+	clear_outs();
+	fetch(c, 1, 41, 14); /* a plain FETCH: no pages ahead */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	fetch14 = outs[0].req_id;
+	clear_outs();
+	r_page(c, fetch14, 14, 3, 0x14);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	clear_outs();
+
+	r_page(c, fetch10, 10, 4, 0x10);
+	o = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL_FATAL(o->m.nnotices, 5);
+	for (uint32_t i = 0; i < 5; i++)
+		CU_ASSERT(o->m.notices[i].page == ahead[i] &&
+			  o->m.notices[i].base == LM_NO_BASE);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_ahead, 5);
+	batch = o->req_id;
+	clear_outs();
+
+	fetch(c, 2, 42, 13);
+	fetch(c, 3, 43, 15);
+	CU_ASSERT_EQUAL(nouts, 0); /* both wait for the FETCHV */
+	r_pages_poked(c, batch, 13, 5, 0x13, 0, 0, 0);
+	o = find_out(REPLIED, node_of(2), LM_MSG_PAGE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT(o->req_id == 42 && o->m.version == 5 && o->data[9] == 0x13);
+	/* 15 is waited for: asked alone; 11, 16 and 17 are left */
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	o = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->m.page, 15);
+	r_page(c, o->req_id, 15, 6, 0x15);
+	o = find_out(REPLIED, node_of(3), LM_MSG_PAGE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT(o->req_id == 43 && o->m.version == 6);
+	CU_ASSERT(is_cached(c, 13));
+	CU_ASSERT(!is_cached(c, 11));
+	teardown(c);
+}
+
 static void test_fetch_coalesces_and_hits(void)
 {
 	lm_cluster *c = setup();
@@ -2327,6 +2389,7 @@ static void test_grant_after_leave_returns_lock(void)
 LM_TEST_SUITE("cluster",
 	LM_TEST(test_join),
 	LM_TEST(test_create_rejects_unknown_name),
+	LM_TEST(test_read_miss_fetches_the_next_pages_ahead),
 	LM_TEST(test_fetch_coalesces_and_hits),
 	LM_TEST(test_client_fetchv_serves_what_is_cached),
 	LM_TEST(test_fetch_ids_grow),
