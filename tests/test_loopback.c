@@ -839,11 +839,11 @@ static uint64_t server_retransmits(struct server *s)
 	return lm_rel_stats(lm_evnode_engine(s->node))->retransmits;
 }
 
-/* An echo server that probes for a lost reply after 20 ms (room for a
+/* An echo server that probes for a lost reply after 50 ms (room for a
  * loaded host: the client's ack thread must run before it), and a client
  * of id `id` whose acks wait up to `ack_delay_us` (0: at once).  NULL
  * when either did not start. */
-#define LM_TEST_PROBE_US 20000u
+#define LM_TEST_PROBE_US 50000u
 
 static lm_rpc *delayed_client(struct server *srv, bool start_server,
 			      uint16_t id, uint32_t ack_delay_us)
@@ -881,8 +881,9 @@ static void stop_delayed(struct server *srv, lm_rpc *rpc)
 
 /* A call, then a computation that never enters the library and outlasts
  * the server's probe: the ack thread sends the reply's ack before the
- * probe timer fires, so the server resends nothing (20 rounds; each
- * would cost at least one resend if the ack waited for the next call). */
+ * probe timer fires, so the server resends next to nothing (20 rounds;
+ * each would cost at least one resend if the ack waited for the next
+ * call; a host that stalls the ack thread past the probe costs one). */
 static void test_delayed_ack_leaves_while_the_caller_computes(void)
 {
 	struct lm_rel_stats st;
@@ -898,7 +899,7 @@ static void test_delayed_ack_leaves_while_the_caller_computes(void)
 	lm_rpc_stats(rpc, &st);
 	CU_ASSERT(st.acks_sent >= 15);
 	server_stop(&srv);
-	CU_ASSERT(server_retransmits(&srv) <= 2);
+	CU_ASSERT(server_retransmits(&srv) <= 4);
 	lm_rpc_destroy(rpc);
 	server_free(&srv);
 }
