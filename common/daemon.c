@@ -251,6 +251,22 @@ void lm_daemon_rel_config(const struct lm_layout *layout, enum lm_level level,
 	cfg->auth = auth;
 }
 
+void lm_daemon_tool_rel_config(const struct lm_layout *layout,
+			       uint16_t self_id, const lm_auth *auth,
+			       struct lm_rel_config *cfg)
+{
+	struct lm_transport_cfg *t = &cfg->transport;
+
+	lm_daemon_rel_config(layout, LM_LEVEL_CLIENT, self_id, auth, cfg);
+	t->max_retries = 4;
+	t->rto_initial_us = 50000;
+	if (t->rto_initial_us < t->rto_min_us)
+		t->rto_initial_us = t->rto_min_us;
+	if (t->rto_initial_us > t->rto_max_us)
+		t->rto_initial_us = t->rto_max_us;
+	t->ack_delay_us = 0;
+}
+
 /* Counts one message of `len` bytes to or from `peer` (`sent` or not);
  * control tools are not counted. */
 static void lm_daemon_count(lm_daemon *d, uint16_t peer, bool sent,

@@ -135,4 +135,12 @@ void lm_daemon_rel_config(const struct lm_layout *layout, enum lm_level level,
 			  uint16_t self_id, const lm_auth *auth,
 			  struct lm_rel_config *cfg);
 
+/* Transport settings for a control tool (lemuriactl, lemuria-run) at the
+ * client level: a silent daemon is given up on quickly (4 retries, a first
+ * timeout of 50 ms kept within the layout's rto_min..rto_max, which the
+ * transport insists on), acks sent at once. */
+void lm_daemon_tool_rel_config(const struct lm_layout *layout,
+			       uint16_t self_id, const lm_auth *auth,
+			       struct lm_rel_config *cfg);
+
 #endif

@@ -9,7 +9,8 @@
 # layouts are refused with status 2 and a message naming the cause; a
 # flood of bad datagrams is counted and logged rate-limited; a reflector
 # and a lemuriad started from different layout files find it out and a
-# run on them fails at once.
+# run on them fails at once; a layout with slow client-level timeouts
+# starts and runs.
 #   tests/run-integration.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -336,6 +337,17 @@ wait "$cpid"; st2=$?
 pids=""
 if [ "$st1" -eq 0 ] && [ "$st2" -eq 0 ]; then ok "both daemons survived and stop cleanly"; else
 	fail "daemon exit statuses $st1, $st2 (wanted 0)"; fi
+
+echo "integration: slow client-level timeouts (rto_min above the tools' 50 ms)"
+# The tools' first timeout (50 ms) used to fall below such an rto_min, and
+# lemuria-run reported the daemons silent.
+mkdir -p "$tmp/slow"
+private_layout conf/4+4.ini "$tmp/slow" 3 >/dev/null
+sed 's/^\[reflector r0\]/[transport client]\nrto_initial = 300ms\nrto_min = 100ms\n\n&/' \
+	"$tmp/slow/4+4.ini" >"$tmp/slow/layout.ini"
+expect "lemuria-run --start-daemons on it, and a small DSM run" 0 timeout -k 5 60 \
+	$bin/lemuria-run -c "$tmp/slow/layout.ini" --start-daemons --timeout 50 -- \
+	"$build/tests/dsmtest" counter 5
 
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

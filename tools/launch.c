@@ -297,12 +297,9 @@ static int ping_once(const struct lm_layout *l, const lm_auth *auth,
 	int rc, len = lm_msg_encode_ping(req, sizeof(req));
 	lm_rpc *rpc;
 
-	lm_daemon_rel_config(l, LM_LEVEL_CLIENT,
-			     lm_stats_tool_id(l, (uint32_t)getpid()), auth,
-			     &rcfg);
-	rcfg.transport.max_retries = 4; /* a daemon not up yet: give up fast */
-	rcfg.transport.rto_initial_us = 50000;
-	rcfg.transport.ack_delay_us = 0;
+	/* a daemon not up yet: given up on fast */
+	lm_daemon_tool_rel_config(l, lm_stats_tool_id(l, (uint32_t)getpid()),
+				  auth, &rcfg);
 	if (len < 0)
 		return len;
 	rpc = lm_rpc_create(&d->addr, d->id, &rcfg, NULL, err, sizeof(err));

@@ -44,11 +44,7 @@ static int lm_ctl_ping_one(const struct lm_layout *l, const lm_auth *auth,
 	lm_rpc *rpc;
 	int rc = 0, len = lm_msg_encode_ping(req, sizeof(req));
 
-	lm_daemon_rel_config(l, LM_LEVEL_CLIENT, self, auth, &rcfg);
-	/* Give up on a silent daemon quickly: a few retries, short RTO. */
-	rcfg.transport.max_retries = 4;
-	rcfg.transport.rto_initial_us = 50000;
-	rcfg.transport.ack_delay_us = 0;
+	lm_daemon_tool_rel_config(l, self, auth, &rcfg);
 	rpc = lm_rpc_create(t->addr, t->id, &rcfg, NULL, err, sizeof(err));
 	if (!rpc || !rtts || len < 0) {
 		*why = "cannot open a socket";

@@ -127,11 +127,7 @@ static int lm_runstats_ask(const struct lm_layout *l, const lm_auth *auth,
 	lm_rpc *rpc;
 	int rc, len = lm_stats_encode_request(req, sizeof(req));
 
-	lm_daemon_rel_config(l, LM_LEVEL_CLIENT, self_id, auth, &rcfg);
-	/* Give up on a silent daemon quickly: a few retries, short RTO. */
-	rcfg.transport.max_retries = 4;
-	rcfg.transport.rto_initial_us = 50000;
-	rcfg.transport.ack_delay_us = 0;
+	lm_daemon_tool_rel_config(l, self_id, auth, &rcfg);
 	rpc = lm_rpc_create(&d->addr, d->id, &rcfg, NULL, err, sizeof(err));
 	if (!rpc || len < 0) {
 		lm_rpc_destroy(rpc);
