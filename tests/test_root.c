@@ -826,7 +826,7 @@ static int pulls_of(uint16_t cluster, uint32_t page)
 /* A FETCH that waits for a PULL has the home pull the unpulled deltas of
  * the `prefetch` pages after it too, from every cluster but the reader's;
  * the reader's next FETCH then finds its page settled.  Pages beyond the
- * window, or homed elsewhere, are left. */
+ * window are left. */
 static void test_fetch_pulls_the_next_pages_ahead(void)
 {
 	struct lm_notice e[6];
@@ -855,7 +855,7 @@ static void test_fetch_pulls_the_next_pages_ahead(void)
 	CU_ASSERT_EQUAL(pulls_of(C0, 10), 1);
 	CU_ASSERT_EQUAL(pulls_of(C0, 12), 1);
 	CU_ASSERT_EQUAL(pulls_of(C0, 15), 1);
-	CU_ASSERT_EQUAL(pulls_of(C0, 17), 0); /* another home's */
+	CU_ASSERT_EQUAL(pulls_of(C0, 17), 0); /* beyond the window */
 	CU_ASSERT_EQUAL(pulls_of(C1, 10), 0); /* the reader's own */
 	CU_ASSERT_EQUAL(pulls_of(C1, 11), 0);
 	CU_ASSERT_EQUAL(lm_home_stats(net.h[1])->pulls_ahead, 4);
