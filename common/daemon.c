@@ -572,6 +572,17 @@ void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out)
 			     d->stats.layout_mismatches);
 		lm_stats_add(out, LM_STAT_NONE, "msgs_refused_layout",
 			     d->stats.msgs_refused_layout);
+		/* why datagrams went again (retransmits, by level, above) */
+		lm_stats_add(out, LM_STAT_NONE, "rtx_timeouts", st->timeouts);
+		lm_stats_add(out, LM_STAT_NONE, "rtx_fast",
+			     st->fast_retransmits);
+		lm_stats_add(out, LM_STAT_NONE, "rtx_early",
+			     st->early_retransmits);
+		lm_stats_add(out, LM_STAT_NONE, "rtx_probes", st->tail_probes);
+		lm_stats_add(out, LM_STAT_NONE, "rtx_spurious",
+			     st->spurious_timeouts);
+		lm_stats_add(out, LM_STAT_NONE, "dg_duplicates",
+			     st->drop_duplicate);
 	}
 	{
 		uint64_t trains, dgs;

@@ -52,6 +52,21 @@
  * while recovering from one), so a dead peer still meets its timeouts at
  * the usual pace, delayed by one PTO at most.
  *
+ * Spurious timeouts (the Eifel algorithm of RFC 3522 and its response,
+ * RFC 4015, with a flag for TCP's timestamps).  On a loaded host a
+ * receiver may not run for longer than the RTO, with our datagrams
+ * waiting in its socket: the timeout is spurious, and going back N
+ * would resend a whole window it already holds, loading the host more.
+ * So every resend carries LM_DGF_RESENT, and a receiver whose rcv_next
+ * a resend moved sets LM_DGF_ACK_RESENT on the next datagram it sends to
+ * that peer.  The first ack to move after a timeout tells the two apart:
+ * without the flag, the originals arrived, so the recovery is called off
+ * (real losses among them are still found by fast retransmit, the probe
+ * or the next timeout), the RTO is the one before the timeout, and the
+ * original's round trip is sampled (Karn's rule has no doubt here);
+ * with it, recovery goes on.  An ack lost in between can only hide the
+ * flag, which costs a slower recovery, never data.
+ *
  * Unreachable peers.  When the timer expires max_retries times in a row
  * without the cumulative ack moving (the same datagram resent that often)
  * and expires once more, the channel fails (peer_fail, also used for a
@@ -217,6 +232,9 @@ struct peer {
 	uint32_t recover_next;	 /* next seq to consider resending */
 	uint32_t recover_end;	 /* snd_nxt at the timeout */
 	uint32_t backoff;	 /* timeouts since the cumulative ack moved */
+	uint64_t undo_rto;	 /* the RTO before this run of timeouts, 0:
+				    none since the cumulative ack moved */
+	uint64_t undo_sent_at;	 /* first send of the datagram it resent */
 	uint64_t probe_at;	 /* tail loss probe due, 0: not armed */
 	bool probe_used; /* a probe went out since the cumulative ack moved */
 	uint64_t srtt, rttvar, rto;
@@ -233,6 +251,7 @@ struct peer {
 	struct rx_partial partial;
 	uint64_t rcv_touch; /* last accepted DATA, for the reassembly timeout */
 	uint32_t ack_pending; /* datagrams taken in since our last ack */
+	bool ack_resent;      /* a resent datagram moved rcv_next since */
 	uint64_t ack_at;      /* delayed ack due, 0: none */
 
 	/* Reply cache, oldest first. */
@@ -499,6 +518,7 @@ static void tx_free_all(struct lm_rel *rel, struct peer *p)
 	p->probe_at = 0;
 	p->probe_used = false;
 	p->backoff = 0;
+	p->undo_rto = p->undo_sent_at = 0;
 	p->snd_una = p->snd_nxt = LM_REL_FIRST_SEQ;
 	p->rtt_valid = false;
 	p->srtt = p->rttvar = 0;
@@ -558,6 +578,7 @@ static void peer_reset(struct lm_rel *rel, struct peer *p)
 	p->rcv_next = LM_REL_FIRST_SEQ;
 	p->ack_pending = 0;
 	p->ack_at = 0;
+	p->ack_resent = false;
 	reply_cache_free(p);
 	p->replay_hi = p->replay_bits = 0;
 }
@@ -644,6 +665,9 @@ static void fill_common(struct lm_rel *rel, struct peer *p,
 	h->stamp = ++rel->stamp;
 	h->ack = p->rcv_next;
 	h->sack = rx_sack(rel, p);
+	if (p->ack_resent)
+		h->flags |= LM_DGF_ACK_RESENT;
+	p->ack_resent = false;
 	p->ack_pending = 0;
 	p->ack_at = 0;
 }
@@ -685,7 +709,7 @@ static void tx_emit(struct lm_rel *rel, struct peer *p, struct tx_slot *s)
 	uint32_t plen = frag_len(m, s->frag);
 	struct lm_dg_header h = {
 	    .type = LM_DG_DATA,
-	    .flags = m->kind_flags,
+	    .flags = m->kind_flags | (s->retries ? LM_DGF_RESENT : 0),
 	    .payload_len = (uint16_t)plen,
 	    .seq = s->seq,
 	    .req_id = m->req_id,
@@ -1120,7 +1144,7 @@ static void tx_recover(struct lm_rel *rel, struct peer *p, uint32_t budget)
 }
 
 static void tx_ack(struct lm_rel *rel, struct peer *p, uint32_t ack,
-		   uint32_t sack)
+		   uint32_t sack, bool by_resent)
 {
 	uint64_t newest = 0; /* latest send time among newly acked originals */
 	uint32_t newly = 0;
@@ -1162,6 +1186,23 @@ static void tx_ack(struct lm_rel *rel, struct peer *p, uint32_t ack,
 			newest = s->sent_at;
 			sample = true;
 		}
+	}
+	if (adv > 0 && p->undo_rto) {
+		/* The first ack to move since a timeout (Spurious timeouts in
+		 * the file comment).  Not moved by a resend: the datagrams
+		 * sent before the timeout arrived, none needs resending, and
+		 * the timeout was too short, so it comes back and learns the
+		 * first send's round trip. */
+		if (!by_resent) {
+			rel->stats.spurious_timeouts++;
+			p->recover_before = 0;
+			p->rto = p->undo_rto;
+			if (!sample && p->undo_sent_at) {
+				newest = p->undo_sent_at;
+				sample = true;
+			}
+		}
+		p->undo_rto = 0;
 	}
 	/* Karn: only datagrams sent once give samples. */
 	if (sample)
@@ -1498,6 +1539,8 @@ static int rx_data(struct lm_rel *rel, struct peer *p,
 		rel->stats.drop_reasm_limit++;
 		return rc;
 	}
+	if (h->flags & LM_DGF_RESENT)
+		p->ack_resent = true;
 	rx_drain(rel, p);
 	if (!p->ack_pending)
 		return 0; /* a reply sent from the callback carried the ack */
@@ -1607,7 +1650,8 @@ int lm_rel_input(lm_rel *rel, const uint8_t *dg, size_t len, uint64_t now_us)
 		rc = LM_EREPLAY;
 	}
 	if (rc == 0) {
-		tx_ack(rel, p, h.ack, h.sack);
+		tx_ack(rel, p, h.ack, h.sack,
+		       (h.flags & LM_DGF_ACK_RESENT) != 0);
 		if (h.type == LM_DG_ACK)
 			rel->stats.acks_received++;
 		else
@@ -1659,6 +1703,10 @@ static void tx_timeout(struct lm_rel *rel, struct peer *p)
 		 * cumulative ack stays: the receiver let go of them. */
 		s = tx_slot_of(p, p->snd_una);
 		s->sacked = false;
+	}
+	if (!p->undo_rto) {
+		p->undo_rto = p->rto;
+		p->undo_sent_at = s->retries ? 0 : s->sent_at;
 	}
 	tx_retransmit(rel, p, s);
 	p->rto = min_u64(2 * p->rto, t->rto_max_us);

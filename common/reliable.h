@@ -129,6 +129,9 @@ struct lm_rel_stats {
 	 * or a receiver letting go of what it had selectively acked. */
 	uint64_t early_retransmits;
 	uint64_t tail_probes;
+	/* Timeouts the first ack after them showed needless: what was sent
+	 * before arrived (Spurious timeouts in reliable.c). */
+	uint64_t spurious_timeouts;
 };
 
 /* Copies cfg.  NULL on invalid configuration or allocation failure. */

@@ -89,7 +89,8 @@ static int wire_parse(const uint8_t *dg, size_t len, struct lm_dg_header *h,
 		/* An acknowledgement carries nothing but the ack fields. */
 		if (h->payload_len || h->seq || h->msg_len || h->frag_count ||
 		    h->frag_index || h->req_id ||
-		    (h->flags & (LM_DGF_REQUEST | LM_DGF_REPLY))) {
+		    (h->flags &
+		     (LM_DGF_REQUEST | LM_DGF_REPLY | LM_DGF_RESENT))) {
 			*why = "acknowledgement with data fields set";
 			return LM_EBADMSG;
 		}

@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define LM_WIRE_MAGIC 0x4d4cu
-#define LM_WIRE_VERSION 2
+#define LM_WIRE_VERSION 3
 #define LM_WIRE_HDR_SIZE 64
 #define LM_WIRE_MAC_SIZE 16
 #define LM_WIRE_MAX_DATAGRAM 65507 /* largest UDP payload over IPv4 */
@@ -47,7 +47,14 @@ enum lm_dg_flags {
 	LM_DGF_MAC = 1u << 0,     /* a MAC trailer follows the payload */
 	LM_DGF_REQUEST = 1u << 1, /* message is a request (req id set) */
 	LM_DGF_REPLY = 1u << 2,   /* message is the reply to req id */
-	LM_DGF_KNOWN = LM_DGF_MAC | LM_DGF_REQUEST | LM_DGF_REPLY
+	/* DATA only: this datagram went out before (a retransmission) */
+	LM_DGF_RESENT = 1u << 3,
+	/* a datagram marked LM_DGF_RESENT moved the cumulative ack since
+	 * the sender's previous datagram to this peer (spurious timeout
+	 * detection, common/reliable.c) */
+	LM_DGF_ACK_RESENT = 1u << 4,
+	LM_DGF_KNOWN = LM_DGF_MAC | LM_DGF_REQUEST | LM_DGF_REPLY |
+		       LM_DGF_RESENT | LM_DGF_ACK_RESENT
 };
 
 struct lm_dg_header {

@@ -610,6 +610,8 @@ static void test_adaptive_rto_and_karn(void)
 	samples = st(&s, 0)->rtt_samples;
 	CU_ASSERT_TRUE(sim_run(&s, a_idle, 10000000));
 	CU_ASSERT_EQUAL(st(&s, 0)->timeouts, 2);
+	/* the resend filled the hole and B's ack says so: no undo */
+	CU_ASSERT_EQUAL(st(&s, 0)->spurious_timeouts, 0);
 	CU_ASSERT_EQUAL(st(&s, 0)->rtt_samples, samples);
 	CU_ASSERT_EQUAL(lm_rel_rto(s.ep[0].rel, ID_B), 4 * r);
 	/* A fresh datagram samples again and the timeout comes back. */
@@ -617,6 +619,49 @@ static void test_adaptive_rto_and_karn(void)
 	CU_ASSERT_EQUAL(st(&s, 0)->rtt_samples, samples + 1);
 	CU_ASSERT(lm_rel_rto(s.ep[0].rel, ID_B) < 2 * r);
 	CU_ASSERT_EQUAL(s.ep[1].delivered, 43);
+	sim_close(&s);
+}
+
+/* A receiver that does not run for longer than the RTO (CPU steal; the
+ * wire's latency stands for the wait in its socket) makes the timeout
+ * fire with nothing lost.  The first ack back was moved by an original,
+ * not by the resend, so A calls the recovery off instead of resending
+ * each datagram of the burst as acks come (go-back-N), takes the RTO
+ * back and learns the slow round trip. */
+static void test_spurious_timeout_is_undone(void)
+{
+	struct lm_rel_config c;
+	uint64_t rto;
+	char burst[6000];
+	struct sim s;
+
+	memset(&s, 0, sizeof(s));
+	s.now = 1000;
+	for (int i = 0; i < 2; i++) {
+		test_cfg(&c, i ? ID_B : ID_A, i ? 2000 : 1000);
+		c.transport.rto_min_us = 1000;
+		ep_open(&s, i, &c, NULL);
+	}
+	s.latency = 100;
+	for (int i = 0; i < 8; i++)
+		send_one_and_wait(&s, "fast");
+	rto = lm_rel_rto(s.ep[0].rel, ID_B);
+	CU_ASSERT_EQUAL(rto, 1000);
+
+	s.latency = 5000; /* 10 ms round trips: the 1 ms RTO fires */
+	memset(burst, 'x', sizeof(burst));
+	CU_ASSERT_EQUAL(lm_rel_send(s.ep[0].rel, ID_B, burst, sizeof(burst),
+				    s.now), 0);
+	CU_ASSERT_TRUE(sim_run(&s, a_idle, 10000000));
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 9);
+	CU_ASSERT(st(&s, 0)->timeouts >= 1);
+	CU_ASSERT_EQUAL(st(&s, 0)->spurious_timeouts, 1);
+	/* only the timeouts' own resends (and a probe at most): none of
+	 * the burst's other datagrams went twice */
+	CU_ASSERT_EQUAL(st(&s, 0)->retransmits,
+			st(&s, 0)->timeouts + st(&s, 0)->tail_probes);
+	/* the first send's round trip (10 ms) was learned */
+	CU_ASSERT(lm_rel_rto(s.ep[0].rel, ID_B) >= 10000);
 	sim_close(&s);
 }
 
@@ -1798,6 +1843,7 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_large_messages_with_loss),
 	      LM_TEST(test_message_size_and_queue_limits),
 	      LM_TEST(test_adaptive_rto_and_karn),
+	      LM_TEST(test_spurious_timeout_is_undone),
 	      LM_TEST(test_retry_limit_unreachable),
 	      LM_TEST(test_send_from_peer_event),
 	      LM_TEST(test_replay_is_not_delivered_twice),
