@@ -583,6 +583,12 @@ void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out)
 			     st->spurious_timeouts);
 		lm_stats_add(out, LM_STAT_NONE, "dg_duplicates",
 			     st->drop_duplicate);
+		lm_stats_add(out, LM_STAT_NONE, "dg_send_refused",
+			     lm_evnode_tx_drops(d->node));
+		lm_stats_add(out, LM_STAT_NONE, "dg_dropped_window",
+			     st->drop_window);
+		lm_stats_add(out, LM_STAT_NONE, "dg_dropped_reasm",
+			     st->drop_reasm_limit);
 	}
 	{
 		uint64_t trains, dgs;

@@ -900,15 +900,22 @@ static void test_daemon_answers_stats_per_level(void)
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "msgs_sent"), 1);
 
 	/* The reflector does not answer: the resends count at cluster
-	 * level (5 ms timeouts; up to 3 s). */
+	 * level (5 ms timeouts; up to 3 s), and, no ack ever coming, none
+	 * of the timeouts can have been spurious. */
 	for (int i = 0; i < 60; i++) {
 		CU_ASSERT_EQUAL_FATAL(live_stats(ctl, s), 0);
-		if (val(s, LM_STAT_CLUSTER, "retransmits") > 0)
+		if (val(s, LM_STAT_CLUSTER, "retransmits") > 0 &&
+		    val(s, LM_STAT_NONE, "rtx_timeouts") > 0)
 			break;
 		usleep(50000);
 	}
 	CU_ASSERT(val(s, LM_STAT_CLUSTER, "retransmits") > 0);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "retransmits"), 0);
+	CU_ASSERT(val(s, LM_STAT_NONE, "rtx_timeouts") > 0);
+	CU_ASSERT(val(s, LM_STAT_NONE, "rtx_timeouts") <=
+		  val(s, LM_STAT_CLUSTER, "retransmits"));
+	CU_ASSERT_EQUAL(val(s, LM_STAT_NONE, "rtx_spurious"), 0);
+	CU_ASSERT_EQUAL(val(s, LM_STAT_NONE, "dg_duplicates"), 0);
 
 	left_len = live_call(client, &leave, &leave_len);
 	CU_ASSERT_FATAL(left_len > 0);
