@@ -677,8 +677,10 @@ void lm_delta_free(struct lm_delta *d)
 }
 
 /* The work of add (bytes too) and mark (bitmap only). */
-HOT void delta_take(struct lm_delta *d, const uint8_t *diff, size_t len,
-		    bool bytes)
+/* Records diff in d (its bytes too when `bytes`) and, when not NULL, in
+ * the mask of w and the bytes of page, decoding it once. */
+HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
+		    const uint8_t *diff, size_t len, bool bytes)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
@@ -688,7 +690,11 @@ HOT void delta_take(struct lm_delta *d, const uint8_t *diff, size_t len,
 		if (!el.masked) {
 			if (bytes)
 				copy_run(d->bytes + el.off, el.data, el.len);
+			if (page)
+				copy_run(page + el.off, el.data, el.len);
 			d->dirty += set_range(d->mask, el.off, el.len);
+			if (w)
+				w->dirty += set_range(w->mask, el.off, el.len);
 			continue;
 		}
 		for (size_t k = 0; k < el.len; k++) {
@@ -698,7 +704,11 @@ HOT void delta_take(struct lm_delta *d, const uint8_t *diff, size_t len,
 
 			if (bytes)
 				blend64(d->bytes + off, g + 8, m);
+			if (page)
+				blend64(page + off, g + 8, m);
 			mark_group(d, off / GROUP, m);
+			if (w)
+				mark_group(w, off / GROUP, m);
 		}
 	}
 }
@@ -706,7 +716,13 @@ HOT void delta_take(struct lm_delta *d, const uint8_t *diff, size_t len,
 void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			     size_t len)
 {
-	delta_take(d, diff, len, true);
+	delta_take(d, NULL, NULL, diff, len, true);
+}
+
+void lm_delta_add_valid_diff_also(struct lm_delta *d, struct lm_delta *w,
+				  void *page, const uint8_t *diff, size_t len)
+{
+	delta_take(d, w, page, diff, len, true);
 }
 
 int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
@@ -722,7 +738,7 @@ int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
 void lm_delta_mark_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			      size_t len)
 {
-	delta_take(d, diff, len, false);
+	delta_take(d, NULL, NULL, diff, len, false);
 }
 
 size_t lm_delta_encoded_len(const struct lm_delta *d)

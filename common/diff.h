@@ -129,6 +129,12 @@ void lm_diff_apply_valid2(void *page, void *copy, const uint8_t *diff,
 			  size_t len);
 void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			     size_t len);
+/* lm_delta_add_valid_diff(d), lm_delta_mark_valid_diff(w) and
+ * lm_diff_apply_valid(page) at once, the diff decoded once (a lemuriad
+ * takes each flushed diff into the page's delta, the writer's mask and
+ * its cached copy).  w and page may be NULL; none may overlap. */
+void lm_delta_add_valid_diff_also(struct lm_delta *d, struct lm_delta *w,
+				  void *page, const uint8_t *diff, size_t len);
 /* Like lm_delta_add_valid_diff for the mask (and dirty) only: bytes are
  * not read or written and may be NULL.  A lemuriad marks the bytes of an
  * epoch in a page whose values its cached copy holds, and points bytes

@@ -619,23 +619,30 @@ static void handle_flush(lm_cluster *c, int slot, uint16_t from,
 	 * still on its way gets them from the delta. */
 	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
 		struct cpage *cp = lm_cache_find(c, page);
+		struct lm_delta *w = NULL, *open;
 
-		if (cp)
-			lm_diff_apply_valid(cp->data, diff, len);
 		if (c->updates) {
-			/* refused masks only cost this epoch its updates */
-			(void)lm_updates_note_diff(c->updates, page,
-						   (uint32_t)slot, diff, len);
+			/* a refused mask only costs this epoch its updates */
+			w = lm_updates_writer_mask(c->updates, page,
+						   (uint32_t)slot);
 			lm_updates_hold(c->updates, (uint32_t)slot, page);
 		}
-		if (lm_deltas_add(c->deltas, page, diff, len,
-				  slot_rank(c, slot)) < 0) {
+		/* the copy, the writer's mask and the delta from one pass
+		 * over the diff */
+		open = lm_deltas_open(c->deltas, page, slot_rank(c, slot));
+		if (!open) {
+			if (cp)
+				lm_diff_apply_valid(cp->data, diff, len);
+			if (w)
+				lm_delta_mark_valid_diff(w, diff, len);
 			lm_log_error("cluster %s: no memory for a delta of "
 				     "page %u", c->cfg->name, page);
 			reply_status(c, from, req_id, LM_MSG_FLUSH_OK,
 				     LM_ENOMEM);
 			return;
 		}
+		lm_delta_add_valid_diff_also(open, w, cp ? cp->data : NULL,
+					     diff, len);
 	}
 	c->stats.flushes++;
 	reply_status(c, from, req_id, LM_MSG_FLUSH_OK, 0);

@@ -170,13 +170,12 @@ void lm_deltas_destroy(lm_deltas *d)
 	free(d);
 }
 
-int lm_deltas_add(lm_deltas *d, uint32_t page, const uint8_t *diff,
-		  size_t len, uint32_t rank)
+struct lm_delta *lm_deltas_open(lm_deltas *d, uint32_t page, uint32_t rank)
 {
 	struct pdelta *p = find_or_add(d, page);
 
 	if (!p)
-		return LM_ENOMEM;
+		return NULL;
 	if (!p->has_open) {
 		if (d->ndirty == d->dirty_cap) {
 			size_t cap = d->dirty_cap ? d->dirty_cap * 2 : 64;
@@ -184,14 +183,14 @@ int lm_deltas_add(lm_deltas *d, uint32_t page, const uint8_t *diff,
 
 			if (!nd) {
 				tidy(d, p);
-				return LM_ENOMEM;
+				return NULL;
 			}
 			d->dirty = nd;
 			d->dirty_cap = cap;
 		}
 		if (lm_delta_init(&p->open, d->page_size) < 0) {
 			tidy(d, p);
-			return LM_ENOMEM;
+			return NULL;
 		}
 		d->nbuf++;
 		p->has_open = true;
@@ -200,7 +199,17 @@ int lm_deltas_add(lm_deltas *d, uint32_t page, const uint8_t *diff,
 	}
 	if (p->open_writer != rank)
 		p->open_writer = LM_WRITER_MANY;
-	lm_delta_add_valid_diff(&p->open, diff, len);
+	return &p->open;
+}
+
+int lm_deltas_add(lm_deltas *d, uint32_t page, const uint8_t *diff,
+		  size_t len, uint32_t rank)
+{
+	struct lm_delta *open = lm_deltas_open(d, page, rank);
+
+	if (!open)
+		return LM_ENOMEM;
+	lm_delta_add_valid_diff(open, diff, len);
 	return 0;
 }
 

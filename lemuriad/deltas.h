@@ -51,6 +51,10 @@ void lm_deltas_reset(lm_deltas *d);
  * in the page's open delta.  0 or LM_ENOMEM (nothing recorded). */
 int lm_deltas_add(lm_deltas *d, uint32_t page, const uint8_t *diff,
 		  size_t len, uint32_t rank);
+/* The page's open delta, made if need be, for a diff of `rank` the
+ * caller records in it at once (lm_delta_add_valid_diff_also); NULL when
+ * memory runs out (nothing changed). */
+struct lm_delta *lm_deltas_open(lm_deltas *d, uint32_t page, uint32_t rank);
 
 /* Pages with an open delta. */
 size_t lm_deltas_dirty(const lm_deltas *d);

@@ -191,14 +191,14 @@ static struct wmask *new_wmask(lm_updates *u, size_t bytes)
 	return w;
 }
 
-int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
-			 const uint8_t *diff, size_t len)
+struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
+					uint32_t slot)
 {
 	struct wmask *w;
 	size_t bytes = sizeof(*w) + u->mask_words * sizeof(uint64_t);
 
 	if (page >= u->npages || u->overflow)
-		return page >= u->npages ? LM_EINVAL : LM_ENOMEM;
+		return NULL;
 	for (w = u->masks[page]; w && w->slot != slot; w = w->next)
 		;
 	if (!w) {
@@ -206,7 +206,7 @@ int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 		    !(w = new_wmask(u, bytes))) {
 			u->overflow = true;
 			u->stats.mask_overflows++;
-			return LM_ENOMEM;
+			return NULL;
 		}
 		w->slot = slot;
 		w->d.page_size = u->page_size;
@@ -217,7 +217,17 @@ int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 		u->masks[page] = w;
 		u->mask_bytes += bytes;
 	}
-	lm_delta_mark_valid_diff(&w->d, diff, len);
+	return &w->d;
+}
+
+int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
+			 const uint8_t *diff, size_t len)
+{
+	struct lm_delta *w = lm_updates_writer_mask(u, page, slot);
+
+	if (!w)
+		return page >= u->npages ? LM_EINVAL : LM_ENOMEM;
+	lm_delta_mark_valid_diff(w, diff, len);
 	return 0;
 }
 

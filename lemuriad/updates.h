@@ -72,6 +72,11 @@ void lm_updates_hold(lm_updates *u, uint32_t slot, uint32_t page);
  * the masks would exceed the budget (the epoch then gets no updates). */
 int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
 			 const uint8_t *diff, size_t len);
+/* The mask lm_updates_note_diff marks, for a caller that marks it
+ * itself (lm_delta_add_valid_diff_also); NULL where lm_updates_note_diff
+ * fails.  Only the mask of the result may be written. */
+struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
+					uint32_t slot);
 
 /* At the barrier release, after the cache applied the notices: copies[i]
  * is the lemuriad's copy of n[i].page when it is at n[i].version and

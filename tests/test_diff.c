@@ -803,6 +803,70 @@ static void test_delta_accumulates_like_diffs_in_order(void)
 	}
 }
 
+/* A lemuriad takes each flushed diff into three places at once; each must
+ * end as the separate calls leave it, the writer's mask whatever marks it
+ * held before, with any of the other two left out. */
+static void test_one_pass_equals_the_three_calls(void)
+{
+	static const size_t sizes[] = { PAGE, 4097, 100 };
+
+	rng_seed(21);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s], mw = (n + 63) / 64 * sizeof(uint64_t);
+		struct history h;
+
+		history_make(&h, n);
+		for (int variant = 0; variant < 4; variant++) {
+			bool with_w = variant & 1, with_page = variant & 2;
+			struct lm_delta d1, d2, w1, w2;
+			uint8_t *p1 = malloc(n), *p2 = malloc(n);
+
+			CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d1, n), 0);
+			CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d2, n), 0);
+			CU_ASSERT_EQUAL_FATAL(lm_delta_init(&w1, n), 0);
+			CU_ASSERT_EQUAL_FATAL(lm_delta_init(&w2, n), 0);
+			fill_random(p1, n);
+			memcpy(p2, p1, n);
+			/* the writer's mask already marked by another diff */
+			lm_delta_mark_valid_diff(&w1, h.diff[0], h.len[0]);
+			lm_delta_mark_valid_diff(&w2, h.diff[0], h.len[0]);
+			for (int k = 1; k < VERSIONS - 1; k++) {
+				lm_delta_add_valid_diff(&d1, h.diff[k],
+							h.len[k]);
+				if (with_w)
+					lm_delta_mark_valid_diff(&w1, h.diff[k],
+								 h.len[k]);
+				if (with_page)
+					lm_diff_apply_valid(p1, h.diff[k],
+							    h.len[k]);
+				lm_delta_add_valid_diff_also(
+				    &d2, with_w ? &w2 : NULL,
+				    with_page ? p2 : NULL, h.diff[k],
+				    h.len[k]);
+			}
+			CU_ASSERT_EQUAL(memcmp(p1, p2, n), 0);
+			CU_ASSERT_EQUAL(memcmp(d1.mask, d2.mask, mw), 0);
+			CU_ASSERT_EQUAL(d1.dirty, d2.dirty);
+			CU_ASSERT_EQUAL(memcmp(w1.mask, w2.mask, mw), 0);
+			CU_ASSERT_EQUAL(w1.dirty, w2.dirty);
+			for (size_t i = 0; i < n; i++)
+				if (d1.mask[i / 64] >> (i % 64) & 1 &&
+				    d1.bytes[i] != d2.bytes[i]) {
+					CU_FAIL("delta bytes differ");
+					break;
+				}
+			CU_ASSERT(!lm_delta_is_empty(&d2));
+			lm_delta_free(&d1);
+			lm_delta_free(&d2);
+			lm_delta_free(&w1);
+			lm_delta_free(&w2);
+			free(p1);
+			free(p2);
+		}
+		history_free(&h);
+	}
+}
+
 static void test_delta_encode_round_trip(void)
 {
 	static const size_t sizes[] = { PAGE, 100, 4097, 65 };
@@ -985,6 +1049,7 @@ LM_TEST_SUITE("diff",
 	      LM_TEST(test_truncated_at_every_byte),
 	      LM_TEST(test_foreach_run_order_and_stop),
 	      LM_TEST(test_delta_accumulates_like_diffs_in_order),
+	      LM_TEST(test_one_pass_equals_the_three_calls),
 	      LM_TEST(test_delta_encode_round_trip),
 	      LM_TEST(test_delta_merge_newer_wins),
 	      LM_TEST(test_delta_later_write_wins_in_add),
