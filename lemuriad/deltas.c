@@ -202,17 +202,6 @@ struct lm_delta *lm_deltas_open(lm_deltas *d, uint32_t page, uint32_t rank)
 	return &p->open;
 }
 
-int lm_deltas_add(lm_deltas *d, uint32_t page, const uint8_t *diff,
-		  size_t len, uint32_t rank)
-{
-	struct lm_delta *open = lm_deltas_open(d, page, rank);
-
-	if (!open)
-		return LM_ENOMEM;
-	lm_delta_add_valid_diff(open, diff, len);
-	return 0;
-}
-
 size_t lm_deltas_dirty(const lm_deltas *d)
 {
 	return d->ndirty;

@@ -47,13 +47,10 @@ void lm_deltas_destroy(lm_deltas *d);
 /* Drops every delta (a new run). */
 void lm_deltas_reset(lm_deltas *d);
 
-/* Records a client's diff (validated by the caller) of `page` by `rank`
- * in the page's open delta.  0 or LM_ENOMEM (nothing recorded). */
-int lm_deltas_add(lm_deltas *d, uint32_t page, const uint8_t *diff,
-		  size_t len, uint32_t rank);
-/* The page's open delta, made if need be, for a diff of `rank` the
- * caller records in it at once (lm_delta_add_valid_diff_also); NULL when
- * memory runs out (nothing changed). */
+/* The open delta of `page`, made if need be, for a client's diff
+ * (validated) by `rank` that the caller records in it at once
+ * (lm_delta_add_valid_diff_also): later writes win.  NULL when memory
+ * runs out (nothing changed). */
 struct lm_delta *lm_deltas_open(lm_deltas *d, uint32_t page, uint32_t rank);
 
 /* Pages with an open delta. */

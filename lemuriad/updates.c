@@ -220,17 +220,6 @@ struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
 	return &w->d;
 }
 
-int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
-			 const uint8_t *diff, size_t len)
-{
-	struct lm_delta *w = lm_updates_writer_mask(u, page, slot);
-
-	if (!w)
-		return page >= u->npages ? LM_EINVAL : LM_ENOMEM;
-	lm_delta_mark_valid_diff(w, diff, len);
-	return 0;
-}
-
 /* into = the bytes other clusters changed (foreign, may be NULL) and
  * those of the writers here other than `skip`; into is u->others (or a
  * copy of its header).  Only the mask is set: into feeds

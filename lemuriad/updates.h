@@ -66,15 +66,12 @@ void lm_updates_reset(lm_updates *u);
  * writes to it). */
 void lm_updates_hold(lm_updates *u, uint32_t slot, uint32_t page);
 
-/* Client `slot`'s flushed diff of `page` (already validated): its bytes
- * are part of the epoch's writes, kept per writer so that a writer's
- * update leaves out what it wrote itself.  Returns 0, or LM_ENOMEM when
- * the masks would exceed the budget (the epoch then gets no updates). */
-int lm_updates_note_diff(lm_updates *u, uint32_t page, uint32_t slot,
-			 const uint8_t *diff, size_t len);
-/* The mask lm_updates_note_diff marks, for a caller that marks it
- * itself (lm_delta_add_valid_diff_also); NULL where lm_updates_note_diff
- * fails.  Only the mask of the result may be written. */
+/* The mask of the bytes client `slot` wrote to `page` this epoch, for
+ * the caller to mark each flushed diff in (lm_delta_mark_valid_diff or
+ * lm_delta_add_valid_diff_also; only the mask may be written): the
+ * epoch's writes are kept per writer so that a writer's update leaves
+ * out what it wrote itself.  NULL for a page out of range, or when the
+ * masks would exceed the budget (the epoch then gets no updates). */
 struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
 					uint32_t slot);
 
