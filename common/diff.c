@@ -676,9 +676,9 @@ void lm_delta_free(struct lm_delta *d)
 	d->dirty = 0;
 }
 
-/* The work of add (bytes too) and mark (bitmap only). */
-/* Records diff in d (its bytes too when `bytes`) and, when not NULL, in
- * the mask of w and the bytes of page, decoding it once. */
+/* The work of add (bytes too) and mark (bitmap only): records diff in d
+ * (its bytes too when `bytes`) and, when not NULL, in the mask of w and
+ * the bytes of page, decoding it once. */
 HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 		    const uint8_t *diff, size_t len, bool bytes)
 {
