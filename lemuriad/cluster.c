@@ -57,9 +57,6 @@
 /* Client requests that may wait on the reflector at once, per client
  * (I5: a client that floods us cannot grow our lists without bound). */
 #define LM_CLUSTER_WAITS_PER_CLIENT 64u
-/* Pages in a client's FETCHV: the one it faulted on and those after it
- * (LM_CFG_PREFETCH_MAX). */
-#define LM_CLUSTER_FETCHV_MAX (LM_CFG_PREFETCH_MAX + 1)
 
 /* ---- helpers ------------------------------------------------------- */
 
@@ -472,12 +469,52 @@ static void handle_join(lm_cluster *c, int slot, uint16_t from,
 	reply_status(c, from, req_id, LM_MSG_JOIN_OK, 0);
 }
 
-/* `ahead`: a read fault's, whose miss fetches the pages after it too. */
+/* Answers a client's FETCHV with PAGES: `page` at `version` (data), then
+ * each of the n pages of `more` that we hold, in order. */
+static void reply_pages(lm_cluster *c, uint16_t node, uint32_t req_id,
+			uint32_t page, uint32_t version, const uint8_t *data,
+			const uint32_t *more, uint32_t n)
+{
+	struct lm_notice served[LM_CLUSTER_FETCHV_MAX];
+	struct lm_msg r;
+	uint32_t count = 0;
+	size_t len = 0;
+	struct cpage *cp;
+
+	served[count++] = (struct lm_notice){ .page = page,
+		.version = version, .base = LM_NO_BASE,
+		.writer = LM_WRITER_MANY, .wcluster = LM_WRITER_MANY };
+	(void)lm_msg_diffs_append(c->fetchv_buf, c->fetchv_cap, &len, page,
+				  data, c->page_size);
+	for (uint32_t i = 0; i < n && count < LM_CLUSTER_FETCHV_MAX; i++) {
+		if (!(cp = lm_cache_find(c, more[i])))
+			continue;
+		lm_cache_touch(c, cp);
+		served[count++] = (struct lm_notice){ .page = cp->page,
+			.version = cp->version, .base = LM_NO_BASE,
+			.writer = LM_WRITER_MANY, .wcluster = LM_WRITER_MANY };
+		(void)lm_msg_diffs_append(c->fetchv_buf, c->fetchv_cap, &len,
+					  cp->page, cp->data, c->page_size);
+	}
+	c->stats.fetch_neighbours += count - 1;
+	msg_init(c, &r, LM_MSG_PAGES);
+	r.notices = served;
+	r.nnotices = count;
+	r.diffs = (struct lm_msg_diffs){ c->fetchv_buf, len, count };
+	c->out.reply(c->ctx, node, req_id, &r);
+}
+
+/* A client's FETCH, or the first page of its FETCHV when we lack it
+ * (`more`: the n other pages that FETCHV asked for; its answer is a
+ * PAGES with those we hold by then).  `ahead`: a read fault's, whose
+ * miss fetches the pages after it and `more` too. */
 static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
-			 const struct lm_msg *m, bool ahead)
+			 const struct lm_msg *m, bool ahead,
+			 const uint32_t *more, uint32_t nmore)
 {
 	struct cpage *cp;
 	struct upreq *up;
+	struct waiter *w;
 	struct lm_msg r;
 
 	if (m->page >= c->npages) {
@@ -507,33 +544,36 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 			return;
 		}
 		c->stats.fetch_coalesced++;
-		return;
+	} else {
+		if (lm_upreq_start(c, UP_FETCH, from, req_id, &up) < 0) {
+			count_bad(c, from, m, "too many waiting requests");
+			return;
+		}
+		lm_upreq_set_page(c, up, m->page);
+		up->ahead = ahead;
+		c->stats.fetch_misses++;
+		msg_init(c, &r, LM_MSG_FETCH);
+		r.page = m->page;
+		r.version = c->known[m->page];
+		c->out.request(c->ctx, c->reflector, up->req_id, &r);
 	}
-	if (lm_upreq_start(c, UP_FETCH, from, req_id, &up) < 0) {
-		count_bad(c, from, m, "too many waiting requests");
-		return;
-	}
-	lm_upreq_set_page(c, up, m->page);
-	up->ahead = ahead;
-	c->stats.fetch_misses++;
-	msg_init(c, &r, LM_MSG_FETCH);
-	r.page = m->page;
-	r.version = c->known[m->page];
-	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+	for (w = up->waiters; w->next; w = w->next)
+		; /* ours came last */
+	w->nmore = nmore < LM_CLUSTER_FETCHV_MAX ? nmore : 0;
+	if (w->nmore)
+		memcpy(w->more, more, nmore * sizeof(*more));
 }
 
 /* A client's FETCHV (docs/dsm.md, "Neighbour pages"): the page it
- * faulted on, then pages after it that it lacks.  When we hold the first,
- * one PAGES answers with it and every other one we hold; else the first
- * is FETCHed as usual (a PAGE answers) and the others are left: the
- * client's next fault asks again. */
+ * faulted on, then pages after it and along a stride that it lacks.
+ * When we hold the first, one PAGES answers with it and every other one
+ * we hold; else the first is FETCHed as usual, and its answer is a PAGES
+ * with the first and those of the others that we hold by then. */
 static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
 			  const struct lm_msg *m)
 {
-	struct lm_notice served[LM_CLUSTER_FETCHV_MAX];
+	uint32_t more[LM_CLUSTER_FETCHV_MAX - 1], nmore = 0;
 	struct lm_msg r, first;
-	uint32_t count = 0;
-	size_t len = 0;
 	struct cpage *cp;
 
 	if (m->nnotices == 0 || m->nnotices > LM_CLUSTER_FETCHV_MAX) {
@@ -542,43 +582,29 @@ static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
 		c->out.reply(c->ctx, from, req_id, &r);
 		return;
 	}
+	for (uint32_t i = 1; i < m->nnotices; i++) {
+		if (m->notices[i].page >= c->npages)
+			count_bad(c, from, m, "FETCHV page outside the region");
+		else
+			more[nmore++] = m->notices[i].page;
+	}
 	first = *m;
 	first.type = LM_MSG_FETCH;
 	first.page = m->notices[0].page;
 	first.notices = NULL;
 	first.nnotices = 0;
-	if (first.page >= c->npages || !lm_cache_find(c, first.page)) {
-		handle_fetch(c, from, req_id, &first, true);
+	if (first.page >= c->npages || !(cp = lm_cache_find(c, first.page))) {
+		handle_fetch(c, from, req_id, &first, true, more, nmore);
 		return;
 	}
-	for (uint32_t i = 0; i < m->nnotices; i++) {
-		uint32_t page = m->notices[i].page;
-
-		if (page >= c->npages) {
-			count_bad(c, from, m, "FETCHV page outside the region");
-			continue;
-		}
-		if (!(cp = lm_cache_find(c, page)))
-			continue;
-		lm_cache_touch(c, cp);
-		/* a neighbour is a guess: held (kept by updates) only once
-		 * the client faults on it or writes it; until then a write
-		 * elsewhere invalidates it (docs/dsm.md "Updates") */
-		if (i == 0)
-			hold(c, from, page);
-		served[count++] = (struct lm_notice){ .page = page,
-			.version = cp->version, .base = LM_NO_BASE,
-			.writer = LM_WRITER_MANY, .wcluster = LM_WRITER_MANY };
-		(void)lm_msg_diffs_append(c->fetchv_buf, c->fetchv_cap, &len,
-					  page, cp->data, c->page_size);
-	}
+	/* a neighbour is a guess: held (kept by updates) only once the
+	 * client faults on it or writes it; until then a write elsewhere
+	 * invalidates it (docs/dsm.md "Updates") */
+	lm_cache_touch(c, cp);
+	hold(c, from, cp->page);
 	c->stats.fetch_hits++;
-	c->stats.fetch_neighbours += count - 1;
-	msg_init(c, &r, LM_MSG_PAGES);
-	r.notices = served;
-	r.nnotices = count;
-	r.diffs = (struct lm_msg_diffs){ c->fetchv_buf, len, count };
-	c->out.reply(c->ctx, from, req_id, &r);
+	reply_pages(c, from, req_id, cp->page, cp->version, cp->data, more,
+		    nmore);
 }
 
 /* Checks every entry of a diff list: 0 or LM_EBADMSG. */
@@ -950,7 +976,7 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 	}
 	switch (m->type) {
 	case LM_MSG_FETCH:
-		handle_fetch(c, from, req_id, m, false);
+		handle_fetch(c, from, req_id, m, false, NULL, 0);
 		break;
 	case LM_MSG_FETCHV:
 		handle_fetchv(c, from, req_id, m);
@@ -1038,7 +1064,11 @@ void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
 			continue;
 		}
 		*pp = w->next;
-		c->out.reply(c->ctx, w->node, w->req_id, &r);
+		if (w->nmore)
+			reply_pages(c, w->node, w->req_id, m->page, m->version,
+				    c->pagebuf, w->more, w->nmore);
+		else
+			c->out.reply(c->ctx, w->node, w->req_id, &r);
 		hold(c, w->node, m->page);
 		free(w);
 		c->nwaits--;
@@ -1083,13 +1113,19 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 		return;
 	}
 	if (up->kind == UP_FETCH) {
-		uint32_t page = up->page;
+		uint32_t page = up->page, more[LM_CLUSTER_FETCHV_MAX - 1];
+		uint32_t nmore = 0;
 		bool ahead = up->ahead;
 
+		/* the miss's own FETCHV's other pages go ahead too */
+		if (ahead && up->waiters) {
+			nmore = up->waiters->nmore;
+			memcpy(more, up->waiters->more, nmore * sizeof(*more));
+		}
 		up->ahead = false; /* once, if it is asked again */
 		lm_cluster_reply_page(c, up, m);
 		if (ahead && m->type == LM_MSG_PAGE && m->data)
-			lm_cluster_fetch_ahead(c, page);
+			lm_cluster_fetch_ahead(c, page, more, nmore);
 		if (c->rel.active && c->rel.pending == 0)
 			lm_release_finish(c);
 		return;

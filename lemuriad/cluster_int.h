@@ -29,11 +29,19 @@ struct cpage {
 	uint8_t data[];                 /* page_size bytes */
 };
 
+/* Pages in a client's FETCHV: the one it faulted on, those after it and
+ * as many along a stride (LM_CFG_PREFETCH_MAX each). */
+#define LM_CLUSTER_FETCHV_MAX (2 * LM_CFG_PREFETCH_MAX + 1)
+
 /* A client request waiting for a reply from the reflector. */
 struct waiter {
 	uint16_t node;
 	uint32_t req_id;
 	uint32_t need;     /* FETCH: oldest version that may answer it */
+	/* a FETCHV's: the pages it asked for after the first, which its
+	 * PAGES brings when we hold them by then */
+	uint32_t more[LM_CLUSTER_FETCHV_MAX - 1];
+	uint32_t nmore;
 	struct waiter *next;
 };
 
@@ -346,8 +354,10 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		      const struct lm_msg *m);
 void lm_release_handle(lm_cluster *c, const struct lm_msg *m);
 /* After a client's read miss on `page` is answered: one FETCHV for the
- * `prefetch` pages after it that we neither hold nor fetch already
- * (docs/dsm.md "Neighbour pages"), batched as the held RELEASE's are. */
-void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page);
+ * `prefetch` pages after it and the n pages of `more` (the others its
+ * FETCHV asked for) that we neither hold nor fetch already (docs/dsm.md
+ * "Neighbour pages"), batched as the held RELEASE's are. */
+void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page,
+			    const uint32_t *more, uint32_t n);
 
 #endif

@@ -263,26 +263,37 @@ static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		      const struct lm_msg *m)
 {
-	size_t pos = 0, len;
-	uint32_t page;
-	const uint8_t *data;
+	struct {
+		uint32_t page;
+		const uint8_t *data;
+		size_t len;
+	} e[LM_FETCHV_MAX];
+	size_t pos = 0;
+	uint32_t n = 0;
 
-	if (m->type != LM_MSG_PAGES || m->diffs.count != m->nnotices)
+	if (m->type != LM_MSG_PAGES || m->diffs.count != m->nnotices ||
+	    m->nnotices > LM_FETCHV_MAX)
 		count_bad(c, c->reflector, m, "bad reply to FETCHV");
-	for (uint32_t i = 0; m->type == LM_MSG_PAGES && i < m->nnotices &&
-			     lm_msg_diffs_next(&m->diffs, &pos, &page, &data,
-					       &len) == 1; i++) {
-		struct upreq *up = lm_upreq_fetch_of(c, page);
+	while (m->type == LM_MSG_PAGES && n < m->nnotices &&
+	       n < LM_FETCHV_MAX &&
+	       lm_msg_diffs_next(&m->diffs, &pos, &e[n].page, &e[n].data,
+				 &e[n].len) == 1)
+		n++;
+	/* last first: a client's FETCHV waiting on an early page of the
+	 * batch then finds the later ones it asked for cached */
+	for (uint32_t i = n; i-- > 0;) {
+		struct upreq *up = lm_upreq_fetch_of(c, e[i].page);
+		const uint8_t *data;
 		struct lm_msg pm;
 
-		if (page != m->notices[i].page || !up || !up->batched)
+		if (e[i].page != m->notices[i].page || !up || !up->batched)
 			continue;
-		data = pages_entry(c, up, &m->notices[i], data, len);
+		data = pages_entry(c, up, &m->notices[i], e[i].data, e[i].len);
 		if (!data)
 			continue; /* asked for alone below */
 		up->batched = false;
 		msg_init(c, &pm, LM_MSG_PAGE);
-		pm.page = page;
+		pm.page = e[i].page;
 		pm.version = m->notices[i].version;
 		pm.data = data;
 		pm.data_len = c->page_size;
@@ -307,27 +318,33 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 	lm_upreq_free(c, batch);
 }
 
-void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page)
+/* Adds `p` to a fetch-ahead batch unless we hold it or fetch it already. */
+static void ahead_add(lm_cluster *c, uint32_t p, struct lm_notice *want,
+		      uint32_t *batch, uint32_t *n)
 {
-	struct lm_notice want[LM_CFG_PREFETCH_MAX];
-	uint32_t batch[LM_CFG_PREFETCH_MAX], n = 0;
-	uint32_t end = page + 1 + c->layout->prefetch;
 	struct upreq *up;
 
-	if (end > c->npages)
-		end = c->npages;
-	for (uint32_t p = page + 1; p < end; p++) {
-		if (lm_cache_find(c, p) || lm_upreq_fetch_of(c, p) ||
-		    !(up = lm_upreq_new(c, UP_FETCH)))
-			continue;
-		lm_upreq_set_page(c, up, p);
-		up->batched = true;
-		c->stats.fetch_ahead++;
-		want[n] = (struct lm_notice){ .page = p,
-					      .version = c->known[p],
-					      .base = LM_NO_BASE };
-		batch[n++] = p;
-	}
+	if (p >= c->npages || lm_cache_find(c, p) || lm_upreq_fetch_of(c, p) ||
+	    !(up = lm_upreq_new(c, UP_FETCH)))
+		return;
+	lm_upreq_set_page(c, up, p);
+	up->batched = true;
+	c->stats.fetch_ahead++;
+	want[*n] = (struct lm_notice){ .page = p, .version = c->known[p],
+				       .base = LM_NO_BASE };
+	batch[(*n)++] = p;
+}
+
+void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page,
+			    const uint32_t *more, uint32_t nmore)
+{
+	struct lm_notice want[LM_CFG_PREFETCH_MAX + LM_CLUSTER_FETCHV_MAX];
+	uint32_t batch[LM_CFG_PREFETCH_MAX + LM_CLUSTER_FETCHV_MAX], n = 0;
+
+	for (uint32_t k = 1; k <= c->layout->prefetch; k++)
+		ahead_add(c, page + k, want, batch, &n);
+	for (uint32_t i = 0; i < nmore && i < LM_CLUSTER_FETCHV_MAX; i++)
+		ahead_add(c, more[i], want, batch, &n);
 	if (n)
 		send_batch(c, want, batch, n, true);
 }

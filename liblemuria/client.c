@@ -180,60 +180,58 @@ static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
 _Static_assert(LM_CFG_PREFETCH_MAX <= LM_REGION_PREFETCH_MAX,
 	       "a layout's prefetch must fit region.c's window");
 
-/* region.c's fetch_run (docs/dsm.md, "Neighbour pages"): a FETCHV of the
- * page and the wanted pages after it.  The lemuriad answers with PAGES
- * (the page first, then what it holds of the others) or, when it must
- * fetch the page itself, with its PAGE alone. */
-static int lm_client_fetch_run(void *ctx, uint32_t page, uint32_t n,
-			       const uint8_t *want, void *dst,
-			       uint32_t *version, uint32_t *versions,
-			       uint8_t *got)
+/* region.c's fetch_list (docs/dsm.md, "Neighbour pages"): a FETCHV of
+ * the pages, the faulting one first.  The lemuriad answers with PAGES
+ * (the first page, then those of the others it holds, in the order
+ * asked) or, when it must fetch the first page itself, with its PAGE
+ * alone. */
+static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
+				uint32_t n, uint8_t *const *dst,
+				uint32_t *versions, uint8_t *got)
 {
-	struct lm_notice ask[LM_REGION_PREFETCH_MAX + 1];
+	struct lm_notice ask[LM_REGION_FETCH_MAX];
 	struct lm_msg req = lm_client_msg(LM_MSG_FETCHV), reply;
 	size_t ps = lm_self.layout->page_size, pos = 0, len;
 	uint64_t t0 = lm_clock_us();
 	const uint8_t *data;
-	uint32_t count = 0, pg;
+	uint32_t pg, next = 0;
 	void *buf;
 	int rc;
 
 	(void)ctx;
-	ask[count++] = (struct lm_notice){ .page = page, .base = LM_NO_BASE };
-	for (uint32_t k = 1; k <= n; k++)
-		if (want[k - 1])
-			ask[count++] = (struct lm_notice){
-				.page = page + k, .base = LM_NO_BASE };
+	if (n == 0 || n > LM_REGION_FETCH_MAX)
+		return LM_EINVAL;
+	for (uint32_t i = 0; i < n; i++)
+		ask[i] = (struct lm_notice){ .page = pages[i],
+					     .base = LM_NO_BASE };
 	req.notices = ask;
-	req.nnotices = count;
+	req.nnotices = n;
 	rc = lm_client_call2(&req, LM_MSG_PAGES, LM_MSG_PAGE, &reply, &buf);
 	lm_profile_add(&lm_self.prof.fetch, t0);
 	if (rc)
 		return rc;
 	if (reply.type == LM_MSG_PAGE) {
-		rc = lm_client_take_page(&reply, page, dst, version);
+		rc = lm_client_take_page(&reply, pages[0], dst[0], &versions[0]);
+		got[0] = rc == 0;
 		free(buf);
 		return rc;
 	}
-	/* PAGES: the page first, then some of the others, in order */
+	/* PAGES: the first page, then some of the others, in order */
 	for (uint32_t i = 0; i < reply.nnotices; i++) {
-		uint32_t k;
-
 		if (lm_msg_diffs_next(&reply.diffs, &pos, &pg, &data, &len) != 1 ||
-		    pg != reply.notices[i].page || len != ps ||
-		    pg < page || pg - page > n || (i == 0) != (pg == page) ||
-		    (pg != page && !want[pg - page - 1])) {
+		    pg != reply.notices[i].page || len != ps) {
 			rc = LM_EBADMSG;
 			break;
 		}
-		k = pg - page;
-		memcpy((uint8_t *)dst + (size_t)k * ps, data, ps);
-		if (k == 0) {
-			*version = reply.notices[i].version;
-		} else {
-			versions[k - 1] = reply.notices[i].version;
-			got[k - 1] = 1;
+		while (next < n && pages[next] != pg && i > 0)
+			next++;
+		if (next == n || pages[next] != pg) {
+			rc = LM_EBADMSG; /* not asked for, or out of order */
+			break;
 		}
+		memcpy(dst[next], data, ps);
+		versions[next] = reply.notices[i].version;
+		got[next++] = 1;
 	}
 	if (rc == 0 && reply.nnotices == 0)
 		rc = LM_EBADMSG;
@@ -320,7 +318,7 @@ int lm_init(int *argc, char ***argv)
 {
 	const char *layout_path, *rank_s, *run_s;
 	struct lm_region_backend be = { .fetch = lm_client_fetch,
-					.fetch_run = lm_client_fetch_run };
+					.fetch_list = lm_client_fetch_list };
 	struct lm_rel_config rcfg;
 	struct lm_msg req, reply;
 	char err[512], *end;

@@ -75,6 +75,17 @@ struct twin_free {
 	struct twin_free *next;
 };
 
+/* Read faults that step through the region by a fixed number of pages
+ * (the rows of a column-major matrix, a column of blocks): each stream is
+ * where its last fault was, or the last page fetched along it, and its
+ * stride once two faults have shown one. */
+#define STREAMS 4
+
+struct stream {
+	int64_t last, stride;
+	uint64_t used; /* fault_clock when it last served */
+};
+
 struct region {
 	atomic_int active;  /* read by the handler before the lock */
 	atomic_int locked;  /* the page-table spinlock */
@@ -111,6 +122,8 @@ struct region {
 	uint8_t *out;       /* the flush buffer, handed to the caller */
 	size_t out_cap;
 	struct sigaction old_action; /* restored by fini, chained to */
+	struct stream streams[STREAMS];
+	uint64_t fault_clock; /* read faults so far, to age the streams */
 	struct lm_region_stats stats;
 };
 
@@ -118,7 +131,8 @@ static struct region R = { .fd = -1, .mark_lo = UINT32_MAX };
 
 /* false: one mprotect per page, as before batching (bench/region.c) */
 static bool batching = true;
-/* pages after a read fault's page it may bring along (fetch_run) */
+/* pages after a read fault's page it may bring along, and pages along
+ * its stream's stride (fetch_list) */
 static uint32_t prefetch_pages;
 
 static void lock(void)
@@ -307,50 +321,122 @@ static void fetch_page(uint32_t page)
 	R.stats.fetches++;
 }
 
-/* A read fault's fetch, which may bring the invalid pages after it too
- * (docs/dsm.md, "Neighbour pages"); opens the page and those readable, a
- * run of pages to an mprotect. */
+/* The stream a read fault at `page` continues, or NULL.  It continues a
+ * stream when it lies a whole number of strides from the stream's last
+ * page, at most one stride past it and not before the pages the last
+ * fault asked for along it (one of those may not have come).  Else the
+ * nearest stream (within LM_REGION_STRIDE_MAX pages) takes the step from
+ * its last page as the stride to try next, and failing that the oldest
+ * starts again at the page. */
+static struct stream *stream_of(uint32_t page)
+{
+	struct stream *near = NULL, *old = &R.streams[0];
+	int64_t best = LM_REGION_STRIDE_MAX + 1;
+
+	R.fault_clock++;
+	for (struct stream *s = R.streams; s < R.streams + STREAMS; s++) {
+		int64_t d = (int64_t)page - s->last;
+
+		if (!s->used) {
+			old = s;
+			continue;
+		}
+		if (s->stride && d % s->stride == 0 && d / s->stride <= 1 &&
+		    d / s->stride > -(int64_t)prefetch_pages) {
+			s->used = R.fault_clock;
+			return s;
+		}
+		if (d && llabs(d) < best) {
+			best = llabs(d);
+			near = s;
+		}
+		if (old->used && s->used < old->used)
+			old = s;
+	}
+	if (near) {
+		near->stride = (int64_t)page - near->last;
+		near->last = page;
+		near->used = R.fault_clock;
+	} else {
+		*old = (struct stream){ page, 0, R.fault_clock };
+	}
+	return NULL;
+}
+
+/* Adds `page` to a fault's list when it is in the region, invalid and
+ * not listed yet. */
+static void list_add(uint32_t *pages, uint32_t *n, int64_t page)
+{
+	if (page < 0 || page >= R.npages || R.state[page] != PAGE_INVALID)
+		return;
+	for (uint32_t i = 0; i < *n; i++)
+		if (pages[i] == (uint32_t)page)
+			return;
+	pages[(*n)++] = (uint32_t)page;
+}
+
+/* A read fault's fetch, which may bring along the invalid pages after it
+ * and those along the stride its faults follow (docs/dsm.md, "Neighbour
+ * pages"); opens the page and those that came, a run of pages to an
+ * mprotect. */
 static void fetch_for_read(uint32_t page)
 {
-	uint8_t want[LM_REGION_PREFETCH_MAX], got[LM_REGION_PREFETCH_MAX];
-	uint32_t versions[LM_REGION_PREFETCH_MAX], version = 0, n = 0;
-	uint32_t any = 0, first = page, run = 1;
+	uint32_t pages[LM_REGION_FETCH_MAX], versions[LM_REGION_FETCH_MAX];
+	uint8_t *dst[LM_REGION_FETCH_MAX], got[LM_REGION_FETCH_MAX];
+	uint32_t n = 1, along, opened = 0;
+	struct stream *s = prefetch_pages ? stream_of(page) : NULL;
 	int rc;
 
-	while (n < prefetch_pages && page + n + 1 < R.npages) {
-		want[n] = R.state[page + n + 1] == PAGE_INVALID;
-		any |= want[n];
-		n++;
+	pages[0] = page;
+	for (uint32_t k = 1; k <= prefetch_pages; k++)
+		list_add(pages, &n, (int64_t)page + k);
+	along = n;
+	if (s) {
+		/* the stream goes on from the last page asked for, whether
+		 * it was listed or is valid here already */
+		for (uint32_t k = 1; k <= prefetch_pages; k++)
+			list_add(pages, &n, (int64_t)page + k * s->stride);
+		s->last = (int64_t)page + prefetch_pages * s->stride;
 	}
-	if (!R.be.fetch_run || !any) {
+	if (!R.be.fetch_list || n == 1) {
 		fetch_page(page);
 		open_page(page, PROT_READ);
 		return;
 	}
+	for (uint32_t i = 0; i < n; i++)
+		dst[i] = R.rw + page_off(pages[i]);
 	memset(got, 0, n);
-	rc = R.be.fetch_run(R.ctx, page, n, want, R.rw + page_off(page),
-			    &version, versions, got);
+	rc = R.be.fetch_list(R.ctx, pages, n, dst, versions, got);
+	if (rc == 0 && !got[0])
+		rc = LM_EBADMSG;
 	if (rc != 0)
 		fault_fatal(page, "cannot fetch", lm_strerror(rc));
-	R.version[page] = version;
 	R.stats.fetches++;
-	/* the faulting page opens with the run of pages that came after it */
-	for (uint32_t k = 0; k <= n; k++) {
-		uint32_t p = page + k + 1;
-
-		if (k < n && want[k] && got[k]) {
-			R.version[p] = versions[k];
-			R.state[p] = PAGE_READ;
-			R.stats.prefetched++;
-			if (!run)
-				first = p;
-			run++;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!got[i])
 			continue;
+		R.version[pages[i]] = versions[i];
+		R.state[pages[i]] = PAGE_READ;
+		pages[opened++] = pages[i];
+		if (i) {
+			R.stats.prefetched++;
+			R.stats.strided += i >= along;
 		}
-		if (run)
-			open_pages(first, run, PROT_READ);
-		run = 0;
 	}
+	/* in address order (insertion sort: qsort is no signal handler's
+	 * call), a run of pages to an mprotect */
+	for (uint32_t i = 1; i < opened; i++) {
+		uint32_t p = pages[i], j = i;
+
+		for (; j > 0 && pages[j - 1] > p; j--)
+			pages[j] = pages[j - 1];
+		pages[j] = p;
+	}
+	for (uint32_t i = 0, first = 0; i < opened; i++)
+		if (i + 1 == opened || pages[i + 1] != pages[i] + 1) {
+			open_pages(pages[first], i + 1 - first, PROT_READ);
+			first = i + 1;
+		}
 }
 
 static void make_dirty(uint32_t page)
@@ -589,6 +675,8 @@ int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 		return rc;
 
 	memset(&R.stats, 0, sizeof(R.stats));
+	memset(R.streams, 0, sizeof(R.streams));
+	R.fault_clock = 0;
 	R.base = (uintptr_t)base;
 	R.page_size = page_size;
 	R.page_shift = (unsigned)__builtin_ctz(page_size);

@@ -35,18 +35,24 @@ struct lm_region_backend {
 	 * returns.  Returns 0 or LM_E*; a failure is fatal: the handler
 	 * writes a message naming the page and the error and aborts. */
 	int (*fetch)(void *ctx, uint32_t page, void *dst, uint32_t *version);
-	/* Optional (NULL: every fault fetches one page): fetch `page` like
-	 * fetch, into dst, and bring along what it cheaply can of the
-	 * `n` pages after it whose want[k - 1] is set (invalid here): page
-	 * + k goes to dst + k * page_size, its version to versions[k - 1],
-	 * and got[k - 1] is set.  Pages not wanted must not be written. */
-	int (*fetch_run)(void *ctx, uint32_t page, uint32_t n,
-			 const uint8_t *want, void *dst, uint32_t *version,
-			 uint32_t *versions, uint8_t *got);
+	/* Optional (NULL: every fault fetches one page): fetch pages[0]
+	 * like fetch, into dst[0], and bring along what it cheaply can of
+	 * pages[1..n) (each invalid here, none listed twice): pages[i]
+	 * goes to dst[i] (its page of the private mapping), its version to
+	 * versions[i], and got[i] is set; got[0] is set on success.
+	 * Nothing else may be written. */
+	int (*fetch_list)(void *ctx, const uint32_t *pages, uint32_t n,
+			  uint8_t *const *dst, uint32_t *versions,
+			  uint8_t *got);
 };
 
-/* Pages after a faulting one that a fault may bring along (fetch_run). */
+/* Pages after a faulting one that a fault may bring along, and as many
+ * again along a stride (fetch_list; docs/dsm.md "Neighbour pages"). */
 #define LM_REGION_PREFETCH_MAX 15u
+#define LM_REGION_FETCH_MAX (1 + 2 * LM_REGION_PREFETCH_MAX)
+
+/* Most pages between two read faults that make a stride. */
+#define LM_REGION_STRIDE_MAX 256
 
 /* Maps `size` bytes at the fixed address `base`, cut into pages of
  * `page_size` bytes (a power of two, a multiple of the OS page size; base
@@ -134,7 +140,8 @@ struct lm_region_stats {
 	uint64_t read_faults;   /* faults served as reads */
 	uint64_t write_faults;  /* faults served as writes (twin made) */
 	uint64_t fetches;       /* backend fetches */
-	uint64_t prefetched;    /* pages a fault brought along (fetch_run) */
+	uint64_t prefetched;    /* pages a fault brought along (fetch_list) */
+	uint64_t strided;       /* of those, pages along a stride */
 	uint64_t invalidations; /* copies invalidated by notices */
 	uint64_t kept;          /* own copies kept by a sole-writer notice */
 	uint64_t updated;       /* copies kept by applying an update */
@@ -146,8 +153,9 @@ struct lm_region_stats {
 void lm_region_stats(struct lm_region_stats *out);
 
 /* How many pages after a faulting one a read fault asks for along with
- * it (at most LM_REGION_PREFETCH_MAX; 0, the default, none).  Kept
- * across init and fini. */
+ * it, and how many along a stride its faults follow (at most
+ * LM_REGION_PREFETCH_MAX; 0, the default, none).  Kept across init and
+ * fini. */
 void lm_region_set_prefetch(uint32_t pages);
 
 /* For bench/region.c: 0 makes every protection change of a flush or of

@@ -398,29 +398,39 @@ static void test_create_rejects_unknown_name(void)
 	teardown(c);
 }
 
-/* A client's FETCHV of pages 7..9 (rank 0, req_id 31). */
-static void fetchv(lm_cluster *c, const uint32_t *pages, uint32_t n)
+/* A client's FETCHV of pages[0..n) (rank, req_id). */
+static void creq_fetchv(lm_cluster *c, uint32_t rank, uint32_t req_id,
+			const uint32_t *pages, uint32_t n)
 {
-	struct lm_notice ask[4];
+	struct lm_notice ask[LM_CFG_PREFETCH_MAX * 2 + 2];
 	struct lm_msg m = msg(LM_MSG_FETCHV, RUN);
 
+	CU_ASSERT_FATAL(n <= LM_CFG_PREFETCH_MAX * 2 + 2);
 	for (uint32_t i = 0; i < n; i++)
 		ask[i] = (struct lm_notice){ .page = pages[i],
 					     .base = LM_NO_BASE };
 	m.notices = ask;
 	m.nnotices = n;
-	creq(c, 0, 31, &m);
+	creq(c, rank, req_id, &m);
+}
+
+/* A client's FETCHV of pages[0..n) (rank 0, req_id 31). */
+static void fetchv(lm_cluster *c, const uint32_t *pages, uint32_t n)
+{
+	creq_fetchv(c, 0, 31, pages, n);
 }
 
 /* Neighbour pages (docs/dsm.md): a client's FETCHV whose first page we
  * hold is answered at once by one PAGES with it and the others we hold,
  * in order, each with its version; one whose first page we lack is that
- * page's FETCH; pages outside the region are refused, not served. */
+ * page's FETCH, answered by a PAGES with it and the others we hold then;
+ * pages outside the region are refused, not served. */
 static void test_client_fetchv_serves_what_is_cached(void)
 {
 	lm_cluster *c = setup();
 	const uint32_t hit[] = { 7, 8, 9 }, miss[] = { 8, 9 };
 	const uint32_t bad[] = { 7, 1u << 30 };
+	uint32_t many[LM_CFG_PREFETCH_MAX * 2 + 2];
 	size_t pos = 0, len;
 	const uint8_t *data;
 	struct out *o;
@@ -447,16 +457,24 @@ static void test_client_fetchv_serves_what_is_cached(void)
 	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_neighbours, 1);
 	clear_outs();
 
-	/* the first page is not here: it goes up alone */
+	/* the first page is not here: it goes up alone, and its PAGES
+	 * brings 9, which we hold */
 	fetchv(c, miss, 2);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
 	CU_ASSERT_EQUAL(outs[0].m.page, 8);
 	r_page(c, outs[0].req_id, 8, 5, 0x80);
-	o = find_out(REPLIED, node_of(0), LM_MSG_PAGE);
+	o = find_out(REPLIED, node_of(0), LM_MSG_PAGES);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-	CU_ASSERT(o->req_id == 31 && o->m.page == 8 && o->m.version == 5);
+	CU_ASSERT_EQUAL(o->req_id, 31);
+	CU_ASSERT_EQUAL_FATAL(o->m.nnotices, 2);
+	CU_ASSERT(o->m.notices[0].page == 8 && o->m.notices[0].version == 5);
+	CU_ASSERT(o->m.notices[1].page == 9 && o->m.notices[1].version == 4);
+	pos = 0;
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&o->m.diffs, &pos, &page, &data,
+					  &len) == 1);
+	CU_ASSERT(page == 8 && len == layout->page_size && data[0] == 0x80);
 	clear_outs();
 
 	/* a page outside the region is counted and left out */
@@ -465,6 +483,22 @@ static void test_client_fetchv_serves_what_is_cached(void)
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGES);
 	CU_ASSERT_EQUAL(outs[0].m.nnotices, 1);
 	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	clear_outs();
+
+	/* up to 2 * LM_CFG_PREFETCH_MAX pages after the first (after it
+	 * and along a stride); one more is refused with an empty PAGE */
+	for (uint32_t i = 0; i < LM_CFG_PREFETCH_MAX * 2 + 2; i++)
+		many[i] = 7 + 2 * i;
+	fetchv(c, many, LM_CFG_PREFETCH_MAX * 2 + 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGES);
+	CU_ASSERT_EQUAL(outs[0].m.nnotices, 2); /* 7 and 9 */
+	clear_outs();
+	fetchv(c, many, LM_CFG_PREFETCH_MAX * 2 + 2);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGE);
+	CU_ASSERT_EQUAL(outs[0].m.data_len, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 2);
 	teardown(c);
 }
 
@@ -527,6 +561,74 @@ static void test_read_miss_fetches_the_next_pages_ahead(void)
 	CU_ASSERT(o->req_id == 43 && o->m.version == 6);
 	CU_ASSERT(is_cached(c, 13));
 	CU_ASSERT(!is_cached(c, 11));
+	teardown(c);
+}
+
+/* The reflector answers FETCHV req_id with PAGES holding whole pages
+ * pages[0..n), each at version and filled with its own number. */
+static void r_pages_whole(lm_cluster *c, uint32_t req_id,
+			  const uint32_t *pages, uint32_t n, uint32_t version)
+{
+	static uint8_t list[4 * (65536 + 16)];
+	static uint8_t buf[65536];
+	struct lm_notice notes[4];
+	struct lm_msg m = msg(LM_MSG_PAGES, RUN);
+	size_t used = 0;
+
+	CU_ASSERT_FATAL(n <= 4);
+	for (uint32_t i = 0; i < n; i++) {
+		memset(buf, (int)pages[i], layout->page_size);
+		notes[i] = (struct lm_notice){ .page = pages[i],
+			.version = version, .base = LM_NO_BASE };
+		CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(list, sizeof(list),
+							  &used, pages[i], buf,
+							  layout->page_size),
+				      0);
+	}
+	m.notices = notes;
+	m.nnotices = n;
+	m.diffs = (struct lm_msg_diffs){ list, used, n };
+	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+}
+
+/* A read miss whose FETCHV named pages along a stride (docs/dsm.md
+ * "Neighbour pages"): they go ahead with the pages after it; a FETCHV
+ * waiting on one page of that batch is answered with the later pages of
+ * the batch it asked for, since the batch is taken last page first. */
+static void test_read_miss_fetches_its_stride_ahead(void)
+{
+	lm_cluster *c = setup();
+	const uint32_t ask[] = { 10, 11, 30, 40 }, wait[] = { 13, 30 };
+	const uint32_t reply[] = { 13, 30 };
+	uint32_t fetch10, batch;
+	bool asked30 = false, asked40 = false;
+	struct out *o;
+
+	join_all(c, RUN);
+	fetchv(c, ask, 4); /* rank 0 misses 10 */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	fetch10 = outs[0].req_id;
+	clear_outs();
+	r_page(c, fetch10, 10, 4, 0x10);
+	o = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	for (uint32_t i = 0; i < o->m.nnotices; i++) {
+		asked30 |= o->m.notices[i].page == 30;
+		asked40 |= o->m.notices[i].page == 40;
+	}
+	CU_ASSERT(asked30 && asked40);
+	CU_ASSERT_EQUAL(o->m.nnotices, 9); /* 11..17, 30, 40 */
+	batch = o->req_id;
+	clear_outs();
+
+	creq_fetchv(c, 2, 42, wait, 2); /* rank 2 waits on 13 */
+	CU_ASSERT_EQUAL(nouts, 0);
+	r_pages_whole(c, batch, reply, 2, 5);
+	o = find_out(REPLIED, node_of(2), LM_MSG_PAGES);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->req_id, 42);
+	CU_ASSERT_EQUAL_FATAL(o->m.nnotices, 2);
+	CU_ASSERT(o->m.notices[0].page == 13 && o->m.notices[1].page == 30);
 	teardown(c);
 }
 
@@ -2390,6 +2492,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_join),
 	LM_TEST(test_create_rejects_unknown_name),
 	LM_TEST(test_read_miss_fetches_the_next_pages_ahead),
+	LM_TEST(test_read_miss_fetches_its_stride_ahead),
 	LM_TEST(test_fetch_coalesces_and_hits),
 	LM_TEST(test_client_fetchv_serves_what_is_cached),
 	LM_TEST(test_fetch_ids_grow),

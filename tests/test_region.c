@@ -22,6 +22,7 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,34 +70,44 @@ static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 	return 0;
 }
 
-/* fetch_run of the fake home: brings along the wanted pages after
- * `page` whose number is odd, so that some wanted pages stay behind;
- * remembers what it was asked. */
+/* fetch_list of the fake home: brings along the listed pages whose
+ * number is odd, so that some asked for stay behind; remembers what it
+ * was asked. */
 static unsigned nruns;
-static uint8_t run_want[LM_REGION_PREFETCH_MAX];
+static uint32_t run_pages[LM_REGION_FETCH_MAX];
 static uint32_t run_n;
 
-static int fake_fetch_run(void *ctx, uint32_t page, uint32_t n,
-			  const uint8_t *want, void *dst, uint32_t *version,
-			  uint32_t *versions, uint8_t *got)
+static int fake_fetch_list(void *ctx, const uint32_t *pages, uint32_t n,
+			   uint8_t *const *dst, uint32_t *versions,
+			   uint8_t *got)
 {
-	int rc = fake_fetch(ctx, page, dst, version);
+	int rc = fake_fetch(ctx, pages[0], dst[0], &versions[0]);
 
 	nruns++;
 	run_n = n;
-	memcpy(run_want, want, n);
-	for (uint32_t k = 1; rc == 0 && k <= n; k++) {
-		if (!want[k - 1] || (page + k) % 2 == 0)
+	memcpy(run_pages, pages, n * sizeof(*pages));
+	got[0] = rc == 0;
+	for (uint32_t i = 1; rc == 0 && i < n; i++) {
+		if (pages[i] % 2 == 0)
 			continue;
-		memcpy((uint8_t *)dst + (size_t)k * PAGE, home[page + k], PAGE);
-		versions[k - 1] = home_version[page + k];
-		got[k - 1] = 1;
+		memcpy(dst[i], home[pages[i]], PAGE);
+		versions[i] = home_version[pages[i]];
+		got[i] = 1;
 	}
 	return rc;
 }
 
+/* Whether the last fetch_list asked for `page`. */
+static bool run_asked(uint32_t page)
+{
+	for (uint32_t i = 0; i < run_n; i++)
+		if (run_pages[i] == page)
+			return true;
+	return false;
+}
+
 static const struct lm_region_backend fake_backend = { fake_fetch,
-							fake_fetch_run };
+							fake_fetch_list };
 
 static volatile uint8_t *pg(uint32_t page)
 {
@@ -243,7 +254,8 @@ static void test_read_fault_brings_neighbours(void)
 	/* 10 opens with 11, 13 alone */
 	CU_ASSERT_EQUAL(stats().mprotects, mprotects + 2);
 	CU_ASSERT_EQUAL(run_n, 4);
-	CU_ASSERT(run_want[0] && !run_want[1] && run_want[2] && run_want[3]);
+	CU_ASSERT(run_pages[0] == 10 && run_pages[1] == 11 &&
+		  run_pages[2] == 13 && run_pages[3] == 14);
 	/* 11 and 13 came (odd), 14 did not */
 	CU_ASSERT_EQUAL(stats().prefetched, 2);
 	CU_ASSERT_EQUAL(lm_region_page_version(11), HOME_VERSION);
@@ -265,6 +277,62 @@ static void test_read_fault_brings_neighbours(void)
 	/* the last page of the region has no neighbours to ask for */
 	CU_ASSERT_EQUAL(pg(NPAGES - 1)[0], home[NPAGES - 1][0]);
 	CU_ASSERT_EQUAL(nruns, 1);
+	lm_region_set_prefetch(0);
+	lm_region_fini();
+}
+
+/* Read faults a fixed number of pages apart (docs/dsm.md "Neighbour
+ * pages"): the third fault of a stride asks for `prefetch` pages along
+ * it besides those after it, and the stream goes on from the last page
+ * asked for; a fault on a page asked for that did not come keeps the
+ * stream; a stride may go down. */
+static void test_read_faults_along_a_stride_bring_the_next(void)
+{
+	if (setup())
+		return;
+	lm_region_set_prefetch(2);
+	nruns = 0;
+	/* stride 6 from an odd page: every page along it comes */
+	CU_ASSERT_EQUAL(pg(1)[0], home[1][0]);
+	CU_ASSERT_EQUAL(pg(7)[0], home[7][0]);
+	CU_ASSERT_FALSE(run_asked(13)); /* one step is no stride yet */
+	CU_ASSERT_EQUAL(stats().strided, 0);
+	CU_ASSERT_EQUAL(pg(13)[0], home[13][0]);
+	CU_ASSERT(run_n == 5 && run_asked(14) && run_asked(15) &&
+		  run_asked(19) && run_asked(25));
+	CU_ASSERT_EQUAL(stats().strided, 2);
+	CU_ASSERT_EQUAL(nruns, 3);
+	CU_ASSERT_TRUE(page_equals(19, home[19]));
+	CU_ASSERT_TRUE(page_equals(25, home[25]));
+	CU_ASSERT_EQUAL(nruns, 3); /* 19 and 25 came along: no fault */
+	CU_ASSERT_EQUAL(lm_region_page_version(25), HOME_VERSION);
+	CU_ASSERT_EQUAL(pg(31)[0], home[31][0]);
+	CU_ASSERT(run_asked(37) && run_asked(43));
+	CU_ASSERT_EQUAL(stats().read_faults, 4);
+	lm_region_fini();
+
+	/* stride 3: 10, an even page along it, does not come; its fault
+	 * goes on along the stream */
+	if (setup())
+		return;
+	lm_region_set_prefetch(2);
+	CU_ASSERT_EQUAL(pg(1)[0], home[1][0]);
+	CU_ASSERT_EQUAL(pg(4)[0], home[4][0]);
+	CU_ASSERT_EQUAL(pg(7)[0], home[7][0]);
+	CU_ASSERT(run_asked(10) && run_asked(13));
+	CU_ASSERT_EQUAL(lm_region_page_version(10), UINT32_MAX);
+	CU_ASSERT_EQUAL(pg(10)[0], home[10][0]);
+	CU_ASSERT(run_asked(16) && !run_asked(13)); /* 13 came before */
+	lm_region_fini();
+
+	/* down by 6 */
+	if (setup())
+		return;
+	lm_region_set_prefetch(2);
+	CU_ASSERT_EQUAL(pg(40)[0], home[40][0]);
+	CU_ASSERT_EQUAL(pg(34)[0], home[34][0]);
+	CU_ASSERT_EQUAL(pg(28)[0], home[28][0]);
+	CU_ASSERT(run_asked(22) && run_asked(16) && !run_asked(27));
 	lm_region_set_prefetch(0);
 	lm_region_fini();
 }
@@ -1407,6 +1475,7 @@ static void test_fini_restores_handler_and_unmaps(void)
 LM_TEST_SUITE("region",
 	      LM_TEST(test_read_fault_fetches_once),
 	      LM_TEST(test_read_fault_brings_neighbours),
+	      LM_TEST(test_read_faults_along_a_stride_bring_the_next),
 	      LM_TEST(test_write_after_read_twins_without_fetch),
 	      LM_TEST(test_write_to_invalid_page_fetches_then_twins),
 	      LM_TEST(test_flush_yields_exactly_the_changed_bytes),
