@@ -59,6 +59,7 @@ for l in $layouts; do
 	idx=$((idx + 1))
 	mkdir -p "$tmp/$idx"
 	lay=$(private_layout "conf/$l.ini" "$tmp/$idx" $idx)
+	one_page_faults "$lay"
 	procs=$(awk -F= '/^clients/ { s += $2 } END { print s }' "$lay")
 	clusters=$(grep -c '^\[cluster ' "$lay")
 	: >"$tmp/runs"

@@ -163,6 +163,7 @@ echo "== read fault on $(layout_label "$fault_layout") vs bare UDP round trip, 4
 . "$root/tests/lib.sh"
 mkdir -p "$tmp/fault"
 lay=$(private_layout "$fl" "$tmp/fault" 77)
+one_page_faults "$lay"
 echo "run,udp_rtt_4k_us,fault_cluster_us,failure" >"$tmp/fault.csv"
 rep=0
 while [ $rep -lt "$reps" ]; do

@@ -19,6 +19,13 @@ private_layout() {
 	echo "$out"
 }
 
+# one_page_faults LAYOUT: sets `prefetch = 0` in LAYOUT, so that each read
+# fault of bench/micro is one page's round trip: its faults step through
+# the pages one by one, a stride that would bring the next ones along.
+one_page_faults() {
+	sed -i '/^\[lemuria\]/a prefetch = 0' "$1"
+}
+
 # run_expect NAME LAYOUT TIMEOUT PATTERN PROGRAM ARGS...: runs PROGRAM on
 # LAYOUT with its daemons (lemuria-run, at most TIMEOUT seconds); passes
 # when the run exits 0 and its output matches PATTERN.  Uses the caller's
