@@ -131,9 +131,10 @@ static lm_cluster *setup_path(const char *path)
 static lm_cluster *setup_text(const char *text);
 
 /* conf/4+4.ini with the lazy relay these tests describe (the layout's
- * default is adaptive). */
+ * default is adaptive), and the fetch ahead of `prefetch = 7`. */
 static const char lazy_layout[] =
 	"[lemuria]\n"
+	"prefetch = 7\n"
 	"shared_size = 64M\n"
 	"page_size = 4096\n"
 	"base = 0x500000000000\n"
