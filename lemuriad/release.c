@@ -335,6 +335,9 @@ static void ahead_add(lm_cluster *c, uint32_t p, struct lm_notice *want,
 	batch[(*n)++] = p;
 }
 
+_Static_assert(LM_CFG_PREFETCH_MAX + LM_CLUSTER_FETCHV_MAX <= LM_FETCHV_MAX,
+	       "a fetch ahead must fit one FETCHV to the reflector");
+
 void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page,
 			    const uint32_t *more, uint32_t nmore)
 {

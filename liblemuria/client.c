@@ -223,8 +223,9 @@ static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
 			rc = LM_EBADMSG;
 			break;
 		}
-		while (next < n && pages[next] != pg && i > 0)
-			next++;
+		if (i > 0) /* the others follow in the order asked */
+			while (next < n && pages[next] != pg)
+				next++;
 		if (next == n || pages[next] != pg) {
 			rc = LM_EBADMSG; /* not asked for, or out of order */
 			break;

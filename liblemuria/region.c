@@ -77,7 +77,7 @@ struct twin_free {
 
 /* Read faults that step through the region by a fixed number of pages
  * (the rows of a column-major matrix, a column of blocks): each stream is
- * where its last fault was, or the last page fetched along it, and its
+ * where its last fault was, or the last page asked for along it, and its
  * stride once two faults have shown one. */
 #define STREAMS 4
 
