@@ -22,6 +22,14 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The larger of a and b, and NaN when either is: fmax drops a NaN, so a
+ * result check folded with it passes an all-NaN solution (what a zero
+ * pivot from a lost write gives) with an error of exactly 0. */
+static inline double lm_splash_max(double a, double b)
+{
+	return isnan(a) || a >= b ? a : b;
+}
+
 /* Columns of the statistics table, at the most. */
 #define LM_SPLASH_STATS_MAX 8
 

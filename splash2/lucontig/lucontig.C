@@ -458,9 +458,9 @@ static int check_result(void)
 	for (i = 0; i < n; i++) {
 		r[i] = rhs[i];
 		rowsum[i] = 0.0;
-		max_err = fmax(max_err, fabs(x[i] - 1.0));
-		xnorm = fmax(xnorm, fabs(x[i]));
-		bnorm = fmax(bnorm, fabs(rhs[i]));
+		max_err = lm_splash_max(max_err, fabs(x[i] - 1.0));
+		xnorm = lm_splash_max(xnorm, fabs(x[i]));
+		bnorm = lm_splash_max(bnorm, fabs(rhs[i]));
 	}
 	for (j = 0; j < n; j++) {
 		for (i = 0; i < n; i++) {
@@ -471,8 +471,8 @@ static int check_result(void)
 		}
 	}
 	for (i = 0; i < n; i++) {
-		max_r = fmax(max_r, fabs(r[i]));
-		anorm = fmax(anorm, rowsum[i]);
+		max_r = lm_splash_max(max_r, fabs(r[i]));
+		anorm = lm_splash_max(anorm, rowsum[i]);
 	}
 	scaled = max_r / (anorm * xnorm + bnorm);
 	/* Written so that a NaN anywhere fails. */
