@@ -48,9 +48,16 @@ int lm_rpc_call_parts(lm_rpc *rpc, const struct lm_rel_part *parts,
 #define LM_RPC_ACK_SIGNAL_OFFSET 5
 bool lm_rpc_acks_delayed(const lm_rpc *rpc);
 /* Times the timer woke the ack thread: once per ack that no request
- * carried in time (a request that carries every ack owed disarms the
- * timer). */
+ * carried in time, and at most once per delay while calls follow each
+ * other (a request that carries the acks owed leaves the timer armed;
+ * the thread re-arms it for an ack owed but not yet due). */
 uint64_t lm_rpc_ack_wakeups(lm_rpc *rpc);
+/* Times the ack timer was set: not once per call in a run of calls. */
+uint64_t lm_rpc_ack_arms(lm_rpc *rpc);
+/* Receive calls made on the socket: a call whose reply is one datagram
+ * takes one (reading stops at a reply, without the read that would find
+ * the socket empty). */
+uint64_t lm_rpc_reads(lm_rpc *rpc);
 
 /* One-way message to the server. */
 int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len);
