@@ -591,12 +591,16 @@ void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out)
 			     st->drop_reasm_limit);
 	}
 	{
-		uint64_t trains, dgs;
+		uint64_t trains, dgs, reads, taken;
 
 		/* datagrams per train: how much sending one event batched */
 		lm_evnode_train_stats(d->node, &trains, &dgs);
 		lm_stats_add(out, LM_STAT_NONE, "tx_trains", trains);
 		lm_stats_add(out, LM_STAT_NONE, "tx_train_datagrams", dgs);
+		/* datagrams per receive call: how much reading batched */
+		lm_evnode_rx_stats(d->node, &reads, &taken);
+		lm_stats_add(out, LM_STAT_NONE, "rx_reads", reads);
+		lm_stats_add(out, LM_STAT_NONE, "rx_datagrams", taken);
 	}
 	lm_stats_add(out, LM_STAT_NONE, "keepalives", d->keepalives);
 	if (d->machine && d->proto->stats)

@@ -31,6 +31,10 @@
 #define LM_EVNODE_READ_BATCH 256
 /* One buffer holds any IPv4 UDP payload; larger reads mean truncation. */
 #define LM_EVNODE_BUF 65536
+/* Datagrams taken per recvmmsg: a call that returns fewer found the
+ * socket empty, so a wake-up for one datagram costs one call, not a
+ * second that fails with EAGAIN. */
+#define LM_EVNODE_RX_VLEN 8
 /* Datagrams the fault injector may hold back at once. */
 #define LM_EVNODE_FAULT_HOLD 4096
 /* A train: at most this many datagrams and bytes, then it leaves. */
@@ -69,7 +73,11 @@ struct lm_evnode {
 	bool auth;         /* the engine requires a MAC */
 	struct lm_evnode_drop_stats drops; /* refused before the engine */
 	uint64_t tx_drops; /* sendto refused, or no address for the peer */
-	uint8_t *rxbuf;    /* one reusable receive buffer */
+	uint8_t *rxbuf;    /* the datagram being input: one of rxbufs */
+	uint8_t *rxbufs;   /* LM_EVNODE_RX_VLEN buffers of LM_EVNODE_BUF */
+	struct mmsghdr rxmsgs[LM_EVNODE_RX_VLEN];
+	struct iovec rxiov[LM_EVNODE_RX_VLEN];
+	struct sockaddr_in rxsrc[LM_EVNODE_RX_VLEN];
 	uint8_t *fxbuf;    /* datagrams released by the fault injector */
 	/* the train being loaded while an event is handled (depth > 0) */
 	unsigned depth;
@@ -80,6 +88,7 @@ struct lm_evnode {
 	struct iovec iov[LM_EVNODE_TRAIN_DGS];
 	struct sockaddr_in to[LM_EVNODE_TRAIN_DGS];
 	uint64_t trains, train_dgs;
+	uint64_t rx_reads, rx_dgs; /* recvmmsg calls, datagrams they took */
 };
 
 static bool same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
@@ -388,47 +397,67 @@ static void input_one(struct lm_evnode *node, size_t len,
 	}
 }
 
+/* Checks one datagram that recvmmsg took and inputs it. */
+static void take_datagram(struct lm_evnode *node, unsigned k, uint64_t now)
+{
+	const struct sockaddr_in *src = &node->rxsrc[k];
+	size_t n = node->rxmsgs[k].msg_len;
+
+	if (node->rxmsgs[k].msg_hdr.msg_namelen != sizeof(*src) ||
+	    src->sin_family != AF_INET) {
+		node->drops.recv_errors++;
+		return;
+	}
+	if (n > LM_EVNODE_BUF) { /* MSG_TRUNC: the length it had */
+		char from[32];
+
+		node->drops.oversized++;
+		lm_log_limited("oversized datagrams", LM_LOG_WARN,
+			       "dropped datagram of %zu bytes from %s: larger "
+			       "than any Lemuria datagram",
+			       n, lm_addr_str(src, from, sizeof(from)));
+		return;
+	}
+	node->rxbuf = node->rxbufs + (size_t)k * LM_EVNODE_BUF;
+	input_one(node, n, src, now);
+}
+
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct lm_evnode *node = arg;
-	struct sockaddr_in src;
-	socklen_t slen;
-	ssize_t n;
 	uint64_t now = 0;
+	int n;
 
 	(void)what;
 	train_begin(node);
-	for (int i = 0; i < LM_EVNODE_READ_BATCH; i++) {
-		slen = sizeof(src);
-		n = recvfrom(fd, node->rxbuf, LM_EVNODE_BUF, MSG_TRUNC,
-			     (struct sockaddr *)&src, &slen);
+	for (int taken = 0; taken < LM_EVNODE_READ_BATCH; taken += n) {
+		for (unsigned k = 0; k < LM_EVNODE_RX_VLEN; k++)
+			node->rxmsgs[k].msg_hdr = (struct msghdr){
+				.msg_name = &node->rxsrc[k],
+				.msg_namelen = sizeof(node->rxsrc[k]),
+				.msg_iov = &node->rxiov[k],
+				.msg_iovlen = 1,
+			};
+		n = recvmmsg(fd, node->rxmsgs, LM_EVNODE_RX_VLEN, MSG_TRUNC,
+			     NULL);
+		node->rx_reads++;
 		if (n < 0) {
+			n = 0;
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK) {
 				node->drops.recv_errors++;
 				lm_log_limited("receive errors", LM_LOG_WARN,
-					       "recvfrom: %s", strerror(errno));
+					       "recvmmsg: %s", strerror(errno));
 			}
 			break;
 		}
-		if (slen != sizeof(src) || src.sin_family != AF_INET) {
-			node->drops.recv_errors++;
-			continue;
-		}
-		if ((size_t)n > LM_EVNODE_BUF) {
-			char from[32];
-
-			node->drops.oversized++;
-			lm_log_limited("oversized datagrams", LM_LOG_WARN,
-				       "dropped datagram of %zd bytes from %s: "
-				       "larger than any Lemuria datagram",
-				       n, lm_addr_str(&src, from,
-						      sizeof(from)));
-			continue;
-		}
 		now = lm_now_us();
-		input_one(node, (size_t)n, &src, now);
+		node->rx_dgs += (uint64_t)n;
+		for (int k = 0; k < n; k++)
+			take_datagram(node, (unsigned)k, now);
+		if (n < LM_EVNODE_RX_VLEN)
+			break; /* the socket was empty */
 	}
 	if (now)
 		drain_faults(node, now);
@@ -479,11 +508,16 @@ lm_evnode *lm_evnode_create(struct event_base *base, struct sockaddr_in *addr,
 	node->auth = rcfg->auth != NULL;
 	node->npeers = (size_t)rcfg->max_peer_id + 1;
 	node->peers = calloc(node->npeers, sizeof(*node->peers));
-	node->rxbuf = malloc(LM_EVNODE_BUF);
+	node->rxbufs = malloc((size_t)LM_EVNODE_RX_VLEN * LM_EVNODE_BUF);
 	node->fxbuf = malloc(LM_EVNODE_BUF);
 	node->train = malloc(LM_EVNODE_TRAIN_BYTES);
-	if (!node->peers || !node->rxbuf || !node->fxbuf || !node->train)
+	if (!node->peers || !node->rxbufs || !node->fxbuf || !node->train)
 		goto nomem;
+	node->rxbuf = node->rxbufs;
+	for (unsigned k = 0; k < LM_EVNODE_RX_VLEN; k++)
+		node->rxiov[k] = (struct iovec){
+			node->rxbufs + (size_t)k * LM_EVNODE_BUF, LM_EVNODE_BUF
+		};
 	if (faults && lm_fault_cfg_active(faults)) {
 		node->fault = lm_fault_create(faults, LM_EVNODE_FAULT_HOLD);
 		if (!node->fault)
@@ -528,7 +562,7 @@ void lm_evnode_destroy(lm_evnode *node)
 	if (node->fd >= 0)
 		close(node->fd);
 	free(node->peers);
-	free(node->rxbuf);
+	free(node->rxbufs);
 	free(node->fxbuf);
 	free(node->train);
 	free(node);
@@ -599,6 +633,13 @@ void lm_evnode_train_stats(const lm_evnode *node, uint64_t *trains,
 {
 	*trains = node->trains;
 	*datagrams = node->train_dgs;
+}
+
+void lm_evnode_rx_stats(const lm_evnode *node, uint64_t *reads,
+			uint64_t *datagrams)
+{
+	*reads = node->rx_reads;
+	*datagrams = node->rx_dgs;
 }
 
 lm_rel *lm_evnode_engine(lm_evnode *node)

@@ -74,5 +74,10 @@ void lm_evnode_uncork(lm_evnode *node);
 /* Trains sent, and the datagrams they carried. */
 void lm_evnode_train_stats(const lm_evnode *node, uint64_t *trains,
 			   uint64_t *datagrams);
+/* Receive calls made (one per wake-up when up to eight datagrams wait,
+ * none that finds the socket empty after a shorter batch), and the
+ * datagrams they took. */
+void lm_evnode_rx_stats(const lm_evnode *node, uint64_t *reads,
+			uint64_t *datagrams);
 
 #endif

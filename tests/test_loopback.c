@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "evnode.h"
 #include "lm_error.h"
+#include "log.h"
 #include "rpc.h"
 #include "udp.h"
 #include "wire.h"
@@ -1107,6 +1108,45 @@ static void test_evnode_corked_sends_leave_as_one_train(void)
 	lm_auth_destroy(auth);
 }
 
+/* The node reads what waits in one recvmmsg of up to eight datagrams:
+ * one datagram costs one call (not a second that finds the socket
+ * empty), twenty cost three. */
+static void test_evnode_reads_datagrams_in_batches(void)
+{
+	struct lm_rel_config scfg;
+	struct server srv;
+	struct sockaddr_in to;
+	lm_auth *auth = lm_auth_create(test_key);
+	uint64_t reads = 9, dgs = 9;
+	enum lm_log_level level = lm_log_get_level();
+	int fd;
+
+	CU_ASSERT_FATAL(auth != NULL);
+	fast_config(&scfg, SERVER_ID, auth, 1400);
+	CU_ASSERT_FATAL(server_init(&srv, &scfg, NULL, false) == 0);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	CU_ASSERT_FATAL(fd >= 0);
+	to = srv.addr; /* with the port it was given */
+	lm_log_set_level(LM_LOG_ERROR); /* the datagrams are not ours */
+	CU_ASSERT_EQUAL(sendto(fd, "x", 1, 0, (struct sockaddr *)&to,
+			       sizeof(to)), 1);
+	event_base_loop(srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	lm_evnode_rx_stats(srv.node, &reads, &dgs);
+	CU_ASSERT_EQUAL(reads, 1);
+	CU_ASSERT_EQUAL(dgs, 1);
+	for (int i = 0; i < 20; i++)
+		CU_ASSERT_EQUAL(sendto(fd, "y", 1, 0, (struct sockaddr *)&to,
+				       sizeof(to)), 1);
+	event_base_loop(srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	lm_evnode_rx_stats(srv.node, &reads, &dgs);
+	CU_ASSERT_EQUAL(reads, 1 + 3);
+	CU_ASSERT_EQUAL(dgs, 21);
+	lm_log_set_level(level);
+	close(fd);
+	server_free(&srv);
+	lm_auth_destroy(auth);
+}
+
 LM_TEST_SUITE("loopback",
 	      LM_TEST(test_udp_bind_and_addr_str),
 	      LM_TEST(test_echo_10000_under_faults),
@@ -1121,6 +1161,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_evnode_learns_client_address),
 	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer),
 	      LM_TEST(test_evnode_corked_sends_leave_as_one_train),
+	      LM_TEST(test_evnode_reads_datagrams_in_batches),
 	      LM_TEST(test_delayed_ack_leaves_while_the_caller_computes),
 	      LM_TEST(test_calls_in_a_row_carry_their_acks),
 	      LM_TEST(test_a_call_reads_its_reply_once),
