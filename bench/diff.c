@@ -18,11 +18,11 @@
 #define ITERS 20000
 
 struct ctx {
-	uint8_t *twin, *clean, *sparse, *full, *dst;
+	uint8_t *twin, *clean, *sparse, *full, *doubles, *dst;
 	uint8_t *out;
 	size_t cap;
-	uint8_t *diff_clean, *diff_sparse, *diff_full;
-	size_t len_clean, len_sparse, len_full;
+	uint8_t *diff_clean, *diff_sparse, *diff_full, *diff_doubles;
+	size_t len_clean, len_sparse, len_full, len_doubles;
 	struct lm_delta delta;
 };
 
@@ -104,6 +104,40 @@ static void op_apply_full(struct ctx *c)
 	apply(c, c->diff_full, c->len_full);
 }
 
+/* LU's pages: the low six bytes of every double change, so the diff is
+ * masked groups, merged with AVX-512BW where the CPU has it ("wide") and
+ * with SSE2 otherwise ("narrow", forced here to compare). */
+static void op_apply_doubles(struct ctx *c)
+{
+	apply(c, c->diff_doubles, c->len_doubles);
+}
+
+static void op_apply_doubles_narrow(struct ctx *c)
+{
+	lm_diff_set_wide(false);
+	apply(c, c->diff_doubles, c->len_doubles);
+	lm_diff_set_wide(true);
+}
+
+static void delta_add_doubles(struct ctx *c)
+{
+	lm_delta_reset(&c->delta);
+	lm_delta_add_valid_diff(&c->delta, c->diff_doubles, c->len_doubles);
+	clobber(c->delta.bytes);
+}
+
+static void op_delta_add_doubles(struct ctx *c)
+{
+	delta_add_doubles(c);
+}
+
+static void op_delta_add_doubles_narrow(struct ctx *c)
+{
+	lm_diff_set_wide(false);
+	delta_add_doubles(c);
+	lm_diff_set_wide(true);
+}
+
 static void op_delta_add_sparse(struct ctx *c)
 {
 	lm_delta_reset(&c->delta);
@@ -178,6 +212,10 @@ int main(int argc, char **argv)
 		{ "apply_clean", op_apply_clean },
 		{ "apply_1word_per_64B", op_apply_sparse },
 		{ "apply_whole_page", op_apply_full },
+		{ "apply_doubles", op_apply_doubles },
+		{ "apply_doubles_narrow", op_apply_doubles_narrow },
+		{ "delta_add_doubles", op_delta_add_doubles },
+		{ "delta_add_doubles_narrow", op_delta_add_doubles_narrow },
 		{ "delta_add_1word_per_64B", op_delta_add_sparse },
 		{ "delta_encode_1word_per_64B", op_delta_encode_sparse },
 	};
@@ -191,6 +229,7 @@ int main(int argc, char **argv)
 	c.clean = page_alloc();
 	c.sparse = page_alloc();
 	c.full = page_alloc();
+	c.doubles = page_alloc();
 	c.dst = page_alloc();
 	c.cap = lm_diff_bound(PAGE);
 	c.out = malloc(c.cap);
@@ -209,10 +248,13 @@ int main(int argc, char **argv)
 			c.sparse[i + k] = (uint8_t)~c.twin[i + k];
 	for (size_t i = 0; i < PAGE; i++)
 		c.full[i] = (uint8_t)~c.twin[i];
+	for (size_t i = 0; i < PAGE; i++)
+		c.doubles[i] = i % 8 < 6 ? (uint8_t)~c.twin[i] : c.twin[i];
 	memcpy(c.dst, c.twin, PAGE);
 	c.diff_clean = make_diff(&c, c.clean, &c.len_clean);
 	c.diff_sparse = make_diff(&c, c.sparse, &c.len_sparse);
 	c.diff_full = make_diff(&c, c.full, &c.len_full);
+	c.diff_doubles = make_diff(&c, c.doubles, &c.len_doubles);
 
 	/* Rounds go over every op in turn, and each ratio is taken within a
 	 * round, so that a change of clock speed or a noisy neighbour during

@@ -7,11 +7,12 @@
  * computes it from twin and page one 64-byte group at a time (SSE2 on
  * x86-64, 64-bit words elsewhere).  Runs are then found with bit scans,
  * dense groups are sent whole with their bitmap and merged with masked
- * word stores, and bytes are never looked at one by one except in a
- * short last group.
+ * stores (AVX-512BW where the CPU has it, SSE2 or words otherwise), and
+ * bytes are never looked at one by one except in a short last group.
  * -DLM_DIFF_PORTABLE forces the word path, to test it on x86 too. */
 #include "diff.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,6 +301,34 @@ HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(LM_DIFF_PORTABLE)
+/* AVX-512BW, where the CPU has it (chosen at run time, below): one
+ * masked byte store merges a group, where SSE2 needs four masks built
+ * from the bitmap and four blends.  Not always_inline: it may only be
+ * inlined into code compiled for AVX-512BW, the *_wide callers below. */
+#define LM_DIFF_WIDE 1
+#include <immintrin.h>
+
+static inline __attribute__((target("avx512bw"))) void
+blend64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	_mm512_mask_storeu_epi8(dst, (__mmask64)m, _mm512_loadu_si512(src));
+}
+#endif
+
+/* blend64, or blend64_wide in the callers compiled for it. */
+HOT void blend_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
+{
+#ifdef LM_DIFF_WIDE
+	if (wide) {
+		blend64_wide(dst, src, m);
+		return;
+	}
+#endif
+	(void)wide;
+	blend64(dst, src, m);
+}
+
 /* A group worth sending whole with its bitmap: three runs or more that
  * would cost, with their headers, at least what the bitmap and the 64
  * bytes cost less 8. */
@@ -508,7 +537,8 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 
 /* Writes the diff into p and, when q is not NULL, into q too, decoding
  * it once. */
-HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len)
+HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len,
+		     bool wide)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
@@ -525,22 +555,82 @@ HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len)
 			const uint8_t *g = el.data + k * MASKED_SIZE;
 			uint64_t m = get64le(g);
 
-			blend64(p + el.off + k * GROUP, g + 8, m);
+			blend_any(p + el.off + k * GROUP, g + 8, m, wide);
 			if (q)
-				blend64(q + el.off + k * GROUP, g + 8, m);
+				blend_any(q + el.off + k * GROUP, g + 8, m,
+					  wide);
 		}
 	}
 }
 
+/* ---- the wide path ---------------------------------------------------
+ *
+ * The walkers that merge masked groups (apply, a delta taking a diff, a
+ * delta merged) are compiled twice: as they are, and for AVX-512BW with
+ * blend64_wide.  The second runs when the CPU has AVX-512BW, unless a
+ * test turned it off (lm_diff_set_wide). */
+static _Atomic int wide_state = -1; /* -1: not looked at yet */
+
+static bool use_wide(void)
+{
+	int w = atomic_load_explicit(&wide_state, memory_order_relaxed);
+
+	if (w < 0) {
+#ifdef LM_DIFF_WIDE
+		__builtin_cpu_init();
+		w = __builtin_cpu_supports("avx512bw") ? 1 : 0;
+#else
+		w = 0;
+#endif
+		atomic_store_explicit(&wide_state, w, memory_order_relaxed);
+	}
+	return w == 1;
+}
+
+bool lm_diff_set_wide(bool on)
+{
+	bool had;
+
+	atomic_store_explicit(&wide_state, -1, memory_order_relaxed);
+	had = use_wide();
+	atomic_store_explicit(&wide_state, on && had ? 1 : 0,
+			      memory_order_relaxed);
+	return had;
+}
+
+#ifdef LM_DIFF_WIDE
+#define WIDE __attribute__((target("avx512bw"), noinline))
+#else
+#define WIDE __attribute__((noinline))
+#endif
+
+static void apply_narrow(uint8_t *p, uint8_t *q, const uint8_t *diff,
+			 size_t len)
+{
+	apply_valid(p, q, diff, len, false);
+}
+
+static WIDE void apply_wide(uint8_t *p, uint8_t *q, const uint8_t *diff,
+			    size_t len)
+{
+	apply_valid(p, q, diff, len, true);
+}
+
 void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
 {
-	apply_valid(page, NULL, diff, len);
+	if (use_wide())
+		apply_wide(page, NULL, diff, len);
+	else
+		apply_narrow(page, NULL, diff, len);
 }
 
 void lm_diff_apply_valid2(void *page, void *copy, const uint8_t *diff,
 			  size_t len)
 {
-	apply_valid(page, copy, diff, len);
+	if (use_wide())
+		apply_wide(page, copy, diff, len);
+	else
+		apply_narrow(page, copy, diff, len);
 }
 
 int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff, size_t len)
@@ -680,7 +770,7 @@ void lm_delta_free(struct lm_delta *d)
  * (its bytes too when `bytes`) and, when not NULL, in the mask of w and
  * the bytes of page, decoding it once. */
 HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
-		    const uint8_t *diff, size_t len, bool bytes)
+		    const uint8_t *diff, size_t len, bool bytes, bool wide)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
@@ -703,9 +793,9 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 			size_t off = el.off + k * GROUP;
 
 			if (bytes)
-				blend64(d->bytes + off, g + 8, m);
+				blend_any(d->bytes + off, g + 8, m, wide);
 			if (page)
-				blend64(page + off, g + 8, m);
+				blend_any(page + off, g + 8, m, wide);
 			mark_group(d, off / GROUP, m);
 			if (w)
 				mark_group(w, off / GROUP, m);
@@ -713,16 +803,38 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 	}
 }
 
+static void take_narrow(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
+			const uint8_t *diff, size_t len, bool bytes)
+{
+	delta_take(d, w, page, diff, len, bytes, false);
+}
+
+static WIDE void take_wide(struct lm_delta *d, struct lm_delta *w,
+			   uint8_t *page, const uint8_t *diff, size_t len,
+			   bool bytes)
+{
+	delta_take(d, w, page, diff, len, bytes, true);
+}
+
+static void take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
+		 const uint8_t *diff, size_t len, bool bytes)
+{
+	if (use_wide())
+		take_wide(d, w, page, diff, len, bytes);
+	else
+		take_narrow(d, w, page, diff, len, bytes);
+}
+
 void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			     size_t len)
 {
-	delta_take(d, NULL, NULL, diff, len, true);
+	take(d, NULL, NULL, diff, len, true);
 }
 
 void lm_delta_add_valid_diff_also(struct lm_delta *d, struct lm_delta *w,
 				  void *page, const uint8_t *diff, size_t len)
 {
-	delta_take(d, w, page, diff, len, true);
+	take(d, w, page, diff, len, true);
 }
 
 int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
@@ -738,7 +850,7 @@ int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len)
 void lm_delta_mark_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			      size_t len)
 {
-	delta_take(d, NULL, NULL, diff, len, false);
+	take(d, NULL, NULL, diff, len, false);
 }
 
 size_t lm_delta_encoded_len(const struct lm_delta *d)
@@ -759,28 +871,47 @@ int lm_delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,
 
 /* Copies the bytes src's bitmap selects into page (64 bytes at a time;
  * the last group of a page that is not a multiple of 64 byte by byte). */
-HOT void blend_page(uint8_t *page, const struct lm_delta *src)
+HOT void blend_page(uint8_t *page, const struct lm_delta *src, bool wide)
 {
 	size_t n = src->page_size, w = 0, g = 0;
 
 	for (; g + GROUP <= n; g += GROUP, w++)
 		if (src->mask[w])
-			blend64(page + g, src->bytes + g, src->mask[w]);
+			blend_any(page + g, src->bytes + g, src->mask[w],
+				  wide);
 	for (size_t k = 0; g + k < n; k++)
 		if (src->mask[w] >> k & 1)
 			page[g + k] = src->bytes[g + k];
 }
 
+static void blend_page_narrow(uint8_t *page, const struct lm_delta *src)
+{
+	blend_page(page, src, false);
+}
+
+static WIDE void blend_page_wide(uint8_t *page, const struct lm_delta *src)
+{
+	blend_page(page, src, true);
+}
+
+static void blend_page_any(uint8_t *page, const struct lm_delta *src)
+{
+	if (use_wide())
+		blend_page_wide(page, src);
+	else
+		blend_page_narrow(page, src);
+}
+
 void lm_delta_apply_to(const struct lm_delta *d, void *page)
 {
-	blend_page(page, d);
+	blend_page_any(page, d);
 }
 
 int lm_delta_merge(struct lm_delta *dst, const struct lm_delta *src)
 {
 	if (dst->page_size != src->page_size)
 		return LM_EINVAL;
-	blend_page(dst->bytes, src);
+	blend_page_any(dst->bytes, src);
 	for (size_t w = 0; w < mask_words(src->page_size); w++)
 		if (src->mask[w])
 			mark_group(dst, w, src->mask[w]);

@@ -90,6 +90,14 @@ int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 /* Accumulated writes to one page.  Fields are readable; change them only
  * through the functions below.  bytes[i] is meaningful only where bit i of
  * mask is set (bit i%64 of mask[i/64]); dirty counts the set bits. */
+/* The masked groups of diffs and deltas are merged with AVX-512BW's
+ * masked stores when the CPU has them, with SSE2 (or 64-bit words)
+ * otherwise; both give the same bytes.  For tests: on = false forces the
+ * narrow path, on = true restores the CPU's choice.  Returns whether the
+ * CPU can take the wide one.  Not to be called while other threads use
+ * the codec. */
+bool lm_diff_set_wide(bool on);
+
 struct lm_delta {
 	size_t page_size;
 	uint8_t *bytes; /* page_size bytes, owned */

@@ -867,6 +867,98 @@ static void test_one_pass_equals_the_three_calls(void)
 	}
 }
 
+/* One history taken by one path: pages written with each diff (alone
+ * and two at once), a delta taking each with a writer's mask, and a
+ * delta merged into another. */
+struct taken {
+	uint8_t *page, *twin, *merged_bytes;
+	struct lm_delta d, w, m;
+};
+
+static void take_history(struct taken *t, const struct history *h,
+			 const uint8_t *start)
+{
+	size_t n = h->n;
+
+	t->page = malloc(n);
+	t->twin = malloc(n);
+	memcpy(t->page, start, n);
+	memcpy(t->twin, start, n);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&t->d, n), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&t->w, n), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&t->m, n), 0);
+	for (int k = 0; k < VERSIONS - 1; k++) {
+		if (k % 2)
+			lm_diff_apply_valid(t->page, h->diff[k], h->len[k]);
+		else
+			lm_diff_apply_valid2(t->twin, t->page, h->diff[k],
+					     h->len[k]);
+		lm_delta_add_valid_diff_also(&t->d, &t->w, t->twin,
+					     h->diff[k], h->len[k]);
+		if (k == VERSIONS / 2)
+			CU_ASSERT_EQUAL(lm_delta_merge(&t->m, &t->d), 0);
+	}
+	CU_ASSERT_EQUAL(lm_delta_merge(&t->m, &t->d), 0);
+	t->merged_bytes = malloc(n);
+	memcpy(t->merged_bytes, start, n);
+	lm_delta_apply_to(&t->m, t->merged_bytes);
+}
+
+static void taken_free(struct taken *t)
+{
+	free(t->page);
+	free(t->twin);
+	free(t->merged_bytes);
+	lm_delta_free(&t->d);
+	lm_delta_free(&t->w);
+	lm_delta_free(&t->m);
+}
+
+/* The masked groups are merged with AVX-512BW where the CPU has it and
+ * with SSE2 (or words) otherwise: on random histories both give the same
+ * pages, deltas and masks, and the page the history ends with.  On a CPU
+ * without AVX-512BW the two runs take the same path. */
+static void test_wide_and_narrow_merges_agree(void)
+{
+	static const size_t sizes[] = { PAGE, 8192, 4097, 100, 64 };
+	bool wide = lm_diff_set_wide(true);
+
+	rng_seed(33);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s];
+
+		for (int trial = 0; trial < 8; trial++) {
+			struct history h;
+			struct taken a, b;
+
+			history_make(&h, n);
+			lm_diff_set_wide(false);
+			take_history(&a, &h, h.v[0]);
+			lm_diff_set_wide(true);
+			take_history(&b, &h, h.v[0]);
+			CU_ASSERT_EQUAL(memcmp(a.page, h.v[VERSIONS - 1], n),
+					0);
+			CU_ASSERT_EQUAL(memcmp(b.page, h.v[VERSIONS - 1], n),
+					0);
+			CU_ASSERT_EQUAL(memcmp(a.twin, b.twin, n), 0);
+			CU_ASSERT_EQUAL(memcmp(a.merged_bytes, b.merged_bytes,
+					       n), 0);
+			CU_ASSERT_EQUAL(memcmp(b.merged_bytes,
+					       h.v[VERSIONS - 1], n), 0);
+			CU_ASSERT(deltas_equal(&a.d, &b.d));
+			/* a writer's mask has no bytes */
+			CU_ASSERT_EQUAL(a.w.dirty, b.w.dirty);
+			CU_ASSERT_EQUAL(memcmp(a.w.mask, b.w.mask,
+					       (n + 63) / 64 * 8), 0);
+			CU_ASSERT(deltas_equal(&a.m, &b.m));
+			taken_free(&a);
+			taken_free(&b);
+			history_free(&h);
+		}
+	}
+	CU_ASSERT_EQUAL(lm_diff_set_wide(true), wide);
+}
+
 static void test_delta_encode_round_trip(void)
 {
 	static const size_t sizes[] = { PAGE, 100, 4097, 65 };
@@ -1050,6 +1142,7 @@ LM_TEST_SUITE("diff",
 	      LM_TEST(test_foreach_run_order_and_stop),
 	      LM_TEST(test_delta_accumulates_like_diffs_in_order),
 	      LM_TEST(test_one_pass_equals_the_three_calls),
+	      LM_TEST(test_wide_and_narrow_merges_agree),
 	      LM_TEST(test_delta_encode_round_trip),
 	      LM_TEST(test_delta_merge_newer_wins),
 	      LM_TEST(test_delta_later_write_wins_in_add),
