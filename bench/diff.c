@@ -105,8 +105,20 @@ static void op_apply_full(struct ctx *c)
 }
 
 /* LU's pages: the low six bytes of every double change, so the diff is
- * masked groups, merged with AVX-512BW where the CPU has it ("wide") and
- * with SSE2 otherwise ("narrow", forced here to compare). */
+ * masked groups, compared and merged with AVX-512BW where the CPU has it
+ * ("wide") and with SSE2 otherwise ("narrow", forced here to compare). */
+static void op_encode_doubles(struct ctx *c)
+{
+	encode(c, c->doubles);
+}
+
+static void op_encode_doubles_narrow(struct ctx *c)
+{
+	lm_diff_set_wide(false);
+	encode(c, c->doubles);
+	lm_diff_set_wide(true);
+}
+
 static void op_apply_doubles(struct ctx *c)
 {
 	apply(c, c->diff_doubles, c->len_doubles);
@@ -212,6 +224,8 @@ int main(int argc, char **argv)
 		{ "apply_clean", op_apply_clean },
 		{ "apply_1word_per_64B", op_apply_sparse },
 		{ "apply_whole_page", op_apply_full },
+		{ "encode_doubles", op_encode_doubles },
+		{ "encode_doubles_narrow", op_encode_doubles_narrow },
 		{ "apply_doubles", op_apply_doubles },
 		{ "apply_doubles_narrow", op_apply_doubles_narrow },
 		{ "delta_add_doubles", op_delta_add_doubles },

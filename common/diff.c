@@ -83,11 +83,42 @@ HOT uint64_t eqmask64(const uint8_t *a, const uint8_t *b)
 }
 #endif
 
-/* Bit k set when byte g + k differs, for the bytes of [g, min(g + 64, n)). */
-HOT uint64_t diff_bits(const uint8_t *a, const uint8_t *b, size_t g, size_t n)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(LM_DIFF_PORTABLE)
+/* AVX-512BW, where the CPU has it (chosen at run time: "the wide path"
+ * below): one compare gives a group's bitmap, and one masked byte store
+ * merges a group, where SSE2 needs four masks built from the bitmap and
+ * four blends.  Not always_inline: these may only be inlined into code
+ * compiled for AVX-512BW, the *_wide callers below. */
+#define LM_DIFF_WIDE 1
+#include <immintrin.h>
+
+static inline __attribute__((target("avx512bw"))) void
+blend64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	_mm512_mask_storeu_epi8(dst, (__mmask64)m, _mm512_loadu_si512(src));
+}
+
+/* Bit k set when a[k] == b[k], for k < 64: one compare. */
+static inline __attribute__((target("avx512bw"))) uint64_t
+eqmask64_wide(const uint8_t *a, const uint8_t *b)
+{
+	return _mm512_cmpeq_epi8_mask(_mm512_loadu_si512(a),
+				      _mm512_loadu_si512(b));
+}
+#endif
+
+/* Bit k set when byte g + k differs, for the bytes of [g, min(g + 64, n));
+ * `wide` in callers compiled for AVX-512BW (see eqmask64_wide). */
+HOT uint64_t diff_bits(const uint8_t *a, const uint8_t *b, size_t g, size_t n,
+		       bool wide)
 {
 	uint64_t m = 0;
 
+#ifdef LM_DIFF_WIDE
+	if (wide && g + GROUP <= n)
+		return ~eqmask64_wide(a + g, b + g);
+#endif
+	(void)wide;
 	if (g + GROUP <= n)
 		return ~eqmask64(a + g, b + g);
 	for (size_t k = 0; g + k < n; k++) /* only pages not a multiple of 64 */
@@ -301,20 +332,6 @@ HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
 }
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(LM_DIFF_PORTABLE)
-/* AVX-512BW, where the CPU has it (chosen at run time, below): one
- * masked byte store merges a group, where SSE2 needs four masks built
- * from the bitmap and four blends.  Not always_inline: it may only be
- * inlined into code compiled for AVX-512BW, the *_wide callers below. */
-#define LM_DIFF_WIDE 1
-#include <immintrin.h>
-
-static inline __attribute__((target("avx512bw"))) void
-blend64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
-{
-	_mm512_mask_storeu_epi8(dst, (__mmask64)m, _mm512_loadu_si512(src));
-}
-#endif
 
 /* blend64, or blend64_wide in the callers compiled for it. */
 HOT void blend_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
@@ -328,6 +345,48 @@ HOT void blend_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
 	(void)wide;
 	blend64(dst, src, m);
 }
+
+/* ---- the wide path ---------------------------------------------------
+ *
+ * The walkers that compare or merge whole groups (the diff encoder,
+ * apply, a delta taking a diff, a delta merged) are compiled twice: as
+ * they are, and for AVX-512BW with eqmask64_wide and blend64_wide.  The
+ * second runs when the CPU has AVX-512BW, unless a test turned it off
+ * (lm_diff_set_wide). */
+static _Atomic int wide_state = -1; /* -1: not looked at yet */
+
+static bool use_wide(void)
+{
+	int w = atomic_load_explicit(&wide_state, memory_order_relaxed);
+
+	if (w < 0) {
+#ifdef LM_DIFF_WIDE
+		__builtin_cpu_init();
+		w = __builtin_cpu_supports("avx512bw") ? 1 : 0;
+#else
+		w = 0;
+#endif
+		atomic_store_explicit(&wide_state, w, memory_order_relaxed);
+	}
+	return w == 1;
+}
+
+bool lm_diff_set_wide(bool on)
+{
+	bool had;
+
+	atomic_store_explicit(&wide_state, -1, memory_order_relaxed);
+	had = use_wide();
+	atomic_store_explicit(&wide_state, on && had ? 1 : 0,
+			      memory_order_relaxed);
+	return had;
+}
+
+#ifdef LM_DIFF_WIDE
+#define WIDE __attribute__((target("avx512bw"), noinline))
+#else
+#define WIDE __attribute__((noinline))
+#endif
 
 /* A group worth sending whole with its bitmap: three runs or more that
  * would cost, with their headers, at least what the bitmap and the 64
@@ -414,13 +473,14 @@ HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
  * across groups.  Returns 0 or LM_ENOBUFS; *out_len is the size. */
 HOT int encode_elements(const uint64_t *mask, const uint8_t *a,
 			const uint8_t *b, const uint8_t *bytes, size_t n,
-			uint8_t *out, size_t cap, size_t *out_len)
+			uint8_t *out, size_t cap, size_t *out_len, bool wide)
 {
 	struct enc e = { out, cap, 0, 0, 0, 0 };
 	size_t open = SIZE_MAX; /* start of a run that reached a group's end */
 
 	for (size_t g = 0; g < n; g += GROUP) {
-		uint64_t m = mask ? mask[g / GROUP] : diff_bits(a, b, g, n);
+		uint64_t m = mask ? mask[g / GROUP]
+				  : diff_bits(a, b, g, n, wide);
 		uint64_t rest;
 
 		if (g + GROUP <= n && dense(m)) {
@@ -480,6 +540,21 @@ size_t lm_diff_bound(size_t page_size)
 	return page_size + (page_size + 1) / 2 + 1;
 }
 
+static int encode_narrow(const uint8_t *twin, const uint8_t *page, size_t n,
+			 uint8_t *out, size_t cap, size_t *out_len)
+{
+	return encode_elements(NULL, twin, page, page, n, out, cap, out_len,
+			       false);
+}
+
+static WIDE int encode_wide(const uint8_t *twin, const uint8_t *page,
+			    size_t n, uint8_t *out, size_t cap,
+			    size_t *out_len)
+{
+	return encode_elements(NULL, twin, page, page, n, out, cap, out_len,
+			       true);
+}
+
 int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 		   uint8_t *out, size_t cap, size_t *out_len)
 {
@@ -492,8 +567,9 @@ int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 		*out_len = 0;
 		return 0;
 	}
-	return encode_elements(NULL, twin, page, page, page_size, out, cap,
-			       out_len);
+	if (use_wide())
+		return encode_wide(twin, page, page_size, out, cap, out_len);
+	return encode_narrow(twin, page, page_size, out, cap, out_len);
 }
 
 int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
@@ -562,47 +638,6 @@ HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len,
 		}
 	}
 }
-
-/* ---- the wide path ---------------------------------------------------
- *
- * The walkers that merge masked groups (apply, a delta taking a diff, a
- * delta merged) are compiled twice: as they are, and for AVX-512BW with
- * blend64_wide.  The second runs when the CPU has AVX-512BW, unless a
- * test turned it off (lm_diff_set_wide). */
-static _Atomic int wide_state = -1; /* -1: not looked at yet */
-
-static bool use_wide(void)
-{
-	int w = atomic_load_explicit(&wide_state, memory_order_relaxed);
-
-	if (w < 0) {
-#ifdef LM_DIFF_WIDE
-		__builtin_cpu_init();
-		w = __builtin_cpu_supports("avx512bw") ? 1 : 0;
-#else
-		w = 0;
-#endif
-		atomic_store_explicit(&wide_state, w, memory_order_relaxed);
-	}
-	return w == 1;
-}
-
-bool lm_diff_set_wide(bool on)
-{
-	bool had;
-
-	atomic_store_explicit(&wide_state, -1, memory_order_relaxed);
-	had = use_wide();
-	atomic_store_explicit(&wide_state, on && had ? 1 : 0,
-			      memory_order_relaxed);
-	return had;
-}
-
-#ifdef LM_DIFF_WIDE
-#define WIDE __attribute__((target("avx512bw"), noinline))
-#else
-#define WIDE __attribute__((noinline))
-#endif
 
 static void apply_narrow(uint8_t *p, uint8_t *q, const uint8_t *diff,
 			 size_t len)
@@ -858,7 +893,7 @@ size_t lm_delta_encoded_len(const struct lm_delta *d)
 	size_t len = 0;
 
 	(void)encode_elements(d->mask, NULL, NULL, d->bytes, d->page_size,
-			      NULL, 0, &len);
+			      NULL, 0, &len, false);
 	return len;
 }
 
@@ -866,7 +901,7 @@ int lm_delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,
 		    size_t *out_len)
 {
 	return encode_elements(d->mask, NULL, NULL, d->bytes, d->page_size,
-			       out, cap, out_len);
+			       out, cap, out_len, false);
 }
 
 /* Copies the bytes src's bitmap selects into page (64 bytes at a time;

@@ -914,11 +914,12 @@ static void taken_free(struct taken *t)
 	lm_delta_free(&t->m);
 }
 
-/* The masked groups are merged with AVX-512BW where the CPU has it and
- * with SSE2 (or words) otherwise: on random histories both give the same
- * pages, deltas and masks, and the page the history ends with.  On a CPU
- * without AVX-512BW the two runs take the same path. */
-static void test_wide_and_narrow_merges_agree(void)
+/* Pages are compared and masked groups merged with AVX-512BW where the
+ * CPU has it and with SSE2 (or words) otherwise: on random histories
+ * both give the same diffs, pages, deltas and masks, and the page the
+ * history ends with.  On a CPU without AVX-512BW the two runs take the
+ * same path. */
+static void test_wide_and_narrow_paths_agree(void)
 {
 	static const size_t sizes[] = { PAGE, 8192, 4097, 100, 64 };
 	bool wide = lm_diff_set_wide(true);
@@ -931,8 +932,22 @@ static void test_wide_and_narrow_merges_agree(void)
 			struct history h;
 			struct taken a, b;
 
-			history_make(&h, n);
+			history_make(&h, n); /* encoded the CPU's way */
 			lm_diff_set_wide(false);
+			for (int k = 0; k < VERSIONS - 1; k++) {
+				uint8_t *out = malloc(lm_diff_bound(n));
+				size_t len = 0;
+
+				CU_ASSERT_EQUAL(lm_diff_encode(h.v[k],
+							       h.v[k + 1], n,
+							       out,
+							       lm_diff_bound(n),
+							       &len), 0);
+				CU_ASSERT_EQUAL(len, h.len[k]);
+				CU_ASSERT(len == h.len[k] &&
+					  memcmp(out, h.diff[k], len) == 0);
+				free(out);
+			}
 			take_history(&a, &h, h.v[0]);
 			lm_diff_set_wide(true);
 			take_history(&b, &h, h.v[0]);
@@ -1142,7 +1157,7 @@ LM_TEST_SUITE("diff",
 	      LM_TEST(test_foreach_run_order_and_stop),
 	      LM_TEST(test_delta_accumulates_like_diffs_in_order),
 	      LM_TEST(test_one_pass_equals_the_three_calls),
-	      LM_TEST(test_wide_and_narrow_merges_agree),
+	      LM_TEST(test_wide_and_narrow_paths_agree),
 	      LM_TEST(test_delta_encode_round_trip),
 	      LM_TEST(test_delta_merge_newer_wins),
 	      LM_TEST(test_delta_later_write_wins_in_add),
