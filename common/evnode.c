@@ -430,7 +430,10 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	train_begin(node);
-	for (int taken = 0; taken < LM_EVNODE_READ_BATCH; taken += n) {
+	/* bounded in calls too: an EINTR takes nothing */
+	for (int taken = 0, calls = 0; taken < LM_EVNODE_READ_BATCH &&
+				       calls < LM_EVNODE_READ_BATCH;
+	     taken += n, calls++) {
 		for (unsigned k = 0; k < LM_EVNODE_RX_VLEN; k++)
 			node->rxmsgs[k].msg_hdr = (struct msghdr){
 				.msg_name = &node->rxsrc[k],
