@@ -150,6 +150,23 @@ static void op_delta_add_doubles_narrow(struct ctx *c)
 	lm_diff_set_wide(true);
 }
 
+static void op_delta_encode_doubles(struct ctx *c)
+{
+	size_t len;
+
+	/* the delta holds the doubles' diff from the op before */
+	if (lm_delta_encode(&c->delta, c->out, c->cap, &len) != 0)
+		abort();
+	clobber(c->out);
+}
+
+static void op_delta_encode_doubles_narrow(struct ctx *c)
+{
+	lm_diff_set_wide(false);
+	op_delta_encode_doubles(c);
+	lm_diff_set_wide(true);
+}
+
 static void op_delta_add_sparse(struct ctx *c)
 {
 	lm_delta_reset(&c->delta);
@@ -230,6 +247,9 @@ int main(int argc, char **argv)
 		{ "apply_doubles_narrow", op_apply_doubles_narrow },
 		{ "delta_add_doubles", op_delta_add_doubles },
 		{ "delta_add_doubles_narrow", op_delta_add_doubles_narrow },
+		{ "delta_encode_doubles", op_delta_encode_doubles },
+		{ "delta_encode_doubles_narrow",
+		  op_delta_encode_doubles_narrow },
 		{ "delta_add_1word_per_64B", op_delta_add_sparse },
 		{ "delta_encode_1word_per_64B", op_delta_encode_sparse },
 	};
