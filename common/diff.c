@@ -771,7 +771,9 @@ int lm_delta_init(struct lm_delta *d, size_t page_size)
 	memset(d, 0, sizeof(*d));
 	if (page_size == 0 || page_size > LM_DIFF_MAX_PAGE)
 		return LM_EINVAL;
-	d->bytes = malloc(page_size);
+	/* zeroed: a masked group sends all 64 bytes, those outside its
+	 * bitmap included, and heap garbage must not go on the wire */
+	d->bytes = calloc(1, page_size);
 	d->mask = calloc(mask_words(page_size), sizeof(*d->mask));
 	if (!d->bytes || !d->mask) {
 		lm_delta_free(d);

@@ -1004,6 +1004,41 @@ static void test_wide_and_narrow_paths_agree(void)
 	CU_ASSERT_EQUAL(lm_diff_set_wide(true), wide);
 }
 
+/* A masked group carries all 64 of its bytes; those outside its bitmap
+ * are zeros in a new delta, not what the heap held before (the block is
+ * dirtied and freed first, so a delta that took it unzeroed would show
+ * 0xa5 there; ASan fills fresh blocks as well). */
+static void test_new_delta_sends_no_heap_garbage(void)
+{
+	uint8_t twin[PAGE] = { 0 }, page[PAGE] = { 0 }, diff[2 * PAGE];
+	uint8_t out[2 * PAGE];
+	uint8_t *junk = malloc(PAGE);
+	struct lm_delta d;
+	size_t len = 0, elen = 0;
+	int clean = 1;
+
+	CU_ASSERT_FATAL(junk != NULL);
+	memset(junk, 0xa5, PAGE);
+	free(junk);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_init(&d, PAGE), 0);
+	for (size_t i = 0; i < 64; i += 2) /* every other byte: dense */
+		page[i] = 1;
+	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, PAGE, diff,
+					     sizeof(diff), &len), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_add_diff(&d, diff, len), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_delta_encode(&d, out, sizeof(out), &elen),
+			      0);
+	/* gap 0, one masked group, its bitmap, its 64 bytes */
+	CU_ASSERT_EQUAL_FATAL(elen, 2 + 8 + 64);
+	CU_ASSERT_EQUAL(out[0], 0);
+	CU_ASSERT_EQUAL(out[1], 2 * 1 + 1);
+	for (size_t i = 0; i < 64; i++)
+		if (out[10 + i] != (i % 2 ? 0 : 1))
+			clean = 0;
+	CU_ASSERT(clean);
+	lm_delta_free(&d);
+}
+
 static void test_delta_encode_round_trip(void)
 {
 	static const size_t sizes[] = { PAGE, 100, 4097, 65 };
@@ -1188,6 +1223,7 @@ LM_TEST_SUITE("diff",
 	      LM_TEST(test_delta_accumulates_like_diffs_in_order),
 	      LM_TEST(test_one_pass_equals_the_three_calls),
 	      LM_TEST(test_wide_and_narrow_paths_agree),
+	      LM_TEST(test_new_delta_sends_no_heap_garbage),
 	      LM_TEST(test_delta_encode_round_trip),
 	      LM_TEST(test_delta_merge_newer_wins),
 	      LM_TEST(test_delta_later_write_wins_in_add),
