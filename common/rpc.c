@@ -59,17 +59,6 @@
 /* Stack of the ack thread: it only locks, encodes an ack and sends. */
 #define LM_RPC_ACK_STACK (64u << 10)
 
-/* A call waiting for its reply; lives on the caller's stack and is linked
- * into lm_rpc.pending while the caller waits. */
-struct lm_rpc_pending {
-	struct lm_rpc_pending *next;
-	uint32_t req_id;
-	bool done;
-	int rc;
-	void *reply; /* malloc'd; handed to the caller on success */
-	size_t len;
-};
-
 struct lm_rpc_queued {
 	struct lm_rpc_queued *next;
 	void *data; /* malloc'd; handed to the lm_rpc_recv caller */
@@ -108,6 +97,7 @@ struct lm_rpc {
 	_Atomic uint64_t ack_wakeups; /* of the ack thread, by the timer */
 	_Atomic uint64_t ack_arms;    /* timer_settime calls */
 	uint64_t reads;       /* recv calls on the socket */
+	unsigned npending, pending_max; /* calls in flight, most at once */
 };
 
 static uint64_t next_wake_locked(const struct lm_rpc *rpc)
@@ -564,6 +554,18 @@ uint64_t lm_rpc_ack_arms(lm_rpc *rpc)
 	return rpc ? atomic_load(&rpc->ack_arms) : 0;
 }
 
+unsigned lm_rpc_pending_max(lm_rpc *rpc)
+{
+	unsigned n;
+
+	if (!rpc)
+		return 0;
+	pthread_mutex_lock(&rpc->lock);
+	n = rpc->pending_max;
+	pthread_mutex_unlock(&rpc->lock);
+	return n;
+}
+
 uint64_t lm_rpc_reads(lm_rpc *rpc)
 {
 	uint64_t n;
@@ -696,43 +698,72 @@ int lm_rpc_call(lm_rpc *rpc, const void *req, size_t len, void **reply,
 	return lm_rpc_call_parts(rpc, &part, 1, reply, reply_len, timeout_ms);
 }
 
+int lm_rpc_start_parts(lm_rpc *rpc, const struct lm_rel_part *parts,
+		       size_t nparts, struct lm_rpc_pending *call)
+{
+	int rc;
+
+	if (!rpc || !call)
+		return LM_EINVAL;
+	*call = (struct lm_rpc_pending){ 0 };
+	pthread_mutex_lock(&rpc->lock);
+	if (++rpc->last_req_id == 0)
+		rpc->last_req_id = 1;
+	call->req_id = rpc->last_req_id;
+	rpc->last_probe = lm_now_us();
+	rc = lm_rel_queue(rpc->rel, rpc->server_id, LM_REL_REQUEST,
+			  call->req_id, parts, nparts, rpc->last_probe);
+	if (rc == 0) {
+		kick_driver_locked(rpc);
+		call->next = rpc->pending;
+		rpc->pending = call;
+		call->started = true;
+		if (++rpc->npending > rpc->pending_max)
+			rpc->pending_max = rpc->npending;
+	}
+	pthread_mutex_unlock(&rpc->lock);
+	return rc;
+}
+
+int lm_rpc_finish(lm_rpc *rpc, struct lm_rpc_pending *call, void **reply,
+		  size_t *reply_len, int timeout_ms)
+{
+	uint64_t deadline = deadline_from_ms(timeout_ms);
+	struct lm_rpc_pending **pp;
+
+	if (!rpc || !call || !call->started || !reply || !reply_len)
+		return LM_EINVAL;
+	pthread_mutex_lock(&rpc->lock);
+	wait_locked(rpc, call_ready, call, deadline);
+	for (pp = &rpc->pending; *pp != call; pp = &(*pp)->next)
+		;
+	*pp = call->next;
+	call->started = false;
+	rpc->npending--;
+	arm_ack_timer_locked(rpc);
+	pthread_mutex_unlock(&rpc->lock);
+	if (!call->done)
+		return LM_ETIMEDOUT;
+	if (call->rc)
+		return call->rc;
+	*reply = call->reply;
+	*reply_len = call->len;
+	return 0;
+}
+
 int lm_rpc_call_parts(lm_rpc *rpc, const struct lm_rel_part *parts,
 		      size_t nparts, void **reply, size_t *reply_len,
 		      int timeout_ms)
 {
-	uint64_t deadline = deadline_from_ms(timeout_ms);
-	struct lm_rpc_pending p = { 0 }, **pp;
+	struct lm_rpc_pending call;
 	int rc;
 
 	if (!rpc || !reply || !reply_len)
 		return LM_EINVAL;
-	pthread_mutex_lock(&rpc->lock);
-	if (++rpc->last_req_id == 0)
-		rpc->last_req_id = 1;
-	p.req_id = rpc->last_req_id;
-	rpc->last_probe = lm_now_us();
-	rc = lm_rel_queue(rpc->rel, rpc->server_id, LM_REL_REQUEST, p.req_id,
-			  parts, nparts, rpc->last_probe);
-	if (rc) {
-		pthread_mutex_unlock(&rpc->lock);
+	rc = lm_rpc_start_parts(rpc, parts, nparts, &call);
+	if (rc)
 		return rc;
-	}
-	kick_driver_locked(rpc);
-	p.next = rpc->pending;
-	rpc->pending = &p;
-	wait_locked(rpc, call_ready, &p, deadline);
-	for (pp = &rpc->pending; *pp != &p; pp = &(*pp)->next)
-		;
-	*pp = p.next;
-	arm_ack_timer_locked(rpc);
-	pthread_mutex_unlock(&rpc->lock);
-	if (!p.done)
-		return LM_ETIMEDOUT;
-	if (p.rc)
-		return p.rc;
-	*reply = p.reply;
-	*reply_len = p.len;
-	return 0;
+	return lm_rpc_finish(rpc, &call, reply, reply_len, timeout_ms);
 }
 
 int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len)

@@ -38,6 +38,30 @@ int lm_rpc_call_parts(lm_rpc *rpc, const struct lm_rel_part *parts,
 		      size_t nparts, void **reply, size_t *reply_len,
 		      int timeout_ms);
 
+/* A call in two halves, so that requests can follow one another without
+ * waiting for each reply (the server takes them in order: the transport
+ * is FIFO).  The caller owns the storage; its fields are the endpoint's
+ * until lm_rpc_finish, which every started call must get. */
+struct lm_rpc_pending {
+	struct lm_rpc_pending *next;
+	uint32_t req_id;
+	bool started;
+	bool done;
+	int rc;
+	void *reply; /* malloc'd; handed to the caller on success */
+	size_t len;
+};
+/* Queues the request (its parts are copied) and returns: 0 or the
+ * errors of lm_rpc_call_parts that come before waiting. */
+int lm_rpc_start_parts(lm_rpc *rpc, const struct lm_rel_part *parts,
+		       size_t nparts, struct lm_rpc_pending *call);
+/* Waits for a started call's reply, as lm_rpc_call_parts does, and
+ * forgets the call. */
+int lm_rpc_finish(lm_rpc *rpc, struct lm_rpc_pending *call, void **reply,
+		  size_t *reply_len, int timeout_ms);
+/* The most calls that were in flight at once on this endpoint. */
+unsigned lm_rpc_pending_max(lm_rpc *rpc);
+
 /* With rcfg->transport.ack_delay_us > 0, replies are acknowledged late:
  * by the next request when it comes within the delay, else by a thread
  * of the endpoint's own that a POSIX timer wakes with the signal

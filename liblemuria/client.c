@@ -80,17 +80,16 @@ static int lm_client_fail(const char *what, int rc)
 	return rc;
 }
 
-/* One request/reply with the lemuriad.  On success *reply is decoded
- * (borrowing *buf, which the caller frees) and of type `want` or `also`. */
-static int lm_client_call2(const struct lm_msg *req, uint16_t want,
-			   uint16_t also, struct lm_msg *reply, void **buf)
+/* Sends a request to the lemuriad without waiting for its reply
+ * (lm_client_finish waits). */
+static int lm_client_start(const struct lm_msg *req,
+			   struct lm_rpc_pending *call)
 {
-	size_t len = lm_msg_split_len(req), rlen = 0;
+	size_t len = lm_msg_split_len(req);
 	uint8_t *out = malloc(len ? len : 1);
 	struct lm_msg_split split;
 	int rc;
 
-	*buf = NULL;
 	if (!out)
 		return LM_ENOMEM;
 	/* a FLUSH's diff list goes to the transport as it is, uncopied */
@@ -102,9 +101,22 @@ static int lm_client_call2(const struct lm_msg *req, uint16_t want,
 			{ out + split.head_len, split.tail_len },
 		};
 
-		rc = lm_rpc_call_parts(lm_self.rpc, parts, 3, buf, &rlen, -1);
+		rc = lm_rpc_start_parts(lm_self.rpc, parts, 3, call);
 	}
 	free(out);
+	return rc;
+}
+
+/* Waits for a started request's reply.  On success *reply is decoded
+ * (borrowing *buf, which the caller frees) and of type `want` or `also`. */
+static int lm_client_finish(struct lm_rpc_pending *call, uint16_t want,
+			    uint16_t also, struct lm_msg *reply, void **buf)
+{
+	size_t rlen = 0;
+	int rc;
+
+	*buf = NULL;
+	rc = lm_rpc_finish(lm_self.rpc, call, buf, &rlen, -1);
 	if (rc)
 		return rc;
 	rc = lm_msg_decode(*buf, rlen, reply, lm_self.notices,
@@ -129,6 +141,20 @@ static int lm_client_call2(const struct lm_msg *req, uint16_t want,
 		*buf = NULL;
 	}
 	return rc;
+}
+
+/* One request/reply with the lemuriad (see lm_client_finish). */
+static int lm_client_call2(const struct lm_msg *req, uint16_t want,
+			   uint16_t also, struct lm_msg *reply, void **buf)
+{
+	struct lm_rpc_pending call;
+	int rc;
+
+	*buf = NULL;
+	rc = lm_client_start(req, &call);
+	if (rc)
+		return rc;
+	return lm_client_finish(&call, want, also, reply, buf);
 }
 
 static int lm_client_call(const struct lm_msg *req, uint16_t want,
@@ -240,8 +266,10 @@ static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
 	return rc;
 }
 
-/* Release: publish every write since the last release. */
-static int lm_client_flush(void)
+/* Release: publish every write since the last release.  The last FLUSH
+ * is only started (*last->started), so that the synchronisation message
+ * can follow it at once: lm_client_flush_end waits for its FLUSH_OK. */
+static int lm_client_flush_begin(struct lm_rpc_pending *last)
 {
 	const uint8_t *diffs;
 	size_t len, pos = 0, chunk_start = 0, chunk_end;
@@ -249,6 +277,7 @@ static int lm_client_flush(void)
 	uint64_t t0 = lm_clock_us();
 	int rc = lm_region_flush(&diffs, &len, &count);
 
+	last->started = false;
 	if (rc)
 		return lm_client_fail("collecting diffs", rc);
 	while (chunk_start < len) {
@@ -278,6 +307,12 @@ static int lm_client_flush(void)
 		}
 		req.diffs = (struct lm_msg_diffs){ diffs + chunk_start,
 						   chunk_end - chunk_start, n };
+		if (chunk_end == len) { /* the last: copied, not waited for */
+			rc = lm_client_start(&req, last);
+			if (rc)
+				return lm_client_fail("publishing writes", rc);
+			break;
+		}
 		rc = lm_client_call(&req, LM_MSG_FLUSH_OK, &reply, &buf);
 		if (rc == 0)
 			rc = reply.status;
@@ -288,6 +323,33 @@ static int lm_client_flush(void)
 	}
 	lm_profile_add(&lm_self.prof.flush, t0);
 	return 0;
+}
+
+/* The FLUSH_OK of the flush's last part, if it had one. */
+static int lm_client_flush_end(struct lm_rpc_pending *last)
+{
+	struct lm_msg reply;
+	void *buf;
+	int rc;
+
+	if (!last->started)
+		return 0;
+	rc = lm_client_finish(last, LM_MSG_FLUSH_OK, LM_MSG_FLUSH_OK, &reply,
+			      &buf);
+	if (rc == 0)
+		rc = reply.status;
+	free(buf);
+	return rc ? lm_client_fail("publishing writes", rc) : 0;
+}
+
+static int lm_client_flush(void)
+{
+	struct lm_rpc_pending last;
+	int rc = lm_client_flush_begin(&last);
+
+	if (rc)
+		return rc;
+	return lm_client_flush_end(&last);
 }
 
 /* Our rank lets region.c keep the pages the notices name us the only
@@ -457,7 +519,7 @@ static void lm_client_profile_report(void)
 		"lemuria profile: rank %u: %.3f s; fetch %llu in %.3f s; "
 		"flush %llu in %.3f s; sync wait %llu in %.3f s; apply %.3f "
 		"s; faults %llu read %llu write; mprotects %llu; "
-		"ack wake-ups %llu\n",
+		"ack wake-ups %llu; calls in flight at most %u\n",
 		lm_self.rank, total / 1e6, (unsigned long long)p->fetch.n,
 		p->fetch.us / 1e6, (unsigned long long)p->flush.n,
 		p->flush.us / 1e6, (unsigned long long)p->wait.n,
@@ -465,7 +527,8 @@ static void lm_client_profile_report(void)
 		(unsigned long long)rs.read_faults,
 		(unsigned long long)rs.write_faults,
 		(unsigned long long)rs.mprotects,
-		(unsigned long long)lm_rpc_ack_wakeups(lm_self.rpc));
+		(unsigned long long)lm_rpc_ack_wakeups(lm_self.rpc),
+		lm_rpc_pending_max(lm_self.rpc));
 }
 
 void lm_finalize(void)
@@ -591,21 +654,32 @@ static int lm_client_sync(uint16_t type, uint16_t want, int id,
 			  const char *what)
 {
 	struct lm_msg req = lm_client_msg(type), reply;
+	struct lm_rpc_pending last, call;
 	char label[64];
 	uint64_t t0;
-	void *buf;
-	int rc;
+	void *buf = NULL;
+	int rc, frc;
 
 	snprintf(label, sizeof(label), "%s %d", what, id);
 	if (!lm_self.ready)
 		return LM_EINVAL;
-	rc = lm_client_flush();
+	/* the message follows the flush's last FLUSH without waiting for
+	 * its FLUSH_OK: the lemuriad takes the two in order; the FLUSH_OK
+	 * is taken first (both decode into the client's notice list) */
+	rc = lm_client_flush_begin(&last);
 	if (rc)
 		return rc;
 	req.id = (uint32_t)id;
 	t0 = lm_clock_us();
-	rc = lm_client_call(&req, want, &reply, &buf);
+	rc = lm_client_start(&req, &call);
+	frc = lm_client_flush_end(&last);
+	if (rc == 0)
+		rc = lm_client_finish(&call, want, want, &reply, &buf);
 	lm_profile_add(&lm_self.prof.wait, t0);
+	if (frc) {
+		free(buf);
+		return frc;
+	}
 	if (rc == 0 && (want == LM_MSG_RELEASE || want == LM_MSG_GRANT))
 		rc = lm_client_acquire(&reply);
 	else if (rc == 0)

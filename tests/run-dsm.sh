@@ -222,9 +222,12 @@ export LEMURIA_PROFILE=1
 run_expect "a profiled run passes" "$lay" 60 "PASSED" "$build/tests/dsmtest" \
 	stress 2 4 5
 unset LEMURIA_PROFILE
-lines=$(grep -c "^lemuria profile: rank [01]: [0-9.]* s; fetch [0-9]* in [0-9.]* s; flush [0-9]* in [0-9.]* s; sync wait [1-9][0-9]* in [0-9.]* s; apply [0-9.]* s; faults [0-9]* read [0-9]* write; mprotects [0-9]*; ack wake-ups [0-9]*$" "$tmp/out")
-verdict "$([ "$lines" -eq 2 ] && [ "$prof_none" -eq 0 ] && echo y)" \
-	"one profile line per rank ($lines of 2), none unasked ($prof_none)"
+lines=$(grep -c "^lemuria profile: rank [01]: [0-9.]* s; fetch [0-9]* in [0-9.]* s; flush [0-9]* in [0-9.]* s; sync wait [1-9][0-9]* in [0-9.]* s; apply [0-9.]* s; faults [0-9]* read [0-9]* write; mprotects [0-9]*; ack wake-ups [0-9]*; calls in flight at most [0-9]*$" "$tmp/out")
+# a barrier's BARRIER follows its FLUSH without waiting for the FLUSH_OK
+# (docs/dsm.md step 6): two calls in flight at once
+piped=$(grep -c "^lemuria profile: rank [01]: .*; calls in flight at most 2$" "$tmp/out")
+verdict "$([ "$lines" -eq 2 ] && [ "$prof_none" -eq 0 ] && [ "$piped" -eq 2 ] && echo y)" \
+	"one profile line per rank ($lines of 2), none unasked ($prof_none), FLUSH and BARRIER in flight together ($piped of 2)"
 
 # A run of one process keeps its region private (docs/dsm.md): LU runs
 # without a single FLUSH or FETCH reaching its lemuriad.

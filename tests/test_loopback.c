@@ -607,6 +607,45 @@ static void test_driver_role_passes_to_remaining_waiter(void)
 	server_free(&srv);
 }
 
+/* Calls started one after the other leave without waiting for each
+ * other's replies: a request the server holds for 300 ms ("slow") does
+ * not hold back the one started after it, whose reply is taken first;
+ * then the held one's. */
+static void test_started_calls_do_not_wait_for_each_other(void)
+{
+	struct lm_rel_config scfg, ccfg;
+	struct lm_rel_part slow = { "slow", 4 }, quick = { "quick", 5 };
+	struct lm_rpc_pending first, second;
+	struct server srv;
+	void *rep = NULL;
+	size_t rlen = 0;
+	uint64_t t0;
+	lm_rpc *rpc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	t0 = lm_now_us();
+	CU_ASSERT_EQUAL_FATAL(lm_rpc_start_parts(rpc, &slow, 1, &first), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_rpc_start_parts(rpc, &quick, 1, &second), 0);
+	CU_ASSERT_EQUAL(lm_rpc_finish(rpc, &second, &rep, &rlen, 5000), 0);
+	CU_ASSERT(lm_now_us() - t0 < 250000u); /* before the slow reply */
+	CU_ASSERT(rlen == 5 && rep && memcmp(rep, "quick", 5) == 0);
+	free(rep);
+	rep = NULL;
+	CU_ASSERT_EQUAL(lm_rpc_finish(rpc, &first, &rep, &rlen, 5000), 0);
+	CU_ASSERT(rlen == 4 && rep && memcmp(rep, "late", 4) == 0);
+	free(rep);
+	/* a finished call is forgotten: finishing it again is misuse */
+	CU_ASSERT_EQUAL(lm_rpc_finish(rpc, &first, &rep, &rlen, 10),
+			LM_EINVAL);
+	server_stop(&srv);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
 /* Another thread drives, asleep until its own distant deadline, when a
  * call queues a datagram that must go out soon (here: held back 2 ms by
  * the reorder injector, which holds every datagram).  The driver has to
@@ -1165,6 +1204,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_delayed_ack_leaves_while_the_caller_computes),
 	      LM_TEST(test_calls_in_a_row_carry_their_acks),
 	      LM_TEST(test_a_call_reads_its_reply_once),
+	      LM_TEST(test_started_calls_do_not_wait_for_each_other),
 	      LM_TEST(test_calls_in_a_row_set_the_ack_timer_once_per_delay),
 	      LM_TEST(test_destroy_sends_the_ack_owed),
 	      LM_TEST(test_ack_signal_never_reaches_the_program),
