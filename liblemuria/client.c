@@ -267,8 +267,9 @@ static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
 }
 
 /* Release: publish every write since the last release.  The last FLUSH
- * is only started (*last->started), so that the synchronisation message
- * can follow it at once: lm_client_flush_end waits for its FLUSH_OK. */
+ * is only started (last->started is then true), so that the
+ * synchronisation message can follow it at once: lm_client_flush_end
+ * waits for its FLUSH_OK. */
 static int lm_client_flush_begin(struct lm_rpc_pending *last)
 {
 	const uint8_t *diffs;
