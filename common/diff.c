@@ -353,11 +353,13 @@ HOT void blend_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
  * they are, and for AVX-512BW with eqmask64_wide and blend64_wide.  The
  * second runs when the CPU has AVX-512BW, unless a test turned it off
  * (lm_diff_set_wide). */
-static _Atomic int wide_state = -1; /* -1: not looked at yet */
+static _Atomic int cpu_wide = -1; /* -1: not looked at yet */
+static _Atomic bool wide_off;      /* a test forces the narrow path */
 
-static bool use_wide(void)
+/* Whether the CPU has AVX-512BW, asked once. */
+static bool cpu_has_wide(void)
 {
-	int w = atomic_load_explicit(&wide_state, memory_order_relaxed);
+	int w = atomic_load_explicit(&cpu_wide, memory_order_relaxed);
 
 	if (w < 0) {
 #ifdef LM_DIFF_WIDE
@@ -366,20 +368,21 @@ static bool use_wide(void)
 #else
 		w = 0;
 #endif
-		atomic_store_explicit(&wide_state, w, memory_order_relaxed);
+		atomic_store_explicit(&cpu_wide, w, memory_order_relaxed);
 	}
 	return w == 1;
 }
 
+static bool use_wide(void)
+{
+	return cpu_has_wide() &&
+	       !atomic_load_explicit(&wide_off, memory_order_relaxed);
+}
+
 bool lm_diff_set_wide(bool on)
 {
-	bool had;
-
-	atomic_store_explicit(&wide_state, -1, memory_order_relaxed);
-	had = use_wide();
-	atomic_store_explicit(&wide_state, on && had ? 1 : 0,
-			      memory_order_relaxed);
-	return had;
+	atomic_store_explicit(&wide_off, !on, memory_order_relaxed);
+	return cpu_has_wide();
 }
 
 #ifdef LM_DIFF_WIDE
