@@ -89,6 +89,8 @@ struct lm_daemon {
 	struct lm_daemon_peer *peers;
 	size_t ndaemons;
 	struct event *abort_ev;   /* runs lm_daemon_on_abort_ev */
+	struct event *background_ev; /* runs proto->background */
+	bool background_armed;
 };
 
 /* Long options without a short form. */
@@ -630,6 +632,31 @@ static void lm_daemon_on_stats(lm_daemon *d, const struct lm_rel_msg *m)
 		d->stats.sends_failed++;
 }
 
+/* A zero timeout runs after the loop has polled the sockets again, so
+ * put-off work never holds up a message (an active event would run
+ * before them). */
+static void lm_daemon_arm_background(lm_daemon *d)
+{
+	static const struct timeval now = { 0, 0 };
+
+	if (!d->proto || !d->proto->background || d->background_armed)
+		return;
+	if (evtimer_add(d->background_ev, &now) == 0)
+		d->background_armed = true;
+}
+
+static void lm_daemon_on_background(evutil_socket_t fd, short what,
+				    void *arg)
+{
+	lm_daemon *d = arg;
+
+	(void)fd;
+	(void)what;
+	d->background_armed = false;
+	if (d->machine && d->proto->background(d->machine))
+		lm_daemon_arm_background(d);
+}
+
 static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 {
 	lm_daemon *d = ctx;
@@ -700,6 +727,7 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 	if (msg.type == LM_MSG_LEAVE)
 		lm_daemon_attach(d, m->peer, false);
 	d->proto->handle(d->machine, m->peer, m->kind, m->req_id, &msg);
+	lm_daemon_arm_background(d);
 }
 
 static void lm_daemon_peer_event(void *ctx, uint16_t peer,
@@ -967,7 +995,8 @@ lm_daemon *lm_daemon_create(struct event_base *base,
 	d->ndaemons = layout->nreflectors + layout->nclusters;
 	d->peers = calloc(d->ndaemons + 1, sizeof(*d->peers));
 	d->abort_ev = event_new(base, -1, 0, lm_daemon_on_abort_ev, d);
-	if (!d->peers || !d->abort_ev) {
+	d->background_ev = evtimer_new(base, lm_daemon_on_background, d);
+	if (!d->peers || !d->abort_ev || !d->background_ev) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -1012,6 +1041,8 @@ void lm_daemon_destroy(lm_daemon *d)
 		event_free(d->keepalive_ev);
 	if (d->abort_ev)
 		event_free(d->abort_ev);
+	if (d->background_ev)
+		event_free(d->background_ev);
 	if (d->machine)
 		d->proto->destroy(d->machine);
 	free(d->scratch);

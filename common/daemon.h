@@ -88,6 +88,11 @@ struct lm_daemon_protocol {
 	/* Adds the protocol's own counters to a STATS reply (optional;
 	 * reflector/home_stats.c, lemuriad/cluster_stats.c). */
 	void (*stats)(void *machine, lm_stats_set *out);
+	/* Does a bounded piece of work the machine put off (optional):
+	 * called after the messages of a wake-up were handled and their
+	 * answers sent, again while it returns true, with the socket read
+	 * in between. */
+	bool (*background)(void *machine);
 };
 
 /* Creates the protocol machine and routes every DSM message to it. */

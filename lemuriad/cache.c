@@ -101,6 +101,7 @@ void lm_cache_put(lm_cluster *c, uint32_t page, uint32_t version,
 		if (version >= cp->version) {
 			memcpy(cp->data, data, c->page_size);
 			cp->version = version;
+			cp->tag = ++c->next_tag;
 		}
 		lm_cache_touch(c, cp);
 		return;
@@ -123,6 +124,7 @@ void lm_cache_put(lm_cluster *c, uint32_t page, uint32_t version,
 	}
 	cp->page = page;
 	cp->version = version;
+	cp->tag = ++c->next_tag;
 	memcpy(cp->data, data, c->page_size);
 	c->by_page[page] = cp;
 	lru_push(c, cp);

@@ -647,6 +647,8 @@ static void handle_flush(lm_cluster *c, int slot, uint16_t from,
 		struct cpage *cp = lm_cache_find(c, page);
 		struct lm_delta *w = NULL, *open;
 
+		if (cp)
+			cp->tag = ++c->next_tag;
 		if (c->updates) {
 			/* a refused mask only costs this epoch its updates */
 			w = lm_updates_writer_mask(c->updates, page,
@@ -698,6 +700,32 @@ static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
 	c->barrier_up_id = m->id;
 	c->stats.barriers++;
 	lm_cluster_park(c, LM_MSG_BARRIER, m->id, 0, 0, 0, NULL, 0);
+	/* every FLUSH of the epoch is in: the updates can be encoded while
+	 * the barrier goes round the reflectors */
+	c->ahead = c->updates != NULL;
+}
+
+/* lm_updates_encode_ahead's look at the cache (the LRU order stays). */
+static const uint8_t *copy_for_ahead(void *ctx, uint32_t page,
+				     uint64_t *tag)
+{
+	struct cpage *cp = lm_cache_find(ctx, page);
+
+	if (!cp)
+		return NULL;
+	*tag = cp->tag;
+	return cp->data;
+}
+
+/* Pages a call, about 0.1 ms with LU's four writers a page. */
+#define AHEAD_PAGES 32
+
+bool lm_cluster_background(lm_cluster *c)
+{
+	if (c->ahead)
+		c->ahead = lm_updates_encode_ahead(c->updates, copy_for_ahead,
+						   c, AHEAD_PAGES);
+	return c->ahead;
 }
 
 static void handle_lock(lm_cluster *c, int slot, uint16_t from,

@@ -48,6 +48,12 @@ void lm_cluster_handle(lm_cluster *c, uint16_t from,
 		       enum lm_rel_msg_kind kind, uint32_t req_id,
 		       const struct lm_msg *m);
 
+/* Work put off until the messages at hand are answered: the updates of
+ * a barrier all our clients reached, encoded while the RELEASE is on its
+ * way (lm_updates_encode_ahead), a few pages a call.  Returns true while
+ * some is left. */
+bool lm_cluster_background(lm_cluster *c);
+
 /* The transport says `node` is unreachable or restarted.  A joined client
  * of the run: every other joined client gets ABORT{rank, "rank N lost"}
  * (one-way) and the run's state is dropped.  The reflector: ABORT{

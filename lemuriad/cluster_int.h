@@ -24,6 +24,8 @@
 struct cpage {
 	uint32_t page;
 	uint32_t version;
+	uint64_t tag;                   /* new whenever data changes (the
+					   updates encoded ahead check it) */
 	struct cpage *prev, *next;      /* LRU list, head = most recent;
 					   next links the spares */
 	uint8_t data[];                 /* page_size bytes */
@@ -242,6 +244,8 @@ struct lm_cluster {
 	uint8_t *fetchv_buf;    /* the pages of a PAGES to a client */
 	size_t fetchv_cap;
 	lm_updates *updates;    /* barrier updates; NULL when off */
+	uint64_t next_tag;      /* for struct cpage's tag */
+	bool ahead;             /* updates to encode before the RELEASE */
 	struct held_release rel;
 
 	struct lm_cluster_stats stats;

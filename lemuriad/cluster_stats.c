@@ -54,6 +54,7 @@ static const struct lm_stats_field lm_updates_stat_fields[] = {
 	F(LM_STAT_CLIENT, updates_sent),
 	F(LM_STAT_CLIENT, update_bytes),
 	F(LM_STAT_CLIENT, updates_capped),
+	F(LM_STAT_CLIENT, updates_ahead),
 	F(LM_STAT_CLIENT, updates_idle),
 	F(LM_STAT_NONE, mask_overflows),
 };

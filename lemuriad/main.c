@@ -42,6 +42,11 @@ static void lemuriad_stats(void *machine, lm_stats_set *out)
 	lm_cluster_stats_add(machine, out);
 }
 
+static bool lemuriad_background(void *machine)
+{
+	return lm_cluster_background(machine);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct lm_daemon_protocol proto = {
@@ -50,6 +55,7 @@ int main(int argc, char **argv)
 		.handle = lemuriad_handle,
 		.peer_lost = lemuriad_peer_lost,
 		.stats = lemuriad_stats,
+		.background = lemuriad_background,
 	};
 
 	return lm_daemon_main(argc, argv, LM_ROLE_LEMURIAD, &proto);

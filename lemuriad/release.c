@@ -382,6 +382,7 @@ void lm_release_finish(lm_cluster *c)
 	struct held_release *h = &c->rel;
 	const uint8_t **copies = calloc(h->nnotices ? h->nnotices : 1,
 					sizeof(*copies));
+	uint64_t *tags = calloc(h->nnotices ? h->nnotices : 1, sizeof(*tags));
 	bool updates = false;
 
 	/* a page kept, or fetched and put in the cache, is read there: at
@@ -393,15 +394,20 @@ void lm_release_finish(lm_cluster *c)
 		if ((h->kind[i] == REL_KEEP ||
 		     (h->kind[i] == REL_FETCH && h->arrived[i])) &&
 		    (cp = lm_cache_find(c, h->notices[i].page)) &&
-		    cp->version == h->notices[i].version)
+		    cp->version == h->notices[i].version) {
 			copies[i] = cp->data;
+			if (tags)
+				tags[i] = cp->tag;
+		}
 	}
 	if (copies)
 		updates = !lm_updates_prepare(c->updates, h->notices,
 					      h->nnotices, copies,
 					      (const uint8_t *const *)h->old,
-					      (const uint64_t *const *)h->known);
+					      (const uint64_t *const *)h->known,
+					      tags);
 	free(copies);
+	free(tags);
 	release_clients(c, h->id, h->notices, h->nnotices, updates);
 	lm_release_clear(c);
 }
@@ -410,6 +416,8 @@ void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
 {
 	bool expected = c->barrier_up && m->id == c->barrier_up_id;
 	bool held = false;
+
+	c->ahead = false; /* what is left is encoded at the release */
 
 	/* before the notices drop the copies it must save */
 	if (c->updates && expected && !c->rel.active)

@@ -14,6 +14,16 @@ struct wmask {
 	struct wmask *next;
 	uint32_t slot;
 	struct lm_delta d;  /* mask and dirty only; bytes NULL */
+	size_t ahead_off, ahead_len; /* its update encoded ahead, when its
+					page's ahead.ok */
+};
+
+/* A page whose writers' updates were encoded ahead of the release, from
+ * the copy `copy` while its tag was `tag`. */
+struct ahead {
+	const uint8_t *copy;
+	uint64_t tag;
+	bool ok; /* cleared by a FLUSH of the page after it */
 };
 
 /* One page's prepared update: the bytes every writer wrote, encoded at
@@ -25,6 +35,7 @@ struct prepared {
 	const struct wmask *w;  /* the page's writers here (may be NULL) */
 	const uint64_t *foreign; /* bytes other clusters changed, or NULL */
 	bool ok;
+	bool ahead; /* the writers' updates encoded ahead still hold */
 };
 
 struct lm_updates {
@@ -52,6 +63,11 @@ struct lm_updates {
 	uint32_t nprep;
 	uint8_t *list;            /* one client's list */
 	size_t list_cap;
+	struct ahead *ahead;      /* per page */
+	uint8_t *ahead_arena;     /* the updates encoded ahead (no more
+				     than arena_budget) */
+	size_t ahead_cap, ahead_len;
+	size_t ahead_next;        /* in written: the next page to encode */
 	struct lm_delta others;   /* the other writers' bytes, for one */
 	struct lm_updates_stats stats;
 };
@@ -87,7 +103,8 @@ lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
 			 sizeof(*u->idle));
 	u->masks = calloc(npages, sizeof(*u->masks));
 	u->written = malloc(npages * sizeof(*u->written));
-	if (!u->held || !u->idle || !u->masks || !u->written ||
+	u->ahead = calloc(npages, sizeof(*u->ahead));
+	if (!u->held || !u->idle || !u->masks || !u->written || !u->ahead ||
 	    lm_delta_init(&u->others, page_size) < 0) {
 		lm_updates_destroy(u);
 		return NULL;
@@ -108,8 +125,11 @@ void lm_updates_epoch_end(lm_updates *u)
 			w = next;
 		}
 		u->masks[u->written[i]] = NULL;
+		u->ahead[u->written[i]].ok = false;
 	}
 	u->nwritten = 0;
+	u->ahead_len = 0;
+	u->ahead_next = 0;
 	u->mask_bytes = 0;
 	u->overflow = false;
 	u->nprep = 0;
@@ -136,6 +156,8 @@ void lm_updates_destroy(lm_updates *u)
 	free(u->prep);
 	free(u->foreign);
 	free(u->list);
+	free(u->ahead);
+	free(u->ahead_arena);
 	lm_delta_free(&u->others);
 	free(u);
 }
@@ -199,6 +221,7 @@ struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
 
 	if (page >= u->npages || u->overflow)
 		return NULL;
+	u->ahead[page].ok = false; /* a FLUSH changes what the others get */
 	for (w = u->masks[page]; w && w->slot != slot; w = w->next)
 		;
 	if (!w) {
@@ -319,10 +342,55 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 	return 0;
 }
 
+bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
+			     void *ctx, uint32_t max_pages)
+{
+	for (uint32_t done = 0; done < max_pages && !u->overflow &&
+				u->ahead_next < u->nwritten;
+	     done++) {
+		uint32_t page = u->written[u->ahead_next++];
+		struct wmask *first = u->masks[page];
+		size_t start = u->ahead_len;
+		const uint8_t *copy;
+		uint64_t tag;
+
+		/* a sole writer here gets other clusters' bytes at most,
+		 * which only the release tells */
+		if (!first || !first->next ||
+		    !(copy = copy_of(ctx, page, &tag)))
+			continue;
+		for (struct wmask *w = first; w; w = w->next) {
+			struct lm_delta view = u->others;
+			size_t len, bound = room(lm_diff_bound(u->page_size),
+						 u->ahead_len,
+						 u->arena_budget);
+
+			union_of(u, &view, NULL, first, w->slot);
+			view.bytes = (uint8_t *)copy;
+			if (!bound ||
+			    reserve(&u->ahead_arena, &u->ahead_cap,
+				    u->ahead_len + bound) < 0 ||
+			    lm_delta_encode(&view,
+					    u->ahead_arena + u->ahead_len,
+					    bound, &len) < 0) {
+				/* full: the rest waits for the release */
+				u->ahead_len = start;
+				u->ahead_next = u->nwritten;
+				return false;
+			}
+			w->ahead_off = u->ahead_len;
+			w->ahead_len = len;
+			u->ahead_len += len;
+		}
+		u->ahead[page] = (struct ahead){ copy, tag, true };
+	}
+	return !u->overflow && u->ahead_next < u->nwritten;
+}
+
 int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		       uint32_t count, const uint8_t *const *copies,
 		       const uint8_t *const *olds,
-		       const uint64_t *const *known)
+		       const uint64_t *const *known, const uint64_t *tags)
 {
 	size_t nforeign = 0;
 
@@ -374,6 +442,11 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 			p->foreign = f;
 		}
 		p->off = SIZE_MAX; /* encoded when a client first needs it */
+		/* the updates encoded ahead hold if no FLUSH came since, and
+		 * the copy and its bytes are the ones they were made from */
+		p->ahead = tags && !p->foreign && u->ahead[page].ok &&
+			   u->ahead[page].copy == copies[i] &&
+			   u->ahead[page].tag == tags[i];
 		p->ok = true;
 	}
 	u->nprep = count;
@@ -423,6 +496,19 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 	size_t ulen, at = *len + LM_MSG_DIFFS_ENTRY_HDR;
 	size_t bound = room(lm_diff_bound(u->page_size), at,
 			    u->list_max);
+	const struct wmask *me = writer_of(p->w, slot);
+
+	if (p->ahead && me) {
+		ulen = me->ahead_len;
+		if (at + ulen > u->list_max ||
+		    reserve(&u->list, &u->list_cap, at + ulen) < 0 ||
+		    lm_msg_diffs_append(u->list, u->list_cap, len, page,
+					u->ahead_arena + me->ahead_off,
+					ulen) < 0)
+			return SIZE_MAX;
+		u->stats.updates_ahead++;
+		return ulen;
+	}
 
 	union_of(u, &view, p->foreign, p->w, slot);
 	view.bytes = (uint8_t *)p->copy;

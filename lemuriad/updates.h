@@ -42,6 +42,8 @@ struct lm_updates_stats {
 	uint64_t updates_sent;   /* pages sent to clients as updates */
 	uint64_t update_bytes;   /* their encoded bytes */
 	uint64_t updates_capped; /* pages left out by the list's limit */
+	uint64_t updates_ahead;  /* of updates_sent, those encoded before
+				    the release (lm_updates_encode_ahead) */
 	uint64_t updates_idle;   /* copies dropped by LM_UPDATES_IDLE_MAX */
 	uint64_t mask_overflows; /* epochs whose masks outgrew the budget:
 				    no updates at their release */
@@ -84,12 +86,29 @@ struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
  * bytes where the two differ are the other clusters' writes, unless
  * known[i] gives them already (a mask of page_size / 64 words, borrowed
  * until the updates are sent: the page came as a diff).  olds and known
- * may be NULL.  Encodes the update of every such page.  Returns 0 or
- * LM_ENOMEM (no updates this time). */
+ * may be NULL.  tags[i] is copies[i]'s tag as lm_updates_copy_fn gives
+ * it (tags may be NULL: nothing encoded ahead is used).  Prepares the
+ * update of every such page.  Returns 0 or LM_ENOMEM (no updates this
+ * time). */
 int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		       uint32_t count, const uint8_t *const *copies,
 		       const uint8_t *const *olds,
-		       const uint64_t *const *known);
+		       const uint64_t *const *known, const uint64_t *tags);
+
+/* The lemuriad's copy of `page` and its tag, a number that changes
+ * whenever the copy's bytes do (NULL: no copy). */
+typedef const uint8_t *(*lm_updates_copy_fn)(void *ctx, uint32_t page,
+					     uint64_t *tag);
+
+/* Encodes ahead of the release, for up to max_pages more of the pages
+ * written this epoch by two clients or more, each writer's update (the
+ * others' bytes, values from copy_of's copy), while the lemuriad waits
+ * for the RELEASE.  The release sends one instead of encoding it when
+ * no FLUSH of the page came since, no other cluster wrote the page, and
+ * its copy is the same one with the same tag.  Takes at most the
+ * arena's budget (I5).  Returns true while pages are left. */
+bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
+			     void *ctx, uint32_t max_pages);
 
 /* True when some client slot holds a copy of `page` that the next
  * release would update (one LM_UPDATES_IDLE_MAX updates idle is dropped

@@ -67,7 +67,7 @@ static lm_updates *epoch_of_whole_pages(uint32_t npages, size_t budget,
 		copies[p] = copy;
 	}
 	CU_ASSERT_FATAL(lm_updates_prepare(u, n, npages, copies, NULL,
-					   NULL) == 0);
+					   NULL, NULL) == 0);
 	return u;
 }
 
@@ -188,8 +188,8 @@ static void release_of_page0(lm_updates *u, uint8_t *copy, uint32_t epoch,
 				       &dlen) == 0);
 	lm_updates_hold(u, WRITER, 0); /* the lemuriad got its FLUSH */
 	CU_ASSERT_FATAL(note_diff(u, 0, WRITER, diff, dlen) == 0);
-	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL) ==
-			0);
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
+					   NULL) == 0);
 	lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, holder);
 	/* WRITER's own copy is kept; a third client wrote nothing either */
 	lm_updates_for_client(u, 2, 2, &n, 1, writer);
@@ -262,7 +262,7 @@ static void test_idle_copy_is_not_fetched_for(void)
 		memcpy(old, copy, PAGE);
 		copy[e] ^= 0x44; /* the other cluster's write */
 		CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, olds,
-						   NULL) == 0);
+						   NULL, NULL) == 0);
 		lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, &list);
 		CU_ASSERT_EQUAL(list.count, 1);
 		lm_updates_epoch_end(u);
@@ -277,7 +277,7 @@ static void test_idle_copy_is_not_fetched_for(void)
 		const uint8_t *none[1] = { NULL };
 
 		CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, none, NULL,
-						   NULL) == 0);
+						   NULL, NULL) == 0);
 		lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, &list);
 		CU_ASSERT_EQUAL(list.count, 0);
 		CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
@@ -315,7 +315,7 @@ static void test_writers_copies_are_never_idle(void)
 			CU_ASSERT_FATAL(note_diff(u, 0, s, diff, dlen) == 0);
 		}
 		CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL,
-						   NULL) == 0);
+						   NULL, NULL) == 0);
 		lm_updates_for_client(u, 1, 1, &n, 1, &list);
 		CU_ASSERT_EQUAL(list.count, 1);
 		lm_updates_epoch_end(u);
@@ -324,9 +324,179 @@ static void test_writers_copies_are_never_idle(void)
 	lm_updates_destroy(u);
 }
 
+/* lm_updates_encode_ahead's view of the lemuriad's copy. */
+struct ahead_copy {
+	const uint8_t *data;
+	uint64_t tag;
+};
+
+static const uint8_t *ahead_copy_of(void *ctx, uint32_t page, uint64_t *tag)
+{
+	const struct ahead_copy *a = ctx;
+
+	(void)page;
+	*tag = a->tag;
+	return a->data;
+}
+
+/* Writers 0 and 1 each change every other byte of alternate groups of
+ * page 0 (both also hold it); copy gets both.  Returns the updates. */
+static lm_updates *two_writers(uint8_t *twin, uint8_t mine[2][PAGE],
+			       uint8_t *copy)
+{
+	static uint8_t diff[2 * PAGE];
+	lm_updates *u = lm_updates_create(PAGE, 2, 2, 1u << 20);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	for (size_t i = 0; i < PAGE; i++)
+		twin[i] = (uint8_t)(i * 5);
+	memcpy(copy, twin, PAGE);
+	for (uint32_t w = 0; w < 2; w++) {
+		size_t dlen;
+
+		memcpy(mine[w], twin, PAGE);
+		for (size_t i = w * 64; i < PAGE; i += 128)
+			for (size_t k = i; k < i + 64; k += 2)
+				copy[k] = mine[w][k] ^= 0x5a;
+		CU_ASSERT_FATAL(lm_diff_encode(twin, mine[w], PAGE, diff,
+					       sizeof(diff), &dlen) == 0);
+		lm_updates_hold(u, w, 0);
+		CU_ASSERT_FATAL(note_diff(u, 0, w, diff, dlen) == 0);
+	}
+	return u;
+}
+
+/* Each writer's update applied to its own page gives `want` (writers
+ * from `first` on). */
+static void check_writers_get(lm_updates *u, const struct lm_notice *n,
+			      uint8_t mine[2][PAGE], const uint8_t *want,
+			      uint32_t first)
+{
+	static uint8_t page[PAGE];
+
+	for (uint32_t s = first; s < 2; s++) {
+		struct lm_msg_diffs list;
+		const uint8_t *upd;
+		size_t pos = 0, ulen;
+		uint32_t p;
+
+		lm_updates_for_client(u, s, s, n, 1, &list);
+		CU_ASSERT_EQUAL_FATAL(list.count, 1);
+		CU_ASSERT_FATAL(lm_msg_diffs_next(&list, &pos, &p, &upd,
+						  &ulen) == 1);
+		memcpy(page, mine[s], PAGE);
+		CU_ASSERT_EQUAL(lm_diff_apply(page, PAGE, upd, ulen), 0);
+		CU_ASSERT_EQUAL(memcmp(page, want, PAGE), 0);
+	}
+}
+
+/* Updates encoded ahead of the release are sent when nothing changed
+ * since: no FLUSH of the page, the same copy with the same tag, no other
+ * cluster's bytes.  Otherwise the release encodes them again from what
+ * it has then. */
+static void test_updates_encoded_ahead(void)
+{
+	static uint8_t twin[PAGE], mine[2][PAGE], copy[PAGE], diff[2 * PAGE];
+	struct lm_notice n = { .page = 0, .version = 2, .base = 1,
+			       .writer = LM_WRITER_MANY, .wcluster = 0 };
+	const uint8_t *copies[1] = { copy };
+	struct ahead_copy a = { copy, 7 };
+	uint64_t tags[1] = { 7 };
+	lm_updates *u;
+	size_t dlen;
+
+	/* nothing changed: both updates go as encoded ahead */
+	u = two_writers(twin, mine, copy);
+	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
+					   tags) == 0);
+	check_writers_get(u, &n, mine, copy, 0);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, 2);
+	/* a new epoch forgets them */
+	lm_updates_epoch_end(u);
+	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
+	lm_updates_destroy(u);
+
+	/* the copy changed (a new tag): encoded again from the new bytes */
+	u = two_writers(twin, mine, copy);
+	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
+	copy[0] ^= 0x11; /* writer 0's byte: writer 1 must see the change */
+	tags[0] = 8;
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
+					   tags) == 0);
+	check_writers_get(u, &n, mine, copy, 1);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, 0);
+	lm_updates_destroy(u);
+
+	/* a FLUSH after: writer 0 wrote more, which writer 1 must get */
+	tags[0] = 7;
+	u = two_writers(twin, mine, copy);
+	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
+	memcpy(twin, mine[0], PAGE);
+	copy[1] = mine[0][1] ^= 0x77;
+	CU_ASSERT_FATAL(lm_diff_encode(twin, mine[0], PAGE, diff,
+				       sizeof(diff), &dlen) == 0);
+	CU_ASSERT_FATAL(note_diff(u, 0, 0, diff, dlen) == 0);
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
+					   tags) == 0);
+	check_writers_get(u, &n, mine, copy, 0);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, 0);
+	lm_updates_destroy(u);
+
+	/* without tags (or with another copy) nothing ahead is used */
+	u = two_writers(twin, mine, copy);
+	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
+					   NULL) == 0);
+	check_writers_get(u, &n, mine, copy, 0);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, 0);
+	lm_updates_destroy(u);
+}
+
+/* Encoding ahead goes max_pages pages a call, skips pages with one
+ * writer here, and stops within the budget (the rest at the release). */
+static void test_encode_ahead_is_bounded(void)
+{
+	static uint8_t copy[PAGE], diff[2 * PAGE], page[PAGE];
+	struct ahead_copy a = { copy, 1 };
+	lm_updates *u = lm_updates_create(PAGE, 3, 2, 1u << 20);
+	size_t dlen;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	/* pages 0 and 1 written by both clients, page 2 by one */
+	for (uint32_t p = 0; p < 3; p++)
+		for (uint32_t s = 0; s < (p < 2 ? 2u : 1u); s++) {
+			memset(page, 0, sizeof(page));
+			page[s] = 1;
+			CU_ASSERT_FATAL(lm_diff_encode(copy, page, PAGE, diff,
+						       sizeof(diff),
+						       &dlen) == 0);
+			CU_ASSERT_FATAL(note_diff(u, p, s, diff, dlen) == 0);
+		}
+	CU_ASSERT_TRUE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 1));
+	CU_ASSERT_TRUE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 1));
+	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 1));
+	lm_updates_destroy(u);
+
+	/* a budget for the masks and less than one page's updates: none
+	 * fits, and it says it is done */
+	u = lm_updates_create(PAGE, 3, 2, 2 * (PAGE / 8 + 64) + 4);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	for (uint32_t s = 0; s < 2; s++) {
+		memset(page, 0xff, sizeof(page));
+		CU_ASSERT_FATAL(lm_diff_encode(copy, page, PAGE, diff,
+					       sizeof(diff), &dlen) == 0);
+		CU_ASSERT_FATAL(note_diff(u, 0, s, diff, dlen) == 0);
+	}
+	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
+	lm_updates_destroy(u);
+}
+
 LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_client_list_stops_at_its_maximum),
 	      LM_TEST(test_list_limit_follows_the_budget),
 	      LM_TEST(test_idle_copies_stop_getting_updates),
 	      LM_TEST(test_idle_copy_is_not_fetched_for),
-	      LM_TEST(test_writers_copies_are_never_idle))
+	      LM_TEST(test_writers_copies_are_never_idle),
+	      LM_TEST(test_updates_encoded_ahead),
+	      LM_TEST(test_encode_ahead_is_bounded))
