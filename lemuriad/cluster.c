@@ -303,24 +303,44 @@ static void send_parked(lm_cluster *c, const struct parked *p)
 	c->out.send(c->ctx, c->reflector, &m);
 }
 
-/* Sends, in order, the parked messages whose deltas are registered;
- * starts the registration the next one waits for. */
+/* Whether a parked message may go now.  Most wait for the answer to
+ * the registration they need.  A BARRIER goes right behind its
+ * REGISTERs: the channel to R is FIFO, R enters its own part before it
+ * reads the BARRIER and holds the BARRIER until the other homes acked
+ * theirs (docs/dsm.md "Several reflectors"), so the deltas are
+ * registered before anyone can pass the barrier (I2), and the answer
+ * reaches us before the RELEASE.  A GRANT must wait: it names the
+ * versions the answer brings. */
+static bool may_go(const lm_cluster *c, const struct parked *p)
+{
+	return p->need <= c->batch_done ||
+	       (p->type == LM_MSG_BARRIER && p->need <= c->batch_started);
+}
+
+/* Sends, in order, the parked messages that may go; starts the
+ * registration the next one waits for. */
 static void flush_parked(lm_cluster *c)
 {
-	size_t done = 0;
+	for (;;) {
+		size_t done = 0;
 
-	while (done < c->nparked && c->parked[done].need <= c->batch_done) {
-		send_parked(c, &c->parked[done]);
-		free(c->parked[done].data);
-		done++;
-	}
-	if (done) {
-		memmove(c->parked, c->parked + done,
-			(c->nparked - done) * sizeof(*c->parked));
-		c->nparked -= done;
-	}
-	if (c->nparked && !batch_outstanding(c))
+		while (done < c->nparked && may_go(c, &c->parked[done])) {
+			send_parked(c, &c->parked[done]);
+			free(c->parked[done].data);
+			done++;
+		}
+		if (done) {
+			memmove(c->parked, c->parked + done,
+				(c->nparked - done) * sizeof(*c->parked));
+			c->nparked -= done;
+		}
+		if (!c->nparked || batch_outstanding(c))
+			return;
+		/* may come back here, through batch_finished */
 		start_batch(c, false, false);
+		if (!c->nparked || !may_go(c, &c->parked[0]))
+			return;
+	}
 }
 
 static void batch_finished(lm_cluster *c)

@@ -2022,9 +2022,9 @@ static uint8_t delta_byte(const struct out *d, size_t off, uint8_t fill)
 	return page[off];
 }
 
-/* Lazy relay: the cluster's arrival waits until its deltas are
- * registered (I2), the registration carries no data, and the home pulls
- * the delta later, exactly once. */
+/* Lazy relay: the cluster's arrival goes right behind the registration
+ * of its deltas (I2: R enters it first), which carries no data, and the
+ * home pulls the delta later, exactly once. */
 static void test_barrier_waits_for_registration_then_pull(void)
 {
 	lm_cluster *c = setup();
@@ -2034,9 +2034,11 @@ static void test_barrier_waits_for_registration_then_pull(void)
 	flush_page(c, 1, 9, 100, 8, 0x77);
 	for (uint32_t r = 0; r < 4; r++)
 		barrier(c, r, 1);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1); /* no BARRIER yet */
+	CU_ASSERT_EQUAL_FATAL(nouts, 2); /* not waiting for the answer */
 	CU_ASSERT_EQUAL(outs[0].how, REQUESTED);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL(outs[1].how, SENT);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_BARRIER);
 	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 1);
 	CU_ASSERT_EQUAL(outs[0].notices[0].page, 9);
 	CU_ASSERT_EQUAL(outs[0].notices[0].base, LM_REG_NEW);
@@ -2107,8 +2109,9 @@ static void test_next_delta_merged_or_older_pushed(void)
 	flush_page(c, 2, 9, 8, 4, 0x22);
 	for (uint32_t r = 0; r < 4; r++)
 		barrier(c, r, 2);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[0].notices[0].version, 40); /* held: merge? */
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_BARRIER);
 	answer_registers(c, true, 0);                    /* yes: 41 */
 	release(c, 2);
 	d = pull(c, 9, 41);
@@ -2124,12 +2127,12 @@ static void test_next_delta_merged_or_older_pushed(void)
 		barrier(c, r, 4);
 	answer_registers(c, false, 0); /* 42: not merged */
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
-	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER); /* the push */
-	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 1);
-	CU_ASSERT_EQUAL(outs[0].notices[0].base, LM_REG_PUSH);
-	CU_ASSERT_EQUAL(outs[0].notices[0].version, 40);
-	CU_ASSERT_EQUAL(outs[0].m.diffs.count, 1);
-	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_BARRIER);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_BARRIER);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER); /* the push */
+	CU_ASSERT_EQUAL_FATAL(outs[1].m.nnotices, 1);
+	CU_ASSERT_EQUAL(outs[1].notices[0].base, LM_REG_PUSH);
+	CU_ASSERT_EQUAL(outs[1].notices[0].version, 40);
+	CU_ASSERT_EQUAL(outs[1].m.diffs.count, 1);
 	d = pull(c, 9, 42);
 	CU_ASSERT_EQUAL(d->m.status, 0);
 	CU_ASSERT_EQUAL(delta_byte(d, 0, 0), 0);    /* not the pushed one */
@@ -2174,6 +2177,50 @@ static void test_unlock_parked_behind_registration(void)
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_UNLOCK);
 	CU_ASSERT_EQUAL(outs[1].m.id, 3);
 	CU_ASSERT_EQUAL(outs[1].m.rank, 1);
+	teardown(c);
+}
+
+/* A BARRIER goes right behind its own registration, never ahead of a
+ * message parked before it: here an UNLOCK waiting for the answer to
+ * the registration of what was written under the lock. */
+static void test_barrier_never_overtakes_a_parked_unlock(void)
+{
+	lm_cluster *c = setup();
+	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
+	struct lm_notice reg = { .page = 12, .version = 7, .base = 0,
+				 .writer = 1, .wcluster = 0 };
+	uint32_t up;
+
+	join_all(c, RUN);
+	m.id = 3;
+	creq(c, 1, 60, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up = outs[0].req_id;
+	clear_outs();
+	m = msg(LM_MSG_GRANT, RUN);
+	m.id = 3;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	clear_outs();
+	recall(c, 3, 1);
+	flush_page(c, 1, 12, 0, 4, 0x5a);
+	m = msg(LM_MSG_UNLOCK, RUN);
+	m.id = 3;
+	creq(c, 1, 61, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2); /* UNLOCK_OK; REGISTER, unanswered */
+	CU_ASSERT_EQUAL_FATAL(outs[1].m.type, LM_MSG_REGISTER);
+	up = outs[1].req_id;
+	flush_page(c, 2, 13, 0, 4, 0x5b);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 1);
+	CU_ASSERT_EQUAL(nouts, 0); /* both wait for the first answer */
+	m = msg(LM_MSG_REGISTER_OK, RUN);
+	m.notices = &reg;
+	m.nnotices = 1;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	CU_ASSERT_EQUAL_FATAL(nouts, 3);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER); /* page 13 */
+	CU_ASSERT_EQUAL(outs[2].m.type, LM_MSG_BARRIER);
 	teardown(c);
 }
 
@@ -2313,8 +2360,9 @@ static void test_eager_relay_sends_data(void)
 	flush_page(c, 2, 5, 16, 4, 0x67);
 	for (uint32_t r = 0; r < 4; r++)
 		barrier(c, r, 1);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_BARRIER);
 	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 1);
 	CU_ASSERT_EQUAL(outs[0].notices[0].base, LM_REG_DATA);
 	CU_ASSERT_EQUAL(outs[0].notices[0].writer, LM_WRITER_MANY);
@@ -2354,8 +2402,9 @@ static void test_adaptive_relay_sends_pulled_pages_data(void)
 	flush_page(c, 1, 6, 8, 4, 0x22);
 	for (uint32_t r = 0; r < 4; r++)
 		barrier(c, r, 2);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_BARRIER);
 	CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 2);
 	for (uint32_t i = 0; i < 2; i++) {
 		const struct lm_notice *e = &outs[0].notices[i];
@@ -2529,6 +2578,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_reply_after_pull_cached_when_new_enough),
 	LM_TEST(test_next_delta_merged_or_older_pushed),
 	LM_TEST(test_unlock_parked_behind_registration),
+	LM_TEST(test_barrier_never_overtakes_a_parked_unlock),
 	LM_TEST(test_eager_relay_sends_data),
 	LM_TEST(test_adaptive_relay_sends_pulled_pages_data),
 	LM_TEST(test_deltas_stay_within_cache),
