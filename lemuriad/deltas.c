@@ -41,7 +41,9 @@ struct lm_deltas {
 	uint8_t *enc;         /* one encoded delta */
 	size_t enc_cap;
 	bool adaptive;
-	uint8_t *pulled;      /* adaptive: a bit per page a home pulled */
+	uint8_t *shared;      /* adaptive: per page, registrations left
+				 that go with their data since a home
+				 last pulled it (0: lazy) */
 	int emitted;
 	struct lm_deltas_stats stats;
 };
@@ -126,8 +128,8 @@ lm_deltas *lm_deltas_create(uint32_t page_size, uint32_t npages,
 	d->buckets = calloc((size_t)1 << d->bits, sizeof(*d->buckets));
 	d->entries = calloc(d->entries_max, sizeof(*d->entries));
 	d->enc = malloc(d->enc_cap);
-	d->pulled = calloc(npages / 8 + 1, 1);
-	if (!d->buckets || !d->entries || !d->enc || !d->pulled)
+	d->shared = calloc(npages ? npages : 1, 1);
+	if (!d->buckets || !d->entries || !d->enc || !d->shared)
 		goto err;
 	return d;
 err:
@@ -152,7 +154,7 @@ void lm_deltas_reset(lm_deltas *d)
 	d->nentries = 0;
 	d->data_len = 0;
 	d->data_count = 0;
-	memset(d->pulled, 0, d->npages / 8 + 1);
+	memset(d->shared, 0, d->npages);
 }
 
 void lm_deltas_destroy(lm_deltas *d)
@@ -166,7 +168,7 @@ void lm_deltas_destroy(lm_deltas *d)
 	free(d->entries);
 	free(d->data);
 	free(d->enc);
-	free(d->pulled);
+	free(d->shared);
 	free(d);
 }
 
@@ -308,8 +310,9 @@ int lm_deltas_seal(lm_deltas *d, bool with_data, bool all_sealed)
 		memset(&p->open, 0, sizeof(p->open));
 		p->has_open = false;
 		d->stats.deltas_registered++;
-		if (!with_data && d->adaptive &&
-		    (d->pulled[p->page / 8] & (1u << (p->page % 8)))) {
+		if (!with_data && d->adaptive && p->page < d->npages &&
+		    d->shared[p->page]) {
+			d->shared[p->page]--;
 			d->stats.deltas_sent_shared++;
 		} else if (!with_data) {
 			add_entry(d, p->page, LM_REG_NEW,
@@ -397,7 +400,8 @@ int lm_deltas_pull(lm_deltas *d, uint32_t page, uint32_t version,
 		return LM_ENOBUFS;
 	d->stats.delta_bytes_sent += *len;
 	d->stats.deltas_pulled++;
-	d->pulled[page / 8] |= (uint8_t)(1u << (page % 8));
+	if (page < d->npages)
+		d->shared[page] = LM_DELTAS_SHARED_SENDS;
 	if (x == &p->sealed)
 		drop(d, &p->sealed, &p->has_sealed);
 	else

@@ -35,11 +35,16 @@ typedef void (*lm_deltas_emit_fn)(void *ctx, const struct lm_msg *reg);
  * as several. */
 #define LM_DELTAS_MSG_DATA (1u << 20)
 
+/* With relay = adaptive, the registrations of a page that go with their
+ * data after a home pulled its delta; the next is lazy again unless the
+ * page was pulled since (docs/dsm.md "Lazy, adaptive and eager relay"). */
+#define LM_DELTAS_SHARED_SENDS 4
+
 /* Deltas of pages of page_size bytes, npages of them, for the cluster of
  * layout index `cluster`.  `adaptive` (relay = adaptive): a page whose
- * delta a home pulled is registered with its data from then on, as in
- * eager relay, since another cluster reads it.  NULL when memory runs
- * out. */
+ * delta a home pulled is registered with its data, as in eager relay,
+ * since another cluster reads it, LM_DELTAS_SHARED_SENDS times.  NULL
+ * when memory runs out. */
 lm_deltas *lm_deltas_create(uint32_t page_size, uint32_t npages,
 			    uint32_t cluster, bool adaptive,
 			    lm_deltas_emit_fn emit, void *ctx);

@@ -2421,6 +2421,50 @@ static void test_adaptive_relay_sends_pulled_pages_data(void)
 	teardown(c);
 }
 
+/* relay = adaptive: a pulled page sends its data with its next
+ * LM_DELTAS_SHARED_SENDS registrations, then goes lazy again until a
+ * home pulls it anew (another cluster that stopped reading it costs no
+ * more bytes). */
+static void test_adaptive_page_goes_lazy_again(void)
+{
+	char text[1024];
+	lm_cluster *c;
+	const char *at = strstr(small_layout, "auth = off\n");
+	struct lm_notice none[1] = { NOTE(200, 1) };
+	uint32_t id = 2;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	snprintf(text, sizeof(text), "%.*srelay = adaptive\n%s",
+		 (int)(at - small_layout), small_layout, at);
+	memcpy(strstr(text, "cache = 12K"), "cache = 64K", 11);
+	c = setup_text(text);
+	join_all(c, RUN);
+	flush_page(c, 1, 5, 0, 4, 0x11);
+	barrier_release(c, 1, none, 1); /* NEW, registered at 40 */
+	CU_ASSERT_EQUAL(pull(c, 5, 40)->m.status, 0);
+	for (uint32_t e = 0; e <= LM_DELTAS_SHARED_SENDS + 1; e++, id++) {
+		uint32_t want = e < LM_DELTAS_SHARED_SENDS ? LM_REG_DATA
+							   : LM_REG_NEW;
+
+		if (e == LM_DELTAS_SHARED_SENDS + 1) {
+			/* pulled anew: its data goes with it again */
+			CU_ASSERT_EQUAL(pull(c, 5, 60 + e - 1)->m.status, 0);
+			want = LM_REG_DATA;
+		}
+		flush_page(c, 1, 5, 8, 4, (uint8_t)(0x20 + e));
+		for (uint32_t r = 0; r < 4; r++)
+			barrier(c, r, id);
+		CU_ASSERT_EQUAL_FATAL(outs[0].m.type, LM_MSG_REGISTER);
+		CU_ASSERT_EQUAL_FATAL(outs[0].m.nnotices, 1);
+		CU_ASSERT_EQUAL(outs[0].notices[0].base, want);
+		answer_registers(c, true, 60 + e);
+		release(c, id);
+	}
+	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_sent_shared,
+			LM_DELTAS_SHARED_SENDS + 1);
+	teardown(c);
+}
+
 /* Deltas share the cache size with the copies (I5): beyond it they go
  * home with their data, so the lemuriad's memory stays bounded. */
 static void test_deltas_stay_within_cache(void)
@@ -2581,6 +2625,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_barrier_never_overtakes_a_parked_unlock),
 	LM_TEST(test_eager_relay_sends_data),
 	LM_TEST(test_adaptive_relay_sends_pulled_pages_data),
+	LM_TEST(test_adaptive_page_goes_lazy_again),
 	LM_TEST(test_deltas_stay_within_cache),
 	LM_TEST(test_abort_relayed_both_ways),
 	LM_TEST(test_grant_after_leave_returns_lock),
