@@ -727,7 +727,6 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 	if (msg.type == LM_MSG_LEAVE)
 		lm_daemon_attach(d, m->peer, false);
 	d->proto->handle(d->machine, m->peer, m->kind, m->req_id, &msg);
-	lm_daemon_arm_background(d);
 }
 
 static void lm_daemon_peer_event(void *ctx, uint16_t peer,
@@ -835,6 +834,11 @@ static void lm_daemon_out_reply(void *ctx, uint16_t node, uint32_t req_id,
 	lm_daemon_emit(ctx, node, LM_REL_REPLY, req_id, m);
 }
 
+static void lm_daemon_out_later(void *ctx)
+{
+	lm_daemon_arm_background(ctx);
+}
+
 int lm_daemon_start_protocol(lm_daemon *d,
 			     const struct lm_daemon_protocol *proto,
 			     char *err, size_t errlen)
@@ -852,7 +856,8 @@ int lm_daemon_start_protocol(lm_daemon *d,
 	}
 	d->out = (struct lm_msg_out){ lm_daemon_out_send,
 				      lm_daemon_out_request,
-				      lm_daemon_out_reply };
+				      lm_daemon_out_reply,
+				      lm_daemon_out_later };
 	d->proto = proto;
 	d->machine = proto->create(d->layout, d->name, d->id, &d->out, d,
 				   err, errlen);

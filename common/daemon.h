@@ -89,9 +89,10 @@ struct lm_daemon_protocol {
 	 * reflector/home_stats.c, lemuriad/cluster_stats.c). */
 	void (*stats)(void *machine, lm_stats_set *out);
 	/* Does a bounded piece of work the machine put off (optional):
-	 * called after the messages of a wake-up were handled and their
-	 * answers sent, again while it returns true, with the socket read
-	 * in between. */
+	 * called, once the machine asked for it through its out->later,
+	 * after the messages of that wake-up were handled and their answers
+	 * sent; again while it returns true, with the socket read in
+	 * between. */
 	bool (*background)(void *machine);
 };
 

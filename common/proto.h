@@ -271,6 +271,10 @@ struct lm_msg_out {
 	/* Reply to a request received earlier (possibly much later). */
 	void (*reply)(void *ctx, uint16_t node, uint32_t req_id,
 		      const struct lm_msg *m);
+	/* The machine put work off: its protocol's background hook is to
+	 * be called once the messages at hand are answered (common/
+	 * daemon.h).  May be NULL (tests that drive a machine by hand). */
+	void (*later)(void *ctx);
 };
 
 /* Name of a message type for logs ("FETCH"), "?" when unknown. */

@@ -723,6 +723,8 @@ static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
 	/* every FLUSH of the epoch is in: the updates can be encoded while
 	 * the barrier goes round the reflectors */
 	c->ahead = c->updates != NULL;
+	if (c->ahead && c->out.later)
+		c->out.later(c->ctx);
 }
 
 /* lm_updates_encode_ahead's look at the cache (the LRU order stays). */

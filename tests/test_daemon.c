@@ -744,6 +744,88 @@ static void test_layout_mismatch_refused_and_aborts(void)
 	layout_pair(true);
 }
 
+/* A machine that puts work off: a FETCH of page 3 asks for three
+ * background calls. */
+static unsigned bg_calls, bg_left;
+
+static bool stub_background(void *machine)
+{
+	(void)machine;
+	bg_calls++;
+	return bg_left && --bg_left > 0;
+}
+
+static void bg_handle(void *machine, uint16_t from,
+		      enum lm_rel_msg_kind kind, uint32_t req_id,
+		      const struct lm_msg *m)
+{
+	struct stub *st = machine;
+
+	stub_handle(machine, from, kind, req_id, m);
+	if (m->type == LM_MSG_FETCH && m->page == 3) {
+		bg_left = 3;
+		st->out.later(st->ctx);
+	}
+}
+
+static const struct lm_daemon_protocol bg_proto = {
+	.create = stub_create,
+	.destroy = stub_destroy,
+	.handle = bg_handle,
+	.background = stub_background,
+};
+
+/* The background hook runs when the machine asked for it, again while
+ * it says there is more, and not otherwise; messages are still served
+ * in between. */
+static void test_background_runs_when_asked(void)
+{
+	char tdir[] = "/tmp/lm-background-XXXXXX", a[64], err[256];
+	uint16_t pr = free_port(), pc = free_port();
+	struct lm_layout *l = NULL;
+	struct event_base *base = event_base_new();
+	lm_daemon *r = NULL, *c = NULL;
+	struct lm_msg fetch = { .type = LM_MSG_FETCH, .run = 7, .page = 4 };
+
+	CU_ASSERT_FATAL(pr && pc && pc + 1 != pr && base && mkdtemp(tdir));
+	snprintf(a, sizeof(a), "%s/a.ini", tdir);
+	CU_ASSERT_FATAL(write_layout(a, pr, pc, 2) == 0);
+	CU_ASSERT_FATAL(lm_layout_load(a, &l, err, sizeof(err)) == 0);
+	r = lm_daemon_create(base, l, LM_ROLE_REFLECTOR, "r0", err,
+			     sizeof(err));
+	c = lm_daemon_create(base, l, LM_ROLE_LEMURIAD, "c0", err,
+			     sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_FATAL(lm_daemon_start_protocol(r, &bg_proto, err,
+						 sizeof(err)) == 0 &&
+			lm_daemon_start_protocol(c, &stub_proto, err,
+						 sizeof(err)) == 0);
+	bg_calls = bg_left = 0;
+	/* page 4: nothing put off, no call */
+	stubs[1].out.request(stubs[1].ctx, 1, 1, &fetch);
+	spin_until(base, &stubs[0].handled, 1);
+	CU_ASSERT_EQUAL(stubs[0].handled, 1);
+	CU_ASSERT_EQUAL(bg_calls, 0);
+	/* page 3: three calls, the last saying it is done */
+	fetch.page = 3;
+	stubs[1].out.request(stubs[1].ctx, 1, 2, &fetch);
+	spin_until(base, &bg_calls, 3);
+	CU_ASSERT_EQUAL(stubs[0].handled, 2);
+	CU_ASSERT_EQUAL(bg_calls, 3);
+	fetch.page = 4;
+	stubs[1].out.request(stubs[1].ctx, 1, 3, &fetch);
+	spin_until(base, &stubs[0].handled, 3);
+	CU_ASSERT_EQUAL(stubs[0].handled, 3);
+	CU_ASSERT_EQUAL(bg_calls, 3);
+	lm_daemon_destroy(c);
+	lm_daemon_destroy(r);
+	event_base_free(base);
+	lm_layout_free(l);
+	unlink(a);
+	rmdir(tdir);
+}
+
 LM_TEST_SUITE("daemon", LM_TEST(test_parse_defaults_stay_in_foreground),
 	      LM_TEST(test_parse_short_service_options),
 	      LM_TEST(test_parse_long_service_options),
@@ -766,4 +848,5 @@ LM_TEST_SUITE("daemon", LM_TEST(test_parse_defaults_stay_in_foreground),
 	      LM_TEST(test_log_file_unopenable_named),
 	      LM_TEST(test_syslog_priorities),
 	      LM_TEST(test_layout_same_passes),
-	      LM_TEST(test_layout_mismatch_refused_and_aborts))
+	      LM_TEST(test_layout_mismatch_refused_and_aborts),
+	      LM_TEST(test_background_runs_when_asked))

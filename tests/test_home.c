@@ -97,7 +97,8 @@ static void cb_reply(void *ctx, uint16_t node, uint32_t req_id,
 	cap_add(HOW_REPLY, node, req_id, m);
 }
 
-static const struct lm_msg_out out_cbs = { cb_send, cb_request, cb_reply };
+static const struct lm_msg_out out_cbs = { cb_send, cb_request, cb_reply,
+					   NULL };
 
 /* conf/4+4.ini: reflector r0 = node 1, c0 = node 2 (ranks 0..3), c1 =
  * node 3 (ranks 4..7); 64 MiB of 4 KiB pages. */

@@ -405,7 +405,7 @@ static void out_req_nothing(void *ctx, uint16_t node, uint32_t req_id,
 }
 
 static const struct lm_msg_out quiet_out = { out_nothing, out_req_nothing,
-					     out_req_nothing };
+					     out_req_nothing, NULL };
 
 static void test_protocol_drops_counted_and_limited(void)
 {

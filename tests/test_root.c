@@ -117,7 +117,8 @@ static void cb_reply(void *ctx, uint16_t node, uint32_t req_id,
 	emit(ctx, node, REPLY, req_id, m);
 }
 
-static const struct lm_msg_out out_cbs = { cb_send, cb_request, cb_reply };
+static const struct lm_msg_out out_cbs = { cb_send, cb_request, cb_reply,
+					   NULL };
 
 static const enum lm_rel_msg_kind kind_of[] = {
 	[SEND] = LM_REL_ONEWAY, [REQUEST] = LM_REL_REQUEST,

@@ -1008,7 +1008,7 @@ static void capture_req(void *ctx, uint16_t node, uint32_t req_id,
 }
 
 static const struct lm_msg_out quiet_out = { capture_send, capture_req,
-					     capture_req };
+					     capture_req, NULL };
 
 static void test_home_adapter_maps_every_field(void)
 {

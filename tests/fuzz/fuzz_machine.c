@@ -133,7 +133,8 @@ static void out_reply(void *ctx, uint16_t node, uint32_t req_id,
 	check_emitted(ctx, 2, node, req_id, m);
 }
 
-static const struct lm_msg_out fz_out = { out_send, out_request, out_reply };
+static const struct lm_msg_out fz_out = { out_send, out_request, out_reply,
+					  NULL };
 
 /* The req id a record's message travels with (fuzz_input.h). */
 static uint32_t record_req_id(enum lm_rel_msg_kind kind, uint8_t ctl)
