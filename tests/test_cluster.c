@@ -2143,11 +2143,11 @@ static void test_next_delta_merged_or_older_pushed(void)
 	teardown(c);
 }
 
-/* An UNLOCK goes up after the registration of what was written under
- * the lock; the client is answered at once. */
-static void test_unlock_parked_behind_registration(void)
+/* Rank 1 takes lock 3 from R, R recalls it, rank 1 writes page 12 and
+ * unlocks: the outputs are then UNLOCK_OK and the REGISTER of page 12,
+ * unanswered. */
+static void unlock_recalled_lock(lm_cluster *c)
 {
-	lm_cluster *c = setup();
 	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 	uint32_t up;
 
@@ -2170,7 +2170,16 @@ static void test_unlock_parked_behind_registration(void)
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK_OK);
 	CU_ASSERT_EQUAL(outs[0].req_id, 61);
-	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL_FATAL(outs[1].m.type, LM_MSG_REGISTER);
+}
+
+/* An UNLOCK goes up after the registration of what was written under
+ * the lock; the client is answered at once. */
+static void test_unlock_parked_behind_registration(void)
+{
+	lm_cluster *c = setup();
+
+	unlock_recalled_lock(c);
 	answer_registers(c, true, 7);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[1].how, SENT);
@@ -2186,28 +2195,12 @@ static void test_unlock_parked_behind_registration(void)
 static void test_barrier_never_overtakes_a_parked_unlock(void)
 {
 	lm_cluster *c = setup();
-	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 	struct lm_notice reg = { .page = 12, .version = 7, .base = 0,
 				 .writer = 1, .wcluster = 0 };
+	struct lm_msg m;
 	uint32_t up;
 
-	join_all(c, RUN);
-	m.id = 3;
-	creq(c, 1, 60, &m);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
-	up = outs[0].req_id;
-	clear_outs();
-	m = msg(LM_MSG_GRANT, RUN);
-	m.id = 3;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
-	clear_outs();
-	recall(c, 3, 1);
-	flush_page(c, 1, 12, 0, 4, 0x5a);
-	m = msg(LM_MSG_UNLOCK, RUN);
-	m.id = 3;
-	creq(c, 1, 61, &m);
-	CU_ASSERT_EQUAL_FATAL(nouts, 2); /* UNLOCK_OK; REGISTER, unanswered */
-	CU_ASSERT_EQUAL_FATAL(outs[1].m.type, LM_MSG_REGISTER);
+	unlock_recalled_lock(c);
 	up = outs[1].req_id;
 	flush_page(c, 2, 13, 0, 4, 0x5b);
 	for (uint32_t r = 0; r < 4; r++)

@@ -638,6 +638,27 @@ static void spin_until(struct event_base *base, const unsigned *count,
 	event_base_loop(base, EVLOOP_NONBLOCK);
 }
 
+/* Reflector r0 of layout la with protocol pr, lemuriad c0 of lb with
+ * stub_proto, both on base. */
+static void daemon_pair(struct event_base *base, const struct lm_layout *la,
+			const struct lm_layout *lb,
+			const struct lm_daemon_protocol *pr, lm_daemon **r,
+			lm_daemon **c)
+{
+	char err[256];
+
+	*r = lm_daemon_create(base, la, LM_ROLE_REFLECTOR, "r0", err,
+			      sizeof(err));
+	*c = lm_daemon_create(base, lb, LM_ROLE_LEMURIAD, "c0", err,
+			      sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(*r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(*c);
+	CU_ASSERT_FATAL(lm_daemon_start_protocol(*r, pr, err,
+						 sizeof(err)) == 0 &&
+			lm_daemon_start_protocol(*c, &stub_proto, err,
+						 sizeof(err)) == 0);
+}
+
 /* Reflector from layout A; lemuriad c0 from layout B (A, or A with c1
  * one client smaller).  c0 sends r0 a FETCH of run 7, twice. */
 static void layout_pair(bool differ)
@@ -662,16 +683,7 @@ static void layout_pair(bool differ)
 	lm_log_set_level(LM_LOG_WARN);
 	lm_log_set_sink(lc_sink, NULL);
 	lm_log_limit_reset();
-	r = lm_daemon_create(base, la, LM_ROLE_REFLECTOR, "r0", err,
-			     sizeof(err));
-	c = lm_daemon_create(base, lb, LM_ROLE_LEMURIAD, "c0", err,
-			     sizeof(err));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-	CU_ASSERT_FATAL(lm_daemon_start_protocol(r, &stub_proto, err,
-						 sizeof(err)) == 0 &&
-			lm_daemon_start_protocol(c, &stub_proto, err,
-						 sizeof(err)) == 0);
+	daemon_pair(base, la, lb, &stub_proto, &r, &c);
 
 	stubs[1].out.request(stubs[1].ctx, 1, 1, &fetch);
 	spin_until(base, &stubs[0].handled, 1);
@@ -791,16 +803,7 @@ static void test_background_runs_when_asked(void)
 	snprintf(a, sizeof(a), "%s/a.ini", tdir);
 	CU_ASSERT_FATAL(write_layout(a, pr, pc, 2) == 0);
 	CU_ASSERT_FATAL(lm_layout_load(a, &l, err, sizeof(err)) == 0);
-	r = lm_daemon_create(base, l, LM_ROLE_REFLECTOR, "r0", err,
-			     sizeof(err));
-	c = lm_daemon_create(base, l, LM_ROLE_LEMURIAD, "c0", err,
-			     sizeof(err));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-	CU_ASSERT_FATAL(lm_daemon_start_protocol(r, &bg_proto, err,
-						 sizeof(err)) == 0 &&
-			lm_daemon_start_protocol(c, &stub_proto, err,
-						 sizeof(err)) == 0);
+	daemon_pair(base, l, l, &bg_proto, &r, &c);
 	bg_calls = bg_left = 0;
 	/* page 4: nothing put off, no call */
 	stubs[1].out.request(stubs[1].ctx, 1, 1, &fetch);

@@ -366,6 +366,16 @@ static lm_updates *two_writers(uint8_t *twin, uint8_t mine[2][PAGE],
 	return u;
 }
 
+/* The same, every writer's update then encoded ahead from a's copy. */
+static lm_updates *two_writers_ahead(uint8_t *twin, uint8_t mine[2][PAGE],
+				     uint8_t *copy, struct ahead_copy *a)
+{
+	lm_updates *u = two_writers(twin, mine, copy);
+
+	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, a, 8));
+	return u;
+}
+
 /* Each writer's update applied to its own page gives `want` (writers
  * from `first` on). */
 static void check_writers_get(lm_updates *u, const struct lm_notice *n,
@@ -390,6 +400,20 @@ static void check_writers_get(lm_updates *u, const struct lm_notice *n,
 	}
 }
 
+/* Prepares the release of page 0 with `tags`, checks the writers'
+ * updates (from `first` on) against copies[0], and that `ahead` updates
+ * went as encoded ahead. */
+static void release_two_writers(lm_updates *u, const struct lm_notice *n,
+				const uint8_t *const *copies,
+				const uint64_t *tags, uint8_t mine[2][PAGE],
+				uint32_t first, uint64_t ahead)
+{
+	CU_ASSERT_FATAL(lm_updates_prepare(u, n, 1, copies, NULL, NULL,
+					   tags) == 0);
+	check_writers_get(u, n, mine, copies[0], first);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, ahead);
+}
+
 /* Updates encoded ahead of the release are sent when nothing changed
  * since: no FLUSH of the page, the same copy with the same tag, no other
  * cluster's bytes.  Otherwise the release encodes them again from what
@@ -406,50 +430,34 @@ static void test_updates_encoded_ahead(void)
 	size_t dlen;
 
 	/* nothing changed: both updates go as encoded ahead */
-	u = two_writers(twin, mine, copy);
-	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
-	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
-					   tags) == 0);
-	check_writers_get(u, &n, mine, copy, 0);
-	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, 2);
+	u = two_writers_ahead(twin, mine, copy, &a);
+	release_two_writers(u, &n, copies, tags, mine, 0, 2);
 	/* a new epoch forgets them */
 	lm_updates_epoch_end(u);
 	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
 	lm_updates_destroy(u);
 
 	/* the copy changed (a new tag): encoded again from the new bytes */
-	u = two_writers(twin, mine, copy);
-	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
+	u = two_writers_ahead(twin, mine, copy, &a);
 	copy[0] ^= 0x11; /* writer 0's byte: writer 1 must see the change */
 	tags[0] = 8;
-	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
-					   tags) == 0);
-	check_writers_get(u, &n, mine, copy, 1);
-	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, 0);
+	release_two_writers(u, &n, copies, tags, mine, 1, 0);
 	lm_updates_destroy(u);
 
 	/* a FLUSH after: writer 0 wrote more, which writer 1 must get */
 	tags[0] = 7;
-	u = two_writers(twin, mine, copy);
-	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
+	u = two_writers_ahead(twin, mine, copy, &a);
 	memcpy(twin, mine[0], PAGE);
 	copy[1] = mine[0][1] ^= 0x77;
 	CU_ASSERT_FATAL(lm_diff_encode(twin, mine[0], PAGE, diff,
 				       sizeof(diff), &dlen) == 0);
 	CU_ASSERT_FATAL(note_diff(u, 0, 0, diff, dlen) == 0);
-	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
-					   tags) == 0);
-	check_writers_get(u, &n, mine, copy, 0);
-	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, 0);
+	release_two_writers(u, &n, copies, tags, mine, 0, 0);
 	lm_updates_destroy(u);
 
 	/* without tags (or with another copy) nothing ahead is used */
-	u = two_writers(twin, mine, copy);
-	CU_ASSERT_FALSE(lm_updates_encode_ahead(u, ahead_copy_of, &a, 8));
-	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
-					   NULL) == 0);
-	check_writers_get(u, &n, mine, copy, 0);
-	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_ahead, 0);
+	u = two_writers_ahead(twin, mine, copy, &a);
+	release_two_writers(u, &n, copies, NULL, mine, 0, 0);
 	lm_updates_destroy(u);
 }
 
