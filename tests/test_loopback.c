@@ -231,6 +231,21 @@ static lm_rpc *client_new(const struct server *s,
 	return rpc;
 }
 
+/* A server (echoing or not) and a client to it, both without auth or
+ * faults, 1400-byte datagrams. */
+static lm_rpc *plain_pair(struct server *srv, bool echo)
+{
+	struct lm_rel_config scfg, ccfg;
+	lm_rpc *rpc;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	CU_ASSERT_FATAL(server_start(srv, &scfg, NULL, echo) == 0);
+	rpc = client_new(srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	return rpc;
+}
+
 static void fill(uint8_t *buf, size_t len, uint32_t seed)
 {
 	for (size_t j = 0; j < len; j++)
@@ -445,7 +460,6 @@ static void test_call_in_parts_arrives_whole(void)
 		{ "head", 4 }, { NULL, 0 }, { bulk, sizeof(bulk) },
 		{ "tail", 4 },
 	}, bad = { NULL, 1 };
-	struct lm_rel_config scfg, ccfg;
 	struct server srv;
 	void *rep = NULL;
 	size_t rlen = 0;
@@ -456,11 +470,7 @@ static void test_call_in_parts_arrives_whole(void)
 	memcpy(whole, "head", 4);
 	memcpy(whole + 4, bulk, sizeof(bulk));
 	memcpy(whole + 4 + sizeof(bulk), "tail", 4);
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
-	CU_ASSERT_FATAL(rpc != NULL);
+	rpc = plain_pair(&srv, true);
 	CU_ASSERT_EQUAL(lm_rpc_call_parts(rpc, parts, 4, &rep, &rlen, 2000),
 			0);
 	CU_ASSERT_EQUAL(rlen, sizeof(whole));
@@ -480,7 +490,6 @@ static void test_call_in_parts_arrives_whole(void)
 /* The server acknowledges but never answers: the caller's timeout. */
 static void test_call_timeout_without_reply(void)
 {
-	struct lm_rel_config scfg, ccfg;
 	struct server srv;
 	void *rep = NULL;
 	size_t rlen;
@@ -488,11 +497,7 @@ static void test_call_timeout_without_reply(void)
 	lm_rpc *rpc;
 	int rc;
 
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, false) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
-	CU_ASSERT_FATAL(rpc != NULL);
+	rpc = plain_pair(&srv, false);
 	t0 = lm_now_us();
 	rc = lm_rpc_call(rpc, "anyone?", 7, &rep, &rlen, 50);
 	elapsed = lm_now_us() - t0;
@@ -510,17 +515,12 @@ static void test_call_timeout_without_reply(void)
  * a later call nor queued as a message from the server. */
 static void test_late_reply_after_timeout_is_discarded(void)
 {
-	struct lm_rel_config scfg, ccfg;
 	struct server srv;
 	void *rep = NULL, *msg = NULL;
 	size_t rlen = 0, mlen;
 	lm_rpc *rpc;
 
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
-	CU_ASSERT_FATAL(rpc != NULL);
+	rpc = plain_pair(&srv, true);
 	/* The server answers "slow" after 300 ms: a caller stalled for
 	 * most of that still times out first. */
 	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "slow", 4, &rep, &rlen, 20),
@@ -575,7 +575,6 @@ static void sleep_ms(int ms)
  * still waiting, which then gets its reply long before its deadline. */
 static void test_driver_role_passes_to_remaining_waiter(void)
 {
-	struct lm_rel_config scfg, ccfg;
 	struct server srv;
 	struct bg_call a;
 	pthread_t th;
@@ -584,11 +583,7 @@ static void test_driver_role_passes_to_remaining_waiter(void)
 	uint64_t t0;
 	lm_rpc *rpc;
 
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
-	CU_ASSERT_FATAL(rpc != NULL);
+	rpc = plain_pair(&srv, true);
 	/* A drives and leaves at 30 ms; both answers come at 300 ms. */
 	a = (struct bg_call){ .rpc = rpc, .req = "slow", .timeout_ms = 30 };
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, bg_call_main, &a) == 0);
@@ -613,7 +608,6 @@ static void test_driver_role_passes_to_remaining_waiter(void)
  * then the held one's. */
 static void test_started_calls_do_not_wait_for_each_other(void)
 {
-	struct lm_rel_config scfg, ccfg;
 	struct lm_rel_part slow = { "slow", 4 }, quick = { "quick", 5 };
 	struct lm_rpc_pending first, second;
 	struct server srv;
@@ -622,11 +616,7 @@ static void test_started_calls_do_not_wait_for_each_other(void)
 	uint64_t t0;
 	lm_rpc *rpc;
 
-	fast_config(&scfg, SERVER_ID, NULL, 1400);
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
-	rpc = client_new(&srv, &ccfg, NULL);
-	CU_ASSERT_FATAL(rpc != NULL);
+	rpc = plain_pair(&srv, true);
 	t0 = lm_now_us();
 	CU_ASSERT_EQUAL_FATAL(lm_rpc_start_parts(rpc, &slow, 1, &first), 0);
 	CU_ASSERT_EQUAL_FATAL(lm_rpc_start_parts(rpc, &quick, 1, &second), 0);
