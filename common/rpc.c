@@ -544,36 +544,17 @@ bool lm_rpc_acks_delayed(const lm_rpc *rpc)
 	return rpc && rpc->acks_delayed;
 }
 
-uint64_t lm_rpc_ack_wakeups(lm_rpc *rpc)
+struct lm_rpc_counters lm_rpc_counters(lm_rpc *rpc)
 {
-	return rpc ? atomic_load(&rpc->ack_wakeups) : 0;
-}
-
-uint64_t lm_rpc_ack_arms(lm_rpc *rpc)
-{
-	return rpc ? atomic_load(&rpc->ack_arms) : 0;
-}
-
-unsigned lm_rpc_pending_max(lm_rpc *rpc)
-{
-	unsigned n;
+	struct lm_rpc_counters n = { 0, 0, 0, 0 };
 
 	if (!rpc)
-		return 0;
+		return n;
+	n.ack_wakeups = atomic_load(&rpc->ack_wakeups);
+	n.ack_arms = atomic_load(&rpc->ack_arms);
 	pthread_mutex_lock(&rpc->lock);
-	n = rpc->pending_max;
-	pthread_mutex_unlock(&rpc->lock);
-	return n;
-}
-
-uint64_t lm_rpc_reads(lm_rpc *rpc)
-{
-	uint64_t n;
-
-	if (!rpc)
-		return 0;
-	pthread_mutex_lock(&rpc->lock);
-	n = rpc->reads;
+	n.reads = rpc->reads;
+	n.pending_max = rpc->pending_max;
 	pthread_mutex_unlock(&rpc->lock);
 	return n;
 }

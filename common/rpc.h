@@ -59,8 +59,6 @@ int lm_rpc_start_parts(lm_rpc *rpc, const struct lm_rel_part *parts,
  * forgets the call. */
 int lm_rpc_finish(lm_rpc *rpc, struct lm_rpc_pending *call, void **reply,
 		  size_t *reply_len, int timeout_ms);
-/* The most calls that were in flight at once on this endpoint. */
-unsigned lm_rpc_pending_max(lm_rpc *rpc);
 
 /* With rcfg->transport.ack_delay_us > 0, replies are acknowledged late:
  * by the next request when it comes within the delay, else by a thread
@@ -71,17 +69,28 @@ unsigned lm_rpc_pending_max(lm_rpc *rpc);
  * are delayed. */
 #define LM_RPC_ACK_SIGNAL_OFFSET 5
 bool lm_rpc_acks_delayed(const lm_rpc *rpc);
-/* Times the timer woke the ack thread: once per ack that no request
- * carried in time, and at most once per delay while calls follow each
- * other (a request that carries the acks owed leaves the timer armed;
- * the thread re-arms it for an ack owed but not yet due). */
-uint64_t lm_rpc_ack_wakeups(lm_rpc *rpc);
-/* Times the ack timer was set: not once per call in a run of calls. */
-uint64_t lm_rpc_ack_arms(lm_rpc *rpc);
-/* Receive calls made on the socket: a call whose reply is one datagram
- * takes one (reading stops at a reply, without the read that would find
- * the socket empty). */
-uint64_t lm_rpc_reads(lm_rpc *rpc);
+
+/* What an endpoint counted (LEMURIA_PROFILE, tests). */
+struct lm_rpc_counters {
+	/* Times the timer woke the ack thread: once per ack that no
+	 * request carried in time, and at most once per delay while calls
+	 * follow each other (a request that carries the acks owed leaves
+	 * the timer armed; the thread re-arms it for an ack owed but not
+	 * yet due). */
+	uint64_t ack_wakeups;
+	/* Times the ack timer was set: not once per call in a run of
+	 * calls. */
+	uint64_t ack_arms;
+	/* Receive calls made on the socket: a call whose reply is one
+	 * datagram takes one (reading stops at a reply, without the read
+	 * that would find the socket empty). */
+	uint64_t reads;
+	/* The most calls that were in flight at once. */
+	unsigned pending_max;
+};
+
+/* The endpoint's counters so far (all 0 for rpc NULL). */
+struct lm_rpc_counters lm_rpc_counters(lm_rpc *rpc);
 
 /* One-way message to the server. */
 int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len);

@@ -510,12 +510,14 @@ static void lm_client_profile_report(void)
 {
 	const struct lm_client_profile *p = &lm_self.prof;
 	struct lm_region_stats rs;
+	struct lm_rpc_counters rc;
 	uint64_t total = lm_clock_us() - p->start_us;
 	const char *env = getenv("LEMURIA_PROFILE");
 
 	if (!env || !*env || strcmp(env, "0") == 0)
 		return;
 	lm_region_stats(&rs);
+	rc = lm_rpc_counters(lm_self.rpc);
 	fprintf(stderr,
 		"lemuria profile: rank %u: %.3f s; fetch %llu in %.3f s; "
 		"flush %llu in %.3f s; sync wait %llu in %.3f s; apply %.3f "
@@ -528,8 +530,7 @@ static void lm_client_profile_report(void)
 		(unsigned long long)rs.read_faults,
 		(unsigned long long)rs.write_faults,
 		(unsigned long long)rs.mprotects,
-		(unsigned long long)lm_rpc_ack_wakeups(lm_self.rpc),
-		lm_rpc_pending_max(lm_self.rpc));
+		(unsigned long long)rc.ack_wakeups, rc.pending_max);
 }
 
 void lm_finalize(void)

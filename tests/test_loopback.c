@@ -972,8 +972,8 @@ static void test_a_call_reads_its_reply_once(void)
 	CU_ASSERT_FATAL(rpc != NULL);
 	for (int i = 0; i < 50; i++)
 		call_once(rpc, "r");
-	CU_ASSERT(lm_rpc_reads(rpc) >= 50);
-	CU_ASSERT(lm_rpc_reads(rpc) <= 60);
+	CU_ASSERT(lm_rpc_counters(rpc).reads >= 50);
+	CU_ASSERT(lm_rpc_counters(rpc).reads <= 60);
 	stop_delayed(&srv, rpc);
 }
 
@@ -1009,8 +1009,9 @@ static void test_calls_in_a_row_set_the_ack_timer_once_per_delay(void)
 	/* one arming per wake-up and the first; a wake-up re-arms for the
 	 * last reply's ack, due 1.7-2 ms later (100 armings if each call
 	 * set the timer) */
-	CU_ASSERT(lm_rpc_ack_arms(rpc) <= span / 1500 + 3 + stalled);
-	CU_ASSERT(lm_rpc_ack_wakeups(rpc) <= span / 1500 + 2 + stalled);
+	CU_ASSERT(lm_rpc_counters(rpc).ack_arms <= span / 1500 + 3 + stalled);
+	CU_ASSERT(lm_rpc_counters(rpc).ack_wakeups <=
+		  span / 1500 + 2 + stalled);
 	/* a wake-up before an ack falls due sends nothing: every call
 	 * carried the ack before it (no pure acks but the stalls' and the
 	 * last's) */
