@@ -487,18 +487,17 @@ static bool encode_all(lm_updates *u, struct prepared *p)
 }
 
 /* Appends to the list the bytes of p's page that writers other than
- * `slot` wrote (its own are in its copy).  Returns their encoded length,
- * or SIZE_MAX when they do not fit (nothing appended). */
+ * `me` (one of p's writers) wrote: its own are in its copy.  Returns
+ * their encoded length, or SIZE_MAX when they do not fit (nothing
+ * appended). */
 static size_t append_others(lm_updates *u, const struct prepared *p,
-			    uint32_t slot, uint32_t page, size_t *len)
+			    const struct wmask *me, uint32_t page,
+			    size_t *len)
 {
 	struct lm_delta view = u->others;
-	size_t ulen, at = *len + LM_MSG_DIFFS_ENTRY_HDR;
-	size_t bound = room(lm_diff_bound(u->page_size), at,
-			    u->list_max);
-	const struct wmask *me = writer_of(p->w, slot);
+	size_t ulen, bound, at = *len + LM_MSG_DIFFS_ENTRY_HDR;
 
-	if (p->ahead && me) {
+	if (p->ahead) {
 		ulen = me->ahead_len;
 		if (at + ulen > u->list_max ||
 		    reserve(&u->list, &u->list_cap, at + ulen) < 0 ||
@@ -510,7 +509,8 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 		return ulen;
 	}
 
-	union_of(u, &view, p->foreign, p->w, slot);
+	bound = room(lm_diff_bound(u->page_size), at, u->list_max);
+	union_of(u, &view, p->foreign, p->w, me->slot);
 	view.bytes = (uint8_t *)p->copy;
 	if (!bound || reserve(&u->list, &u->list_cap, at + bound) < 0 ||
 	    lm_delta_encode(&view, u->list + at, bound, &ulen) < 0)
@@ -557,21 +557,21 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 		    n[i].writer == rank)
 			continue; /* nothing held, or its own copy kept */
 		if (p && p->ok) {
-			bool wrote = writer_of(p->w, slot) != NULL;
+			const struct wmask *me = writer_of(p->w, slot);
 			size_t ulen;
 
 			/* a copy its client neither wrote nor fetched again
 			 * over LM_UPDATES_IDLE_MAX updates is likely unused:
 			 * dropped, it stops costing updates here and fetches
 			 * from other clusters (a read refetches it) */
-			if (!wrote && ++*idle_of(u, slot, page) >
+			if (!me && ++*idle_of(u, slot, page) >
 					      LM_UPDATES_IDLE_MAX) {
 				u->stats.updates_idle++;
 				forget(u, slot, page);
 				continue;
 			}
-			if (wrote)
-				ulen = append_others(u, p, slot, page, &len);
+			if (me)
+				ulen = append_others(u, p, me, page, &len);
 			else
 				ulen = append_all(u, p, page, &len);
 			if (ulen != SIZE_MAX) {
