@@ -27,12 +27,13 @@ out=""
 limit=900
 build=""
 quick=0
+pin=--pin # each cluster on CPUs of its own; -U: none
 # The quick mode sets only what was not given on the command line.
 given_l=0; given_r=0; given_a=0
 
 usage() {
 	cat <<EOF
-usage: $me [-q] [-l "LAYOUTS"] [-R "RELAYS"] [-r REPS] [-a "ARGS"]
+usage: $me [-qU] [-l "LAYOUTS"] [-R "RELAYS"] [-r REPS] [-a "ARGS"]
                            [-o CSV] [-T SECONDS] [-B BUILD_DIR]
   -l "LAYOUTS" layout names (conf/NAME.ini) or .ini paths
                (default "$layouts")
@@ -44,9 +45,11 @@ usage: $me [-q] [-l "LAYOUTS"] [-R "RELAYS"] [-r REPS] [-a "ARGS"]
                single runs go to the same name ending in -runs.csv
   -T SECONDS   limit for each single run (default $limit)
   -B DIR       build directory (default build at the top of the tree)
+  -U           run unplaced (default: lemuria-run --pin, each cluster's
+               lemuriad and ranks on CPUs of their own)
   -q           quick check: -l "4+4" -a "-n128 -b16" -r 1 unless given, and
                the CSV in \${TMPDIR:-/tmp} unless -o is given
-Each run is lemuria-run --start-daemons --stats -- lu ARGS -t on a private
+Each run is lemuria-run --pin --start-daemons --stats -- lu ARGS -t on a private
 copy of the layout (ports of its own, relay set in [lemuria]).  The time is
 LU's "Total time without initialization"; the traffic is the total of the
 daemons' counters of the run (messages and bytes sent at levels client,
@@ -56,8 +59,9 @@ PASSED or no time is recorded as failed and left out of the medians.
 EOF
 }
 
-while getopts ql:R:r:a:o:T:B:h opt; do
+while getopts qUl:R:r:a:o:T:B:h opt; do
 	case $opt in
+	U) pin="" ;;
 	q) quick=1 ;;
 	l) layouts=$OPTARG; given_l=1 ;;
 	R) relays=$OPTARG ;;
@@ -329,7 +333,7 @@ for l in $layouts; do
 			# lemuria-run stops ranks and daemons itself at -T; the
 			# outer timeout only guards against lemuria-run hanging.
 			timed $((limit + 20)) "$log" "$run_bin" -c "$lay" \
-				--start-daemons --stats --timeout "$limit" -- \
+				$pin --start-daemons --stats --timeout "$limit" -- \
 				"$lu_bin" $args -t
 			st=$?
 			us=$(micros "$log")

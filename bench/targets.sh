@@ -29,6 +29,7 @@ outdir=""
 limit=900
 build=""
 quick=0
+unplaced="" # -U: bench/splash.sh -U
 given_r=0; given_a=0
 
 # The targets: a ratio to the baseline, at most this.  Issue 7 gives the
@@ -39,7 +40,7 @@ t_traffic=0.25
 
 usage() {
 	cat <<EOF
-usage: $me [-q] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR] [-T SECONDS]
+usage: $me [-qU] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR] [-T SECONDS]
                         [-B BUILD_DIR]
   -r REPS      runs of each measurement and its baseline (default $reps)
   -a "ARGS"    LU's and lucontig's arguments, without -p and -t
@@ -49,6 +50,8 @@ usage: $me [-q] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR] [-T SECONDS]
                bench/results/targets)
   -T SECONDS   limit for each single run (default $limit)
   -B DIR       build directory (default build at the top of the tree)
+  -U           run LU and lucontig unplaced (default: lemuria-run --pin,
+               each cluster's lemuriad and ranks on CPUs of their own)
   -q           quick check (about a minute): -a "-n256 -b16" -r 1 unless
                given, files in \${TMPDIR:-/tmp}/lemuria-targets-quick unless
                -O is given; the ratios then say little (tiny problems)
@@ -65,8 +68,9 @@ lu.csv, lucontig.csv and their -runs.csv, and fault-runs.csv).
 EOF
 }
 
-while getopts qr:a:f:O:T:B:h opt; do
+while getopts qUr:a:f:O:T:B:h opt; do
 	case $opt in
+	U) unplaced=-U ;;
 	q) quick=1 ;;
 	r) reps=$OPTARG; given_r=1 ;;
 	a) args=$OPTARG; given_a=1 ;;
@@ -135,14 +139,14 @@ trap cleanup EXIT
 mkdir -p "$outdir" || exit 1
 
 rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
-stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
+stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M'), ${unplaced:+un}placed"
 echo "$me: $reps runs of each; LU and lucontig $args; $stamp"
 failed=0
 
 # bench/splash.sh runs in the background and is waited for, as single runs
 # are, so that ^C reaches this script; it stops its own runs on SIGTERM.
 splash() {
-	"$root/bench/splash.sh" -B "$build" -T "$limit" -r "$reps" "$@" &
+	"$root/bench/splash.sh" -B "$build" -T "$limit" -r "$reps" $unplaced "$@" &
 	child=$!
 	wait "$child"
 	st=$?

@@ -349,5 +349,33 @@ expect "lemuria-run --start-daemons on it, and a small DSM run" 0 timeout -k 5 6
 	$bin/lemuria-run -c "$tmp/slow/layout.ini" --start-daemons --timeout 50 -- \
 	"$build/tests/dsmtest" counter 5
 
+echo "integration: lemuria-run --pin places each cluster's lemuriad and ranks"
+# Each rank checks that it and its cluster's lemuriad run on the CPUs the
+# launcher said (-v) it gave that cluster, and that the other cluster's
+# lemuriad does not share them when there are CPUs enough to part.
+mkdir -p "$tmp/pin"
+private_layout conf/4+4.ini "$tmp/pin" 4 >/dev/null
+mv "$tmp/pin/4+4.ini" "$tmp/pin/layout.ini" # no regex characters for pgrep
+cat >"$tmp/pin/rank.sh" <<'EOF'
+#!/bin/sh
+cpus() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status"; }
+mine=c0; other=c1; [ "$LM_RANK" -ge 4 ] && { mine=c1; other=c0; }
+lemd() { pgrep -f "lemuriad -c $LM_LAYOUT -n $1( |\$)" | head -n 1; }
+me=$(cpus self); l=$(lemd $mine); o=$(lemd $other)
+[ -n "$l" ] && [ -n "$o" ] || { echo "rank $LM_RANK: no lemuriad pids" >&2; exit 3; }
+[ "$(cpus "$l")" = "$me" ] || { echo "rank $LM_RANK on $me, lemuriad $mine on $(cpus "$l")" >&2; exit 4; }
+if [ "$(nproc)" -ge 2 ] && [ "$(cpus "$o")" = "$me" ]; then
+	echo "rank $LM_RANK: both lemuriads on $me" >&2; exit 5; fi
+echo "rank $LM_RANK cluster $mine cpus $me"
+EOF
+chmod +x "$tmp/pin/rank.sh"
+expect "lemuria-run --pin --start-daemons: ranks and lemuriads placed" 0 \
+	timeout -k 5 60 $bin/lemuria-run -c "$tmp/pin/layout.ini" --pin \
+	--start-daemons --verbose --timeout 50 -- "$tmp/pin/rank.sh"
+c0cpus=$(sed -n 's/^lemuria-run: cluster c0 on CPUs //p' "$tmp/out")
+if [ -n "$c0cpus" ] && grep -q "^rank 0 cluster c0 cpus " "$tmp/out"; then
+	ok "lemuria-run -v names each cluster's CPUs ($c0cpus for c0)"; else
+	fail "no CPU placement lines from lemuria-run -v"; sed 's/^/       /' "$tmp/out"; fi
+
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

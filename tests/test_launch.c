@@ -76,6 +76,86 @@ static int run_sh(const char *script, const uint32_t *ranks, size_t n,
 	return st;
 }
 
+/* The CPUs of a set as "a b c", for messages. */
+static const char *cpus_str(const cpu_set_t *s, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int c = 0; c < CPU_SETSIZE && at < len; c++)
+		if (CPU_ISSET(c, s))
+			at += (size_t)snprintf(buf + at, len - at, "%s%d",
+					       at ? " " : "", c);
+	return buf;
+}
+
+/* Places the clusters of `layout` (or the named ones) on the CPUs listed
+ * in `allowed` and checks each cluster's set against want[i] ("" for
+ * none). */
+static void check_placement(const char *layout, const char *const *names,
+			    size_t nnames, const int *allowed, size_t nallowed,
+			    const char *const *want)
+{
+	struct lm_layout *l = NULL;
+	cpu_set_t a, sets[8];
+	char err[256], buf[128];
+
+	CU_ASSERT_EQUAL_FATAL(lm_layout_load(layout, &l, err, sizeof(err)), 0);
+	CU_ASSERT_FATAL(l->nclusters <= 8);
+	CPU_ZERO(&a);
+	for (size_t i = 0; i < nallowed; i++)
+		CPU_SET(allowed[i], &a);
+	CU_ASSERT_EQUAL(lm_launch_placement(l, names, nnames, &a, sets, err,
+					    sizeof(err)), 0);
+	for (size_t c = 0; c < l->nclusters; c++) {
+		cpus_str(&sets[c], buf, sizeof(buf));
+		if (strcmp(buf, want[c]) != 0)
+			fprintf(stderr, "%s cluster %zu: CPUs \"%s\", wanted "
+					"\"%s\"\n", layout, c, buf, want[c]);
+		CU_ASSERT_STRING_EQUAL(buf, want[c]);
+	}
+	lm_layout_free(l);
+}
+
+static void test_placement_shares_out_the_cpus(void)
+{
+	const int two[] = { 0, 1 }, eight[] = { 0, 1, 2, 3, 4, 5, 6, 7 },
+		  sparse[] = { 3, 5, 9 }, one[] = { 2 };
+	const char *c1[] = { "c1" }, *c9[] = { "c9" };
+	struct lm_layout *l = NULL;
+	cpu_set_t none, sets[2];
+	char err[256];
+
+	/* one CPU per cluster, as on the 2-core machines */
+	check_placement("conf/4+4.ini", NULL, 0, two, 2,
+			(const char *[]){ "0", "1" });
+	/* more CPUs than clusters: every other one */
+	check_placement("conf/4+4.ini", NULL, 0, eight, 8,
+			(const char *[]){ "0 2 4 6", "1 3 5 7" });
+	/* the launcher's own CPUs, whatever their numbers */
+	check_placement("conf/4+4.ini", NULL, 0, sparse, 3,
+			(const char *[]){ "3 9", "5" });
+	check_placement("conf/4+4.ini", NULL, 0, one, 1,
+			(const char *[]){ "2", "2" });
+	/* fewer CPUs than clusters: round robin */
+	check_placement("conf/8+8+8+8.ini", NULL, 0, two, 2,
+			(const char *[]){ "0", "1", "0", "1" });
+	/* only the clusters started here count */
+	check_placement("conf/4+4.ini", c1, 1, two, 2,
+			(const char *[]){ "", "0 1" });
+
+	CU_ASSERT_EQUAL_FATAL(lm_layout_load("conf/4+4.ini", &l, err,
+					     sizeof(err)), 0);
+	CPU_ZERO(&none);
+	CU_ASSERT_EQUAL(lm_launch_placement(l, NULL, 0, &none, sets, err,
+					    sizeof(err)), LM_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no CPU"));
+	CU_ASSERT_EQUAL(lm_launch_placement(l, c9, 1, &sets[0], sets, err,
+					    sizeof(err)), LM_EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "c9"));
+	lm_layout_free(l);
+}
+
 static void test_ranks_all_or_by_cluster(void)
 {
 	struct lm_layout *l = NULL;
@@ -176,6 +256,47 @@ static void test_all_ranks_succeed(void)
 	CU_ASSERT_EQUAL(res.failed_rank, -1);
 	CU_ASSERT_STRING_EQUAL(res.msg, "");
 	CU_ASSERT(secs < 5);
+}
+
+/* Each rank runs on the CPUs it was given: rank 0 on the last CPU this
+ * process may use, rank 1 on the first (the same one on a 1-CPU host). */
+static void test_ranks_run_on_their_cpus(void)
+{
+	const uint32_t ranks[] = { 0, 1 };
+	cpu_set_t allowed, sets[2];
+	int first = -1, last = -1;
+	char script[512];
+	char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct lm_launch o = {
+		.argv = argv, .environ_base = environ, .ranks = ranks,
+		.nranks = 2, .rank_cpus = sets,
+		.layout_abs = "/etc/lemuria/test.ini", .run = 1,
+		.timeout_ms = 10000,
+	};
+	struct lm_launch_result res;
+
+	CU_ASSERT_EQUAL_FATAL(sched_getaffinity(0, sizeof(allowed), &allowed),
+			      0);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &allowed)) {
+			if (first < 0)
+				first = c;
+			last = c;
+		}
+	CU_ASSERT_FATAL(first >= 0);
+	CPU_ZERO(&sets[0]);
+	CPU_SET(last, &sets[0]);
+	CPU_ZERO(&sets[1]);
+	CPU_SET(first, &sets[1]);
+	/* exit 0 only when /proc shows exactly the CPU this rank was given */
+	snprintf(script, sizeof(script),
+		 "case $LM_RANK in 0) w=%d ;; *) w=%d ;; esac; "
+		 "got=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "
+		 "/proc/self/status); [ \"$got\" = \"$w\" ] || "
+		 "{ echo \"rank $LM_RANK on $got, wanted $w\" >&2; exit 5; }",
+		 last, first);
+	CU_ASSERT_EQUAL(lm_launch_run(&o, &res), 0);
+	CU_ASSERT_STRING_EQUAL(res.msg, "");
 }
 
 static void test_one_fails_others_stopped(void)
@@ -370,6 +491,8 @@ static void test_silent_daemon_times_out(void)
 }
 
 LM_TEST_SUITE("launch", LM_TEST(test_ranks_all_or_by_cluster),
+	      LM_TEST(test_placement_shares_out_the_cpus),
+	      LM_TEST(test_ranks_run_on_their_cpus),
 	      LM_TEST(test_env_replaces_lm_variables),
 	      LM_TEST(test_run_ids_grow),
 	      LM_TEST(test_find_program_prefers_own_dir),

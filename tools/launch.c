@@ -10,6 +10,12 @@
  *    as newer; multi-host runs pass one id to every host (--run);
  *  - with --cluster, only those clusters' lemuriads are started; the
  *    reflectors run on their own hosts;
+ *  - with --pin, each cluster's lemuriad and ranks share a set of CPUs
+ *    of their own, as if the cluster were a node: a client and its
+ *    lemuriad then wake each other on the same core (cheap) and the
+ *    update bytes one writes are still in that core's cache when the
+ *    other reads them; reflectors are not placed (pinning one measured
+ *    slower, docs/performance.md);
  *  - timeout gives status 124 (like timeout(1)), a signal to the launcher
  *    128 + N, a daemon that dies during the run or a rank that cannot be
  *    started 1. */
@@ -62,9 +68,22 @@ static int describe_status(int st, char *buf, size_t len)
 	return WEXITSTATUS(st);
 }
 
-/* fork + exec in a new process group.  `envp` NULL: inherit and run the
- * program at `argv[0]` as a path; else search PATH (execvpe). */
-static pid_t spawn(char *const *argv, char *const *envp, bool null_stdin)
+/* Writes msg to stderr from a forked child (no stdio buffers). */
+static void child_say(const char *what, const char *prog)
+{
+	char m[512];
+	int n = snprintf(m, sizeof(m), "lemuria-run: %s %s: %s\n", what, prog,
+			 strerror(errno));
+
+	if (n > 0 && write(2, m, (size_t)n) < 0)
+		_exit(127);
+}
+
+/* fork + exec in a new process group, on the CPUs of `cpus` unless it is
+ * NULL.  `envp` NULL: inherit and run the program at `argv[0]` as a path;
+ * else search PATH (execvpe). */
+static pid_t spawn(char *const *argv, char *const *envp, bool null_stdin,
+		   const cpu_set_t *cpus)
 {
 	pid_t pid = fork();
 
@@ -74,6 +93,9 @@ static pid_t spawn(char *const *argv, char *const *envp, bool null_stdin)
 		return pid;
 	}
 	setpgid(0, 0);
+	/* a placement that cannot be had costs speed, not the run */
+	if (cpus && sched_setaffinity(0, sizeof(*cpus), cpus) != 0)
+		child_say("cannot place on its CPUs", argv[0]);
 	if (null_stdin) {
 		int fd = open("/dev/null", O_RDONLY);
 
@@ -86,15 +108,7 @@ static pid_t spawn(char *const *argv, char *const *envp, bool null_stdin)
 		execvpe(argv[0], argv, envp);
 	else
 		execv(argv[0], argv);
-	{
-		char m[512];
-		int n = snprintf(m, sizeof(m),
-				 "lemuria-run: cannot run %s: %s\n", argv[0],
-				 strerror(errno));
-
-		if (n > 0 && write(2, m, (size_t)n) < 0)
-			_exit(127);
-	}
+	child_say("cannot run", argv[0]);
 	_exit(127);
 }
 
@@ -153,6 +167,44 @@ int lm_launch_ranks(const struct lm_layout *l, const char *const *clusters,
 	}
 	*ranks = r;
 	*nranks = n;
+	return 0;
+}
+
+int lm_launch_placement(const struct lm_layout *l,
+			const char *const *clusters, size_t nclusters,
+			const cpu_set_t *allowed, cpu_set_t *sets, char *err,
+			size_t errlen)
+{
+	int cpu[CPU_SETSIZE];
+	size_t ncpus = 0, n = nclusters ? nclusters : l->nclusters, k = 0;
+
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, allowed))
+			cpu[ncpus++] = c;
+	if (ncpus == 0) {
+		snprintf(err, errlen, "no CPU to place the clusters on");
+		return LM_EINVAL;
+	}
+	for (size_t i = 0; i < nclusters; i++)
+		if (!lm_layout_cluster(l, clusters[i])) {
+			snprintf(err, errlen, "no cluster \"%s\" in %s",
+				 clusters[i], l->path);
+			return LM_EINVAL;
+		}
+	for (size_t c = 0; c < l->nclusters; c++) {
+		bool wanted = nclusters == 0;
+
+		CPU_ZERO(&sets[c]);
+		for (size_t i = 0; i < nclusters && !wanted; i++)
+			wanted = strcmp(clusters[i], l->clusters[c].name) == 0;
+		if (!wanted)
+			continue;
+		if (ncpus < n)
+			CPU_SET(cpu[k % ncpus], &sets[c]);
+		for (size_t j = k; ncpus >= n && j < ncpus; j += n)
+			CPU_SET(cpu[j], &sets[c]);
+		k++;
+	}
 	return 0;
 }
 
@@ -318,7 +370,8 @@ static int ping_once(const struct lm_layout *l, const lm_auth *auth,
 static int add_daemon(lm_launch_daemons *ds, const char *prog,
 		      const char *layout_abs, const char *log_level,
 		      enum lm_role role, const char *name, uint16_t id,
-		      const struct sockaddr_in *addr, FILE *verbose)
+		      const struct sockaddr_in *addr, const cpu_set_t *cpus,
+		      FILE *verbose)
 {
 	struct daemon_proc *d = &ds->p[ds->n];
 	char *argv[8];
@@ -338,7 +391,7 @@ static int add_daemon(lm_launch_daemons *ds, const char *prog,
 		argv[k++] = (char *)log_level;
 	}
 	argv[k] = NULL;
-	d->pid = spawn(argv, NULL, true);
+	d->pid = spawn(argv, NULL, true, cpus);
 	if (d->pid < 0)
 		return LM_EIO;
 	ds->n++;
@@ -443,7 +496,7 @@ int lm_launch_daemons_start(const struct lm_layout *l, const char *layout_abs,
 
 		rc = add_daemon(ds, o->reflector, layout_abs, o->log_level,
 				LM_ROLE_REFLECTOR, r->name, r->id, &r->addr,
-				o->verbose);
+				NULL, o->verbose);
 		if (rc) {
 			snprintf(err, errlen, "cannot start reflector %s: %s",
 				 r->name, strerror(errno));
@@ -460,6 +513,7 @@ int lm_launch_daemons_start(const struct lm_layout *l, const char *layout_abs,
 			continue;
 		rc = add_daemon(ds, o->lemuriad, layout_abs, o->log_level,
 				LM_ROLE_LEMURIAD, c->name, c->id, &c->addr,
+				o->cluster_cpus ? &o->cluster_cpus[i] : NULL,
 				o->verbose);
 		if (rc) {
 			snprintf(err, errlen, "cannot start lemuriad %s: %s",
@@ -568,7 +622,8 @@ static int start_ranks(const struct lm_launch *o, struct rank_proc *p,
 					   o->ranks[i], o->run);
 
 		p[i].rank = o->ranks[i];
-		p[i].pid = env ? spawn(o->argv, env, o->ranks[i] != first)
+		p[i].pid = env ? spawn(o->argv, env, o->ranks[i] != first,
+				       o->rank_cpus ? &o->rank_cpus[i] : NULL)
 			       : -1;
 		lm_launch_env_free(env);
 		if (p[i].pid < 0) {

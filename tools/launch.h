@@ -5,6 +5,7 @@
 #ifndef LM_LAUNCH_H
 #define LM_LAUNCH_H
 
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,20 @@
 int lm_launch_ranks(const struct lm_layout *l, const char *const *clusters,
 		    size_t nclusters, uint32_t **ranks, size_t *nranks,
 		    char *err, size_t errlen);
+
+/* Placement (--pin): the CPUs of each cluster's lemuriad and ranks.  The
+ * clusters this launcher starts (every cluster of the layout when
+ * nclusters is 0, else the named ones; in layout order) share out the
+ * CPUs of `allowed`: with n clusters and at least n CPUs, the k-th gets
+ * every n-th CPU from the k-th on; with fewer CPUs than clusters, the
+ * k-th gets CPU k mod the number of CPUs.  sets[] has one entry per
+ * cluster of the layout; those not started get an empty set.  Returns 0,
+ * or LM_EINVAL with a message in err when `allowed` is empty or a name is
+ * not in the layout. */
+int lm_launch_placement(const struct lm_layout *l,
+			const char *const *clusters, size_t nclusters,
+			const cpu_set_t *allowed, cpu_set_t *sets, char *err,
+			size_t errlen);
 
 /* A fresh run id: microseconds of wall-clock time times 1000 plus a random
  * part, so that the ids of later launches compare greater. */
@@ -58,6 +73,9 @@ struct lm_launch_daemon_opts {
 	const char *const *clusters;
 	size_t nclusters;
 	const char *log_level;   /* passed as -l; NULL: the daemons' default */
+	/* One CPU set per cluster of the layout (lm_launch_placement): each
+	 * lemuriad runs on its cluster's.  NULL: not placed. */
+	const cpu_set_t *cluster_cpus;
 	unsigned ping_ms;        /* 0: LM_LAUNCH_PING_MS */
 	FILE *verbose;           /* progress lines, or NULL */
 };
@@ -86,6 +104,8 @@ struct lm_launch {
 	char *const *environ_base;  /* environment the ranks inherit */
 	const uint32_t *ranks;
 	size_t nranks;
+	const cpu_set_t *rank_cpus; /* nranks sets, one per rank; NULL: the
+				       ranks run where the launcher may */
 	const char *layout_abs;
 	uint64_t run;
 	unsigned timeout_ms;        /* 0: no time limit */

@@ -56,6 +56,10 @@ static void usage(FILE *out)
 		"host of a run\n"
 		"  -t, --timeout SEC     stop everything after SEC seconds "
 		"(status 124)\n"
+		"  -p, --pin             run each cluster's lemuriad and ranks "
+		"on CPUs of\n"
+		"                        their own (one cluster per CPU on "
+		"small hosts)\n"
 		"  -s, --stats           print what the run changed in the "
 		"daemons' counters\n"
 		"  -v, --verbose         say what is started and how it "
@@ -110,12 +114,14 @@ static void stats_report(const struct lm_layout *l, lm_runstats *before)
 
 static int start_daemons(const struct lm_layout *l, const char *layout_abs,
 			 const char *const *clusters, size_t nclusters,
-			 int verbose, lm_launch_daemons **out)
+			 const cpu_set_t *cluster_cpus, int verbose,
+			 lm_launch_daemons **out)
 {
 	char refl[LM_PATH_MAX], lemd[LM_PATH_MAX], err[512];
 	struct lm_launch_daemon_opts o = {
 		.reflector = refl, .lemuriad = lemd, .clusters = clusters,
 		.nclusters = nclusters, .log_level = verbose ? NULL : "warn",
+		.cluster_cpus = cluster_cpus,
 		.verbose = verbose ? stderr : NULL,
 	};
 
@@ -129,6 +135,51 @@ static int start_daemons(const struct lm_layout *l, const char *layout_abs,
 	return 0;
 }
 
+/* --pin: the CPUs of each cluster and of each rank started here, from
+ * the CPUs this launcher may use.  Returns 0, or 1 after a message. */
+static int place(const struct lm_layout *l, const char *const *clusters,
+		 size_t nclusters, const uint32_t *ranks, size_t nranks,
+		 int verbose, cpu_set_t **cluster_cpus, cpu_set_t **rank_cpus)
+{
+	cpu_set_t allowed;
+	char err[512];
+
+	*cluster_cpus = calloc(l->nclusters ? l->nclusters : 1,
+			       sizeof(**cluster_cpus));
+	*rank_cpus = calloc(nranks ? nranks : 1, sizeof(**rank_cpus));
+	if (!*cluster_cpus || !*rank_cpus) {
+		fprintf(stderr, "lemuria-run: --pin: out of memory\n");
+		return 1;
+	}
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+		fprintf(stderr, "lemuria-run: --pin: cannot read the CPUs "
+				"this process may use: %s\n", strerror(errno));
+		return 1;
+	}
+	if (lm_launch_placement(l, clusters, nclusters, &allowed,
+				*cluster_cpus, err, sizeof(err))) {
+		fprintf(stderr, "lemuria-run: --pin: %s\n", err);
+		return 1;
+	}
+	for (size_t i = 0; i < nranks; i++) {
+		const struct lm_cluster_cfg *c =
+			lm_layout_cluster_of_rank(l, ranks[i]);
+
+		(*rank_cpus)[i] = (*cluster_cpus)[c - l->clusters];
+	}
+	for (size_t c = 0; verbose && c < l->nclusters; c++) {
+		if (CPU_COUNT(&(*cluster_cpus)[c]) == 0)
+			continue;
+		fprintf(stderr, "lemuria-run: cluster %s on CPUs",
+			l->clusters[c].name);
+		for (int k = 0; k < CPU_SETSIZE; k++)
+			if (CPU_ISSET(k, &(*cluster_cpus)[c]))
+				fprintf(stderr, " %d", k);
+		fputc('\n', stderr);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -137,6 +188,7 @@ int main(int argc, char **argv)
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "run", required_argument, NULL, 'r' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "pin", no_argument, NULL, 'p' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -144,7 +196,8 @@ int main(int argc, char **argv)
 	};
 	const char *layout_path = NULL, *clusters[MAX_CLUSTERS];
 	size_t nclusters = 0, nranks = 0;
-	int c, daemons = 0, verbose = 0, stats = 0, status;
+	int c, daemons = 0, verbose = 0, stats = 0, pin = 0, status;
+	cpu_set_t *cluster_cpus = NULL, *rank_cpus = NULL;
 	unsigned timeout_ms = 0;
 	uint64_t run = 0;
 	struct lm_layout *l = NULL;
@@ -155,7 +208,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+c:dC:r:t:svh", longopts,
+	while ((c = getopt_long(argc, argv, "+c:dC:r:t:psvh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -195,6 +248,9 @@ int main(int argc, char **argv)
 			timeout_ms = (unsigned)(sec * 1000 + 0.5);
 			break;
 		}
+		case 'p':
+			pin = 1;
+			break;
 		case 's':
 			stats = 1;
 			break;
@@ -229,6 +285,14 @@ int main(int argc, char **argv)
 		lm_layout_free(l);
 		return 2;
 	}
+	if (pin && place(l, clusters, nclusters, ranks, nranks, verbose,
+			 &cluster_cpus, &rank_cpus)) {
+		free(cluster_cpus);
+		free(rank_cpus);
+		free(ranks);
+		lm_layout_free(l);
+		return 2;
+	}
 	if (run == 0)
 		run = lm_launch_run_id();
 	if (verbose)
@@ -246,7 +310,7 @@ int main(int argc, char **argv)
 	sigaction(SIGPIPE, &sa, NULL);
 
 	if (daemons && start_daemons(l, layout_abs, clusters, nclusters,
-				     verbose, &ds)) {
+				     cluster_cpus, verbose, &ds)) {
 		status = 1;
 	} else if (stop_signal) {
 		status = 128 + stop_signal;
@@ -256,7 +320,7 @@ int main(int argc, char **argv)
 		struct lm_launch o = {
 			.argv = argv + optind, .environ_base = environ,
 			.ranks = ranks, .nranks = nranks,
-			.layout_abs = layout_abs, .run = run,
+			.rank_cpus = rank_cpus, .layout_abs = layout_abs, .run = run,
 			.timeout_ms = timeout_ms, .daemons = ds,
 			.stop = &stop_signal,
 			.verbose = verbose ? stderr : NULL,
@@ -272,6 +336,8 @@ int main(int argc, char **argv)
 		lm_runstats_destroy(before);
 	}
 	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
+	free(cluster_cpus);
+	free(rank_cpus);
 	free(ranks);
 	lm_layout_free(l);
 	return status;
