@@ -274,6 +274,41 @@ HOT size_t next_element(const uint8_t *diff, size_t pos, size_t *end,
 	return pos + el->len;
 }
 
+/* next_element for a diff not validated: checks the element at pos
+ * (pos < len) against the diff's and the page's bounds first.  Returns
+ * the position after it, or 0 when it is malformed.  Each test is written
+ * so that no sum can wrap. */
+HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
+			size_t *end, size_t page_size, struct element *el)
+{
+	size_t gap, x, n;
+
+	n = get_varint(diff + pos, len - pos, &gap);
+	if (n == 0)
+		return 0;
+	pos += n;
+	n = get_varint(diff + pos, len - pos, &x);
+	if (n == 0 || x >> 1 == 0 || gap > page_size - *end)
+		return 0;
+	pos += n;
+	el->off = *end + gap;
+	el->masked = x & 1;
+	el->len = x >> 1;
+	el->data = diff + pos;
+	if (el->masked) { /* masked groups: aligned, inside the page */
+		if (el->off % GROUP ||
+		    el->len > (page_size - el->off) / GROUP ||
+		    el->len > (len - pos) / MASKED_SIZE)
+			return 0;
+		*end = el->off + el->len * GROUP;
+		return pos + el->len * MASKED_SIZE;
+	}
+	if (el->len > page_size - el->off || el->len > len - pos)
+		return 0;
+	*end = el->off + el->len;
+	return pos + el->len;
+}
+
 #if defined(__SSE2__) && !defined(LM_DIFF_PORTABLE)
 /* Copies the bytes of src that m selects into dst, 64 bytes: each 16-bit
  * slice of m becomes a byte mask by replicating its two bytes and testing
@@ -578,40 +613,33 @@ int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 {
 	size_t pos = 0, end = 0;
+	struct element el;
 
-	while (pos < len) {
-		size_t gap, x, n;
-
-		n = get_varint(diff + pos, len - pos, &gap);
-		if (n == 0)
+	while (pos < len)
+		if ((pos = next_checked(diff, len, pos, &end, page_size,
+					&el)) == 0)
 			return LM_EBADMSG;
-		pos += n;
-		n = get_varint(diff + pos, len - pos, &x);
-		if (n == 0)
-			return LM_EBADMSG;
-		pos += n;
-		/* each test is written so that no sum can wrap */
-		if (x >> 1 == 0 || gap > page_size - end)
-			return LM_EBADMSG;
-		end += gap;
-		if (x & 1) { /* masked groups: aligned, inside the page */
-			size_t k = x >> 1;
-
-			if (end % GROUP || k > (page_size - end) / GROUP ||
-			    k > (len - pos) / MASKED_SIZE)
-				return LM_EBADMSG;
-			pos += k * MASKED_SIZE;
-			end += k * GROUP;
-		} else {
-			size_t rl = x >> 1;
-
-			if (rl > page_size - end || rl > len - pos)
-				return LM_EBADMSG;
-			pos += rl;
-			end += rl;
-		}
-	}
 	return 0;
+}
+
+/* Writes one element into p and, when q is not NULL, into q too. */
+HOT void write_element(uint8_t *p, uint8_t *q, const struct element *el,
+		       bool wide)
+{
+	if (!el->masked) {
+		copy_run(p + el->off, el->data, el->len);
+		if (q)
+			copy_run(q + el->off, el->data, el->len);
+		return;
+	}
+	for (size_t k = 0; k < el->len; k++) {
+		const uint8_t *g = el->data + k * MASKED_SIZE;
+		uint64_t m = get64le(g);
+
+		blend_any(p + el->off + k * GROUP, g + 8, m, wide);
+		if (q)
+			blend_any(q + el->off + k * GROUP, g + 8, m, wide);
+	}
 }
 
 /* Writes the diff into p and, when q is not NULL, into q too, decoding
@@ -624,22 +652,25 @@ HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len,
 
 	while (pos < len) {
 		pos = next_element(diff, pos, &end, &el);
-		if (!el.masked) {
-			copy_run(p + el.off, el.data, el.len);
-			if (q)
-				copy_run(q + el.off, el.data, el.len);
-			continue;
-		}
-		for (size_t k = 0; k < el.len; k++) {
-			const uint8_t *g = el.data + k * MASKED_SIZE;
-			uint64_t m = get64le(g);
-
-			blend_any(p + el.off + k * GROUP, g + 8, m, wide);
-			if (q)
-				blend_any(q + el.off + k * GROUP, g + 8, m,
-					  wide);
-		}
+		write_element(p, q, &el, wide);
 	}
+}
+
+/* apply_valid for a diff not checked yet: each element is checked just
+ * before it is written, the diff's bytes read once. */
+HOT int apply_checked(uint8_t *p, uint8_t *q, const uint8_t *diff,
+		      size_t len, size_t page_size, bool wide)
+{
+	size_t pos = 0, end = 0;
+	struct element el;
+
+	while (pos < len) {
+		pos = next_checked(diff, len, pos, &end, page_size, &el);
+		if (pos == 0)
+			return LM_EBADMSG;
+		write_element(p, q, &el, wide);
+	}
+	return 0;
 }
 
 static void apply_narrow(uint8_t *p, uint8_t *q, const uint8_t *diff,
@@ -652,6 +683,26 @@ static WIDE void apply_wide(uint8_t *p, uint8_t *q, const uint8_t *diff,
 			    size_t len)
 {
 	apply_valid(p, q, diff, len, true);
+}
+
+static int checked_narrow(uint8_t *p, uint8_t *q, const uint8_t *diff,
+			  size_t len, size_t page_size)
+{
+	return apply_checked(p, q, diff, len, page_size, false);
+}
+
+static WIDE int checked_wide(uint8_t *p, uint8_t *q, const uint8_t *diff,
+			     size_t len, size_t page_size)
+{
+	return apply_checked(p, q, diff, len, page_size, true);
+}
+
+int lm_diff_apply_checked(void *page, void *copy, size_t page_size,
+			  const uint8_t *diff, size_t len)
+{
+	if (use_wide())
+		return checked_wide(page, copy, diff, len, page_size);
+	return checked_narrow(page, copy, diff, len, page_size);
 }
 
 void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)

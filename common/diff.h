@@ -69,6 +69,15 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size);
 int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff,
 		  size_t len);
 
+/* Writes the bytes of diff into page and, when copy is not NULL, into
+ * copy too, checking each element just before it writes it: the diff is
+ * read once.  On LM_EBADMSG the elements before the malformed one are
+ * written (never a byte outside the pages), so it suits only a caller
+ * that then drops the page: a client taking an update invalidates the
+ * copy on a bad one. */
+int lm_diff_apply_checked(void *page, void *copy, size_t page_size,
+			  const uint8_t *diff, size_t len);
+
 /* True when the diff changes nothing. */
 static inline bool lm_diff_is_empty(size_t len)
 {

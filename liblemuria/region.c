@@ -1043,7 +1043,7 @@ static const uint8_t *next_update(const struct lm_msg_diffs *u, size_t *pos,
 	    upage != page)
 		return NULL;
 	*pos = at;
-	return lm_diff_validate(diff, *len, R.page_size) == 0 ? diff : NULL;
+	return diff; /* checked as it is applied */
 }
 
 int lm_region_apply_notices(const struct lm_notice *n, uint32_t count,
@@ -1104,20 +1104,20 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 		 * every byte its clients wrote in the epoch; our clean copy
 		 * at base differs from it in those bytes only (docs/dsm.md
 		 * "Updates").  Written through the private mapping. */
-		if (update && is_clean(page) && R.version[page] == n[i].base) {
-			/* an open page's twin takes it too: not ours to send
-			 * at the next flush */
-			if (R.state[page] == PAGE_OPEN)
-				lm_diff_apply_valid2(R.rw + page_off(page),
-						     R.twin[page], update,
-						     ulen);
-			else
-				lm_diff_apply_valid(R.rw + page_off(page),
-						    update, ulen);
+		if (update && is_clean(page) && R.version[page] == n[i].base &&
+		    lm_diff_apply_checked(R.rw + page_off(page),
+					  R.state[page] == PAGE_OPEN
+						  ? R.twin[page]
+						  : NULL,
+					  R.page_size, update, ulen) == 0) {
+			/* (an open page's twin takes it too: not ours to
+			 * send at the next flush) */
 			R.version[page] = n[i].version;
 			R.stats.updated++;
 			continue;
 		}
+		/* no update, or a malformed one, part of which may be
+		 * written by now: the copy goes */
 		R.state[page] = PAGE_INVALID;
 		R.stats.invalidations++;
 		mark(page);

@@ -188,6 +188,19 @@ static void check_exact_diff(const uint8_t *twin, const uint8_t *page,
 		if (other[i] != (covered[i] ? page[i] : (uint8_t)~twin[i]))
 			both = 0;
 	CU_ASSERT(both);
+	/* checked as it goes: the same bytes, alone and in two pages */
+	memcpy(copy, twin, n);
+	CU_ASSERT_EQUAL(lm_diff_apply_checked(copy, NULL, n, diff, len), 0);
+	CU_ASSERT_EQUAL(memcmp(copy, page, n), 0);
+	memcpy(copy, twin, n);
+	for (size_t i = 0; i < n; i++)
+		other[i] = (uint8_t)~twin[i];
+	CU_ASSERT_EQUAL(lm_diff_apply_checked(copy, other, n, diff, len), 0);
+	CU_ASSERT_EQUAL(memcmp(copy, page, n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (other[i] != (covered[i] ? page[i] : (uint8_t)~twin[i]))
+			both = 0;
+	CU_ASSERT(both);
 	free(covered);
 	free(copy);
 	free(other);
@@ -519,6 +532,38 @@ static size_t raw_diff(uint8_t *out, const uint32_t (*runs)[2], size_t nruns,
 	return pos;
 }
 
+#define GUARD 64
+
+/* lm_diff_apply_checked refuses diff, writing nothing outside the page
+ * nor its copy (guard bytes on both sides of each, the diff in a buffer
+ * of exactly len bytes for ASan), on the narrow and the wide path. */
+static void expect_checked_refused(const uint8_t *diff, size_t len, size_t n)
+{
+	uint8_t *a = malloc(n + 2 * GUARD), *b = malloc(n + 2 * GUARD);
+	uint8_t *exact = malloc(len ? len : 1);
+	bool wide = lm_diff_set_wide(false);
+	int outside = 0;
+
+	memcpy(exact, diff, len);
+	for (int path = 0; path < 2; path++) {
+		lm_diff_set_wide(path == 1);
+		memset(a, 0x5a, n + 2 * GUARD);
+		memset(b, 0xa5, n + 2 * GUARD);
+		CU_ASSERT_EQUAL(lm_diff_apply_checked(a + GUARD, b + GUARD, n,
+						      exact, len),
+				LM_EBADMSG);
+		for (size_t i = 0; i < GUARD; i++)
+			if (a[i] != 0x5a || a[n + GUARD + i] != 0x5a ||
+			    b[i] != 0xa5 || b[n + GUARD + i] != 0xa5)
+				outside++;
+	}
+	CU_ASSERT_EQUAL(outside, 0);
+	lm_diff_set_wide(wide);
+	free(a);
+	free(b);
+	free(exact);
+}
+
 /* Applies diff to a random page and checks it is rejected with the page
  * left exactly as it was. */
 static void expect_rejected(const uint8_t *diff, size_t len, size_t n)
@@ -526,6 +571,8 @@ static void expect_rejected(const uint8_t *diff, size_t len, size_t n)
 	uint8_t *page = malloc(n), *before = malloc(n);
 	struct lm_delta d;
 	struct runs r = { 0 };
+
+	expect_checked_refused(diff, len, n);
 
 	fill_random(page, n);
 	memcpy(before, page, n);
@@ -561,6 +608,17 @@ static void test_malformed_runs_rejected(void)
 	rng_seed(6);
 	len = raw_diff(buf, past_end, 2, 64);
 	expect_rejected(buf, len, PAGE);
+	{ /* checked as it goes, the good run before the bad one is written */
+		uint8_t page[PAGE];
+
+		memset(page, 0, sizeof(page));
+		CU_ASSERT_EQUAL(lm_diff_apply_checked(page, NULL, PAGE, buf,
+						      len), LM_EBADMSG);
+		CU_ASSERT_EQUAL(page[0], 0xee);
+		CU_ASSERT_EQUAL(page[3], 0xee);
+		CU_ASSERT_EQUAL(page[4], 0);
+		CU_ASSERT_EQUAL(page[PAGE - 8], 0);
+	}
 	len = raw_diff(buf, at_end, 1, 64);
 	expect_rejected(buf, len, PAGE);
 	len = raw_diff(buf, wrap, 2, 64);
@@ -601,6 +659,7 @@ static void test_truncated_at_every_byte(void)
 {
 	uint8_t *twin = malloc(PAGE), *page = malloc(PAGE);
 	uint8_t *base = malloc(PAGE), *copy = malloc(PAGE);
+	uint8_t *other = malloc(PAGE);
 	uint8_t *diff = malloc(lm_diff_bound(PAGE)), *cut;
 	uint8_t *boundary;
 	size_t len = 0, pos = 0;
@@ -641,6 +700,13 @@ static void test_truncated_at_every_byte(void)
 			if (memcmp(copy, base, PAGE) != 0)
 				touched++;
 		}
+		/* checked as it goes: the same verdict at every cut */
+		memcpy(other, base, PAGE);
+		if (lm_diff_apply_checked(other, NULL, PAGE, cut, l) !=
+		    (boundary[l] ? 0 : LM_EBADMSG))
+			wrong++;
+		else if (boundary[l] && memcmp(other, copy, PAGE) != 0)
+			wrong++;
 		free(cut);
 	}
 	CU_ASSERT_EQUAL(wrong, 0);
@@ -650,6 +716,7 @@ static void test_truncated_at_every_byte(void)
 	free(page);
 	free(base);
 	free(copy);
+	free(other);
 	free(diff);
 }
 

@@ -727,6 +727,49 @@ static void test_release_updates_keep_copies(void)
 	lm_region_fini();
 }
 
+/* An update that goes bad after a good run (the client checks each run
+ * as it writes it) leaves the copy invalid: the next read fetches the
+ * page whole, none of the good run's bytes are left.  Both a read-only
+ * copy and an open one (its twin written too) are dropped. */
+static void test_update_bad_after_good_run_drops_copy(void)
+{
+	const struct lm_notice n[] = {
+		{ 1, HOME_VERSION + 1, HOME_VERSION, LM_WRITER_MANY, 0 },
+		{ 2, HOME_VERSION + 1, HOME_VERSION, LM_WRITER_MANY, 0 },
+	};
+	uint8_t d[64], buf[256];
+	size_t dl = 0, used = 0;
+	struct lm_msg_diffs u = { buf, 0, 2 };
+	struct entry e[2];
+	volatile uint8_t sink;
+
+	if (setup())
+		return;
+	/* 16 bytes of 0xef at 0, then a run past the page's end */
+	dl = test_run_header(d, 0, 16);
+	memset(d + dl, 0xef, 16);
+	dl += 16;
+	dl += test_run_header(d + dl, PAGE, 8);
+	memset(d + dl, 0xef, 8);
+	dl += 8;
+	for (uint32_t p = 1; p <= 2; p++)
+		CU_ASSERT_EQUAL_FATAL(lm_msg_diffs_append(buf, sizeof(buf),
+							  &used, p, d, dl), 0);
+	u.len = used;
+	sink = pg(1)[0];
+	(void)sink;
+	pg(2)[100] = (uint8_t)~home[2][100];
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 2), 1); /* page 2 open */
+	CU_ASSERT_EQUAL(lm_region_apply_release(n, 2, ME, &u), 0);
+	CU_ASSERT_EQUAL(stats().updated, 0);
+	CU_ASSERT_EQUAL(stats().invalidations, 2);
+	CU_ASSERT_EQUAL(lm_region_page_version(1), UINT32_MAX);
+	CU_ASSERT_EQUAL(lm_region_page_version(2), UINT32_MAX);
+	CU_ASSERT_TRUE(page_equals(1, home[1]));
+	CU_ASSERT_EQUAL(flush_entries(e, 2), 0); /* nothing of it is ours */
+	lm_region_fini();
+}
+
 /* An open page (left writable by a flush) that takes an update takes it
  * in its twin too: the next flush sends only what this process wrote,
  * never the update's bytes as its own.  A notice without an update
@@ -1486,6 +1529,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_sole_writer_keeps_own_copy),
 	      LM_TEST(test_release_updates_keep_copies),
 	      LM_TEST(test_private_region_tracks_nothing),
+	      LM_TEST(test_update_bad_after_good_run_drops_copy),
 	      LM_TEST(test_open_pages_take_updates_and_notices),
 	      LM_TEST(test_sole_writer_rule_needs_every_condition),
 	      LM_TEST(test_sole_writer_dirty_page_refused),
