@@ -52,9 +52,10 @@ size_t lm_diff_bound(size_t page_size);
  * (0 when nothing changed) and returns 0.  Returns LM_ENOBUFS when the
  * diff does not fit in cap (out then holds a partial encoding and must not
  * be used; lm_diff_bound(page_size) bytes are always enough) or LM_EINVAL
- * when page_size exceeds LM_DIFF_MAX_PAGE.  A clean page costs one memcmp;
- * a dirty one is compared 64 bytes at a time.  twin and page are only
- * read and need no particular alignment. */
+ * when page_size exceeds LM_DIFF_MAX_PAGE.  A clean page costs one scan
+ * at memcmp's speed; a dirty one is compared 64 bytes at a time from its
+ * first changed group on (its clean start is read once).  twin and page
+ * are only read and need no particular alignment. */
 int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 		   uint8_t *out, size_t cap, size_t *out_len);
 
