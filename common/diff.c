@@ -132,6 +132,22 @@ same_prefix_wide(const uint8_t *a, const uint8_t *b, size_t n)
 }
 #endif
 
+/* same_prefix_wide where the build has it; 0 (no clean start known)
+ * elsewhere, where lm_diff_encode's memcmp has looked for a clean page. */
+HOT size_t same_prefix(const uint8_t *a, const uint8_t *b, size_t n,
+		       bool wide)
+{
+#ifdef LM_DIFF_WIDE
+	if (wide)
+		return same_prefix_wide(a, b, n);
+#endif
+	(void)a;
+	(void)b;
+	(void)n;
+	(void)wide;
+	return 0;
+}
+
 /* Bit k set when byte g + k differs, for the bytes of [g, min(g + 64, n));
  * `wide` in callers compiled for AVX-512BW (see eqmask64_wide). */
 HOT uint64_t diff_bits(const uint8_t *a, const uint8_t *b, size_t g, size_t n,
@@ -616,7 +632,7 @@ static WIDE int encode_wide(const uint8_t *twin, const uint8_t *page,
 			    size_t *out_len)
 {
 	return encode_elements(NULL, twin, page, page, n,
-			       same_prefix_wide(twin, page, n), out, cap,
+			       same_prefix(twin, page, n, true), out, cap,
 			       out_len, true);
 }
 
