@@ -1446,6 +1446,10 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 				     c->index,
 				     layout->relay == LM_RELAY_ADAPTIVE,
 				     emit_register, c);
+	/* freed delta buffers kept for reuse, bounded like the cache's
+	 * spare copies */
+	if (c->deltas)
+		lm_deltas_keep_spares(c->deltas, c->cache_max / 8);
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + LM_MSG_DIFFS_ENTRY_HDR);

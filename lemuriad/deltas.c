@@ -12,6 +12,10 @@
 /* Entries of one REGISTER; the receiver decodes at most one notice per
  * page of the region. */
 #define DELTAS_ENTRIES_MAX 8192u
+/* Freed delta buffers kept for the next epoch's deltas, at most this many
+ * (lm_deltas_keep_spares): taking a 4 KiB buffer and its mask from malloc
+ * was 4 % of a lemuriad's samples in LU (docs/dsm.md "Memory"). */
+#define DELTAS_SPARE_MAX 1024u
 
 struct pdelta {
 	uint32_t page;
@@ -31,7 +35,9 @@ struct lm_deltas {
 	uint32_t bits;
 	uint32_t *dirty;      /* pages with an open delta */
 	size_t ndirty, dirty_cap;
-	size_t nbuf;          /* lm_delta buffers allocated */
+	size_t nbuf;          /* lm_delta buffers in use */
+	struct lm_delta *spare; /* buffers kept for reuse (drop) */
+	size_t nspare, spare_max;
 	/* the REGISTER being built */
 	struct lm_notice *entries;
 	uint32_t nentries, entries_max;
@@ -81,11 +87,26 @@ static struct pdelta *find_or_add(lm_deltas *d, uint32_t page)
 
 static void drop(lm_deltas *d, struct lm_delta *x, bool *has)
 {
-	if (*has) {
+	if (!*has)
+		return;
+	if (d->nspare < d->spare_max)
+		d->spare[d->nspare++] = *x;
+	else
 		lm_delta_free(x);
-		d->nbuf--;
-		*has = false;
-	}
+	d->nbuf--;
+	*has = false;
+}
+
+/* An empty delta in x: a kept buffer, emptied and zeroed as a new one
+ * would be (no stale bytes on the wire), else a new one. */
+static int take_buffer(lm_deltas *d, struct lm_delta *x)
+{
+	if (d->nspare == 0)
+		return lm_delta_init(x, d->page_size);
+	*x = d->spare[--d->nspare];
+	lm_delta_reset(x);
+	memset(x->bytes, 0, d->page_size);
+	return 0;
 }
 
 /* Frees the page's entry once it holds nothing. */
@@ -124,12 +145,13 @@ lm_deltas *lm_deltas_create(uint32_t page_size, uint32_t npages,
 			 DELTAS_ENTRIES_MAX;
 	if (d->entries_max == 0)
 		d->entries_max = 1;
+	d->spare = calloc(DELTAS_SPARE_MAX, sizeof(*d->spare));
 	d->enc_cap = lm_diff_bound(page_size);
 	d->buckets = calloc((size_t)1 << d->bits, sizeof(*d->buckets));
 	d->entries = calloc(d->entries_max, sizeof(*d->entries));
 	d->enc = malloc(d->enc_cap);
 	d->shared = calloc(npages ? npages : 1, 1);
-	if (!d->buckets || !d->entries || !d->enc || !d->shared)
+	if (!d->spare || !d->buckets || !d->entries || !d->enc || !d->shared)
 		goto err;
 	return d;
 err:
@@ -163,6 +185,9 @@ void lm_deltas_destroy(lm_deltas *d)
 		return;
 	if (d->buckets)
 		lm_deltas_reset(d);
+	while (d->spare && d->nspare)
+		lm_delta_free(&d->spare[--d->nspare]);
+	free(d->spare);
 	free(d->buckets);
 	free(d->dirty);
 	free(d->entries);
@@ -190,7 +215,7 @@ struct lm_delta *lm_deltas_open(lm_deltas *d, uint32_t page, uint32_t rank)
 			d->dirty = nd;
 			d->dirty_cap = cap;
 		}
-		if (lm_delta_init(&p->open, d->page_size) < 0) {
+		if (take_buffer(d, &p->open) < 0) {
 			tidy(d, p);
 			return NULL;
 		}
@@ -202,6 +227,18 @@ struct lm_delta *lm_deltas_open(lm_deltas *d, uint32_t page, uint32_t rank)
 	if (p->open_writer != rank)
 		p->open_writer = LM_WRITER_MANY;
 	return &p->open;
+}
+
+void lm_deltas_keep_spares(lm_deltas *d, size_t n)
+{
+	d->spare_max = n < DELTAS_SPARE_MAX ? n : DELTAS_SPARE_MAX;
+	while (d->nspare > d->spare_max)
+		lm_delta_free(&d->spare[--d->nspare]);
+}
+
+size_t lm_deltas_spares(const lm_deltas *d)
+{
+	return d->nspare;
 }
 
 size_t lm_deltas_dirty(const lm_deltas *d)

@@ -49,6 +49,12 @@ lm_deltas *lm_deltas_create(uint32_t page_size, uint32_t npages,
 			    uint32_t cluster, bool adaptive,
 			    lm_deltas_emit_fn emit, void *ctx);
 void lm_deltas_destroy(lm_deltas *d);
+/* Keeps up to n (at most 1024) of the buffers the deltas free for the
+ * next ones, instead of returning them to malloc; 0, the default, keeps
+ * none.  Kept buffers are not in lm_deltas_buffers: the caller bounds n
+ * by its memory budget.  lm_deltas_spares: how many are kept now. */
+void lm_deltas_keep_spares(lm_deltas *d, size_t n);
+size_t lm_deltas_spares(const lm_deltas *d);
 /* Drops every delta (a new run). */
 void lm_deltas_reset(lm_deltas *d);
 

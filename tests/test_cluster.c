@@ -2575,8 +2575,63 @@ static void test_grant_after_leave_returns_lock(void)
 	teardown(c);
 }
 
+#define DPAGE 4096u
+
+static void ignore_register(void *ctx, const struct lm_msg *reg)
+{
+	(void)ctx;
+	(void)reg;
+}
+
+/* Freed delta buffers are kept up to the number asked for and taken by
+ * the next deltas empty and zeroed, as new ones: nothing of a page's
+ * earlier bytes goes out with another page's delta. */
+static void test_delta_buffers_kept_for_reuse(void)
+{
+	lm_deltas *d = lm_deltas_create(DPAGE, 64, 0, false, ignore_register,
+					NULL);
+	uint8_t diff[16 + DPAGE], out[2 * DPAGE];
+	size_t dl, ol = 1;
+	struct lm_delta *x;
+	int stale = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	lm_deltas_keep_spares(d, 2);
+	dl = test_run_header(diff, 0, DPAGE);
+	memset(diff + dl, 0xc3, DPAGE);
+	for (uint32_t page = 1; page <= 3; page++) {
+		x = lm_deltas_open(d, page, 0);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+		lm_delta_add_valid_diff(x, diff, dl + DPAGE);
+	}
+	CU_ASSERT_EQUAL(lm_deltas_buffers(d), 3);
+	lm_deltas_reset(d); /* all three freed: two kept */
+	CU_ASSERT_EQUAL(lm_deltas_buffers(d), 0);
+	CU_ASSERT_EQUAL(lm_deltas_spares(d), 2);
+	x = lm_deltas_open(d, 9, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	CU_ASSERT_EQUAL(lm_deltas_spares(d), 1);
+	CU_ASSERT_EQUAL(lm_deltas_buffers(d), 1);
+	CU_ASSERT_EQUAL(x->dirty, 0);
+	for (size_t i = 0; i < DPAGE; i++)
+		stale += x->bytes[i] != 0;
+	CU_ASSERT_EQUAL(stale, 0);
+	/* one byte written: its group goes out with zeros, not 0xc3 */
+	dl = test_run_header(diff, 100, 1);
+	diff[dl] = 0x11;
+	lm_delta_add_valid_diff(x, diff, dl + 1);
+	CU_ASSERT_EQUAL(lm_delta_encode(x, out, sizeof(out), &ol), 0);
+	for (size_t i = 0; i < ol; i++)
+		stale += out[i] == 0xc3;
+	CU_ASSERT_EQUAL(stale, 0);
+	lm_deltas_keep_spares(d, 0); /* the last kept one is freed */
+	CU_ASSERT_EQUAL(lm_deltas_spares(d), 0);
+	lm_deltas_destroy(d); /* ASan: nothing leaks, nothing freed twice */
+}
+
 LM_TEST_SUITE("cluster",
 	LM_TEST(test_join),
+	LM_TEST(test_delta_buffers_kept_for_reuse),
 	LM_TEST(test_create_rejects_unknown_name),
 	LM_TEST(test_read_miss_fetches_the_next_pages_ahead),
 	LM_TEST(test_read_miss_fetches_its_stride_ahead),
