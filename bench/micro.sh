@@ -6,20 +6,24 @@
 # a cluster and across clusters.  Medians of REPS runs of build/bench/micro
 # (bench/micro.c) on each layout.
 #
-#   bench/micro.sh [-B BUILD] [-r REPS] [-l "LAYOUTS"] [-o CSV]
+#   bench/micro.sh [-U] [-B BUILD] [-r REPS] [-l "LAYOUTS"] [-o CSV]
 #
 # Defaults: build, 3, "2 8 16 32 4+4 8+8 8+8+8+8", bench/results/micro.csv.
+# The runs are placed (lemuria-run --pin: each cluster's lemuriad and
+# ranks on CPUs of their own); -U runs them unplaced.
 set -u
 me=bench/micro.sh
 build=build
 reps=3
 layouts="2 8 16 32 4+4 8+8 8+8+8+8"
 out=bench/results/micro.csv
+pin=--pin
 usage() {
-	echo "usage: $me [-B BUILD] [-r REPS] [-l \"LAYOUTS\"] [-o CSV]"
+	echo "usage: $me [-U] [-B BUILD] [-r REPS] [-l \"LAYOUTS\"] [-o CSV]"
 }
-while getopts B:r:l:o:h opt; do
+while getopts UB:r:l:o:h opt; do
 	case $opt in
+	U) pin="" ;;
 	B) build=$OPTARG ;;
 	r) reps=$OPTARG ;;
 	l) layouts=$OPTARG ;;
@@ -65,7 +69,7 @@ for l in $layouts; do
 	: >"$tmp/runs"
 	r=0
 	while [ $r -lt "$reps" ]; do
-		timeout -k 5 300 "$build/bin/lemuria-run" -c "$lay" \
+		timeout -k 5 300 "$build/bin/lemuria-run" -c "$lay" $pin \
 			--start-daemons --timeout 280 -- "$build/bench/micro" \
 			>>"$tmp/runs" 2>&1 || echo "micro: failed 1" >>"$tmp/runs"
 		r=$((r + 1))

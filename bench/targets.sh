@@ -30,6 +30,7 @@ limit=900
 build=""
 quick=0
 unplaced="" # -U: bench/splash.sh -U
+pin=--pin   # the read-fault runs; -U: none
 given_r=0; given_a=0
 
 # The targets: a ratio to the baseline, at most this.  Issue 7 gives the
@@ -50,8 +51,9 @@ usage: $me [-qU] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR] [-T SECONDS]
                bench/results/targets)
   -T SECONDS   limit for each single run (default $limit)
   -B DIR       build directory (default build at the top of the tree)
-  -U           run LU and lucontig unplaced (default: lemuria-run --pin,
-               each cluster's lemuriad and ranks on CPUs of their own)
+  -U           run LU, lucontig and the read faults unplaced (default:
+               lemuria-run --pin, each cluster's lemuriad and ranks on
+               CPUs of their own)
   -q           quick check (about a minute): -a "-n256 -b16" -r 1 unless
                given, files in \${TMPDIR:-/tmp}/lemuria-targets-quick unless
                -O is given; the ratios then say little (tiny problems)
@@ -70,7 +72,7 @@ EOF
 
 while getopts qUr:a:f:O:T:B:h opt; do
 	case $opt in
-	U) unplaced=-U ;;
+	U) unplaced=-U; pin="" ;;
 	q) quick=1 ;;
 	r) reps=$OPTARG; given_r=1 ;;
 	a) args=$OPTARG; given_a=1 ;;
@@ -178,7 +180,7 @@ while [ $rep -lt "$reps" ]; do
 	udp=$(awk '$1 == "4096" && $2 == "B" { print $3 }' "$log")
 	log=$tmp/micro.$rep
 	timed $((limit + 20)) "$log" "$build/bin/lemuria-run" -c "$lay" \
-		--start-daemons --timeout "$limit" -- "$build/bench/micro"
+		$pin --start-daemons --timeout "$limit" -- "$build/bench/micro"
 	st2=$?
 	fault=$(awk '$1 == "micro:" && $2 == "fault_cluster_us" { print $3 }' "$log")
 	failure=""
