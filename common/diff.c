@@ -294,6 +294,20 @@ struct element {
 	const uint8_t *data; /* run: its bytes; masked: the first group */
 };
 
+/* The element headed (gap, x) whose bytes start at data, the one before
+ * it having ended at *end; moves *end past it and returns how many bytes
+ * of the diff its data takes. */
+HOT size_t element_of(size_t gap, size_t x, const uint8_t *data,
+		      size_t *end, struct element *el)
+{
+	el->off = *end + gap;
+	el->masked = x & 1;
+	el->len = x >> 1;
+	el->data = data;
+	*end = el->off + (el->masked ? el->len * GROUP : el->len);
+	return el->masked ? el->len * MASKED_SIZE : el->len;
+}
+
 /* Steps over the element at pos (end: where the one before ended);
  * returns the position after it. */
 HOT size_t next_element(const uint8_t *diff, size_t pos, size_t *end,
@@ -303,22 +317,13 @@ HOT size_t next_element(const uint8_t *diff, size_t pos, size_t *end,
 
 	pos += get_valid_varint(diff + pos, &gap);
 	pos += get_valid_varint(diff + pos, &x);
-	el->off = *end + gap;
-	el->masked = x & 1;
-	el->len = x >> 1;
-	el->data = diff + pos;
-	if (el->masked) {
-		*end = el->off + el->len * GROUP;
-		return pos + el->len * MASKED_SIZE;
-	}
-	*end = el->off + el->len;
-	return pos + el->len;
+	return pos + element_of(gap, x, diff + pos, end, el);
 }
 
 /* next_element for a diff not validated: checks the element at pos
- * (pos < len) against the diff's and the page's bounds first.  Returns
- * the position after it, or 0 when it is malformed.  Each test is written
- * so that no sum can wrap. */
+ * (pos < len) against the diff's and the page's bounds.  Returns the
+ * position after it, or 0 when it is malformed (*end is then
+ * meaningless).  Each test is written so that no sum can wrap. */
 HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 			size_t *end, size_t page_size, struct element *el)
 {
@@ -332,22 +337,13 @@ HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 	if (n == 0 || x >> 1 == 0 || gap > page_size - *end)
 		return 0;
 	pos += n;
-	el->off = *end + gap;
-	el->masked = x & 1;
-	el->len = x >> 1;
-	el->data = diff + pos;
-	if (el->masked) { /* masked groups: aligned, inside the page */
-		if (el->off % GROUP ||
-		    el->len > (page_size - el->off) / GROUP ||
-		    el->len > (len - pos) / MASKED_SIZE)
-			return 0;
-		*end = el->off + el->len * GROUP;
-		return pos + el->len * MASKED_SIZE;
-	}
-	if (el->len > page_size - el->off || el->len > len - pos)
+	n = element_of(gap, x, diff + pos, end, el);
+	if (el->masked ? el->off % GROUP ||
+				 el->len > (page_size - el->off) / GROUP ||
+				 el->len > (len - pos) / MASKED_SIZE
+		       : el->len > page_size - el->off || el->len > len - pos)
 		return 0;
-	*end = el->off + el->len;
-	return pos + el->len;
+	return pos + n;
 }
 
 #if defined(__SSE2__) && !defined(LM_DIFF_PORTABLE)
@@ -755,15 +751,6 @@ void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
 		apply_wide(page, NULL, diff, len);
 	else
 		apply_narrow(page, NULL, diff, len);
-}
-
-void lm_diff_apply_valid2(void *page, void *copy, const uint8_t *diff,
-			  size_t len)
-{
-	if (use_wide())
-		apply_wide(page, copy, diff, len);
-	else
-		apply_narrow(page, copy, diff, len);
 }
 
 int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff, size_t len)

@@ -78,6 +78,7 @@ int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff,
  * copy on a bad one. */
 int lm_diff_apply_checked(void *page, void *copy, size_t page_size,
 			  const uint8_t *diff, size_t len);
+/* (page and copy must not overlap; the diff is decoded once for both) */
 
 /* True when the diff changes nothing. */
 static inline bool lm_diff_is_empty(size_t len)
@@ -137,14 +138,9 @@ static inline bool lm_delta_is_empty(const struct lm_delta *d)
 int lm_delta_add_diff(struct lm_delta *d, const uint8_t *diff, size_t len);
 
 /* For a diff lm_diff_validate accepted for the page size (a lemuriad
- * checks a whole FLUSH before it applies any of it; a client checks an
- * update once and writes it twice): the same as lm_diff_apply and
- * lm_delta_add_diff without checking again. */
+ * checks a whole FLUSH before it applies any of it): the same as
+ * lm_diff_apply and lm_delta_add_diff without checking again. */
 void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len);
-/* The same diff written into two pages at once (a client's copy and its
- * twin take every update), decoded once; the pages must not overlap. */
-void lm_diff_apply_valid2(void *page, void *copy, const uint8_t *diff,
-			  size_t len);
 void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
 			     size_t len);
 /* lm_delta_add_valid_diff(d), lm_delta_mark_valid_diff(w) and
