@@ -130,6 +130,17 @@ static int reap_within(pid_t pid, int *status, unsigned ms)
 
 /* ---- ranks, environment, programs ------------------------------------- */
 
+/* Whether this launcher starts cluster `name`: every cluster when n is 0,
+ * else the named ones. */
+static bool started_here(const char *name, const char *const *clusters,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(clusters[i], name) == 0)
+			return true;
+	return n == 0;
+}
+
 int lm_launch_ranks(const struct lm_layout *l, const char *const *clusters,
 		    size_t nclusters, uint32_t **ranks, size_t *nranks,
 		    char *err, size_t errlen)
@@ -158,10 +169,8 @@ int lm_launch_ranks(const struct lm_layout *l, const char *const *clusters,
 	}
 	for (size_t c = 0; c < l->nclusters; c++) {
 		const struct lm_cluster_cfg *cc = &l->clusters[c];
-		bool wanted = nclusters == 0;
+		bool wanted = started_here(cc->name, clusters, nclusters);
 
-		for (size_t i = 0; i < nclusters && !wanted; i++)
-			wanted = strcmp(clusters[i], cc->name) == 0;
 		for (uint32_t k = 0; wanted && k < cc->clients; k++)
 			r[n++] = cc->first_rank + k;
 	}
@@ -192,12 +201,8 @@ int lm_launch_placement(const struct lm_layout *l,
 			return LM_EINVAL;
 		}
 	for (size_t c = 0; c < l->nclusters; c++) {
-		bool wanted = nclusters == 0;
-
 		CPU_ZERO(&sets[c]);
-		for (size_t i = 0; i < nclusters && !wanted; i++)
-			wanted = strcmp(clusters[i], l->clusters[c].name) == 0;
-		if (!wanted)
+		if (!started_here(l->clusters[c].name, clusters, nclusters))
 			continue;
 		if (ncpus < n)
 			CPU_SET(cpu[k % ncpus], &sets[c]);
@@ -505,11 +510,7 @@ int lm_launch_daemons_start(const struct lm_layout *l, const char *layout_abs,
 	}
 	for (size_t i = 0; i < l->nclusters; i++) {
 		const struct lm_cluster_cfg *c = &l->clusters[i];
-		bool wanted = o->nclusters == 0;
-
-		for (size_t j = 0; j < o->nclusters && !wanted; j++)
-			wanted = strcmp(o->clusters[j], c->name) == 0;
-		if (!wanted)
+		if (!started_here(c->name, o->clusters, o->nclusters))
 			continue;
 		rc = add_daemon(ds, o->lemuriad, layout_abs, o->log_level,
 				LM_ROLE_LEMURIAD, c->name, c->id, &c->addr,
