@@ -234,7 +234,7 @@ bench: bench-transport bench-diff bench-mac bench-programs bench-hierarchy bench
 LAYOUT ?= conf/4+4.ini
 LU_ARGS ?= -n512 -b16 -t
 run: all
-	$(BUILD)/bin/lemuria-run -c $(LAYOUT) --pin --start-daemons -- \
+	$(BUILD)/bin/lemuria-run -c $(LAYOUT) --pin --batch --start-daemons -- \
 		$(BUILD)/splash2/lu $(LU_ARGS)
 
 install: all

@@ -27,7 +27,7 @@ out=""
 limit=900
 build=""
 quick=0
-pin=--pin # each cluster on CPUs of its own; -U: none
+pin="--pin --batch" # each cluster on CPUs of its own; -U: none
 # The quick mode sets only what was not given on the command line.
 given_l=0; given_r=0; given_a=0
 
@@ -45,11 +45,12 @@ usage: $me [-qU] [-l "LAYOUTS"] [-R "RELAYS"] [-r REPS] [-a "ARGS"]
                single runs go to the same name ending in -runs.csv
   -T SECONDS   limit for each single run (default $limit)
   -B DIR       build directory (default build at the top of the tree)
-  -U           run unplaced (default: lemuria-run --pin, each cluster's
-               lemuriad and ranks on CPUs of their own)
+  -U           run unplaced (default: lemuria-run --pin --batch, each
+               cluster's lemuriad and ranks on CPUs of their own, the
+               ranks under SCHED_BATCH)
   -q           quick check: -l "4+4" -a "-n128 -b16" -r 1 unless given, and
                the CSV in \${TMPDIR:-/tmp} unless -o is given
-Each run is lemuria-run --pin --start-daemons --stats -- lu ARGS -t on a private
+Each run is lemuria-run --pin --batch --start-daemons --stats -- lu ARGS -t on a private
 copy of the layout (ports of its own, relay set in [lemuria]).  The time is
 LU's "Total time without initialization"; the traffic is the total of the
 daemons' counters of the run (messages and bytes sent at levels client,

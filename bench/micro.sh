@@ -9,15 +9,16 @@
 #   bench/micro.sh [-U] [-B BUILD] [-r REPS] [-l "LAYOUTS"] [-o CSV]
 #
 # Defaults: build, 3, "2 8 16 32 4+4 8+8 8+8+8+8", bench/results/micro.csv.
-# The runs are placed (lemuria-run --pin: each cluster's lemuriad and
-# ranks on CPUs of their own); -U runs them unplaced.
+# The runs are placed (lemuria-run --pin --batch: each cluster's lemuriad
+# and ranks on CPUs of their own, the ranks under SCHED_BATCH); -U runs
+# them unplaced.
 set -u
 me=bench/micro.sh
 build=build
 reps=3
 layouts="2 8 16 32 4+4 8+8 8+8+8+8"
 out=bench/results/micro.csv
-pin=--pin
+pin="--pin --batch"
 usage() {
 	echo "usage: $me [-U] [-B BUILD] [-r REPS] [-l \"LAYOUTS\"] [-o CSV]"
 }

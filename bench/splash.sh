@@ -31,7 +31,7 @@ outdir=""
 limit=900
 build=""
 quick=0
-pin=--pin # each cluster on CPUs of its own; -U: none
+pin="--pin --batch" # each cluster on CPUs of its own; -U: none
 report=0
 # The quick mode sets only what was not given on the command line.
 given_a=""; given_r=0; given_l=0
@@ -73,14 +73,15 @@ usage: $me [-qPU] [-p PROGRAMS] [-a "ARGS"] [-r REPS] [-l "LAYOUTS"] [-o CSV]
   -q           quick check: small sizes (lu -n256, fft -m14, radix -n65536,
                ocean -n66 -k2), -r 1 and -l "1 4+4" unless given, and the
                CSVs in \${TMPDIR:-/tmp}/lemuria-splash-quick unless -o/-O
-  -U           run the Lemuria build unplaced (default: lemuria-run --pin,
-               each cluster's lemuriad and ranks on CPUs of their own)
+  -U           run the Lemuria build unplaced (default: lemuria-run
+               --pin --batch, each cluster's lemuriad and ranks on CPUs of
+               their own, the ranks under SCHED_BATCH)
   -P           after the runs, bench/plot.sh: a markdown table per program
                (printed, and written beside the CSV as PROGRAM.md) and the
                plots PROGRAM-time.png and PROGRAM-traffic.png (these need
                gnuplot, Debian package gnuplot-nox; without it they are
                skipped with a message)
-The Lemuria build runs under lemuria-run --pin --stats with ARGS -t on a private
+The Lemuria build runs under lemuria-run --pin --batch --stats with ARGS -t on a private
 copy of each layout (ports of its own); the pthreads build runs with ARGS
 -pN, N the layout's client count.  A Lemuria run that exits non-zero, prints
 TEST FAILED or no time is counted as failed and not timed; so is a failed

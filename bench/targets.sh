@@ -30,7 +30,7 @@ limit=900
 build=""
 quick=0
 unplaced="" # -U: bench/splash.sh -U
-pin=--pin   # the read-fault runs; -U: none
+pin="--pin --batch" # the read-fault runs; -U: none
 given_r=0; given_a=0
 
 # The targets: a ratio to the baseline, at most this.  Issue 7 gives the
@@ -52,8 +52,8 @@ usage: $me [-qU] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR] [-T SECONDS]
   -T SECONDS   limit for each single run (default $limit)
   -B DIR       build directory (default build at the top of the tree)
   -U           run LU, lucontig and the read faults unplaced (default:
-               lemuria-run --pin, each cluster's lemuriad and ranks on
-               CPUs of their own)
+               lemuria-run --pin --batch, each cluster's lemuriad and
+               ranks on CPUs of their own, the ranks under SCHED_BATCH)
   -q           quick check (about a minute): -a "-n256 -b16" -r 1 unless
                given, files in \${TMPDIR:-/tmp}/lemuria-targets-quick unless
                -O is given; the ratios then say little (tiny problems)

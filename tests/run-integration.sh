@@ -349,10 +349,11 @@ expect "lemuria-run --start-daemons on it, and a small DSM run" 0 timeout -k 5 6
 	$bin/lemuria-run -c "$tmp/slow/layout.ini" --start-daemons --timeout 50 -- \
 	"$build/tests/dsmtest" counter 5
 
-echo "integration: lemuria-run --pin places each cluster's lemuriad and ranks"
+echo "integration: lemuria-run --pin --batch places each cluster's lemuriad and ranks"
 # Each rank checks that it and its cluster's lemuriad run on the CPUs the
-# launcher said (-v) it gave that cluster, and that the other cluster's
-# lemuriad does not share them when there are CPUs enough to part.
+# launcher said (-v) it gave that cluster, that the other cluster's
+# lemuriad does not share them when there are CPUs enough to part, and
+# that it runs under SCHED_BATCH (policy 3) and its lemuriad does not.
 mkdir -p "$tmp/pin"
 private_layout conf/4+4.ini "$tmp/pin" 4 >/dev/null
 mv "$tmp/pin/4+4.ini" "$tmp/pin/layout.ini" # no regex characters for pgrep
@@ -366,11 +367,15 @@ me=$(cpus self); l=$(lemd $mine); o=$(lemd $other)
 [ "$(cpus "$l")" = "$me" ] || { echo "rank $LM_RANK on $me, lemuriad $mine on $(cpus "$l")" >&2; exit 4; }
 if [ "$(nproc)" -ge 2 ] && [ "$(cpus "$o")" = "$me" ]; then
 	echo "rank $LM_RANK: both lemuriads on $me" >&2; exit 5; fi
+policy() { awk '{ print $41 }' "/proc/$1/stat"; }
+# the lemuriad keeps lemuria-run's (our parent's) policy
+[ "$(policy self)" = 3 ] && [ "$(policy "$l")" = "$(policy "$PPID")" ] || {
+	echo "rank $LM_RANK: policy $(policy self), lemuriad $(policy "$l")" >&2; exit 6; }
 echo "rank $LM_RANK cluster $mine cpus $me"
 EOF
 chmod +x "$tmp/pin/rank.sh"
-expect "lemuria-run --pin --start-daemons: ranks and lemuriads placed" 0 \
-	timeout -k 5 60 $bin/lemuria-run -c "$tmp/pin/layout.ini" --pin \
+expect "lemuria-run --pin --batch --start-daemons: ranks and lemuriads placed" 0 \
+	timeout -k 5 60 $bin/lemuria-run -c "$tmp/pin/layout.ini" --pin --batch \
 	--start-daemons --verbose --timeout 50 -- "$tmp/pin/rank.sh"
 c0cpus=$(sed -n 's/^lemuria-run: cluster c0 on CPUs //p' "$tmp/out")
 if [ -n "$c0cpus" ] && grep -q "^rank 0 cluster c0 cpus " "$tmp/out"; then

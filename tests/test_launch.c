@@ -299,6 +299,34 @@ static void test_ranks_run_on_their_cpus(void)
 	CU_ASSERT_STRING_EQUAL(res.msg, "");
 }
 
+/* With `batch` the ranks run under SCHED_BATCH (policy 3 in field 41 of
+ * /proc/PID/stat); without it, under the launcher's own policy. */
+static void test_ranks_run_as_batch(void)
+{
+	const uint32_t ranks[] = { 0, 1 };
+	char script[256];
+	char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct lm_launch o = {
+		.argv = argv, .environ_base = environ, .ranks = ranks,
+		.nranks = 2, .layout_abs = "/etc/lemuria/test.ini", .run = 1,
+		.timeout_ms = 10000,
+	};
+	struct lm_launch_result res;
+	int own = sched_getscheduler(0);
+
+	CU_ASSERT_FATAL(own >= 0);
+	for (int batch = 0; batch < 2; batch++) {
+		snprintf(script, sizeof(script),
+			 "p=$(awk '{ print $41 }' /proc/self/stat); "
+			 "[ \"$p\" = %d ] || { echo \"rank $LM_RANK: policy "
+			 "$p, wanted %d\" >&2; exit 5; }",
+			 batch ? SCHED_BATCH : own, batch ? SCHED_BATCH : own);
+		o.batch = batch;
+		CU_ASSERT_EQUAL(lm_launch_run(&o, &res), 0);
+		CU_ASSERT_STRING_EQUAL(res.msg, "");
+	}
+}
+
 static void test_one_fails_others_stopped(void)
 {
 	const uint32_t ranks[] = { 0, 1, 2 };
@@ -493,6 +521,7 @@ static void test_silent_daemon_times_out(void)
 LM_TEST_SUITE("launch", LM_TEST(test_ranks_all_or_by_cluster),
 	      LM_TEST(test_placement_shares_out_the_cpus),
 	      LM_TEST(test_ranks_run_on_their_cpus),
+	      LM_TEST(test_ranks_run_as_batch),
 	      LM_TEST(test_env_replaces_lm_variables),
 	      LM_TEST(test_run_ids_grow),
 	      LM_TEST(test_find_program_prefers_own_dir),

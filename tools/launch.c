@@ -10,6 +10,10 @@
  *    as newer; multi-host runs pass one id to every host (--run);
  *  - with --cluster, only those clusters' lemuriads are started; the
  *    reflectors run on their own hosts;
+ *  - with --batch, the ranks run under SCHED_BATCH: woken (by their
+ *    lemuriad's reply, say) they do not preempt what runs on their CPU,
+ *    so a lemuriad sending a barrier's updates finishes before its
+ *    clients apply them (docs/performance.md, "Placement");
  *  - with --pin, each cluster's lemuriad and ranks share a set of CPUs
  *    of their own, as if the cluster were a node: a client and its
  *    lemuriad then wake each other on the same core (cheap) and the
@@ -79,12 +83,20 @@ static void child_say(const char *what, const char *prog)
 		_exit(127);
 }
 
-/* fork + exec in a new process group, on the CPUs of `cpus` unless it is
- * NULL.  `envp` NULL: inherit and run the program at `argv[0]` as a path;
- * else search PATH (execvpe). */
-static pid_t spawn(char *const *argv, char *const *envp, bool null_stdin,
-		   const cpu_set_t *cpus)
+/* How a child runs besides its program and environment. */
+struct spawn_how {
+	bool null_stdin;
+	const cpu_set_t *cpus; /* NULL: where the launcher may */
+	bool batch;            /* SCHED_BATCH */
+};
+
+/* fork + exec in a new process group, as `how` says.  `envp` NULL:
+ * inherit and run the program at `argv[0]` as a path; else search PATH
+ * (execvpe). */
+static pid_t spawn(char *const *argv, char *const *envp,
+		   const struct spawn_how *how)
 {
+	static const struct sched_param batch_param = { 0 };
 	pid_t pid = fork();
 
 	if (pid != 0) {
@@ -93,10 +105,14 @@ static pid_t spawn(char *const *argv, char *const *envp, bool null_stdin,
 		return pid;
 	}
 	setpgid(0, 0);
-	/* a placement that cannot be had costs speed, not the run */
-	if (cpus && sched_setaffinity(0, sizeof(*cpus), cpus) != 0)
+	/* a placement or policy that cannot be had costs speed, not the
+	 * run */
+	if (how->cpus && sched_setaffinity(0, sizeof(*how->cpus),
+					   how->cpus) != 0)
 		child_say("cannot place on its CPUs", argv[0]);
-	if (null_stdin) {
+	if (how->batch && sched_setscheduler(0, SCHED_BATCH, &batch_param))
+		child_say("cannot run as SCHED_BATCH", argv[0]);
+	if (how->null_stdin) {
 		int fd = open("/dev/null", O_RDONLY);
 
 		if (fd >= 0 && fd != 0) {
@@ -396,7 +412,8 @@ static int add_daemon(lm_launch_daemons *ds, const char *prog,
 		argv[k++] = (char *)log_level;
 	}
 	argv[k] = NULL;
-	d->pid = spawn(argv, NULL, true, cpus);
+	d->pid = spawn(argv, NULL,
+		       &(struct spawn_how){ .null_stdin = true, .cpus = cpus });
 	if (d->pid < 0)
 		return LM_EIO;
 	ds->n++;
@@ -621,11 +638,14 @@ static int start_ranks(const struct lm_launch *o, struct rank_proc *p,
 	for (size_t i = 0; i < o->nranks; i++) {
 		char **env = lm_launch_env(o->environ_base, o->layout_abs,
 					   o->ranks[i], o->run);
+		struct spawn_how how = {
+			.null_stdin = o->ranks[i] != first,
+			.cpus = o->rank_cpus ? &o->rank_cpus[i] : NULL,
+			.batch = o->batch,
+		};
 
 		p[i].rank = o->ranks[i];
-		p[i].pid = env ? spawn(o->argv, env, o->ranks[i] != first,
-				       o->rank_cpus ? &o->rank_cpus[i] : NULL)
-			       : -1;
+		p[i].pid = env ? spawn(o->argv, env, &how) : -1;
 		lm_launch_env_free(env);
 		if (p[i].pid < 0) {
 			snprintf(res->msg, sizeof(res->msg),

@@ -106,6 +106,7 @@ struct lm_launch {
 	size_t nranks;
 	const cpu_set_t *rank_cpus; /* nranks sets, one per rank; NULL: the
 				       ranks run where the launcher may */
+	bool batch;                 /* ranks under SCHED_BATCH (--batch) */
 	const char *layout_abs;
 	uint64_t run;
 	unsigned timeout_ms;        /* 0: no time limit */

@@ -56,6 +56,9 @@ static void usage(FILE *out)
 		"host of a run\n"
 		"  -t, --timeout SEC     stop everything after SEC seconds "
 		"(status 124)\n"
+		"  -b, --batch           run the ranks under SCHED_BATCH (no "
+		"wake-up\n"
+		"                        preemption of their lemuriad)\n"
 		"  -p, --pin             run each cluster's lemuriad and ranks "
 		"on CPUs of\n"
 		"                        their own (one cluster per CPU on "
@@ -188,6 +191,7 @@ int main(int argc, char **argv)
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "run", required_argument, NULL, 'r' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "batch", no_argument, NULL, 'b' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -196,7 +200,8 @@ int main(int argc, char **argv)
 	};
 	const char *layout_path = NULL, *clusters[MAX_CLUSTERS];
 	size_t nclusters = 0, nranks = 0;
-	int c, daemons = 0, verbose = 0, stats = 0, pin = 0, status;
+	int c, daemons = 0, verbose = 0, stats = 0, pin = 0, batch = 0;
+	int status;
 	cpu_set_t *cluster_cpus = NULL, *rank_cpus = NULL;
 	unsigned timeout_ms = 0;
 	uint64_t run = 0;
@@ -208,7 +213,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+c:dC:r:t:psvh", longopts,
+	while ((c = getopt_long(argc, argv, "+c:dC:r:t:bpsvh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -248,6 +253,9 @@ int main(int argc, char **argv)
 			timeout_ms = (unsigned)(sec * 1000 + 0.5);
 			break;
 		}
+		case 'b':
+			batch = 1;
+			break;
 		case 'p':
 			pin = 1;
 			break;
@@ -320,7 +328,8 @@ int main(int argc, char **argv)
 		struct lm_launch o = {
 			.argv = argv + optind, .environ_base = environ,
 			.ranks = ranks, .nranks = nranks,
-			.rank_cpus = rank_cpus, .layout_abs = layout_abs, .run = run,
+			.rank_cpus = rank_cpus, .batch = batch != 0,
+			.layout_abs = layout_abs, .run = run,
 			.timeout_ms = timeout_ms, .daemons = ds,
 			.stop = &stop_signal,
 			.verbose = verbose ? stderr : NULL,
