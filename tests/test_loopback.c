@@ -1138,6 +1138,59 @@ static void test_evnode_corked_sends_leave_as_one_train(void)
 	lm_auth_destroy(auth);
 }
 
+/* A long datagram is not copied into the train: it leaves at once,
+ * behind the train loaded before it, and the train goes on after it. */
+static void test_evnode_long_datagram_leaves_at_once(void)
+{
+	struct lm_rel_config scfg;
+	struct server srv;
+	struct sockaddr_in sink = { .sin_family = AF_INET };
+	lm_auth *auth = lm_auth_create(test_key);
+	static uint8_t big[40000], buf[65536];
+	size_t sizes[4] = { 0 };
+	uint64_t trains = 9, dgs = 9;
+	char err[128];
+	int fd, got = 0;
+
+	CU_ASSERT_FATAL(auth != NULL);
+	fast_config(&scfg, SERVER_ID, auth, 65000);
+	CU_ASSERT_FATAL(server_init(&srv, &scfg, NULL, false) == 0);
+	sink.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&sink, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(srv.node, CLIENT_ID, &sink), 0);
+	memset(big, 0x5c, sizeof(big));
+	lm_evnode_cork(srv.node);
+	CU_ASSERT_EQUAL(lm_evnode_send(srv.node, CLIENT_ID, "first", 5), 0);
+	CU_ASSERT_EQUAL(lm_evnode_send(srv.node, CLIENT_ID, big, sizeof(big)),
+			0);
+	lm_evnode_train_stats(srv.node, &trains, &dgs);
+	CU_ASSERT_EQUAL(trains, 2); /* "first", then the long one alone */
+	CU_ASSERT_EQUAL(dgs, 2);
+	CU_ASSERT_EQUAL(lm_evnode_send(srv.node, CLIENT_ID, "after", 5), 0);
+	lm_evnode_train_stats(srv.node, &trains, &dgs);
+	CU_ASSERT_EQUAL(trains, 2); /* corked: "after" waits */
+	lm_evnode_uncork(srv.node);
+	lm_evnode_train_stats(srv.node, &trains, &dgs);
+	CU_ASSERT_EQUAL(trains, 3);
+	CU_ASSERT_EQUAL(dgs, 3);
+	for (int i = 0; i < 50 && got < 3; i++) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n > 0)
+			sizes[got++] = (size_t)n;
+		else
+			sleep_ms(10);
+	}
+	CU_ASSERT_EQUAL(got, 3);
+	/* in the order sent: short, long, short */
+	CU_ASSERT(sizes[0] < 200 && sizes[1] > sizeof(big) &&
+		  sizes[2] < 200);
+	close(fd);
+	server_free(&srv);
+	lm_auth_destroy(auth);
+}
+
 /* The node reads what waits in one recvmmsg of up to eight datagrams:
  * one datagram costs one call (not a second that finds the socket
  * empty), twenty cost three. */
@@ -1191,6 +1244,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_evnode_learns_client_address),
 	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer),
 	      LM_TEST(test_evnode_corked_sends_leave_as_one_train),
+	      LM_TEST(test_evnode_long_datagram_leaves_at_once),
 	      LM_TEST(test_evnode_reads_datagrams_in_batches),
 	      LM_TEST(test_delayed_ack_leaves_while_the_caller_computes),
 	      LM_TEST(test_calls_in_a_row_carry_their_acks),
