@@ -5,9 +5,9 @@
  * Datagrams produced while one event is handled (a read burst, a timer, an
  * API call) leave together as one train: one sendmmsg for all of them,
  * whatever their destinations; a long one (LM_EVNODE_DIRECT_BYTES) leaves
- * at once on its own, uncopied, behind the train loaded before it.  Every datagram refused here or by the
- * engine is counted by cause and logged, rate-limited (log.h), with the
- * address it came from.
+ * at once on its own, uncopied, behind the train loaded before it.  Every
+ * datagram refused here or by the engine is counted by cause and logged,
+ * rate-limited (log.h), with the address it came from.
  *
  * Threading: everything here, the callbacks included, runs on the thread
  * of the event_base; call lm_evnode_* only from that thread. */
