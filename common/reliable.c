@@ -152,6 +152,7 @@ struct tx_msg {
 	size_t charge;	     /* counted against send_queue_bytes */
 	uint16_t kind_flags; /* LM_DGF_REQUEST or LM_DGF_REPLY or 0 */
 	uint16_t nfrag;
+	uint16_t ready;      /* fragments filled in (tx_queue) */
 	uint8_t dg[];
 };
 
@@ -761,6 +762,8 @@ static void tx_pump(struct lm_rel *rel, struct peer *p)
 		uint32_t seq = p->snd_nxt;
 		struct tx_slot *s = &p->ring[seq & p->ring_mask];
 
+		if (p->q_send_frag >= m->ready)
+			break; /* tx_queue is still filling it in */
 		if (p->q_send_frag == 0)
 			m->first_seq = seq;
 		memset(s, 0, sizeof(*s));
@@ -857,8 +860,26 @@ static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
 	m->charge = charge;
 	m->kind_flags = kind_flags;
 	m->nfrag = (uint16_t)nfrag;
+	m->ready = len ? 0 : 1;
+	if (p->q_tail)
+		p->q_tail->next = m;
+	else
+		p->q_head = m;
+	p->q_tail = m;
+	if (!p->q_send) {
+		p->q_send = m;
+		p->q_send_frag = 0;
+	}
+	p->q_bytes += len;
+	p->q_charge += charge;
+	rel->stats.msgs_sent++;
+	if (queued)
+		*queued = m;
 	/* The only copy of the message: straight into its datagrams, the
-	 * parts one after the other whatever their lengths. */
+	 * parts one after the other whatever their lengths.  Each datagram
+	 * the window lets go is signed and sent as soon as it is filled
+	 * in, while its bytes are still in cache (a 600 KB update list
+	 * filled in whole was signed at a third of the MAC's speed). */
 	for (uint32_t i = 0; len && i < nfrag; i++) {
 		uint8_t *dst = m->dg + (size_t)i * stride + LM_WIRE_HDR_SIZE;
 		size_t want = frag_len(m, (uint16_t)i);
@@ -878,21 +899,10 @@ static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
 			off += n;
 			want -= n;
 		}
+		m->ready = (uint16_t)(i + 1);
+		if (i + 1 < nfrag)
+			tx_pump(rel, p);
 	}
-	if (p->q_tail)
-		p->q_tail->next = m;
-	else
-		p->q_head = m;
-	p->q_tail = m;
-	if (!p->q_send) {
-		p->q_send = m;
-		p->q_send_frag = 0;
-	}
-	p->q_bytes += len;
-	p->q_charge += charge;
-	rel->stats.msgs_sent++;
-	if (queued)
-		*queued = m;
 	tx_pump(rel, p);
 	return 0;
 }

@@ -524,6 +524,66 @@ static void test_message_size_and_queue_limits(void)
 	free(big);
 }
 
+/* Flipped when the first fragment of a message goes out (a filter). */
+static uint8_t *flip_src;
+static size_t flip_at;
+
+static int flip_on_first_fragment(struct sim *s, int from,
+				  const struct lm_dg_header *h)
+{
+	(void)s;
+	(void)from;
+	if (h->type == LM_DG_DATA && h->frag_index == 0)
+		flip_src[flip_at] ^= 0xff;
+	return 1;
+}
+
+/* A fragment goes out as soon as it is filled in (and so is signed while
+ * its bytes are in cache), not after the whole message: the caller's
+ * byte that the first fragment's transmission changes is seen, changed,
+ * in the last fragment, which was filled in after that. */
+static void test_fragments_leave_as_they_are_filled(void)
+{
+	struct lm_rel_config c;
+	struct sim s;
+	size_t len = 5000, last_len = 0;
+	const uint8_t *last = NULL;
+	uint16_t frags = 0;
+
+	memset(&s, 0, sizeof(s));
+	test_cfg(&c, ID_A, 1000);
+	ep_open(&s, 0, &c, NULL);
+	flip_src = malloc(len);
+	CU_ASSERT_FATAL(flip_src != NULL);
+	for (size_t i = 0; i < len; i++)
+		flip_src[i] = (uint8_t)i;
+	flip_at = len - 1;
+	s.record[0] = true;
+	s.filter = flip_on_first_fragment;
+	CU_ASSERT_EQUAL(lm_rel_send(s.ep[0].rel, ID_B, flip_src, len, s.now),
+			0);
+	for (struct wdg *d = s.rec[0]; d; d = d->next) {
+		struct lm_dg_header h;
+		const uint8_t *payload;
+
+		CU_ASSERT_FATAL(lm_wire_decode(d->data, d->len, &h, &payload) ==
+				0);
+		if (h.type != LM_DG_DATA)
+			continue;
+		frags = h.frag_count;
+		if (h.frag_index + 1u == h.frag_count) {
+			last = payload;
+			last_len = h.payload_len;
+		}
+	}
+	CU_ASSERT(frags > 2);
+	CU_ASSERT_FATAL(last != NULL && last_len > 0);
+	CU_ASSERT_EQUAL(last[last_len - 1], (uint8_t)((len - 1) ^ 0xff));
+	s.filter = NULL;
+	sim_close(&s);
+	free(flip_src);
+}
+
 static void test_config_validation(void)
 {
 	struct lm_rel_config c;
@@ -1838,6 +1898,7 @@ static void test_flush_acks_sends_the_delayed_ack(void)
 }
 
 LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
+	      LM_TEST(test_fragments_leave_as_they_are_filled),
 	      LM_TEST(test_exactly_once_under_faults),
 	      LM_TEST(test_exactly_once_under_faults_auth),
 	      LM_TEST(test_large_messages_with_loss),
