@@ -1090,26 +1090,56 @@ static void test_ack_signal_never_reaches_the_program(void)
 	sigaction(sig, &old, NULL);
 }
 
+/* A server whose peer CLIENT_ID is a plain UDP socket, returned, that the
+ * test reads itself: what the node sends, datagram by datagram. */
+static int server_with_sink(struct server *srv, lm_auth *auth, uint32_t mtu)
+{
+	struct lm_rel_config scfg;
+	struct sockaddr_in sink = { .sin_family = AF_INET };
+	char err[128];
+	int fd;
+
+	fast_config(&scfg, SERVER_ID, auth, mtu);
+	CU_ASSERT_FATAL(server_init(srv, &scfg, NULL, false) == 0);
+	sink.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&sink, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(srv->node, CLIENT_ID, &sink), 0);
+	return fd;
+}
+
+/* Reads up to n datagrams from fd, for half a second at most; their
+ * sizes go to sizes (may be NULL).  Returns how many came. */
+static int read_sink(int fd, int n, size_t *sizes)
+{
+	static uint8_t buf[65536];
+	int got = 0;
+
+	for (int i = 0; i < 50 && got < n; i++) {
+		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (r <= 0) {
+			sleep_ms(10);
+			continue;
+		}
+		if (sizes)
+			sizes[got] = (size_t)r;
+		got++;
+	}
+	return got;
+}
+
 /* Messages sent while the node is corked leave as one train: one
  * sendmmsg for all their datagrams, which all arrive. */
 static void test_evnode_corked_sends_leave_as_one_train(void)
 {
-	struct lm_rel_config scfg;
 	struct server srv;
-	struct sockaddr_in sink = { .sin_family = AF_INET };
 	lm_auth *auth = lm_auth_create(test_key);
 	uint64_t trains = 9, dgs = 9;
-	char err[128];
-	uint8_t buf[2048];
-	int fd, got = 0;
+	int fd;
 
 	CU_ASSERT_FATAL(auth != NULL);
-	fast_config(&scfg, SERVER_ID, auth, 1400);
-	CU_ASSERT_FATAL(server_init(&srv, &scfg, NULL, false) == 0);
-	sink.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = lm_udp_bind(&sink, err, sizeof(err));
-	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(lm_evnode_add_peer(srv.node, CLIENT_ID, &sink), 0);
+	fd = server_with_sink(&srv, auth, 1400);
 	lm_evnode_cork(srv.node);
 	for (int i = 0; i < 5; i++)
 		CU_ASSERT_EQUAL(lm_evnode_send(srv.node, CLIENT_ID, "train",
@@ -1120,15 +1150,7 @@ static void test_evnode_corked_sends_leave_as_one_train(void)
 	lm_evnode_train_stats(srv.node, &trains, &dgs);
 	CU_ASSERT_EQUAL(trains, 1);
 	CU_ASSERT_EQUAL(dgs, 5);
-	for (int i = 0; i < 50 && got < 5; i++) {
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (n > 0)
-			got++;
-		else
-			sleep_ms(10);
-	}
-	CU_ASSERT_EQUAL(got, 5);
+	CU_ASSERT_EQUAL(read_sink(fd, 5, NULL), 5);
 	/* uncorked, each send is its own train */
 	CU_ASSERT_EQUAL(lm_evnode_send(srv.node, CLIENT_ID, "one", 3), 0);
 	lm_evnode_train_stats(srv.node, &trains, &dgs);
@@ -1142,23 +1164,15 @@ static void test_evnode_corked_sends_leave_as_one_train(void)
  * behind the train loaded before it, and the train goes on after it. */
 static void test_evnode_long_datagram_leaves_at_once(void)
 {
-	struct lm_rel_config scfg;
 	struct server srv;
-	struct sockaddr_in sink = { .sin_family = AF_INET };
 	lm_auth *auth = lm_auth_create(test_key);
-	static uint8_t big[40000], buf[65536];
-	size_t sizes[4] = { 0 };
+	static uint8_t big[40000];
+	size_t sizes[3] = { 0 };
 	uint64_t trains = 9, dgs = 9;
-	char err[128];
-	int fd, got = 0;
+	int fd;
 
 	CU_ASSERT_FATAL(auth != NULL);
-	fast_config(&scfg, SERVER_ID, auth, 65000);
-	CU_ASSERT_FATAL(server_init(&srv, &scfg, NULL, false) == 0);
-	sink.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = lm_udp_bind(&sink, err, sizeof(err));
-	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(lm_evnode_add_peer(srv.node, CLIENT_ID, &sink), 0);
+	fd = server_with_sink(&srv, auth, 65000);
 	memset(big, 0x5c, sizeof(big));
 	lm_evnode_cork(srv.node);
 	CU_ASSERT_EQUAL(lm_evnode_send(srv.node, CLIENT_ID, "first", 5), 0);
@@ -1174,15 +1188,7 @@ static void test_evnode_long_datagram_leaves_at_once(void)
 	lm_evnode_train_stats(srv.node, &trains, &dgs);
 	CU_ASSERT_EQUAL(trains, 3);
 	CU_ASSERT_EQUAL(dgs, 3);
-	for (int i = 0; i < 50 && got < 3; i++) {
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (n > 0)
-			sizes[got++] = (size_t)n;
-		else
-			sleep_ms(10);
-	}
-	CU_ASSERT_EQUAL(got, 3);
+	CU_ASSERT_EQUAL(read_sink(fd, 3, sizes), 3);
 	/* in the order sent: short, long, short */
 	CU_ASSERT(sizes[0] < 200 && sizes[1] > sizeof(big) &&
 		  sizes[2] < 200);
