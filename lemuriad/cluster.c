@@ -120,6 +120,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 	}
 	lm_deltas_reset(c->deltas);
 	lm_release_clear(c);
+	lm_release_free_deferred(c);
 	if (c->updates)
 		lm_updates_reset(c->updates);
 	memset(c->known, 0, c->npages * sizeof(*c->known));
@@ -744,6 +745,8 @@ static const uint8_t *copy_for_ahead(void *ctx, uint32_t page,
 
 bool lm_cluster_background(lm_cluster *c)
 {
+	if (c->rel.staging)
+		return lm_release_step(c) || c->ahead;
 	if (c->ahead)
 		c->ahead = lm_updates_encode_ahead(c->updates, copy_for_ahead,
 						   c, AHEAD_PAGES);
@@ -1484,6 +1487,8 @@ void lm_cluster_destroy(lm_cluster *c)
 	lm_cache_free_spares(c);
 	lm_deltas_destroy(c->deltas);
 	lm_updates_destroy(c->updates);
+	lm_release_free_deferred(c);
+	free(c->deferred);
 	free(c->parked);
 	free(c->pagebuf);
 	free(c->deltabuf);
@@ -1506,6 +1511,11 @@ void lm_cluster_handle(lm_cluster *c, uint16_t from,
 
 	if (!c || !m)
 		return;
+	if (c->rel.staging && !lm_release_may_handle(c, from, kind, m)) {
+		if (!lm_release_defer(c, from, kind, req_id, m))
+			count_bad(c, from, m, "no memory to put it off");
+		return;
+	}
 	if (from == c->reflector) {
 		from_reflector(c, kind, req_id, m);
 		return;

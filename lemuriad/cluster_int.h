@@ -180,6 +180,24 @@ struct held_release {
 	uint32_t building;         /* notice index + 1 of the page a diff
 				      entry is being installed for */
 	uint32_t pending;          /* fetches not answered yet */
+	/* The RELEASE going out a client at a time (release.c, staged):
+	 * between two clients the daemon reads the socket, so a released
+	 * client's fault and another cluster's PULL are answered, while
+	 * whatever would change the epoch's state waits in `deferred`. */
+	bool staging;
+	bool updates;              /* the staged RELEASE carries updates */
+	uint32_t next_slot;        /* the next client to consider */
+};
+
+/* A message put off while a RELEASE is staged, encoded again, handled
+ * after it in the order it came. */
+struct deferred_msg {
+	uint16_t from;
+	uint8_t kind;              /* enum lm_rel_msg_kind */
+	uint32_t req_id;
+	uint32_t nnotices;
+	size_t len;
+	uint8_t *bytes;
 };
 
 struct lm_cluster {
@@ -247,6 +265,9 @@ struct lm_cluster {
 	uint64_t next_tag;      /* for struct cpage's tag */
 	bool ahead;             /* updates to encode before the RELEASE */
 	struct held_release rel;
+	struct deferred_msg *deferred;
+	size_t ndeferred, deferred_cap;
+	bool replaying;         /* release.c is handling the deferred */
 
 	struct lm_cluster_stats stats;
 };
@@ -357,6 +378,18 @@ void lm_release_finish(lm_cluster *c);
 void lm_release_pages(lm_cluster *c, struct upreq *batch,
 		      const struct lm_msg *m);
 void lm_release_handle(lm_cluster *c, const struct lm_msg *m);
+/* Releases the next client of a staged RELEASE; true while some are
+ * left (lm_cluster_background). */
+bool lm_release_step(lm_cluster *c);
+/* Drops the messages put off by a staged RELEASE (a run ends). */
+void lm_release_free_deferred(lm_cluster *c);
+/* Whether m may be handled while a RELEASE is staged; else
+ * lm_release_defer keeps it (false: out of memory, m dropped). */
+bool lm_release_may_handle(const lm_cluster *c, uint16_t from,
+			   enum lm_rel_msg_kind kind, const struct lm_msg *m);
+bool lm_release_defer(lm_cluster *c, uint16_t from,
+		      enum lm_rel_msg_kind kind, uint32_t req_id,
+		      const struct lm_msg *m);
 /* After a client's read miss on `page` is answered: one FETCHV for the
  * `prefetch` pages after it and the n pages of `more` (the others its
  * FETCHV asked for) that we neither hold nor fetch already (docs/dsm.md

@@ -12,32 +12,145 @@
 
 /* ---- barrier releases with updates (docs/dsm.md "Updates") -------- */
 
-/* Replies RELEASE{id, notices} to every client waiting at barrier id,
- * each with its updates when `updates` (lm_updates_prepare done). */
-static void release_clients(lm_cluster *c, uint32_t id,
-			    const struct lm_notice *n, uint32_t count,
-			    bool updates)
+/* Replies RELEASE{id, notices} to client `i` if it waits at barrier id,
+ * with its updates when `updates` (lm_updates_prepare done); false when
+ * it does not wait there. */
+static bool release_one(lm_cluster *c, uint32_t i, uint32_t id,
+			const struct lm_notice *n, uint32_t count,
+			bool updates)
 {
+	struct client *cl = &c->clients[i];
 	struct lm_msg r;
 
+	if (!cl->at_barrier || cl->barrier_id != id)
+		return false;
 	msg_init(c, &r, LM_MSG_RELEASE);
 	r.id = id;
 	r.notices = n;
 	r.nnotices = count;
-	for (uint32_t i = 0; i < c->nclients; i++) {
-		struct client *cl = &c->clients[i];
+	cl->at_barrier = false;
+	if (updates)
+		lm_updates_for_client(c->updates, i, slot_rank(c, (int)i), n,
+				      count, &r.diffs);
+	c->out.reply(c->ctx, slot_node(c, (int)i), cl->barrier_req, &r);
+	return true;
+}
 
-		if (!cl->at_barrier || cl->barrier_id != id)
-			continue;
-		cl->at_barrier = false;
-		if (updates)
-			lm_updates_for_client(c->updates, i, slot_rank(c, (int)i),
-					      n, count, &r.diffs);
-		c->out.reply(c->ctx, slot_node(c, (int)i), cl->barrier_req,
-			     &r);
-	}
+/* Releases every client waiting at barrier id at once (a RELEASE
+ * without updates: its notices alone, quickly sent). */
+static void release_clients(lm_cluster *c, uint32_t id,
+			    const struct lm_notice *n, uint32_t count)
+{
+	for (uint32_t i = 0; i < c->nclients; i++)
+		release_one(c, i, id, n, count, false);
 	if (c->updates)
 		lm_updates_epoch_end(c->updates);
+}
+
+/* Handles, in the order they came, the messages put off while a RELEASE
+ * was staged, until another one is (a deferred reply may finish it). */
+static void replay_deferred(lm_cluster *c)
+{
+	if (c->replaying)
+		return; /* the loop below goes on once this staging ends */
+	c->replaying = true;
+	while (c->ndeferred && !c->rel.staging) {
+		struct deferred_msg d = c->deferred[0];
+		struct lm_notice *nb;
+		struct lm_msg m;
+
+		memmove(c->deferred, c->deferred + 1,
+			--c->ndeferred * sizeof(*c->deferred));
+		nb = malloc((d.nnotices ? d.nnotices : 1) * sizeof(*nb));
+		if (nb && lm_msg_decode(d.bytes, d.len, &m, nb, d.nnotices) == 0)
+			lm_cluster_handle(c, d.from, (enum lm_rel_msg_kind)d.kind,
+					  d.req_id, &m);
+		else
+			c->stats.dropped_bad++;
+		free(nb);
+		free(d.bytes);
+	}
+	c->replaying = false;
+}
+
+bool lm_release_step(lm_cluster *c)
+{
+	struct held_release *h = &c->rel;
+
+	if (!h->staging)
+		return false;
+	while (h->next_slot < c->nclients)
+		if (release_one(c, h->next_slot++, h->id, h->notices,
+				h->nnotices, h->updates))
+			break; /* one client a step */
+	if (h->next_slot < c->nclients)
+		return true;
+	if (c->updates)
+		lm_updates_epoch_end(c->updates);
+	lm_release_clear(c);
+	replay_deferred(c);
+	return false;
+}
+
+bool lm_release_may_handle(const lm_cluster *c, uint16_t from,
+			   enum lm_rel_msg_kind kind, const struct lm_msg *m)
+{
+	uint32_t page;
+
+	if (kind != LM_REL_REQUEST)
+		return false;
+	if (from == c->reflector)
+		return m->type == LM_MSG_PULL; /* reads deltas only */
+	/* a fault answered from the cache: a miss would put a page in the
+	 * cache, which may evict one the remaining updates read */
+	if (m->type == LM_MSG_FETCH)
+		page = m->page;
+	else if (m->type == LM_MSG_FETCHV && m->nnotices)
+		page = m->notices[0].page;
+	else
+		return false;
+	return page < c->npages &&
+	       lm_cache_find((lm_cluster *)c, page) != NULL;
+}
+
+bool lm_release_defer(lm_cluster *c, uint16_t from,
+		      enum lm_rel_msg_kind kind, uint32_t req_id,
+		      const struct lm_msg *m)
+{
+	size_t len = lm_msg_encoded_len(m);
+	struct deferred_msg *d;
+	uint8_t *bytes;
+
+	if (c->ndeferred == c->deferred_cap) {
+		size_t cap = c->deferred_cap ? 2 * c->deferred_cap : 16;
+
+		d = realloc(c->deferred, cap * sizeof(*d));
+		if (!d)
+			return false;
+		c->deferred = d;
+		c->deferred_cap = cap;
+	}
+	bytes = len ? malloc(len) : NULL;
+	if (!bytes || lm_msg_encode(m, bytes, len) != (int)len) {
+		free(bytes);
+		return false;
+	}
+	c->deferred[c->ndeferred++] = (struct deferred_msg){
+		.from = from,
+		.kind = (uint8_t)kind,
+		.req_id = req_id,
+		.nnotices = m->nnotices,
+		.len = len,
+		.bytes = bytes,
+	};
+	return true;
+}
+
+void lm_release_free_deferred(lm_cluster *c)
+{
+	for (size_t i = 0; i < c->ndeferred; i++)
+		free(c->deferred[i].bytes);
+	c->ndeferred = 0;
 }
 
 void lm_release_clear(lm_cluster *c)
@@ -55,7 +168,7 @@ void lm_release_clear(lm_cluster *c)
 	free(h->kind);
 	free(h->old);
 	free(h->arrived);
-	memset(h, 0, sizeof(*h));
+	memset(h, 0, sizeof(*h)); /* and the staging is over */
 	for (struct upreq *up = c->ups; up; up = up->next)
 		up->pre = 0;
 }
@@ -408,8 +521,20 @@ void lm_release_finish(lm_cluster *c)
 					      tags);
 	free(copies);
 	free(tags);
-	release_clients(c, h->id, h->notices, h->nnotices, updates);
-	lm_release_clear(c);
+	/* one client a step (lm_release_step, from the daemon's background
+	 * work): between two the socket is read, and another cluster's
+	 * PULL or a released client's fault need not wait for the updates
+	 * of every client (a few ms on 4+4, LU's early barriers) */
+	h->staging = true;
+	h->updates = updates;
+	h->next_slot = 0;
+	if (!lm_release_step(c))
+		return;
+	if (c->out.later)
+		c->out.later(c->ctx);
+	else
+		while (lm_release_step(c))
+			;
 }
 
 void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
@@ -444,5 +569,5 @@ void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
 			lm_release_finish(c);
 		return;
 	}
-	release_clients(c, m->id, m->notices, m->nnotices, false);
+	release_clients(c, m->id, m->notices, m->nnotices);
 }

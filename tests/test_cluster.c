@@ -98,6 +98,23 @@ static const struct lm_msg_out out_cbs = {
 	.send = out_send, .request = out_request, .reply = out_reply,
 };
 
+/* The daemon's later(), counted: a test with it drives the cluster's
+ * background work itself (lm_cluster_background). */
+static int laters;
+
+static void out_later(void *ctx)
+{
+	(void)ctx;
+	laters++;
+}
+
+static const struct lm_msg_out out_cbs_later = {
+	.send = out_send, .request = out_request, .reply = out_reply,
+	.later = out_later,
+};
+
+static const struct lm_msg_out *out_now = &out_cbs; /* setup's */
+
 static void clear_outs(void)
 {
 	for (size_t i = 0; i < nouts; i++) {
@@ -123,7 +140,7 @@ static lm_cluster *setup_path(const char *path)
 		CU_FAIL_FATAL("layout does not load");
 	}
 	refl = lm_layout_reflector(layout, "r0")->id;
-	c = lm_cluster_create(layout, "c0", HASH, &out_cbs, NULL);
+	c = lm_cluster_create(layout, "c0", HASH, out_now, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	return c;
 }
@@ -1772,6 +1789,93 @@ static void test_release_carries_updates(void)
 	teardown(c);
 }
 
+/* Outputs of `type` to client `rank` (or from the cluster upwards when
+ * rank is -1) among the outputs. */
+static size_t count_outs(int rank, uint16_t type)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nouts; i++)
+		if (outs[i].m.type == type &&
+		    (rank < 0 ? outs[i].node == refl
+			      : outs[i].node == node_of((uint32_t)rank)))
+			n++;
+	return n;
+}
+
+/* A RELEASE with updates goes out a client at a time (docs/dsm.md
+ * "Updates", staged release): each step of the daemon's background work
+ * releases one more.  In between, a released client's fault on a cached
+ * page and the home's PULL are answered at once; its fault that misses
+ * and its FLUSH wait, and are handled in the order they came once every
+ * client has its RELEASE. */
+static void test_release_goes_out_a_client_at_a_time(void)
+{
+	struct lm_notice n[1] = { { 9, 6, 4, LM_WRITER_MANY, 0 } };
+	static uint8_t list[4096 * 5 + 64];
+	struct lm_msg f = msg(LM_MSG_FLUSH, RUN), p = msg(LM_MSG_PULL, RUN);
+	lm_cluster *c;
+
+	out_now = &out_cbs_later;
+	laters = 0;
+	c = setup();
+	out_now = &out_cbs;
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11); /* rank 0 holds it */
+	fetch(c, 1, 31, 9);
+	fetch(c, 2, 32, 9);
+	clear_outs();
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	flush_page(c, 2, 9, 300, 8, 0x78);
+	arrive_and_release(c, 1, n, 1);
+	/* rank 0 has its RELEASE, the others wait for the next steps */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(count_outs(0, LM_MSG_RELEASE), 1);
+	CU_ASSERT_EQUAL(laters, 2); /* the updates ahead, and this */
+	clear_outs();
+
+	fetch(c, 0, 90, 9); /* cached: answered now */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGE);
+	CU_ASSERT_EQUAL(outs[0].req_id, 90);
+	clear_outs();
+	fetch(c, 0, 91, 300); /* a miss: waits */
+	f.diffs.data = list;
+	f.diffs.len = make_flush(list, sizeof(list), 12, 0, 8, 0x55);
+	f.diffs.count = 1;
+	creq(c, 0, 92, &f); /* waits */
+	CU_ASSERT_EQUAL(nouts, 0);
+	p.page = 9;
+	p.version = 40; /* the delta answer_registers registered */
+	lm_cluster_handle(c, refl, LM_REL_REQUEST, 555, &p);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_DELTA);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
+	clear_outs();
+
+	CU_ASSERT_TRUE(lm_cluster_background(c));
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(count_outs(1, LM_MSG_RELEASE), 1);
+	CU_ASSERT_TRUE(lm_cluster_background(c));
+	CU_ASSERT_EQUAL(count_outs(2, LM_MSG_RELEASE), 1);
+	CU_ASSERT_EQUAL(nouts, 2);
+	/* the last RELEASE, then what waited, in order */
+	CU_ASSERT_FALSE(lm_cluster_background(c));
+	CU_ASSERT_EQUAL_FATAL(nouts, 5);
+	CU_ASSERT_EQUAL(outs[2].m.type, LM_MSG_RELEASE);
+	CU_ASSERT_EQUAL(outs[2].node, node_of(3));
+	CU_ASSERT_EQUAL(outs[3].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[3].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[3].m.page, 300);
+	CU_ASSERT_EQUAL(outs[4].m.type, LM_MSG_FLUSH_OK);
+	CU_ASSERT_EQUAL(outs[4].req_id, 92);
+	CU_ASSERT_EQUAL(outs[4].m.status, 0);
+	/* each RELEASE carried its client's update, as at once */
+	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 3);
+	CU_ASSERT_FALSE(lm_cluster_background(c));
+	teardown(c);
+}
+
 /* A neighbour page is a guess: the client that got it in a PAGES holds
  * it for updates only once it faults on it or writes it, so a write
  * elsewhere in the epoch invalidates that copy instead of updating it. */
@@ -2659,6 +2763,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_sole_cluster_notice_keeps_copy),
 	LM_TEST(test_sole_cluster_notice_invalidates_otherwise),
 	LM_TEST(test_release_carries_updates),
+	LM_TEST(test_release_goes_out_a_client_at_a_time),
 	LM_TEST(test_release_no_update_without_exact_copy),
 	LM_TEST(test_held_release_too_old_then_abort),
 	LM_TEST(test_fetchv_leftovers_fetched_alone),
