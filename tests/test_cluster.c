@@ -1789,16 +1789,13 @@ static void test_release_carries_updates(void)
 	teardown(c);
 }
 
-/* Outputs of `type` to client `rank` (or from the cluster upwards when
- * rank is -1) among the outputs. */
-static size_t count_outs(int rank, uint16_t type)
+/* How many of the outputs are of `type` to client `rank`. */
+static size_t count_outs(uint32_t rank, uint16_t type)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < nouts; i++)
-		if (outs[i].m.type == type &&
-		    (rank < 0 ? outs[i].node == refl
-			      : outs[i].node == node_of((uint32_t)rank)))
+		if (outs[i].m.type == type && outs[i].node == node_of(rank))
 			n++;
 	return n;
 }
