@@ -1513,7 +1513,8 @@ void lm_cluster_handle(lm_cluster *c, uint16_t from,
 		return;
 	if (c->rel.staging && !lm_release_may_handle(c, from, kind, m)) {
 		if (!lm_release_defer(c, from, kind, req_id, m))
-			count_bad(c, from, m, "no memory to put it off");
+			count_bad(c, from, m,
+				  "cannot put it off while a release goes out");
 		return;
 	}
 	if (from == c->reflector) {

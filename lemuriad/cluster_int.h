@@ -189,6 +189,11 @@ struct held_release {
 	uint32_t next_slot;        /* the next client to consider */
 };
 
+/* Most messages put off while a RELEASE is staged: this many per client
+ * and for the reflector; more are dropped and counted as bad. */
+#define LM_RELEASE_DEFER_PER_CLIENT 8
+#define LM_RELEASE_DEFER_REFLECTOR 64
+
 /* A message put off while a RELEASE is staged, encoded again, handled
  * after it in the order it came. */
 struct deferred_msg {
@@ -384,7 +389,8 @@ bool lm_release_step(lm_cluster *c);
 /* Drops the messages put off by a staged RELEASE (a run ends). */
 void lm_release_free_deferred(lm_cluster *c);
 /* Whether m may be handled while a RELEASE is staged; else
- * lm_release_defer keeps it (false: out of memory, m dropped). */
+ * lm_release_defer keeps it (false: out of memory or over the bound,
+ * LM_RELEASE_DEFER_*; m is then dropped). */
 bool lm_release_may_handle(const lm_cluster *c, uint16_t from,
 			   enum lm_rel_msg_kind kind, const struct lm_msg *m);
 bool lm_release_defer(lm_cluster *c, uint16_t from,

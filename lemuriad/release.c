@@ -121,6 +121,11 @@ bool lm_release_defer(lm_cluster *c, uint16_t from,
 	struct deferred_msg *d;
 	uint8_t *bytes;
 
+	/* I5: a client has a call or two in flight, the reflector a few
+	 * one-way messages; more than that is a flood, not the protocol */
+	if (c->ndeferred >= LM_RELEASE_DEFER_PER_CLIENT * c->nclients +
+				   LM_RELEASE_DEFER_REFLECTOR)
+		return false;
 	if (c->ndeferred == c->deferred_cap) {
 		size_t cap = c->deferred_cap ? 2 * c->deferred_cap : 16;
 

@@ -1806,11 +1806,11 @@ static size_t count_outs(uint32_t rank, uint16_t type)
  * page and the home's PULL are answered at once; its fault that misses
  * and its FLUSH wait, and are handled in the order they came once every
  * client has its RELEASE. */
-static void test_release_goes_out_a_client_at_a_time(void)
+/* A cluster whose clients 0-2 hold page 9, 1 and 2 wrote it, and whose
+ * RELEASE with updates is staged: rank 0 has it, the others wait. */
+static lm_cluster *staged_release(void)
 {
-	struct lm_notice n[1] = { { 9, 6, 4, LM_WRITER_MANY, 0 } };
-	static uint8_t list[4096 * 5 + 64];
-	struct lm_msg f = msg(LM_MSG_FLUSH, RUN), p = msg(LM_MSG_PULL, RUN);
+	static struct lm_notice n[1] = { { 9, 6, 4, LM_WRITER_MANY, 0 } };
 	lm_cluster *c;
 
 	out_now = &out_cbs_later;
@@ -1825,11 +1825,18 @@ static void test_release_goes_out_a_client_at_a_time(void)
 	flush_page(c, 1, 9, 100, 8, 0x77);
 	flush_page(c, 2, 9, 300, 8, 0x78);
 	arrive_and_release(c, 1, n, 1);
-	/* rank 0 has its RELEASE, the others wait for the next steps */
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(count_outs(0, LM_MSG_RELEASE), 1);
 	CU_ASSERT_EQUAL(laters, 2); /* the updates ahead, and this */
 	clear_outs();
+	return c;
+}
+
+static void test_release_goes_out_a_client_at_a_time(void)
+{
+	static uint8_t list[4096 * 5 + 64];
+	struct lm_msg f = msg(LM_MSG_FLUSH, RUN), p = msg(LM_MSG_PULL, RUN);
+	lm_cluster *c = staged_release();
 
 	fetch(c, 0, 90, 9); /* cached: answered now */
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
@@ -1870,6 +1877,34 @@ static void test_release_goes_out_a_client_at_a_time(void)
 	/* each RELEASE carried its client's update, as at once */
 	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 3);
 	CU_ASSERT_FALSE(lm_cluster_background(c));
+	teardown(c);
+}
+
+/* I5: what waits for a staged RELEASE is bounded (8 messages per client
+ * and 64); one more is dropped and counted, those before it are handled
+ * afterwards. */
+static void test_release_puts_off_a_bounded_number(void)
+{
+	lm_cluster *c = staged_release();
+	uint64_t bad = lm_cluster_stats(c)->dropped_bad;
+	const uint32_t bound = 8 * 4 + 64;
+
+	for (uint32_t i = 0; i < bound; i++)
+		fetch(c, 0, 100 + i, 300); /* misses: put off */
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, bad);
+	fetch(c, 0, 100 + bound, 300);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, bad + 1);
+	while (lm_cluster_background(c))
+		;
+	/* the last RELEASEs, then the put-off FETCHes: one goes up, the
+	 * others wait for its answer */
+	CU_ASSERT_EQUAL(count_outs(3, LM_MSG_RELEASE), 1);
+	CU_ASSERT_FATAL(nouts >= 4);
+	CU_ASSERT_EQUAL(outs[3].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[3].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[3].m.page, 300);
 	teardown(c);
 }
 
@@ -2761,6 +2796,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_sole_cluster_notice_invalidates_otherwise),
 	LM_TEST(test_release_carries_updates),
 	LM_TEST(test_release_goes_out_a_client_at_a_time),
+	LM_TEST(test_release_puts_off_a_bounded_number),
 	LM_TEST(test_release_no_update_without_exact_copy),
 	LM_TEST(test_held_release_too_old_then_abort),
 	LM_TEST(test_fetchv_leftovers_fetched_alone),
