@@ -1511,12 +1511,8 @@ void lm_cluster_handle(lm_cluster *c, uint16_t from,
 
 	if (!c || !m)
 		return;
-	if (c->rel.staging && !lm_release_may_handle(c, from, kind, m)) {
-		if (!lm_release_defer(c, from, kind, req_id, m))
-			count_bad(c, from, m,
-				  "cannot put it off while a release goes out");
+	if (lm_release_puts_off(c, from, kind, req_id, m))
 		return;
-	}
 	if (from == c->reflector) {
 		from_reflector(c, kind, req_id, m);
 		return;

@@ -388,14 +388,12 @@ void lm_release_handle(lm_cluster *c, const struct lm_msg *m);
 bool lm_release_step(lm_cluster *c);
 /* Drops the messages put off by a staged RELEASE (a run ends). */
 void lm_release_free_deferred(lm_cluster *c);
-/* Whether m may be handled while a RELEASE is staged; else
- * lm_release_defer keeps it (false: out of memory or over the bound,
- * LM_RELEASE_DEFER_*; m is then dropped). */
-bool lm_release_may_handle(const lm_cluster *c, uint16_t from,
-			   enum lm_rel_msg_kind kind, const struct lm_msg *m);
-bool lm_release_defer(lm_cluster *c, uint16_t from,
-		      enum lm_rel_msg_kind kind, uint32_t req_id,
-		      const struct lm_msg *m);
+/* True when a RELEASE is staged and m must wait for it: m is then kept
+ * for after it, or dropped and counted as bad when out of memory or
+ * over the bound (LM_RELEASE_DEFER_*).  False: handle m now. */
+bool lm_release_puts_off(lm_cluster *c, uint16_t from,
+			 enum lm_rel_msg_kind kind, uint32_t req_id,
+			 const struct lm_msg *m);
 /* After a client's read miss on `page` is answered: one FETCHV for the
  * `prefetch` pages after it and the n pages of `more` (the others its
  * FETCHV asked for) that we neither hold nor fetch already (docs/dsm.md

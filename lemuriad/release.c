@@ -92,8 +92,9 @@ bool lm_release_step(lm_cluster *c)
 	return false;
 }
 
-bool lm_release_may_handle(const lm_cluster *c, uint16_t from,
-			   enum lm_rel_msg_kind kind, const struct lm_msg *m)
+/* Whether m may be handled while a RELEASE is staged. */
+static bool may_handle(const lm_cluster *c, uint16_t from,
+		       enum lm_rel_msg_kind kind, const struct lm_msg *m)
 {
 	uint32_t page;
 
@@ -113,9 +114,10 @@ bool lm_release_may_handle(const lm_cluster *c, uint16_t from,
 	       lm_cache_find((lm_cluster *)c, page) != NULL;
 }
 
-bool lm_release_defer(lm_cluster *c, uint16_t from,
-		      enum lm_rel_msg_kind kind, uint32_t req_id,
-		      const struct lm_msg *m)
+/* Keeps m for after the staged RELEASE; false when out of memory or
+ * over the bound (LM_RELEASE_DEFER_*). */
+static bool defer(lm_cluster *c, uint16_t from, enum lm_rel_msg_kind kind,
+		  uint32_t req_id, const struct lm_msg *m)
 {
 	size_t len = lm_msg_encoded_len(m);
 	struct deferred_msg *d;
@@ -148,6 +150,18 @@ bool lm_release_defer(lm_cluster *c, uint16_t from,
 		.len = len,
 		.bytes = bytes,
 	};
+	return true;
+}
+
+bool lm_release_puts_off(lm_cluster *c, uint16_t from,
+			 enum lm_rel_msg_kind kind, uint32_t req_id,
+			 const struct lm_msg *m)
+{
+	if (!c->rel.staging || may_handle(c, from, kind, m))
+		return false;
+	if (!defer(c, from, kind, req_id, m))
+		count_bad(c, from, m,
+			  "cannot put it off while a release goes out");
 	return true;
 }
 
