@@ -29,12 +29,18 @@ static void cluster_peer_lost(void *c, uint16_t node)
 	lm_cluster_peer_lost(c, node);
 }
 
+static bool cluster_background(void *c)
+{
+	return lm_cluster_background(c);
+}
+
 static const struct fz_machine cluster = {
 	.role = FZ_ROLE_CLUSTER,
 	.create = cluster_create,
 	.destroy = cluster_destroy,
 	.handle = cluster_handle,
 	.peer_lost = cluster_peer_lost,
+	.background = cluster_background,
 };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -35,7 +35,11 @@ static struct {
 	uint32_t in_req;            /* last req id of the input's requests */
 	uint8_t *buf;               /* encoding of an emitted message */
 	size_t cap;
+	bool later;                 /* the machine asked for background */
 } st;
+
+/* A machine whose background work never ends would hang its daemon. */
+#define FZ_BACKGROUND_MAX 100000
 
 static void noop_sink(void *ctx, enum lm_log_level level, const char *msg)
 {
@@ -133,8 +137,25 @@ static void out_reply(void *ctx, uint16_t node, uint32_t req_id,
 	check_emitted(ctx, 2, node, req_id, m);
 }
 
+static void out_later(void *ctx)
+{
+	if (ctx != &ctx_token)
+		__builtin_trap();
+	st.later = true;
+}
+
 static const struct lm_msg_out fz_out = { out_send, out_request, out_reply,
-					  NULL };
+					  out_later };
+
+/* One step of the work put off, when asked for and the machine has it. */
+static void background_step(const struct fz_machine *fm, void *mach)
+{
+	if (!st.later || !fm->background)
+		return;
+	st.later = false;
+	if (fm->background(mach))
+		st.later = true;
+}
 
 /* The req id a record's message travels with (fuzz_input.h). */
 static uint32_t record_req_id(enum lm_rel_msg_kind kind, uint8_t ctl)
@@ -200,10 +221,18 @@ void fz_machine_run(const struct fz_machine *fm, const uint8_t *data,
 
 	st.nreq = 0;
 	st.in_req = 0;
+	st.later = false;
 	mach = fm->create(layout, &fz_out, &ctx_token);
 	if (!mach)
 		abort();
-	while (fz_next(&rd, &r))
+	while (fz_next(&rd, &r)) {
 		feed(fm, mach, &r);
+		background_step(fm, mach);
+	}
+	for (unsigned i = 0; st.later && fm->background; i++) {
+		if (i == FZ_BACKGROUND_MAX)
+			__builtin_trap();
+		background_step(fm, mach);
+	}
 	fm->destroy(mach);
 }

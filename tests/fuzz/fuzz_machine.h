@@ -4,6 +4,7 @@
 #ifndef LM_FUZZ_MACHINE_H
 #define LM_FUZZ_MACHINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,10 @@ struct fz_machine {
 		       uint32_t req_id, const struct lm_msg *m);
 	/* NULL when the machine has no such entry point. */
 	void (*peer_lost)(void *machine, uint16_t node);
+	/* The work the machine puts off through out->later (NULL: none):
+	 * one call after each input record while asked for, as the daemon
+	 * makes between reads of its socket, the rest after the input. */
+	bool (*background)(void *machine);
 };
 
 /* Loads the layout (LM_FUZZ_LAYOUT or FZ_LAYOUT_DEFAULT) once and mutes
