@@ -1,16 +1,17 @@
 /* Datagram authentication with a per-layout secret.
  *
  * The MAC is GMAC: AES-256-GCM with an empty plaintext and the whole
- * datagram as associated data (libsodium's, or OpenSSL's for long
- * datagrams: the same tag, faster there), under a key derived from the layout key
- * for each (sender id, sender session); the nonce is the datagram's stamp,
- * which never repeats within a session.  On a CPU without AES-NI the same
+ * datagram as associated data (computed by gmac.c, libsodium or OpenSSL:
+ * the same tag, whichever is fastest here), under a key derived from the
+ * layout key for each (sender id, sender session); the nonce is the
+ * datagram's stamp, which never repeats within a session.  On a CPU without AES-NI the same
  * scheme runs with ChaCha20-Poly1305 instead; all nodes of a layout must
  * then lack AES-NI alike (docs/protocol.md).  Safe to share between
  * threads. */
 #ifndef LM_AUTH_H
 #define LM_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,10 +38,18 @@ void lm_auth_sign(const lm_auth *auth, uint8_t *dg, size_t len);
  * Returns 0 when authentic, LM_EAUTH otherwise (including len too short). */
 int lm_auth_verify(const lm_auth *auth, const uint8_t *dg, size_t len);
 
-/* Datagrams of at least len bytes are MACed by OpenSSL instead of
- * libsodium (default 4096; SIZE_MAX for never).  The tag is the same; for
- * tests and benchmarks. */
-void lm_auth_set_bulk_min(lm_auth *auth, size_t len);
+/* Which code computes the GMAC.  All give the same tag, so the ends of a
+ * link may differ; for tests and benchmarks. */
+enum lm_auth_engine {
+	LM_AUTH_AUTO,	 /* gmac.c where the CPU can, else the two below */
+	LM_AUTH_SODIUM,	 /* libsodium alone */
+	LM_AUTH_OPENSSL, /* OpenSSL, every length */
+	LM_AUTH_OWN,	 /* gmac.c (AES-NI, AVX-512BW, VPCLMULQDQ) */
+};
+
+/* Returns false, and changes nothing, when this host cannot run it (no
+ * AES-NI: ChaCha20-Poly1305 then, which only libsodium runs). */
+bool lm_auth_set_engine(lm_auth *auth, enum lm_auth_engine engine);
 
 /* Names the construction in use, for logs and benchmarks. */
 const char *lm_auth_construction(const lm_auth *auth);

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "auth.h"
+#include "gmac.h"
 #include "lm_error.h"
 #include "wire.h"
 
@@ -136,54 +139,124 @@ static void test_many_sender_sessions(void)
 	lm_auth_destroy(checker);
 }
 
-/* Long datagrams are MACed by OpenSSL, short ones by libsodium: both must
- * give the one GMAC tag, so that either end may use either; a changed byte
- * must fail on the OpenSSL path too, and a key cache slot taken over by
- * another sender must not keep the old sender's OpenSSL key. */
-static void test_both_libraries_give_one_tag(void)
+/* libsodium, OpenSSL and gmac.c (where the CPU runs it) give the one GMAC
+ * tag, so that either end may use any; a changed byte must fail on every
+ * engine, and a key cache slot taken over by another sender must not keep
+ * the old sender's key in any of them. */
+static void test_every_engine_gives_one_tag(void)
 {
 	enum { MAXP = LM_WIRE_MAX_DATAGRAM - LM_WIRE_HDR_SIZE - LM_WIRE_MAC_SIZE };
-	static uint8_t one[LM_WIRE_MAX_DATAGRAM], two[LM_WIRE_MAX_DATAGRAM];
-	static const uint16_t payloads[] = { 100, 4096, 9000, MAXP };
-	lm_auth *sodium = lm_auth_create(test_key);
-	lm_auth *ossl = lm_auth_create(test_key);
-	int undetected = 0, bad = 0;
+	static const enum lm_auth_engine engines[] = {
+		LM_AUTH_SODIUM, LM_AUTH_OPENSSL, LM_AUTH_OWN, LM_AUTH_AUTO
+	};
+	enum { N = sizeof(engines) / sizeof(engines[0]) };
+	static uint8_t dg[N][LM_WIRE_MAX_DATAGRAM];
+	static const uint16_t payloads[] = { 0, 100, 4096, 9000, MAXP };
+	lm_auth *auth[N];
+	int undetected = 0, bad = 0, ran = 0;
 	size_t len;
 
-	CU_ASSERT_FATAL(sodium && ossl);
-	lm_auth_set_bulk_min(sodium, SIZE_MAX);
-	lm_auth_set_bulk_min(ossl, 0);
-	for (size_t i = 0; i < sizeof(payloads) / sizeof(payloads[0]); i++) {
-		len = make_datagram(one, payloads[i], 20 + i);
-		memcpy(two, one, len);
-		lm_auth_sign(sodium, one, len);
-		lm_auth_sign(ossl, two, len);
-		CU_ASSERT_EQUAL(memcmp(one + len, two + len, LM_WIRE_MAC_SIZE),
-				0);
-		CU_ASSERT_EQUAL(
-			lm_auth_verify(ossl, one, len + LM_WIRE_MAC_SIZE), 0);
-		CU_ASSERT_EQUAL(
-			lm_auth_verify(sodium, two, len + LM_WIRE_MAC_SIZE), 0);
+	for (int e = 0; e < N; e++) {
+		auth[e] = lm_auth_create(test_key);
+		CU_ASSERT_FATAL(auth[e] != NULL);
+		if (!lm_auth_set_engine(auth[e], engines[e])) {
+			/* only gmac.c may be missing (no VPCLMULQDQ) */
+			CU_ASSERT_EQUAL(engines[e], LM_AUTH_OWN);
+			CU_ASSERT_FALSE(lm_gmac_available());
+			lm_auth_set_engine(auth[e], LM_AUTH_SODIUM);
+		}
 	}
-	len = make_datagram(one, 5000, 30);
-	lm_auth_sign(ossl, one, len);
-	for (size_t byte = 0; byte < len + LM_WIRE_MAC_SIZE; byte++) {
-		one[byte] ^= (uint8_t)(1u << (byte % 8));
-		if (lm_auth_verify(ossl, one, len + LM_WIRE_MAC_SIZE) == 0)
-			undetected++;
-		one[byte] ^= (uint8_t)(1u << (byte % 8));
+	for (size_t i = 0; i < sizeof(payloads) / sizeof(payloads[0]); i++) {
+		for (int e = 0; e < N; e++) {
+			len = make_datagram(dg[e], payloads[i], 20 + i);
+			lm_auth_sign(auth[e], dg[e], len);
+		}
+		for (int e = 1; e < N; e++) {
+			CU_ASSERT_EQUAL(memcmp(dg[0] + len, dg[e] + len,
+					       LM_WIRE_MAC_SIZE), 0);
+			CU_ASSERT_EQUAL(lm_auth_verify(auth[e], dg[e - 1],
+						       len + LM_WIRE_MAC_SIZE), 0);
+		}
+	}
+	for (int e = 0; e < N; e++) {
+		len = make_datagram(dg[0], 5000, 30);
+		lm_auth_sign(auth[(e + 1) % N], dg[0], len);
+		for (size_t byte = 0; byte < len + LM_WIRE_MAC_SIZE; byte++) {
+			dg[0][byte] ^= (uint8_t)(1u << (byte % 8));
+			if (lm_auth_verify(auth[e], dg[0],
+					   len + LM_WIRE_MAC_SIZE) == 0)
+				undetected++;
+			dg[0][byte] ^= (uint8_t)(1u << (byte % 8));
+			ran++;
+		}
+		len = make_datagram(dg[0], 4096, 31);
+		for (uint16_t sender = 1; sender < 200; sender++) {
+			lm_put16(dg[0] + 6, sender);
+			lm_auth_sign(auth[e], dg[0], len);
+			if (lm_auth_verify(auth[(e + 1) % N], dg[0],
+					   len + LM_WIRE_MAC_SIZE))
+				bad++;
+		}
 	}
 	CU_ASSERT_EQUAL(undetected, 0);
-	len = make_datagram(one, 4096, 31);
-	for (uint16_t sender = 1; sender < 200; sender++) {
-		lm_put16(one + 6, sender);
-		lm_auth_sign(ossl, one, len);
-		if (lm_auth_verify(sodium, one, len + LM_WIRE_MAC_SIZE))
-			bad++;
-	}
+	CU_ASSERT_EQUAL(ran, N * (LM_WIRE_HDR_SIZE + 5000 + LM_WIRE_MAC_SIZE));
 	CU_ASSERT_EQUAL(bad, 0);
-	lm_auth_destroy(sodium);
-	lm_auth_destroy(ossl);
+	for (int e = 0; e < N; e++)
+		lm_auth_destroy(auth[e]);
+}
+
+/* gmac.c against libsodium's AES-256-GCM over every length that takes a
+ * different path through it (no block, a partial one, the sixteen blocks
+ * of one reduction and one more, whole chunks with and without a tail
+ * that spills into a second reduction), at every alignment mod 16, with
+ * fresh keys and nonces; and AES-256-GCM's test case 13 (McGrew and
+ * Viega's GCM specification: zero key, zero nonce, nothing to hash). */
+static void test_own_gmac_matches_libsodium(void)
+{
+	static const uint8_t case13[16] = { 0x53, 0x0f, 0x8a, 0xfb, 0xc7, 0x45,
+					    0x36, 0xb9, 0xa9, 0x63, 0xb4, 0xf1,
+					    0xc4, 0xcb, 0x73, 0x8b };
+	static uint8_t data[3 * 256 + 64];
+	uint8_t key[32] = { 0 }, nonce[12] = { 0 }, want[16], got[16];
+	unsigned long long maclen;
+	struct lm_gmac_key k;
+	int differ = 0, compared = 0;
+	uint8_t none = 0;
+
+	CU_ASSERT_FATAL(sodium_init() >= 0);
+	if (!lm_gmac_available()) { /* then the engine must be refused */
+		lm_auth *auth = lm_auth_create(test_key);
+
+		CU_ASSERT_FATAL(auth != NULL);
+		CU_ASSERT_FALSE(lm_auth_set_engine(auth, LM_AUTH_OWN));
+		lm_auth_destroy(auth);
+		return;
+	}
+	lm_gmac_init(&k, key);
+	lm_gmac_tag(&k, nonce, data, 0, got);
+	CU_ASSERT_EQUAL(memcmp(got, case13, 16), 0);
+	randombytes_buf(data, sizeof(data));
+	for (int trial = 0; trial < 8; trial++) {
+		randombytes_buf(key, sizeof(key));
+		randombytes_buf(nonce, sizeof(nonce));
+		lm_gmac_init(&k, key);
+		for (size_t len = 0; len <= 3 * 256 + 17; len++) {
+			size_t at = (len + (size_t)trial) % 16;
+
+			if (len > 40 && len % 16 != 0 && len % 16 != 1 &&
+			    len % 16 != 15 && len % 256 > 16 && len % 256 < 240)
+				continue; /* the paths repeat in between */
+			crypto_aead_aes256gcm_encrypt_detached(
+				&none, want, &maclen, &none, 0, data + at, len,
+				NULL, nonce, key);
+			lm_gmac_tag(&k, nonce, data + at, len, got);
+			differ += memcmp(want, got, 16) != 0;
+			compared++;
+		}
+	}
+	CU_ASSERT_EQUAL(differ, 0);
+	CU_ASSERT(compared > 8 * 150);
+	lm_gmac_clear(&k);
 }
 
 static void test_key_from_file(void)
@@ -216,5 +289,6 @@ LM_TEST_SUITE("auth",
 	      LM_TEST(test_wrong_key_and_truncation),
 	      LM_TEST(test_mac_bound_to_stamp),
 	      LM_TEST(test_many_sender_sessions),
-	      LM_TEST(test_both_libraries_give_one_tag),
+	      LM_TEST(test_every_engine_gives_one_tag),
+	      LM_TEST(test_own_gmac_matches_libsodium),
 	      LM_TEST(test_key_from_file))
