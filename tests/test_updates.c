@@ -5,6 +5,7 @@
  * use stops getting updates after LM_UPDATES_IDLE_MAX. */
 #include "unit.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -500,6 +501,134 @@ static void test_encode_ahead_is_bounded(void)
 	lm_updates_destroy(u);
 }
 
+/* Pages written by `writers` clients each (at most WRITERS), and held by
+ * one more that wrote nothing: writer w changes the bytes i with i %
+ * writers == w, and writers 0 and 1 both changed bytes 64..127 (ordered
+ * by a lock: the copy has the last writer's value).  Every client's
+ * update applied to its own page must give the copy: writer 0 needs
+ * writer 1's bytes 64..127 although it wrote them too.  Then a writer
+ * flushes again, bytes others wrote among them, before the lists are
+ * made again.  Five writers with room for everything; then three with a
+ * budget that the holder's updates soon fill (the writers' go into their
+ * own lists and must all be there). */
+#define WRITERS 5u
+#define MPAGES 8u
+
+static void write_as(uint8_t *mine, uint8_t *copy, uint32_t w,
+		     uint32_t writers, uint8_t salt)
+{
+	for (size_t i = w; i < PAGE; i += writers)
+		copy[i] = mine[i] ^= salt;
+	if (w < 2) /* both change these, writer 1 after writer 0 */
+		for (size_t i = 64; i < 128; i++)
+			copy[i] = mine[i] ^= (uint8_t)(0x40 + w);
+}
+
+static void flush_as(lm_updates *u, uint32_t page, uint32_t w,
+		     const uint8_t *twin, const uint8_t *mine)
+{
+	static uint8_t diff[2 * PAGE];
+	size_t dlen;
+
+	CU_ASSERT_FATAL(lm_diff_encode(twin, mine, PAGE, diff, sizeof(diff),
+				       &dlen) == 0);
+	CU_ASSERT_FATAL(note_diff(u, page, w, diff, dlen) == 0);
+}
+
+/* Each client's list applied to its pages gives the copies; returns how
+ * many pages disagreed. */
+static int clients_get_copies(lm_updates *u, const struct lm_notice *n,
+			      uint8_t (*mine)[WRITERS + 1][PAGE],
+			      uint8_t (*copy)[PAGE], uint32_t writers,
+			      bool roomy)
+{
+	static uint8_t page[PAGE];
+	int wrong = 0;
+
+	for (uint32_t s = 0; s <= writers; s++) {
+		struct lm_msg_diffs list;
+		const uint8_t *upd;
+		size_t pos = 0, ulen;
+		uint32_t p;
+
+		lm_updates_for_client(u, s, s, n, MPAGES, &list);
+		/* the writers' updates go straight into their lists; the
+		 * holder's come from the release's arena, which a small
+		 * budget fills after a few pages (the rest invalidated) */
+		if (s < writers || roomy)
+			CU_ASSERT_EQUAL(list.count, MPAGES);
+		while (lm_msg_diffs_next(&list, &pos, &p, &upd, &ulen) == 1) {
+			CU_ASSERT_FATAL(p < MPAGES);
+			memcpy(page, mine[p][s], PAGE);
+			CU_ASSERT_EQUAL(lm_diff_apply(page, PAGE, upd, ulen),
+					0);
+			wrong += memcmp(page, copy[p], PAGE) != 0;
+			memcpy(mine[p][s], page, PAGE);
+		}
+	}
+	return wrong;
+}
+
+static void test_many_writers_get_each_others_bytes(void)
+{
+	static uint8_t twin[MPAGES][WRITERS + 1][PAGE];
+	static uint8_t mine[MPAGES][WRITERS + 1][PAGE], copy[MPAGES][PAGE];
+	/* 8 pages of 3 masks of 576 bytes fit 16000 */
+	static const size_t budgets[] = { 1u << 20, 16000 };
+	static const uint32_t nwriters[] = { WRITERS, 3 };
+	struct lm_notice n[MPAGES];
+	const uint8_t *copies[MPAGES];
+
+	for (size_t b = 0; b < 2; b++) {
+		uint32_t writers = nwriters[b];
+		lm_updates *u = lm_updates_create(PAGE, MPAGES, writers + 1,
+						  budgets[b]);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+		for (uint32_t p = 0; p < MPAGES; p++) {
+			for (size_t i = 0; i < PAGE; i++)
+				copy[p][i] = (uint8_t)(i * 7 + p);
+			for (uint32_t s = 0; s <= writers; s++) {
+				memcpy(mine[p][s], copy[p], PAGE);
+				memcpy(twin[p][s], copy[p], PAGE);
+				lm_updates_hold(u, s, p);
+			}
+			for (uint32_t w = 0; w < writers; w++)
+				write_as(mine[p][w], copy[p], w, writers, 0x5a);
+			for (uint32_t w = 0; w < writers; w++)
+				flush_as(u, p, w, twin[p][w], mine[p][w]);
+			n[p] = (struct lm_notice){ .page = p, .version = 2,
+						   .base = 1,
+						   .writer = LM_WRITER_MANY,
+						   .wcluster = 0 };
+			copies[p] = copy[p];
+		}
+		CU_ASSERT_FATAL(lm_updates_prepare(u, n, MPAGES, copies, NULL,
+						   NULL, NULL) == 0);
+		CU_ASSERT_EQUAL(clients_get_copies(u, n, mine, copy, writers,
+						   b == 0),
+				0);
+
+		/* writer 2 then changes bytes 200..263, the others' too
+		 * (after them, under a lock) and flushes again: the others
+		 * must get them, what was known of the page's writers
+		 * renewed */
+		for (uint32_t p = 0; p < MPAGES; p++) {
+			memcpy(twin[p][2], mine[p][2], PAGE);
+			for (size_t i = 200; i < 264; i++)
+				copy[p][i] = mine[p][2][i] ^= 0x0f;
+			flush_as(u, p, 2, twin[p][2], mine[p][2]);
+		}
+		CU_ASSERT_FATAL(lm_updates_prepare(u, n, MPAGES, copies, NULL,
+						   NULL, NULL) == 0);
+		CU_ASSERT_EQUAL(clients_get_copies(u, n, mine, copy, writers,
+						   b == 0),
+				0);
+		CU_ASSERT_EQUAL(lm_updates_stats(u)->mask_overflows, 0);
+		lm_updates_destroy(u);
+	}
+}
+
 LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_client_list_stops_at_its_maximum),
 	      LM_TEST(test_list_limit_follows_the_budget),
@@ -507,4 +636,5 @@ LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_idle_copy_is_not_fetched_for),
 	      LM_TEST(test_writers_copies_are_never_idle),
 	      LM_TEST(test_updates_encoded_ahead),
-	      LM_TEST(test_encode_ahead_is_bounded))
+	      LM_TEST(test_encode_ahead_is_bounded),
+	      LM_TEST(test_many_writers_get_each_others_bytes))
