@@ -33,12 +33,13 @@ FUZZ_RUN_FLAGS = -timeout=30 -rss_limit_mb=2048 -print_final_stats=1
 
 FUZZ_BASE_SRC := common/error.c common/log.c common/wire.c
 FUZZ_MACHINE_SRC := tests/fuzz/fuzz_machine.c common/proto.c common/diff.c \
-	common/config.c common/auth.c $(FUZZ_BASE_SRC)
-FUZZ_SRC_fuzz_wire := tests/fuzz/fuzz_wire.c common/auth.c $(FUZZ_BASE_SRC)
+	common/config.c common/auth.c common/gmac.c $(FUZZ_BASE_SRC)
+FUZZ_SRC_fuzz_wire := tests/fuzz/fuzz_wire.c common/auth.c common/gmac.c \
+	$(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_msg := tests/fuzz/fuzz_msg.c common/proto.c common/diff.c \
 	$(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_engine := tests/fuzz/fuzz_engine.c common/reliable.c \
-	common/auth.c $(FUZZ_BASE_SRC)
+	common/auth.c common/gmac.c $(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
 	reflector/home_pages.c reflector/router.c reflector/managers.c \
 	reflector/alloc.c \
@@ -118,7 +119,7 @@ fuzz-smoke-run: fuzz-build
 
 # The seed generator is ordinary code: the project's compiler, no fuzzer.
 $(FUZZ_GEN): tests/fuzz/gen_corpus.c common/proto.c common/diff.c \
-		common/config.c common/auth.c common/reliable.c \
+		common/config.c common/auth.c common/gmac.c common/reliable.c \
 		$(FUZZ_BASE_SRC) $(FUZZ_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wshadow \
