@@ -831,14 +831,16 @@ static void handle_relay(lm_cluster *c, enum up_kind kind, uint16_t from,
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
 }
 
-static void handle_create(lm_cluster *c, uint16_t from, uint32_t req_id,
-			  const struct lm_msg *m)
+static void handle_create(lm_cluster *c, int slot, uint16_t from,
+			  uint32_t req_id, const struct lm_msg *m)
 {
 	/* rank 0 runs main and is never a worker (docs/dsm.md 14) */
 	if (m->rank == 0 || m->rank >= c->layout->nprocs) {
 		reply_status(c, from, req_id, LM_MSG_CREATE_OK, LM_EINVAL);
 		return;
 	}
+	if (m->offset != LM_CREATE_NO_WORK)
+		c->clients[slot].fresh = true; /* it takes its own number next */
 	lm_cluster_park(c, LM_MSG_CREATE, 0, m->rank, m->status, m->offset,
 			m->data, m->data_len);
 	reply_status(c, from, req_id, LM_MSG_CREATE_OK, 0);
@@ -849,6 +851,7 @@ static void reply_work(lm_cluster *c, int slot, const struct lm_msg *create)
 	struct client *cl = &c->clients[slot];
 
 	cl->wants_work = false;
+	cl->fresh = create->offset != LM_CREATE_NO_WORK;
 	c->out.reply(c->ctx, slot_node(c, slot), cl->work_req, create);
 }
 
@@ -965,6 +968,7 @@ static void forget_client(lm_cluster *c, int slot)
 	}
 	free_client_work(cl);
 	memset(cl, 0, sizeof(*cl));
+	lm_tokens_recheck(c); /* it was perhaps fresh */
 }
 
 /* The reason of an ABORT (not NUL-terminated on the wire) as a string. */
@@ -996,6 +1000,8 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 			enum lm_rel_msg_kind kind, uint32_t req_id,
 			const struct lm_msg *m)
 {
+	bool was_fresh;
+
 	if (m->type == LM_MSG_JOIN) {
 		handle_join(c, slot, from, kind, req_id, m);
 		return;
@@ -1027,6 +1033,9 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 		count_bad(c, from, m, "expected a request");
 		return;
 	}
+	was_fresh = lm_client_fresh(&c->clients[slot]);
+	if (m->type != LM_MSG_WAIT_WORK)
+		c->clients[slot].active = true;
 	switch (m->type) {
 	case LM_MSG_FETCH:
 		handle_fetch(c, from, req_id, m, false, NULL, 0);
@@ -1053,7 +1062,7 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 		handle_relay(c, UP_FREE, from, req_id, m);
 		break;
 	case LM_MSG_CREATE:
-		handle_create(c, from, req_id, m);
+		handle_create(c, slot, from, req_id, m);
 		break;
 	case LM_MSG_WAIT_WORK:
 		handle_wait_work(c, slot, from, req_id, m);
@@ -1068,6 +1077,14 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 		count_bad(c, from, m, "unexpected type from a client");
 		break;
 	}
+	/* its first synchronisation (a LOCK queued above) ends a fresh
+	 * client's claim on recalled tokens (tokens.c) */
+	if (m->type == LM_MSG_LOCK || m->type == LM_MSG_UNLOCK ||
+	    m->type == LM_MSG_BARRIER || m->type == LM_MSG_END ||
+	    m->type == LM_MSG_WAIT_END)
+		c->clients[slot].fresh = false;
+	if (was_fresh && !lm_client_fresh(&c->clients[slot]))
+		lm_tokens_recheck(c);
 }
 
 /* ---- messages from the reflector ----------------------------------- */

@@ -84,6 +84,8 @@ struct lm_cluster_stats {
 	uint64_t spills;            /* batches sent with their data to stay
 				       within the cache size */
 	uint64_t recalls;           /* RECALLs of a token held here */
+	uint64_t recalls_waited;    /* ... kept for a client that had just
+				       started work (tokens.c) */
 	uint64_t tokens_returned;   /* lock tokens given back upward */
 	uint64_t local_handoffs;    /* lock grants made from a token here
 				       (the first after it came included) */

@@ -110,6 +110,10 @@ struct client {
 	bool wants_end;         /* its WAIT_END waits for `end_count` ENDs */
 	uint32_t end_count;
 	uint32_t end_req;
+	bool fresh;             /* started or created work and has not
+				   synchronised since (tokens.c) */
+	bool active;            /* sent a request other than WAIT_WORK
+				   in this run */
 };
 
 /* A client waiting for a lock whose token is (or is coming) here. */
@@ -131,6 +135,7 @@ struct token {
 	uint32_t granted;   /* the rank the manager granted it to: the
 			       UNLOCK that returns it names that rank */
 	uint32_t handoffs;  /* local hand-offs since the recall */
+	bool waited;        /* recalled, kept for a fresh client */
 	struct lwaiter *q;  /* local clients waiting, FIFO */
 	size_t nq, qcap;
 	struct lm_notice *notes; /* what the GRANT bringing it carried */
@@ -352,6 +357,8 @@ int lm_token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
 		     uint32_t rank);
 void lm_token_ask(lm_cluster *c, struct token *t);
 void lm_token_next(lm_cluster *c, struct token *t);
+bool lm_client_fresh(const struct client *cl);
+void lm_tokens_recheck(lm_cluster *c);
 void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
 			  uint32_t req_id);
 void lm_token_note_registered(lm_cluster *c, const struct lm_notice *n,

@@ -987,6 +987,138 @@ static void test_lock_grant_unlock_relay(void)
 	teardown(c);
 }
 
+/* A LOCK or UNLOCK of lock `id` from client `rank`. */
+static void lock_op(lm_cluster *c, uint16_t type, uint32_t rank,
+		    uint32_t req_id, uint32_t id)
+{
+	struct lm_msg m = msg(type, RUN);
+
+	m.id = id;
+	m.rank = rank;
+	creq(c, rank, req_id, &m);
+}
+
+/* How many messages of `type` went to the reflector. */
+static int ups_of(uint16_t type)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < nouts; i++)
+		n += outs[i].node == refl && outs[i].m.type == type;
+	return n;
+}
+
+enum fresh_how { FRESH_WORKER, FRESH_CREATOR, FRESH_KEPT };
+
+/* Rank 2 holds lock 12's token here and has unlocked it; rank 1 has
+ * just been given work (FRESH_WORKER), or rank 0 has just created some
+ * (FRESH_CREATOR), or work waits here for rank 1, which has asked for
+ * nothing yet (FRESH_KEPT); none has synchronised since. */
+static lm_cluster *token_with_fresh_client(enum fresh_how how)
+{
+	lm_cluster *c = setup();
+	struct lm_msg m;
+
+	join_all(c, RUN);
+	m = msg(LM_MSG_CREATE, RUN);
+	m.offset = 0x40;
+	if (how == FRESH_CREATOR) {
+		m.rank = 5;
+		creq(c, 0, 70, &m);
+	} else {
+		struct lm_msg w = msg(LM_MSG_WAIT_WORK, RUN);
+
+		if (how == FRESH_WORKER)
+			creq(c, 1, 70, &w);
+		m.rank = 1;
+		lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	}
+	clear_outs();
+	lock_op(c, LM_MSG_LOCK, 2, 80, 12);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	m = msg(LM_MSG_GRANT, RUN);
+	m.id = 12;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, outs[0].req_id, &m);
+	lock_op(c, LM_MSG_UNLOCK, 2, 81, 12);
+	clear_outs();
+	return c;
+}
+
+/* token_with_fresh_client, recalled: the token must stay. */
+static lm_cluster *recalled_with_fresh_client(enum fresh_how how)
+{
+	lm_cluster *c = token_with_fresh_client(how);
+
+	recall(c, 12, 2);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
+	return c;
+}
+
+/* Rank `rank` takes lock 12 and gives it back; returns the UNLOCKs that
+ * went up meanwhile. */
+static int lock_unlock(lm_cluster *c, uint32_t rank, uint32_t req_id)
+{
+	lock_op(c, LM_MSG_LOCK, rank, req_id, 12);
+	lock_op(c, LM_MSG_UNLOCK, rank, req_id + 1, 12);
+	return ups_of(LM_MSG_UNLOCK);
+}
+
+/* A recalled token nobody here waits for stays while a client that just
+ * started (or created) work has not synchronised: SPLASH-2 programs
+ * number their processes by a lock taken right then, and the cluster's
+ * processes must get consecutive numbers.  Its LOCK is served here; its
+ * UNLOCK, or any other synchronisation, lets the token go. */
+static void test_recalled_token_waits_for_a_fresh_client(void)
+{
+	lm_cluster *c = recalled_with_fresh_client(FRESH_WORKER);
+	struct lm_msg m;
+
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->recalls_waited, 1);
+	lock_op(c, LM_MSG_LOCK, 1, 82, 12);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(1));
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_GRANT);
+	clear_outs();
+	lock_op(c, LM_MSG_UNLOCK, 1, 83, 12);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->tokens_returned, 1);
+	teardown(c);
+
+	/* a BARRIER of the fresh client lets it go too */
+	c = recalled_with_fresh_client(FRESH_WORKER);
+	barrier(c, 1, 5);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
+	teardown(c);
+
+	/* rank 0 creating work counts as fresh until it synchronises */
+	c = recalled_with_fresh_client(FRESH_CREATOR);
+	CU_ASSERT_EQUAL(lock_unlock(c, 0, 84), 1);
+	teardown(c);
+
+	/* so does a worker whose work came before its WAIT_WORK */
+	c = recalled_with_fresh_client(FRESH_KEPT);
+	m = msg(LM_MSG_WAIT_WORK, RUN);
+	creq(c, 1, 86, &m);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
+	CU_ASSERT_EQUAL(lock_unlock(c, 1, 87), 1);
+	teardown(c);
+
+	/* but not a rank that, work kept for it, asks for something else
+	 * (an SPMD rank sent work by mistake): it may never synchronise */
+	c = recalled_with_fresh_client(FRESH_KEPT);
+	fetch(c, 1, 89, 3);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
+	teardown(c);
+
+	/* nor one that leaves */
+	c = recalled_with_fresh_client(FRESH_WORKER);
+	m = msg(LM_MSG_LEAVE, RUN);
+	creq(c, 1, 90, &m);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
+	teardown(c);
+}
+
 static void test_alloc_free_relay(void)
 {
 	lm_cluster *c = setup();
@@ -2779,6 +2911,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_barrier_counts_each_client_once),
 	LM_TEST(test_lock_grant_unlock_relay),
+	      LM_TEST(test_recalled_token_waits_for_a_fresh_client),
 	LM_TEST(test_lock_token_handed_off_locally),
 	LM_TEST(test_recalled_token_bounded_handoffs),
 	LM_TEST(test_alloc_free_relay),

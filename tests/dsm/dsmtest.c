@@ -31,6 +31,12 @@
  *                              address freed twice), lm_malloc beyond the
  *                              region: each must fail with an error, and
  *                              the run must go on working after them
+ *   dsmtest numbering 1        the SPLASH-2 start: rank 0 CREATEs every
+ *                              other process, then each (rank 0 last)
+ *                              takes a number under a lock; each
+ *                              cluster's processes must have consecutive
+ *                              numbers (docs/dsm.md "Locks": a recalled
+ *                              token waits for the fresh clients)
  *   dsmtest private R BYTES    R barrier rounds; each process rewrites
  *                              BYTES bytes of a slice of its own that no
  *                              other process ever reads, and checks them
@@ -87,6 +93,58 @@ static int run_counter(long k)
 	if (s->counter != k * nprocs) {
 		fprintf(stderr, "dsmtest: rank %d: counter is %ld, expected "
 			"%ld\n", rank, s->counter, k * nprocs);
+		return 1;
+	}
+	return 0;
+}
+
+/* numbering: what the created processes see (shipped with CREATE). */
+static struct numbering {
+	int lock;
+	int next;
+	int cluster_of[1024]; /* by number */
+} *numbers;
+
+static void take_number(void)
+{
+	int n;
+
+	check(lm_lock(numbers->lock), "lm_lock");
+	n = numbers->next++;
+	check(lm_unlock(numbers->lock), "lm_unlock");
+	if (n >= 0 && n < 1024)
+		numbers->cluster_of[n] = lm_cluster();
+}
+
+static int run_numbering(void)
+{
+	int seen[1024] = { 0 }, bad = 0;
+
+	if (nprocs > 1024)
+		return 2;
+	numbers = lm_malloc(sizeof(*numbers));
+	if (!numbers)
+		die("lm_malloc", -2);
+	numbers->lock = lm_id_alloc(1);
+	check(numbers->lock, "lm_id_alloc");
+	for (int p = 1; p < nprocs; p++)
+		check(lm_create(take_number), "lm_create");
+	take_number();
+	check(lm_wait_for_end(nprocs - 1), "lm_wait_for_end");
+	/* a cluster seen before must be the one just seen */
+	for (int n = 0; n < nprocs; n++) {
+		int c = numbers->cluster_of[n];
+
+		printf("%d%c", c, n + 1 < nprocs ? ' ' : '\n');
+		if (c < 0 || c >= 1024)
+			return 1;
+		if (n > 0 && c != numbers->cluster_of[n - 1] && seen[c])
+			bad++;
+		seen[c] = 1;
+	}
+	if (bad || numbers->next != nprocs) {
+		fprintf(stderr, "dsmtest: numbering: a cluster's processes "
+			"got numbers apart (clusters by number above)\n");
 		return 1;
 	}
 	return 0;
@@ -356,13 +414,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"private ROUNDS BYTES | sleep SECONDS | "
-				"misuse 1\n");
+				"misuse 1 | numbering 1\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
 	rank = lm_rank();
 	nprocs = lm_nprocs();
-	if (strcmp(argv[1], "counter") == 0)
+	if (strcmp(argv[1], "numbering") == 0 && rank != 0)
+		return lm_worker_serve(); /* finalizes */
+	if (strcmp(argv[1], "numbering") == 0)
+		failed = run_numbering();
+	else if (strcmp(argv[1], "counter") == 0)
 		failed = run_counter(atol(argv[2]));
 	else if (strcmp(argv[1], "barriers") == 0)
 		failed = run_barriers(atol(argv[2]));
