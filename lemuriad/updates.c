@@ -178,16 +178,43 @@ static uint64_t *held_word(const lm_updates *u, uint32_t slot, uint32_t page)
 	return &u->held[(size_t)slot * u->held_words + page / 64];
 }
 
+/* Per client and page: the updates taken in a row without a FLUSH or
+ * FETCH of the page (low bits), whether the copy was dropped for it, and
+ * whether the client fetched the page again after such a drop: it reads
+ * the page, and its copy may wait LM_UPDATES_IDLE_MAX updates for a
+ * fetch from another cluster, not LM_UPDATES_FETCH_IDLE_MAX. */
+#define IDLE_COUNT 0x3f
+#define IDLE_READER 0x40
+#define IDLE_DROPPED 0x80
+
 static uint8_t *idle_of(const lm_updates *u, uint32_t slot, uint32_t page)
 {
 	return &u->idle[(size_t)slot * u->npages + page];
 }
 
+/* One more update taken idle; returns the count. */
+static unsigned idle_more(uint8_t *idle)
+{
+	if ((*idle & IDLE_COUNT) < IDLE_COUNT)
+		(*idle)++;
+	return *idle & IDLE_COUNT;
+}
+
+/* How many idle updates a copy may take that another cluster's write
+ * makes the lemuriad fetch. */
+static unsigned fetch_idle_max(uint8_t idle)
+{
+	return idle & IDLE_READER ? LM_UPDATES_IDLE_MAX
+				  : LM_UPDATES_FETCH_IDLE_MAX;
+}
+
 void lm_updates_hold(lm_updates *u, uint32_t slot, uint32_t page)
 {
 	if (slot < u->nclients && page < u->npages) {
+		uint8_t *idle = idle_of(u, slot, page);
+
 		*held_word(u, slot, page) |= 1ull << (page % 64);
-		*idle_of(u, slot, page) = 0;
+		*idle = *idle & (IDLE_READER | IDLE_DROPPED) ? IDLE_READER : 0;
 	}
 }
 
@@ -564,9 +591,10 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 			 * over LM_UPDATES_IDLE_MAX updates is likely unused:
 			 * dropped, it stops costing updates here and fetches
 			 * from other clusters (a read refetches it) */
-			if (!me && ++*idle_of(u, slot, page) >
-					      LM_UPDATES_IDLE_MAX) {
+			if (!me && idle_more(idle_of(u, slot, page)) >
+					   LM_UPDATES_IDLE_MAX) {
 				u->stats.updates_idle++;
+				*idle_of(u, slot, page) |= IDLE_DROPPED;
 				forget(u, slot, page);
 				continue;
 			}
@@ -581,9 +609,11 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 				continue;
 			}
 			u->stats.updates_capped++;
-		} else if (*idle_of(u, slot, page) >= LM_UPDATES_IDLE_MAX) {
+		} else if ((*idle_of(u, slot, page) & IDLE_COUNT) >=
+			   fetch_idle_max(*idle_of(u, slot, page))) {
 			/* idle: the page was not fetched for it (wanted) */
 			u->stats.updates_idle++;
+			*idle_of(u, slot, page) |= IDLE_DROPPED;
 		}
 		forget(u, slot, page); /* the client drops its copy */
 	}
@@ -599,7 +629,8 @@ bool lm_updates_wanted(const lm_updates *u, uint32_t page)
 {
 	for (uint32_t s = 0; page < u->npages && s < u->nclients; s++)
 		if (holds(u, s, page) &&
-		    *idle_of(u, s, page) < LM_UPDATES_IDLE_MAX)
+		    (*idle_of(u, s, page) & IDLE_COUNT) <
+			    fetch_idle_max(*idle_of(u, s, page)))
 			return true;
 	return false;
 }

@@ -36,6 +36,11 @@
  * "Updates", idle copies). */
 #define LM_UPDATES_IDLE_MAX 4
 
+/* The same for a page another cluster wrote, which the lemuriad would
+ * fetch for the copy, unless the client fetched the page again after
+ * its copy was dropped (then LM_UPDATES_IDLE_MAX). */
+#define LM_UPDATES_FETCH_IDLE_MAX 1
+
 typedef struct lm_updates lm_updates;
 
 struct lm_updates_stats {
@@ -44,7 +49,8 @@ struct lm_updates_stats {
 	uint64_t updates_capped; /* pages left out by the list's limit */
 	uint64_t updates_ahead;  /* of updates_sent, those encoded before
 				    the release (lm_updates_encode_ahead) */
-	uint64_t updates_idle;   /* copies dropped by LM_UPDATES_IDLE_MAX */
+	uint64_t updates_idle;   /* copies dropped as idle (_IDLE_MAX,
+				    _FETCH_IDLE_MAX) */
 	uint64_t mask_overflows; /* epochs whose masks outgrew the budget:
 				    no updates at their release */
 };
@@ -111,8 +117,9 @@ bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
 			     void *ctx, uint32_t max_pages);
 
 /* True when some client slot holds a copy of `page` that the next
- * release would update (one LM_UPDATES_IDLE_MAX updates idle is dropped
- * instead, so fetching the page for it would be wasted). */
+ * release would update after a fetch from another cluster (one
+ * LM_UPDATES_FETCH_IDLE_MAX updates idle is dropped instead, so fetching
+ * the page for it would be wasted). */
 bool lm_updates_wanted(const lm_updates *u, uint32_t page);
 
 /* The update list for client `slot` of rank `rank` (a diff list in the

@@ -2167,7 +2167,10 @@ static void test_fetchv_pages_as_diffs(void)
 	clear_outs();
 
 	/* the diff names the bytes c1 wrote, even one it wrote with the
-	 * value it had: the update is the diff's, not a comparison's */
+	 * value it had: the update is the diff's, not a comparison's (rank
+	 * 1 reads the page again, so it is fetched for it) */
+	fetch(c, 1, 60, 20);
+	clear_outs();
 	n.version = 6;
 	n.base = 5;
 	barrier_release_held(c, 2, &n, 1, 20);
@@ -2177,6 +2180,8 @@ static void test_fetchv_pages_as_diffs(void)
 	CU_ASSERT_EQUAL(runs[0][1], 4);
 
 	/* next epoch: a diff against a base we do not hold */
+	clear_outs();
+	fetch(c, 1, 61, 20);
 	clear_outs();
 	n.version = 7;
 	n.base = 6;

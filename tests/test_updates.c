@@ -243,49 +243,82 @@ static void test_idle_copies_stop_getting_updates(void)
 	lm_updates_destroy(u);
 }
 
-/* A page another cluster wrote, held here by one client that reads it
- * no more: the lemuriad fetches it for the first LM_UPDATES_IDLE_MAX
- * updates, and no longer once the next would be dropped. */
-static void test_idle_copy_is_not_fetched_for(void)
+/* Releases of page 1, written by another cluster, while HOLDER keeps its
+ * copy and does nothing with it; returns how many went before the page
+ * was no longer wanted (fetched for the copy), at most `most`. */
+static uint32_t fetched_for_idle_copy(lm_updates *u, uint8_t *old,
+				      uint8_t *copy, uint32_t *epoch,
+				      uint32_t most)
 {
-	static uint8_t old[PAGE], copy[PAGE];
 	const uint8_t *copies[1] = { copy }, *olds[1] = { old };
 	struct lm_msg_diffs list;
-	lm_updates *u = lm_updates_create(PAGE, 2, 2, 1u << 20);
+	uint32_t sent = 0;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
-	lm_updates_hold(u, HOLDER, 1);
-	for (uint32_t e = 1; e <= LM_UPDATES_IDLE_MAX; e++) {
-		struct lm_notice n = { .page = 1, .version = e + 1, .base = e,
-				       .writer = 7, .wcluster = 1 };
+	while (sent < most && lm_updates_wanted(u, 1)) {
+		struct lm_notice n = { .page = 1, .version = *epoch + 1,
+				       .base = *epoch, .writer = 7,
+				       .wcluster = 1 };
 
-		CU_ASSERT_TRUE_FATAL(lm_updates_wanted(u, 1));
 		memcpy(old, copy, PAGE);
-		copy[e] ^= 0x44; /* the other cluster's write */
+		copy[*epoch % PAGE] ^= 0x44; /* the other cluster's write */
 		CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, olds,
 						   NULL, NULL) == 0);
 		lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, &list);
 		CU_ASSERT_EQUAL(list.count, 1);
 		lm_updates_epoch_end(u);
+		(*epoch)++;
+		sent++;
 	}
+	return sent;
+}
+
+/* The release of page 1 when it was not fetched: the holder drops its
+ * copy, as an idle one. */
+static void release_without_copy(lm_updates *u, uint32_t *epoch)
+{
+	struct lm_notice n = { .page = 1, .version = *epoch + 1,
+			       .base = *epoch, .writer = 7, .wcluster = 1 };
+	const uint8_t *none[1] = { NULL };
+	struct lm_msg_diffs list;
+
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, none, NULL, NULL,
+					   NULL) == 0);
+	lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, &list);
+	CU_ASSERT_EQUAL(list.count, 0);
+	lm_updates_epoch_end(u);
+	(*epoch)++;
+}
+
+/* A page another cluster wrote, held here by one client that does not
+ * touch it: the lemuriad fetches it for LM_UPDATES_FETCH_IDLE_MAX
+ * updates only, then the copy is dropped.  A client that fetches the
+ * page again after that reads it: from then on the page is fetched for
+ * its copy over LM_UPDATES_IDLE_MAX updates. */
+static void test_idle_copy_is_not_fetched_for(void)
+{
+	static uint8_t old[PAGE], copy[PAGE];
+	lm_updates *u = lm_updates_create(PAGE, 2, 2, 1u << 20);
+	uint32_t epoch = 1, idle, read;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	lm_updates_hold(u, HOLDER, 1);
+	idle = fetched_for_idle_copy(u, old, copy, &epoch, 10);
+	CU_ASSERT_EQUAL(idle, LM_UPDATES_FETCH_IDLE_MAX);
 	CU_ASSERT_FALSE(lm_updates_wanted(u, 1));
 	CU_ASSERT_FALSE(lm_updates_wanted(u, 0)); /* never held */
-	{
-		/* so the page comes without a copy: the holder drops it, as
-		 * an idle one */
-		struct lm_notice n = { .page = 1, .version = 9, .base = 8,
-				       .writer = 7, .wcluster = 1 };
-		const uint8_t *none[1] = { NULL };
+	release_without_copy(u, &epoch);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
 
-		CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, none, NULL,
-						   NULL, NULL) == 0);
-		lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, &list);
-		CU_ASSERT_EQUAL(list.count, 0);
-		CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 1);
-		lm_updates_epoch_end(u);
-	}
-	lm_updates_hold(u, HOLDER, 1); /* read again */
-	CU_ASSERT_TRUE(lm_updates_wanted(u, 1));
+	lm_updates_hold(u, HOLDER, 1); /* read again: a reader */
+	read = fetched_for_idle_copy(u, old, copy, &epoch, 10);
+	CU_ASSERT_EQUAL(read, LM_UPDATES_IDLE_MAX);
+	CU_ASSERT(idle < read);
+	CU_ASSERT_FALSE(lm_updates_wanted(u, 1));
+	release_without_copy(u, &epoch);
+	CU_ASSERT_EQUAL(lm_updates_stats(u)->updates_idle, 2);
+	lm_updates_hold(u, HOLDER, 1); /* and it stays one */
+	CU_ASSERT_EQUAL(fetched_for_idle_copy(u, old, copy, &epoch, 10),
+			LM_UPDATES_IDLE_MAX);
 	lm_updates_destroy(u);
 }
 
