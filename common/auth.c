@@ -11,11 +11,12 @@
  *
  * All three compute the same tag.  Where the CPU has VPCLMULQDQ, gmac.c
  * hashes 32 blocks per reduction at 27-34 GB/s from 4 KiB and costs
- * about 40 ns a short datagram, so it takes every datagram.  Elsewhere libsodium
- * 1.0.18 hashes at about 3.6 GB/s whatever the length, and OpenSSL's
- * GHASH, eight blocks at a time, reaches 7 GB/s on a 64 KB datagram but
- * spends about 0.4 us per call getting there, so it takes the datagrams of
- * LM_AUTH_BULK bytes and more (docs/performance.md has the figures). */
+ * about 40 ns a short datagram, so it takes every datagram.  Elsewhere
+ * libsodium 1.0.18 hashes at about 3.6 GB/s whatever the length, and
+ * OpenSSL's GHASH, eight blocks at a time, reaches 7 GB/s on a 64 KB
+ * datagram but spends about 0.4 us per call getting there, so it takes
+ * the datagrams of LM_AUTH_BULK bytes and more (docs/performance.md has
+ * the figures). */
 #include "auth.h"
 
 #include <errno.h>

@@ -4,10 +4,10 @@
  * datagram as associated data (computed by gmac.c, libsodium or OpenSSL:
  * the same tag, whichever is fastest here), under a key derived from the
  * layout key for each (sender id, sender session); the nonce is the
- * datagram's stamp, which never repeats within a session.  On a CPU without AES-NI the same
- * scheme runs with ChaCha20-Poly1305 instead; all nodes of a layout must
- * then lack AES-NI alike (docs/protocol.md).  Safe to share between
- * threads. */
+ * datagram's stamp, which never repeats within a session.  On a CPU
+ * without AES-NI the same scheme runs with ChaCha20-Poly1305 instead; all
+ * nodes of a layout must then lack AES-NI alike (docs/protocol.md).  Safe
+ * to share between threads. */
 #ifndef LM_AUTH_H
 #define LM_AUTH_H
 

@@ -144,7 +144,7 @@ static inline GMAC_TARGET __m128i power(const struct lm_gmac_key *k, int i)
 	return _mm_loadu_si128((const __m128i *)k->power[i]);
 }
 
-/* Hashes n blocks (1..16) into s, one reduction: block i is multiplied by
+/* Hashes n blocks (1..LM_GMAC_POWERS) into s, one reduction: block i is multiplied by
  * H^(n-i), the first after s is added to it.  The first `whole` blocks
  * are read at p, the rest at pad. */
 static GMAC_TARGET __m128i absorb_blocks(const struct lm_gmac_key *k, __m128i s,

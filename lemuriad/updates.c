@@ -609,11 +609,14 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 				continue;
 			}
 			u->stats.updates_capped++;
-		} else if ((*idle_of(u, slot, page) & IDLE_COUNT) >=
-			   fetch_idle_max(*idle_of(u, slot, page))) {
+		} else {
+			uint8_t *idle = idle_of(u, slot, page);
+
 			/* idle: the page was not fetched for it (wanted) */
-			u->stats.updates_idle++;
-			*idle_of(u, slot, page) |= IDLE_DROPPED;
+			if ((*idle & IDLE_COUNT) >= fetch_idle_max(*idle)) {
+				u->stats.updates_idle++;
+				*idle |= IDLE_DROPPED;
+			}
 		}
 		forget(u, slot, page); /* the client drops its copy */
 	}
@@ -628,10 +631,12 @@ size_t lm_updates_list_max(const lm_updates *u)
 bool lm_updates_wanted(const lm_updates *u, uint32_t page)
 {
 	for (uint32_t s = 0; page < u->npages && s < u->nclients; s++)
-		if (holds(u, s, page) &&
-		    (*idle_of(u, s, page) & IDLE_COUNT) <
-			    fetch_idle_max(*idle_of(u, s, page)))
-			return true;
+		if (holds(u, s, page)) {
+			uint8_t idle = *idle_of(u, s, page);
+
+			if ((idle & IDLE_COUNT) < fetch_idle_max(idle))
+				return true;
+		}
 	return false;
 }
 
