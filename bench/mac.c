@@ -90,11 +90,9 @@ int main(int argc, char **argv)
 	dg = calloc(1, LM_WIRE_MAX_DATAGRAM + LM_WIRE_MAC_SIZE);
 	copy = malloc(LM_WIRE_MAX_DATAGRAM + LM_WIRE_MAC_SIZE);
 	for (int w = WAY_SODIUM; w < WAY_COUNT; w++)
-		if (!(auth[w] = lm_auth_create(bench_key))) {
-			fprintf(stderr, "mac: out of memory\n");
-			return 1;
-		}
-	if (!dg || !copy) {
+		auth[w] = lm_auth_create(bench_key);
+	if (!dg || !copy || !auth[WAY_SODIUM] || !auth[WAY_OPENSSL] ||
+	    !auth[WAY_LEMURIA]) {
 		fprintf(stderr, "mac: out of memory\n");
 		return 1;
 	}

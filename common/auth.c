@@ -59,6 +59,12 @@ struct lm_auth {
 	struct lm_auth_slot slots[LM_AUTH_CACHE_SLOTS];
 };
 
+/* Whether gmac.c can compute this auth's tags (AES-NI and VPCLMULQDQ). */
+static bool own_possible(const struct lm_auth *auth)
+{
+	return auth->use_gcm && lm_gmac_available();
+}
+
 lm_auth *lm_auth_create(const uint8_t key[LM_KEY_BYTES])
 {
 	lm_auth *auth;
@@ -71,7 +77,7 @@ lm_auth *lm_auth_create(const uint8_t key[LM_KEY_BYTES])
 	memset(auth, 0, sizeof(*auth));
 	memcpy(auth->master, key, sizeof(auth->master));
 	auth->use_gcm = crypto_aead_aes256gcm_is_available();
-	auth->use_own = auth->use_gcm && lm_gmac_available();
+	auth->use_own = own_possible(auth);
 	auth->bulk_min = LM_AUTH_BULK;
 	pthread_mutex_init(&auth->lock, NULL);
 	return auth;
@@ -246,7 +252,7 @@ int lm_auth_verify(const lm_auth *auth, const uint8_t *dg, size_t len)
 
 bool lm_auth_set_engine(lm_auth *auth, enum lm_auth_engine engine)
 {
-	bool own = auth->use_gcm && lm_gmac_available();
+	bool own = own_possible(auth);
 	bool ok = engine == LM_AUTH_AUTO || engine == LM_AUTH_SODIUM ||
 		  (engine == LM_AUTH_OPENSSL && auth->use_gcm) ||
 		  (engine == LM_AUTH_OWN && own);
