@@ -1531,6 +1531,7 @@ static int rx_data(struct lm_rel *rel, struct peer *p,
 	    .data = payload,
 	};
 	bool had_early = p->early_count || p->placed_count;
+	bool resent_before;
 	int rc;
 
 	if (d < 0) {
@@ -1544,13 +1545,19 @@ static int rx_data(struct lm_rel *rel, struct peer *p,
 	}
 	if (d > 0)
 		return rx_early(rel, p, &f, (uint32_t)d);
+	/* Flagged before the message is delivered: a reply sent from the
+	 * callback carries the first ack this resend moves, and without
+	 * the flag the sender would take its timeout for spurious and call
+	 * off the recovery (Spurious timeouts in the file comment). */
+	resent_before = p->ack_resent;
+	if (h->flags & LM_DGF_RESENT)
+		p->ack_resent = true;
 	rc = rx_consume(rel, p, &f);
 	if (rc) {
+		p->ack_resent = resent_before;
 		rel->stats.drop_reasm_limit++;
 		return rc;
 	}
-	if (h->flags & LM_DGF_RESENT)
-		p->ack_resent = true;
 	rx_drain(rel, p);
 	if (!p->ack_pending)
 		return 0; /* a reply sent from the callback carried the ack */
