@@ -960,6 +960,8 @@ static void lm_daemon_keepalive(evutil_socket_t fd, short what, void *arg)
 	lm_log_limit_flush();
 	if (!d->machine || !d->run || len < 0)
 		return; /* no run yet: nobody waits */
+	if (d->proto->tick)
+		d->proto->tick(d->machine);
 	if (d->role == LM_ROLE_LEMURIAD) {
 		const struct lm_cluster_cfg *c = lm_layout_cluster(l, d->name);
 

@@ -94,6 +94,9 @@ struct lm_daemon_protocol {
 	 * sent; again while it returns true, with the socket read in
 	 * between. */
 	bool (*background)(void *machine);
+	/* The keepalive timer's tick, about once a second while a run is
+	 * on (optional): for waits that no message ends. */
+	void (*tick)(void *machine);
 };
 
 /* Creates the protocol machine and routes every DSM message to it. */

@@ -753,6 +753,16 @@ bool lm_cluster_background(lm_cluster *c)
 	return c->ahead;
 }
 
+void lm_cluster_tick(lm_cluster *c)
+{
+	/* a staged release reads the epoch's state, which a token going
+	 * back would change (its UNLOCK registers what was written): the
+	 * next tick will do */
+	if (c->rel.staging)
+		return;
+	lm_tokens_tick(c);
+}
+
 static void handle_lock(lm_cluster *c, int slot, uint16_t from,
 			uint32_t req_id, const struct lm_msg *m)
 {

@@ -31,6 +31,14 @@ typedef struct lm_cluster lm_cluster;
  * which go to consecutive numbers, spread over two clusters). */
 #define LM_CLUSTER_HANDOFFS_MAX 16u
 
+/* Ticks (lm_cluster_tick, about a second each) a recalled token may stay
+ * for a client that has just started work (tokens.c, "fresh"): the first
+ * tick after the wait began starts it, the second ends it, so the wait
+ * lasts one to two seconds.  Numbering takes milliseconds; a worker that
+ * computes for minutes before it first synchronises must not hold other
+ * clusters' LOCKs for as long. */
+#define LM_CLUSTER_FRESH_TICKS 2u
+
 /* Creates the state machine of cluster `name` of `layout`.  The layout is
  * borrowed and must outlive the machine; *out is copied; ctx is passed to
  * every callback.  layout_hash is what every JOIN must carry.  NULL when
@@ -53,6 +61,10 @@ void lm_cluster_handle(lm_cluster *c, uint16_t from,
  * way (lm_updates_encode_ahead), a few pages a call.  Returns true while
  * some is left. */
 bool lm_cluster_background(lm_cluster *c);
+
+/* The daemon's clock, about once a second while a run is on: ends the
+ * waits no message would end (LM_CLUSTER_FRESH_TICKS). */
+void lm_cluster_tick(lm_cluster *c);
 
 /* The transport says `node` is unreachable or restarted.  A joined client
  * of the run: every other joined client gets ABORT{rank, "rank N lost"}
@@ -86,6 +98,8 @@ struct lm_cluster_stats {
 	uint64_t recalls;           /* RECALLs of a token held here */
 	uint64_t recalls_waited;    /* ... kept for a client that had just
 				       started work (tokens.c) */
+	uint64_t recall_waits_ended; /* ... of which LM_CLUSTER_FRESH_TICKS
+					ended the wait */
 	uint64_t tokens_returned;   /* lock tokens given back upward */
 	uint64_t local_handoffs;    /* lock grants made from a token here
 				       (the first after it came included) */

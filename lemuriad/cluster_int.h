@@ -136,6 +136,7 @@ struct token {
 			       UNLOCK that returns it names that rank */
 	uint32_t handoffs;  /* local hand-offs since the recall */
 	bool waited;        /* recalled, kept for a fresh client */
+	uint32_t wait_ticks; /* ticks since (LM_CLUSTER_FRESH_TICKS) */
 	struct lwaiter *q;  /* local clients waiting, FIFO */
 	size_t nq, qcap;
 	struct lm_notice *notes; /* what the GRANT bringing it carried */
@@ -359,6 +360,7 @@ void lm_token_ask(lm_cluster *c, struct token *t);
 void lm_token_next(lm_cluster *c, struct token *t);
 bool lm_client_fresh(const struct client *cl);
 void lm_tokens_recheck(lm_cluster *c);
+void lm_tokens_tick(lm_cluster *c);
 void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
 			  uint32_t req_id);
 void lm_token_note_registered(lm_cluster *c, const struct lm_notice *n,

@@ -47,6 +47,11 @@ static bool lemuriad_background(void *machine)
 	return lm_cluster_background(machine);
 }
 
+static void lemuriad_tick(void *machine)
+{
+	lm_cluster_tick(machine);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct lm_daemon_protocol proto = {
@@ -56,6 +61,7 @@ int main(int argc, char **argv)
 		.peer_lost = lemuriad_peer_lost,
 		.stats = lemuriad_stats,
 		.background = lemuriad_background,
+		.tick = lemuriad_tick,
 	};
 
 	return lm_daemon_main(argc, argv, LM_ROLE_LEMURIAD, &proto);

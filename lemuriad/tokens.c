@@ -128,6 +128,7 @@ static void token_return(lm_cluster *c, struct token *t)
 	t->busy = false;
 	t->recalled = false;
 	t->waited = false;
+	t->wait_ticks = 0;
 	free(t->notes);
 	t->notes = NULL;
 	t->nnotes = 0;
@@ -166,7 +167,8 @@ void lm_token_next(lm_cluster *c, struct token *t)
 {
 	if (!t->here || t->busy)
 		return;
-	if (t->recalled && !t->nq && any_fresh(c)) {
+	if (t->recalled && !t->nq && t->wait_ticks < LM_CLUSTER_FRESH_TICKS &&
+	    any_fresh(c)) {
 		if (!t->waited)
 			c->stats.recalls_waited++;
 		t->waited = true;
@@ -201,6 +203,24 @@ void lm_tokens_recheck(lm_cluster *c)
 
 		if (t->recalled)
 			lm_token_next(c, t);
+		if (c->ntokens == n)
+			i++; /* else entry i, tidied, holds another token */
+	}
+}
+
+/* A recalled token kept for a fresh client stays LM_CLUSTER_FRESH_TICKS
+ * ticks at most, then goes as if nobody here were fresh. */
+void lm_tokens_tick(lm_cluster *c)
+{
+	for (size_t i = 0; i < c->ntokens;) {
+		struct token *t = &c->tokens[i];
+		size_t n = c->ntokens;
+
+		if (t->waited && t->here && !t->busy && !t->nq &&
+		    ++t->wait_ticks >= LM_CLUSTER_FRESH_TICKS) {
+			c->stats.recall_waits_ended++;
+			lm_token_next(c, t);
+		}
 		if (c->ntokens == n)
 			i++; /* else entry i, tidied, holds another token */
 	}

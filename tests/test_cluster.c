@@ -1119,6 +1119,44 @@ static void test_recalled_token_waits_for_a_fresh_client(void)
 	teardown(c);
 }
 
+/* The wait for a fresh client has a bound: a worker that computes long
+ * before it first synchronises holds a recalled token for
+ * LM_CLUSTER_FRESH_TICKS ticks of the daemon's clock, not for as long
+ * as it computes; a tick before the bound, or one while a local holder
+ * has the lock, lets nothing go. */
+static void test_fresh_wait_ends_after_its_ticks(void)
+{
+	lm_cluster *c = recalled_with_fresh_client(FRESH_WORKER);
+
+	for (uint32_t i = 1; i < LM_CLUSTER_FRESH_TICKS; i++) {
+		lm_cluster_tick(c);
+		CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
+	}
+	lm_cluster_tick(c);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->tokens_returned, 1);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->recall_waits_ended, 1);
+	lm_cluster_tick(c); /* the token is gone: nothing more goes up */
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
+	teardown(c);
+
+	/* ticks while the fresh client holds the lock do not count */
+	c = recalled_with_fresh_client(FRESH_WORKER);
+	lock_op(c, LM_MSG_LOCK, 1, 82, 12);
+	for (uint32_t i = 0; i < 2 * LM_CLUSTER_FRESH_TICKS; i++)
+		lm_cluster_tick(c);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->recall_waits_ended, 0);
+	teardown(c);
+
+	/* nor do ticks with no recall pending */
+	c = token_with_fresh_client(FRESH_WORKER);
+	for (uint32_t i = 0; i < 2 * LM_CLUSTER_FRESH_TICKS; i++)
+		lm_cluster_tick(c);
+	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
+	teardown(c);
+}
+
 static void test_alloc_free_relay(void)
 {
 	lm_cluster *c = setup();
@@ -2917,6 +2955,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_barrier_counts_each_client_once),
 	LM_TEST(test_lock_grant_unlock_relay),
 	      LM_TEST(test_recalled_token_waits_for_a_fresh_client),
+	      LM_TEST(test_fresh_wait_ends_after_its_ticks),
 	LM_TEST(test_lock_token_handed_off_locally),
 	LM_TEST(test_recalled_token_bounded_handoffs),
 	LM_TEST(test_alloc_free_relay),

@@ -829,6 +829,62 @@ static void test_background_runs_when_asked(void)
 	rmdir(tdir);
 }
 
+/* A machine that counts the ticks of the daemon's clock. */
+static unsigned tick_calls;
+
+static void stub_tick(void *machine)
+{
+	(void)machine;
+	tick_calls++;
+}
+
+static const struct lm_daemon_protocol tick_proto = {
+	.create = stub_create,
+	.destroy = stub_destroy,
+	.handle = stub_handle,
+	.tick = stub_tick,
+};
+
+/* The tick hook runs about once a second (the keepalive timer), and only
+ * while a run is on: before any message of a run, nobody can wait. */
+static void test_tick_runs_while_a_run_is_on(void)
+{
+	char tdir[] = "/tmp/lm-tick-XXXXXX", a[64], err[256];
+	uint16_t pr = free_port(), pc = free_port();
+	struct lm_layout *l = NULL;
+	struct event_base *base = event_base_new();
+	lm_daemon *r = NULL, *c = NULL;
+	struct lm_msg fetch = { .type = LM_MSG_FETCH, .run = 7, .page = 4 };
+	unsigned never = 0;
+
+	CU_ASSERT_FATAL(pr && pc && pc + 1 != pr && base && mkdtemp(tdir));
+	snprintf(a, sizeof(a), "%s/a.ini", tdir);
+	CU_ASSERT_FATAL(write_layout(a, pr, pc, 2) == 0);
+	CU_ASSERT_FATAL(lm_layout_load(a, &l, err, sizeof(err)) == 0);
+	daemon_pair(base, l, l, &tick_proto, &r, &c);
+	tick_calls = 0;
+	/* 1.2 s without a run: the timer fires, the hook does not run */
+	for (int i = 0; i < 240; i++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		usleep(5000);
+	}
+	CU_ASSERT_EQUAL(tick_calls, 0);
+	stubs[1].out.request(stubs[1].ctx, 1, 1, &fetch);
+	spin_until(base, &stubs[0].handled, 1);
+	CU_ASSERT_EQUAL_FATAL(stubs[0].handled, 1);
+	spin_until(base, &tick_calls, 1); /* at most 2 s: a tick is due */
+	CU_ASSERT(tick_calls >= 1);
+	spin_until(base, &never, 1); /* 2 s more: one or two ticks, not a
+					stream of them */
+	CU_ASSERT(tick_calls >= 2 && tick_calls <= 4);
+	lm_daemon_destroy(c);
+	lm_daemon_destroy(r);
+	event_base_free(base);
+	lm_layout_free(l);
+	unlink(a);
+	rmdir(tdir);
+}
+
 LM_TEST_SUITE("daemon", LM_TEST(test_parse_defaults_stay_in_foreground),
 	      LM_TEST(test_parse_short_service_options),
 	      LM_TEST(test_parse_long_service_options),
@@ -852,4 +908,5 @@ LM_TEST_SUITE("daemon", LM_TEST(test_parse_defaults_stay_in_foreground),
 	      LM_TEST(test_syslog_priorities),
 	      LM_TEST(test_layout_same_passes),
 	      LM_TEST(test_layout_mismatch_refused_and_aborts),
-	      LM_TEST(test_background_runs_when_asked))
+	      LM_TEST(test_background_runs_when_asked),
+	      LM_TEST(test_tick_runs_while_a_run_is_on))

@@ -34,6 +34,11 @@ static bool cluster_background(void *c)
 	return lm_cluster_background(c);
 }
 
+static void cluster_tick(void *c)
+{
+	lm_cluster_tick(c);
+}
+
 static const struct fz_machine cluster = {
 	.role = FZ_ROLE_CLUSTER,
 	.create = cluster_create,
@@ -41,6 +46,7 @@ static const struct fz_machine cluster = {
 	.handle = cluster_handle,
 	.peer_lost = cluster_peer_lost,
 	.background = cluster_background,
+	.tick = cluster_tick,
 };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

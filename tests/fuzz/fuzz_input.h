@@ -43,6 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FZ_REC_HDR 4
 #define FZ_KIND_PEER_LOST 3
+/* A FZ_KIND_PEER_LOST record with this bit of its control byte set is a
+ * tick of the daemon's clock instead, for machines that have one. */
+#define FZ_TICK 4
 #define FZ_REQ_RING 16
 
 /* ---- reading records ------------------------------------------------ */

@@ -184,6 +184,12 @@ static void feed(const struct fz_machine *fm, void *mach,
 	size_t cap = r->len / NOTICE_WIRE_MIN + 1;
 	uint8_t *copy;
 
+	if (k == FZ_KIND_PEER_LOST && (r->b & FZ_TICK) && fm->tick) {
+		if (trace)
+			fprintf(stderr, "fuzz: tick\n");
+		fm->tick(mach);
+		return;
+	}
 	if (k == FZ_KIND_PEER_LOST && fm->peer_lost) {
 		if (trace)
 			fprintf(stderr, "fuzz: peer %u lost\n", from);

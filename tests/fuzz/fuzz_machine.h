@@ -26,6 +26,8 @@ struct fz_machine {
 	 * one call after each input record while asked for, as the daemon
 	 * makes between reads of its socket, the rest after the input. */
 	bool (*background)(void *machine);
+	/* The daemon's clock (NULL: none), fed by FZ_TICK records. */
+	void (*tick)(void *machine);
 };
 
 /* Loads the layout (LM_FUZZ_LAYOUT or FZ_LAYOUT_DEFAULT) once and mutes

@@ -508,6 +508,37 @@ static void gen_cluster(void)
 	put_msg(&s, 0, K_REPLY, &m);
 	write_seed("fuzz_cluster", "lock-alloc", s.buf, s.len);
 
+	/* A token recalled while a created worker has not synchronised:
+	 * it waits, and two ticks of the clock let it go. */
+	s.len = 0;
+	cluster_join(&s);
+	m = msg(LM_MSG_LOCK);
+	m.id = 3;
+	m.rank = 0;
+	put_msg(&s, 1, K_REQ, &m);
+	m = msg(LM_MSG_GRANT);
+	m.id = 3;
+	put_msg(&s, 0, K_REPLY, &m);
+	m = msg(LM_MSG_UNLOCK);
+	m.id = 3;
+	m.rank = 0;
+	put_msg(&s, 1, K_REQ, &m);
+	m = msg(LM_MSG_WAIT_WORK);
+	put_msg(&s, 2, K_REQ, &m);
+	m = msg(LM_MSG_CREATE);
+	m.rank = 1;
+	m.offset = 0x4000;
+	m.data = (const uint8_t *)"image";
+	m.data_len = 5;
+	put_msg(&s, 1, K_REQ, &m);
+	put_msg(&s, 0, K_ONEWAY, &m);
+	m = msg(LM_MSG_RECALL);
+	m.id = 3;
+	put_msg(&s, 0, K_ONEWAY, &m);
+	put_msg(&s, 0, FZ_KIND_PEER_LOST | FZ_TICK, &m);
+	put_msg(&s, 0, FZ_KIND_PEER_LOST | FZ_TICK, &m);
+	write_seed("fuzz_cluster", "recall-fresh-tick", s.buf, s.len);
+
 	/* CREATE/END routing, WAIT_END, LEAVE, a lost client and an
 	 * ABORT from the reflector. */
 	s.len = 0;
