@@ -756,6 +756,43 @@ static void test_layout_mismatch_refused_and_aborts(void)
 	layout_pair(true);
 }
 
+/* A reflector running protocol `pr` and a stub lemuriad on one layout
+ * in a directory of their own, for the tests of the daemon's hooks. */
+struct hook_pair {
+	char tdir[32], path[64];
+	struct lm_layout *l;
+	struct event_base *base;
+	lm_daemon *r, *c;
+};
+
+static void hook_pair_open(struct hook_pair *hp,
+			   const struct lm_daemon_protocol *pr)
+{
+	uint16_t preflector = free_port(), pcluster = free_port();
+	char err[256];
+
+	memset(hp, 0, sizeof(*hp));
+	snprintf(hp->tdir, sizeof(hp->tdir), "/tmp/lm-hooks-XXXXXX");
+	hp->base = event_base_new();
+	CU_ASSERT_FATAL(preflector && pcluster && pcluster + 1 != preflector &&
+			hp->base && mkdtemp(hp->tdir));
+	snprintf(hp->path, sizeof(hp->path), "%s/a.ini", hp->tdir);
+	CU_ASSERT_FATAL(write_layout(hp->path, preflector, pcluster, 2) == 0);
+	CU_ASSERT_FATAL(lm_layout_load(hp->path, &hp->l, err,
+				       sizeof(err)) == 0);
+	daemon_pair(hp->base, hp->l, hp->l, pr, &hp->r, &hp->c);
+}
+
+static void hook_pair_close(struct hook_pair *hp)
+{
+	lm_daemon_destroy(hp->c);
+	lm_daemon_destroy(hp->r);
+	event_base_free(hp->base);
+	lm_layout_free(hp->l);
+	unlink(hp->path);
+	rmdir(hp->tdir);
+}
+
 /* A machine that puts work off: a FETCH of page 3 asks for three
  * background calls. */
 static unsigned bg_calls, bg_left;
@@ -792,18 +829,12 @@ static const struct lm_daemon_protocol bg_proto = {
  * in between. */
 static void test_background_runs_when_asked(void)
 {
-	char tdir[] = "/tmp/lm-background-XXXXXX", a[64], err[256];
-	uint16_t pr = free_port(), pc = free_port();
-	struct lm_layout *l = NULL;
-	struct event_base *base = event_base_new();
-	lm_daemon *r = NULL, *c = NULL;
+	struct hook_pair hp;
+	struct event_base *base;
 	struct lm_msg fetch = { .type = LM_MSG_FETCH, .run = 7, .page = 4 };
 
-	CU_ASSERT_FATAL(pr && pc && pc + 1 != pr && base && mkdtemp(tdir));
-	snprintf(a, sizeof(a), "%s/a.ini", tdir);
-	CU_ASSERT_FATAL(write_layout(a, pr, pc, 2) == 0);
-	CU_ASSERT_FATAL(lm_layout_load(a, &l, err, sizeof(err)) == 0);
-	daemon_pair(base, l, l, &bg_proto, &r, &c);
+	hook_pair_open(&hp, &bg_proto);
+	base = hp.base;
 	bg_calls = bg_left = 0;
 	/* page 4: nothing put off, no call */
 	stubs[1].out.request(stubs[1].ctx, 1, 1, &fetch);
@@ -821,12 +852,7 @@ static void test_background_runs_when_asked(void)
 	spin_until(base, &stubs[0].handled, 3);
 	CU_ASSERT_EQUAL(stubs[0].handled, 3);
 	CU_ASSERT_EQUAL(bg_calls, 3);
-	lm_daemon_destroy(c);
-	lm_daemon_destroy(r);
-	event_base_free(base);
-	lm_layout_free(l);
-	unlink(a);
-	rmdir(tdir);
+	hook_pair_close(&hp);
 }
 
 /* A machine that counts the ticks of the daemon's clock. */
@@ -849,19 +875,13 @@ static const struct lm_daemon_protocol tick_proto = {
  * while a run is on: before any message of a run, nobody can wait. */
 static void test_tick_runs_while_a_run_is_on(void)
 {
-	char tdir[] = "/tmp/lm-tick-XXXXXX", a[64], err[256];
-	uint16_t pr = free_port(), pc = free_port();
-	struct lm_layout *l = NULL;
-	struct event_base *base = event_base_new();
-	lm_daemon *r = NULL, *c = NULL;
+	struct hook_pair hp;
+	struct event_base *base;
 	struct lm_msg fetch = { .type = LM_MSG_FETCH, .run = 7, .page = 4 };
 	unsigned never = 0;
 
-	CU_ASSERT_FATAL(pr && pc && pc + 1 != pr && base && mkdtemp(tdir));
-	snprintf(a, sizeof(a), "%s/a.ini", tdir);
-	CU_ASSERT_FATAL(write_layout(a, pr, pc, 2) == 0);
-	CU_ASSERT_FATAL(lm_layout_load(a, &l, err, sizeof(err)) == 0);
-	daemon_pair(base, l, l, &tick_proto, &r, &c);
+	hook_pair_open(&hp, &tick_proto);
+	base = hp.base;
 	tick_calls = 0;
 	/* 1.2 s without a run: the timer fires, the hook does not run */
 	for (int i = 0; i < 240; i++) {
@@ -877,12 +897,7 @@ static void test_tick_runs_while_a_run_is_on(void)
 	spin_until(base, &never, 1); /* 2 s more: one or two ticks, not a
 					stream of them */
 	CU_ASSERT(tick_calls >= 2 && tick_calls <= 4);
-	lm_daemon_destroy(c);
-	lm_daemon_destroy(r);
-	event_base_free(base);
-	lm_layout_free(l);
-	unlink(a);
-	rmdir(tdir);
+	hook_pair_close(&hp);
 }
 
 LM_TEST_SUITE("daemon", LM_TEST(test_parse_defaults_stay_in_foreground),

@@ -411,6 +411,43 @@ static void cluster_join(struct seq *s)
 	}
 }
 
+/* Rank 0 (node 1) takes lock 3, R grants it with `notices`, rank 0
+ * gives it back: the token stays at the lemuriad, free. */
+static void put_lock_cycle(struct seq *s, struct lm_notice *notices,
+			   uint32_t nnotices)
+{
+	struct lm_msg m = msg(LM_MSG_LOCK);
+
+	m.id = 3;
+	m.rank = 0;
+	put_msg(s, 1, K_REQ, &m);
+	m = msg(LM_MSG_GRANT);
+	m.id = 3;
+	m.notices = notices;
+	m.nnotices = nnotices;
+	put_msg(s, 0, K_REPLY, &m);
+	m = msg(LM_MSG_UNLOCK);
+	m.id = 3;
+	m.rank = 0;
+	put_msg(s, 1, K_REQ, &m);
+}
+
+/* Rank 1 (node 2) waits for work; rank 0 creates it, and R passes the
+ * CREATE down. */
+static void put_created_worker(struct seq *s)
+{
+	struct lm_msg m = msg(LM_MSG_WAIT_WORK);
+
+	put_msg(s, 2, K_REQ, &m);
+	m = msg(LM_MSG_CREATE);
+	m.rank = 1;
+	m.offset = 0x4000;
+	m.data = (const uint8_t *)"image";
+	m.data_len = 5;
+	put_msg(s, 1, K_REQ, &m);
+	put_msg(s, 0, K_ONEWAY, &m);
+}
+
 static void gen_cluster(void)
 {
 	static struct seq s;
@@ -479,20 +516,10 @@ static void gen_cluster(void)
 	/* A lock, then the allocator, with R's replies. */
 	s.len = 0;
 	cluster_join(&s);
-	m = msg(LM_MSG_LOCK);
-	m.id = 3;
-	m.rank = 0;
-	put_msg(&s, 1, K_REQ, &m);
-	m = msg(LM_MSG_GRANT);
-	m.id = 3;
 	make_notices(notices, 1, 7);
-	m.notices = notices;
-	m.nnotices = 1;
-	put_msg(&s, 0, K_REPLY, &m);
+	put_lock_cycle(&s, notices, 1);
 	m = msg(LM_MSG_UNLOCK);
 	m.id = 3;
-	m.rank = 0;
-	put_msg(&s, 1, K_REQ, &m);
 	m.rank = 1;
 	put_msg(&s, 2, K_REQ, &m);
 	m = msg(LM_MSG_ALLOC);
@@ -512,26 +539,8 @@ static void gen_cluster(void)
 	 * it waits, and two ticks of the clock let it go. */
 	s.len = 0;
 	cluster_join(&s);
-	m = msg(LM_MSG_LOCK);
-	m.id = 3;
-	m.rank = 0;
-	put_msg(&s, 1, K_REQ, &m);
-	m = msg(LM_MSG_GRANT);
-	m.id = 3;
-	put_msg(&s, 0, K_REPLY, &m);
-	m = msg(LM_MSG_UNLOCK);
-	m.id = 3;
-	m.rank = 0;
-	put_msg(&s, 1, K_REQ, &m);
-	m = msg(LM_MSG_WAIT_WORK);
-	put_msg(&s, 2, K_REQ, &m);
-	m = msg(LM_MSG_CREATE);
-	m.rank = 1;
-	m.offset = 0x4000;
-	m.data = (const uint8_t *)"image";
-	m.data_len = 5;
-	put_msg(&s, 1, K_REQ, &m);
-	put_msg(&s, 0, K_ONEWAY, &m);
+	put_lock_cycle(&s, NULL, 0);
+	put_created_worker(&s);
 	m = msg(LM_MSG_RECALL);
 	m.id = 3;
 	put_msg(&s, 0, K_ONEWAY, &m);
@@ -543,15 +552,7 @@ static void gen_cluster(void)
 	 * ABORT from the reflector. */
 	s.len = 0;
 	cluster_join(&s);
-	m = msg(LM_MSG_WAIT_WORK);
-	put_msg(&s, 2, K_REQ, &m);
-	m = msg(LM_MSG_CREATE);
-	m.rank = 1;
-	m.offset = 0x4000;
-	m.data = (const uint8_t *)"image";
-	m.data_len = 5;
-	put_msg(&s, 1, K_REQ, &m);
-	put_msg(&s, 0, K_ONEWAY, &m);
+	put_created_worker(&s);
 	m = msg(LM_MSG_END);
 	m.rank = 1;
 	put_msg(&s, 2, K_REQ, &m);
