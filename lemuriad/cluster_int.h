@@ -136,7 +136,7 @@ struct token {
 			       UNLOCK that returns it names that rank */
 	uint32_t handoffs;  /* local hand-offs since the recall */
 	bool waited;        /* recalled, kept for a fresh client */
-	uint32_t wait_ticks; /* ticks since (LM_CLUSTER_FRESH_TICKS) */
+	uint32_t wait_ticks; /* ticks it has waited (LM_CLUSTER_FRESH_TICKS) */
 	struct lwaiter *q;  /* local clients waiting, FIFO */
 	size_t nq, qcap;
 	struct lm_notice *notes; /* what the GRANT bringing it carried */
