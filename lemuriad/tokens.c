@@ -191,39 +191,52 @@ void lm_token_next(lm_cluster *c, struct token *t)
 	lm_token_tidy(c, t);
 }
 
-/* A client stopped being fresh: once nobody here is, the recalled
- * tokens that waited go (or serve who waits). */
-void lm_tokens_recheck(lm_cluster *c)
+/* lm_token_next for each token `due` picks.  A token tidied away moves
+ * another into its entry, which is then looked at in turn. */
+static void next_each(lm_cluster *c,
+		      bool (*due)(lm_cluster *c, struct token *t))
 {
-	if (any_fresh(c))
-		return;
 	for (size_t i = 0; i < c->ntokens;) {
 		struct token *t = &c->tokens[i];
 		size_t n = c->ntokens;
 
-		if (t->recalled)
+		if (due(c, t))
 			lm_token_next(c, t);
 		if (c->ntokens == n)
 			i++; /* else entry i, tidied, holds another token */
 	}
 }
 
+static bool is_recalled(lm_cluster *c, struct token *t)
+{
+	(void)c;
+	return t->recalled;
+}
+
+/* A client stopped being fresh: once nobody here is, the recalled
+ * tokens that waited go (or serve who waits). */
+void lm_tokens_recheck(lm_cluster *c)
+{
+	if (!any_fresh(c))
+		next_each(c, is_recalled);
+}
+
+/* Counts a tick of a token kept, free and unasked, for a fresh client;
+ * true when that ends its wait. */
+static bool tick_ends_wait(lm_cluster *c, struct token *t)
+{
+	if (!t->waited || !t->here || t->busy || t->nq ||
+	    ++t->wait_ticks < LM_CLUSTER_FRESH_TICKS)
+		return false;
+	c->stats.recall_waits_ended++;
+	return true;
+}
+
 /* A recalled token kept for a fresh client stays LM_CLUSTER_FRESH_TICKS
  * ticks at most, then goes as if nobody here were fresh. */
 void lm_tokens_tick(lm_cluster *c)
 {
-	for (size_t i = 0; i < c->ntokens;) {
-		struct token *t = &c->tokens[i];
-		size_t n = c->ntokens;
-
-		if (t->waited && t->here && !t->busy && !t->nq &&
-		    ++t->wait_ticks >= LM_CLUSTER_FRESH_TICKS) {
-			c->stats.recall_waits_ended++;
-			lm_token_next(c, t);
-		}
-		if (c->ntokens == n)
-			i++; /* else entry i, tidied, holds another token */
-	}
+	next_each(c, tick_ends_wait);
 }
 
 /* Answers a local LOCK: the notices of the GRANT that brought the token
