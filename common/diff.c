@@ -84,11 +84,13 @@ HOT uint64_t eqmask64(const uint8_t *a, const uint8_t *b)
 #endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(LM_DIFF_PORTABLE)
-/* AVX-512BW, where the CPU has it (chosen at run time: "the wide path"
- * below): one compare gives a group's bitmap, and one masked byte store
- * merges a group, where SSE2 needs four masks built from the bitmap and
- * four blends.  Not always_inline: these may only be inlined into code
- * compiled for AVX-512BW, the *_wide callers below. */
+/* AVX-512BW and VBMI2, where the CPU has them (chosen at run time: "the
+ * wide path" below): one compare gives a group's bitmap, one masked byte
+ * store merges a group, where SSE2 needs four masks built from the
+ * bitmap and four blends, and one compress or expand packs or unpacks a
+ * masked group's bytes, where the narrow path takes them one by one.
+ * Not always_inline: these may only be inlined into code compiled for
+ * them, the *_wide callers below. */
 #define LM_DIFF_WIDE 1
 #include <immintrin.h>
 
@@ -96,6 +98,27 @@ static inline __attribute__((target("avx512bw"))) void
 blend64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
 {
 	_mm512_mask_storeu_epi8(dst, (__mmask64)m, _mm512_loadu_si512(src));
+}
+
+/* Writes the popcount(m) bytes at src into the bytes of dst that m
+ * selects, in order (a masked group's packed bytes into a page); reads
+ * no byte of src beyond them. */
+static inline __attribute__((target("avx512bw,avx512vbmi2"))) void
+expand64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	_mm512_mask_storeu_epi8(dst, (__mmask64)m,
+				_mm512_maskz_expandloadu_epi8((__mmask64)m, src));
+}
+
+/* Writes the bytes of src that m selects, packed, to dst: n, which is
+ * popcount(m), bytes and no more. */
+static inline __attribute__((target("avx512bw,avx512vbmi2"))) void
+compress64_wide(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n)
+{
+	__m512i c = _mm512_maskz_compress_epi8((__mmask64)m,
+					       _mm512_loadu_si512(src));
+
+	_mm512_mask_storeu_epi8(dst, n == 64 ? ~0ull : (1ull << n) - 1, c);
 }
 
 /* Bit k set when a[k] == b[k], for k < 64: one compare. */
@@ -219,7 +242,7 @@ HOT size_t popcount64(uint64_t x)
  * 64-byte group holding many such runs goes whole with its bitmap, which
  * every decoder takes a machine word at a time instead of run by run. */
 #define VARINT_MAX 5	 /* bytes of a u32 */
-#define MASKED_SIZE 72	 /* a masked group: u64 bitmap, 64 bytes */
+#define BITMAP 8	 /* a masked group's u64 bitmap, before its bytes */
 #define MASKED_MAX 63	 /* groups in one masked element: a 1-byte varint */
 
 HOT size_t varint_len(size_t v)
@@ -296,7 +319,8 @@ struct element {
 
 /* The element headed (gap, x) whose bytes start at data, the one before
  * it having ended at *end; moves *end past it and returns how many bytes
- * of the diff its data takes. */
+ * of the diff its data takes (for masked groups, read from their
+ * bitmaps, which must lie within the diff). */
 HOT size_t element_of(size_t gap, size_t x, const uint8_t *data,
 		      size_t *end, struct element *el)
 {
@@ -305,7 +329,14 @@ HOT size_t element_of(size_t gap, size_t x, const uint8_t *data,
 	el->len = x >> 1;
 	el->data = data;
 	*end = el->off + (el->masked ? el->len * GROUP : el->len);
-	return el->masked ? el->len * MASKED_SIZE : el->len;
+	if (el->masked) {
+		size_t n = 0;
+
+		for (size_t k = 0; k < el->len; k++)
+			n += BITMAP + popcount64(get64le(data + n));
+		return n;
+	}
+	return el->len;
 }
 
 /* Steps over the element at pos (end: where the one before ended);
@@ -337,10 +368,26 @@ HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 	if (n == 0 || x >> 1 == 0 || gap > page_size - *end)
 		return 0;
 	pos += n;
+	if (x & 1) {
+		/* each group's bitmap, then its bytes, must lie within the
+		 * diff before element_of reads the next bitmap */
+		size_t at = pos, left = len - pos;
+
+		for (size_t k = 0; k < x >> 1; k++) {
+			size_t c;
+
+			if (left < BITMAP)
+				return 0;
+			c = BITMAP + popcount64(get64le(diff + at));
+			if (c > left)
+				return 0;
+			at += c;
+			left -= c;
+		}
+	}
 	n = element_of(gap, x, diff + pos, end, el);
 	if (el->masked ? el->off % GROUP ||
-				 el->len > (page_size - el->off) / GROUP ||
-				 el->len > (len - pos) / MASKED_SIZE
+				 el->len > (page_size - el->off) / GROUP
 		       : el->len > page_size - el->off || el->len > len - pos)
 		return 0;
 	return pos + n;
@@ -405,6 +452,22 @@ HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
 #endif
 
 
+/* expand64_wide in the callers compiled for it, else byte by byte. */
+HOT void expand_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
+{
+#ifdef LM_DIFF_WIDE
+	if (wide) {
+		expand64_wide(dst, src, m);
+		return;
+	}
+#endif
+	(void)wide;
+	while (m) {
+		dst[__builtin_ctzll(m)] = *src++;
+		m &= m - 1;
+	}
+}
+
 /* blend64, or blend64_wide in the callers compiled for it. */
 HOT void blend_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
 {
@@ -436,7 +499,10 @@ static bool cpu_has_wide(void)
 	if (w < 0) {
 #ifdef LM_DIFF_WIDE
 		__builtin_cpu_init();
-		w = __builtin_cpu_supports("avx512bw") ? 1 : 0;
+		w = __builtin_cpu_supports("avx512bw") &&
+				    __builtin_cpu_supports("avx512vbmi2")
+			    ? 1
+			    : 0;
 #else
 		w = 0;
 #endif
@@ -458,14 +524,15 @@ bool lm_diff_set_wide(bool on)
 }
 
 #ifdef LM_DIFF_WIDE
-#define WIDE __attribute__((target("avx512bw"), noinline))
+#define WIDE __attribute__((target("avx512bw,avx512vbmi2"), noinline))
 #else
 #define WIDE __attribute__((noinline))
 #endif
 
-/* A group worth sending whole with its bitmap: three runs or more that
- * would cost, with their headers, at least what the bitmap and the 64
- * bytes cost less 8. */
+/* A group worth sending masked: three runs or more that would cost, with
+ * their headers, at least 64 bytes.  (The rule of groups sent whole; a
+ * masked group now takes its bitmap and its changed bytes only, always
+ * less, and the same groups go masked as before.) */
 HOT bool dense(uint64_t m)
 {
 	uint64_t starts = m & ~(m << 1), s = starts;
@@ -474,7 +541,7 @@ HOT bool dense(uint64_t m)
 	 * without counting */
 	s &= s - 1;
 	s &= s - 1;
-	return s && 2 * popcount64(starts) + popcount64(m) >= MASKED_SIZE - 8;
+	return s && 2 * popcount64(starts) + popcount64(m) >= GROUP;
 }
 
 /* Output of the encoder; out NULL counts the size only. */
@@ -515,8 +582,10 @@ HOT void close_masked(struct enc *e)
 }
 
 HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
-		     uint64_t m)
+		     uint64_t m, bool wide)
 {
+	size_t pop = popcount64(m);
+
 	if (e->ngroups == MASKED_MAX)
 		close_masked(e);
 	if (e->ngroups == 0) {
@@ -531,12 +600,29 @@ HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
 		e->masked_at = e->pos - 1;
 	}
 	if (e->out) {
-		if (e->cap - e->pos < MASKED_SIZE)
+		uint8_t *o;
+
+		if (e->cap - e->pos < BITMAP + pop)
 			return false;
-		put64le(e->out + e->pos, m);
-		memcpy(e->out + e->pos + 8, bytes + g, GROUP);
+		o = e->out + e->pos;
+		put64le(o, m);
+#ifdef LM_DIFF_WIDE
+		if (wide) {
+			compress64_wide(o + BITMAP, bytes + g, m, pop);
+		} else
+#endif
+		{
+			uint64_t r = m;
+
+			o += BITMAP;
+			while (r) {
+				*o++ = bytes[g + (size_t)__builtin_ctzll(r)];
+				r &= r - 1;
+			}
+		}
 	}
-	e->pos += MASKED_SIZE;
+	(void)wide;
+	e->pos += BITMAP + pop;
 	e->ngroups++;
 	e->prev = g + GROUP;
 	return true;
@@ -563,7 +649,7 @@ HOT int encode_elements(const uint64_t *mask, const uint8_t *a,
 			if (open != SIZE_MAX && !emit_run(&e, bytes, open, g))
 				return LM_ENOBUFS;
 			open = SIZE_MAX;
-			if (!emit_masked(&e, bytes, g, m))
+			if (!emit_masked(&e, bytes, g, m, wide))
 				return LM_ENOBUFS;
 			continue;
 		}
@@ -672,13 +758,16 @@ HOT void write_element(uint8_t *p, uint8_t *q, const struct element *el,
 			copy_run(q + el->off, el->data, el->len);
 		return;
 	}
+	const uint8_t *g = el->data;
+
 	for (size_t k = 0; k < el->len; k++) {
-		const uint8_t *g = el->data + k * MASKED_SIZE;
 		uint64_t m = get64le(g);
 
-		blend_any(p + el->off + k * GROUP, g + 8, m, wide);
+		expand_any(p + el->off + k * GROUP, g + BITMAP, m, wide);
 		if (q)
-			blend_any(q + el->off + k * GROUP, g + 8, m, wide);
+			expand_any(q + el->off + k * GROUP, g + BITMAP, m,
+				   wide);
+		g += BITMAP + popcount64(m);
 	}
 }
 
@@ -783,9 +872,10 @@ int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 				return rc;
 			continue;
 		}
+		const uint8_t *g = el.data;
+
 		for (size_t k = 0; k < el.len; k++) {
-			const uint8_t *g = el.data + k * MASKED_SIZE;
-			uint64_t m = get64le(g);
+			uint64_t all = get64le(g), m = all;
 
 			while (m) {
 				size_t s = (size_t)__builtin_ctzll(m);
@@ -793,12 +883,18 @@ int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 				size_t t = rest ? (size_t)__builtin_ctzll(rest)
 						: GROUP;
 
-				rc = fn(ctx, el.off + k * GROUP + s, g + 8 + s,
+				/* the run's bytes follow the packed bytes
+				 * of the bits below it */
+				rc = fn(ctx, el.off + k * GROUP + s,
+					g + BITMAP +
+						popcount64(all &
+							   ((1ull << s) - 1)),
 					t - s);
 				if (rc)
 					return rc;
 				m = t < GROUP ? m & (~0ull << t) : 0;
 			}
+			g += BITMAP + popcount64(all);
 		}
 	}
 	return 0;
@@ -909,15 +1005,18 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 				w->dirty += set_range(w->mask, el.off, el.len);
 			continue;
 		}
+		const uint8_t *g = el.data;
+
 		for (size_t k = 0; k < el.len; k++) {
-			const uint8_t *g = el.data + k * MASKED_SIZE;
 			uint64_t m = get64le(g);
 			size_t off = el.off + k * GROUP;
 
 			if (bytes)
-				blend_any(d->bytes + off, g + 8, m, wide);
+				expand_any(d->bytes + off, g + BITMAP, m,
+					   wide);
 			if (page)
-				blend_any(page + off, g + 8, m, wide);
+				expand_any(page + off, g + BITMAP, m, wide);
+			g += BITMAP + popcount64(m);
 			mark_group(d, off / GROUP, m);
 			if (w)
 				mark_group(w, off / GROUP, m);

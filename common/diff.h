@@ -20,12 +20,13 @@
  * overlap.  size even: a run of size / 2 > 0 bytes, which follow.  size
  * odd: (size - 1) / 2 > 0 masked groups, at an offset that is a multiple
  * of 64, each a u64 bitmap (little-endian; bit k selects byte k) and then
- * 64 bytes, of which only the selected ones are the page's: the others
- * are filler and no decoder writes them.  Every element ends inside the
- * page (computed without overflow).  The encoders below send a 64-byte
- * group masked when it holds three runs or more and the runs would cost
- * nearly as much; they never emit two adjacent runs.  The empty diff
- * (length 0) means "nothing changed".
+ * the selected bytes, in order: as many as the bitmap has bits set, so a
+ * group's length follows from its bitmap (an element of masked groups is
+ * read group by group).  Every element ends inside the page and inside
+ * the diff (computed without overflow).  The encoders below send a
+ * 64-byte group masked when it holds three runs or more whose bytes and
+ * headers take 64 bytes or more; they never emit two adjacent runs.  The
+ * empty diff (length 0) means "nothing changed".
  *
  * A cluster delta is what a lemuriad accumulates for one page over an
  * epoch: the newest value of every byte any diff wrote (bytes) and which
@@ -102,8 +103,9 @@ int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
  * through the functions below.  bytes[i] is meaningful only where bit i of
  * mask is set (bit i%64 of mask[i/64]); dirty counts the set bits. */
 /* The masked groups of diffs and deltas are merged with AVX-512BW's
- * masked stores when the CPU has them, with SSE2 (or 64-bit words)
- * otherwise; both give the same bytes.  For tests: on = false forces the
+ * masked stores, and their bytes packed and unpacked with VBMI2's
+ * compress and expand, when the CPU has both; otherwise with SSE2 (or
+ * 64-bit words) and byte by byte.  Both give the same bytes.  For tests: on = false forces the
  * narrow path, on = true restores the CPU's choice.  Returns whether the
  * CPU can take the wide one.  Not to be called while other threads use
  * the codec. */

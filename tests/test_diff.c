@@ -129,6 +129,7 @@ static void make_change(uint8_t *page, const uint8_t *twin, size_t n,
 /* Runs seen by lm_diff_foreach_run, for checks. */
 struct runs {
 	uint8_t *covered; /* 1 where a run wrote */
+	uint8_t *into;    /* the runs' bytes written here, when not NULL */
 	size_t count;
 	size_t prev_end;
 	int adjacent;     /* a run started right where the last ended, not
@@ -142,7 +143,8 @@ static int note_run(void *ctx, size_t off, const uint8_t *bytes, size_t len)
 {
 	struct runs *r = ctx;
 
-	(void)bytes;
+	if (r->into)
+		memcpy(r->into + off, bytes, len);
 	if (r->count > 0 && off == r->prev_end && off % 64 != 0)
 		r->adjacent = 1;
 	if (r->count < 4) {
@@ -165,15 +167,18 @@ static void check_exact_diff(const uint8_t *twin, const uint8_t *page,
 {
 	uint8_t *covered = calloc(1, n);
 	uint8_t *copy = malloc(n), *other = malloc(n);
-	struct runs r = { .covered = covered };
+	struct runs r = { .covered = covered, .into = copy };
 	int exact = 1, both = 1;
 
+	/* the runs cover the changed bytes alone and carry their values */
+	memcpy(copy, twin, n);
 	CU_ASSERT_EQUAL_FATAL(lm_diff_foreach_run(diff, len, n, note_run, &r),
 			      0);
 	for (size_t i = 0; i < n; i++)
 		if (covered[i] != (twin[i] != page[i]))
 			exact = 0;
 	CU_ASSERT(exact);
+	CU_ASSERT_EQUAL(memcmp(copy, page, n), 0);
 	CU_ASSERT_FALSE(r.adjacent);
 	CU_ASSERT(len <= lm_diff_bound(n));
 	memcpy(copy, twin, n);
@@ -422,8 +427,14 @@ static void test_bound_is_tight(void)
 		} else {
 			CU_ASSERT(len < bound);
 		}
-		if (n == PAGE) /* 64 masked groups in two elements, 63 + 1 */
-			CU_ASSERT_EQUAL(len, 2 * 2 + 64 * 72);
+		if (n == PAGE) { /* 64 masked groups in two elements, 63 +
+				    1, each its bitmap and changed bytes */
+			size_t changed = 0;
+
+			for (size_t i = 0; i < n; i++)
+				changed += page[i] != twin[i];
+			CU_ASSERT_EQUAL(len, 2 * 2 + 64 * 8 + changed);
+		}
 		free(twin);
 		free(page);
 		free(out);
@@ -432,8 +443,9 @@ static void test_bound_is_tight(void)
 }
 
 /* Groups with many short runs (changed doubles whose exponent stays) go
- * whole with their bitmap; every decoder writes only the bytes the bitmap
- * selects, whatever the group's other bytes hold. */
+ * masked: their bitmap, then the bytes it selects packed in order; every
+ * decoder writes those bytes alone, and a group's length follows from
+ * its bitmap. */
 static void expect_rejected(const uint8_t *diff, size_t len, size_t n);
 
 static void test_masked_groups(void)
@@ -460,18 +472,20 @@ static void test_masked_groups(void)
 	CU_ASSERT_EQUAL_FATAL(lm_diff_encode(twin, page, PAGE, out,
 					     lm_diff_bound(PAGE), &len),
 			      0);
-	/* masked: gap 128, 2 * 1 + 1, bitmap, 64 bytes */
+	/* masked: gap 128, 2 * 1 + 1, bitmap, the 48 bytes it selects */
 	CU_ASSERT_EQUAL(out[0], 0x80);
 	CU_ASSERT_EQUAL(out[1], 0x01);
 	CU_ASSERT_EQUAL(out[2], 3);
 	for (int k = 7; k >= 0; k--)
 		m = m << 8 | out[3 + k];
 	CU_ASSERT_EQUAL(m, 0x3f3f3f3f3f3f3f3full);
-	CU_ASSERT_EQUAL(memcmp(out + 11, page + 128, 64), 0);
+	for (size_t i = 128, k = 11; i < 192; i++)
+		if (i % 8 < 6)
+			CU_ASSERT_EQUAL(out[k++], page[i]);
 	/* then runs: gap 108 (300 - 192) of 1, gap 699 of 200 */
-	CU_ASSERT_EQUAL(out[75], 108);
-	CU_ASSERT_EQUAL(out[76], 2);
-	CU_ASSERT_EQUAL(len, 3 + 72 + 3 + (2 + 2 + 200));
+	CU_ASSERT_EQUAL(out[59], 108);
+	CU_ASSERT_EQUAL(out[60], 2);
+	CU_ASSERT_EQUAL(len, 3 + 8 + 48 + 3 + (2 + 2 + 200));
 	check_exact_diff(twin, page, PAGE, out, len);
 	CU_ASSERT_EQUAL(lm_diff_foreach_run(out, len, PAGE, note_run, &r), 0);
 	CU_ASSERT_EQUAL(r.count, 8 + 2);
@@ -488,31 +502,47 @@ static void test_masked_groups(void)
 	lm_delta_apply_to(&d, copy);
 	CU_ASSERT_EQUAL(memcmp(copy, page, PAGE), 0);
 
-	/* a hand-made group whose unselected bytes hold garbage: only the
-	 * selected bytes (0, 9 and 63) land */
+	/* a hand-made group of bytes 0, 9 and 63: their three bytes come
+	 * after the bitmap, in that order, and land there alone */
 	memset(target, 0x11, sizeof(target));
 	len = test_masked_header(hand, 64, 1);
 	m = 1ull | 1ull << 9 | 1ull << 63;
 	for (int k = 0; k < 8; k++)
 		hand[len + k] = (uint8_t)(m >> 8 * k);
-	memset(hand + len + 8, 0xee, 64);
-	len += 72;
+	hand[len + 8] = 0xe0;
+	hand[len + 9] = 0xe9;
+	hand[len + 10] = 0xef;
+	len += 8 + 3;
 	CU_ASSERT_EQUAL(lm_diff_apply(target, PAGE, hand, len), 0);
-	CU_ASSERT_EQUAL(target[64], 0xee);
-	CU_ASSERT_EQUAL(target[73], 0xee);
-	CU_ASSERT_EQUAL(target[127], 0xee);
+	CU_ASSERT_EQUAL(target[64], 0xe0);
+	CU_ASSERT_EQUAL(target[73], 0xe9);
+	CU_ASSERT_EQUAL(target[127], 0xef);
 	CU_ASSERT_EQUAL(target[65], 0x11);
 	CU_ASSERT_EQUAL(target[126], 0x11);
 	lm_delta_reset(&d);
 	CU_ASSERT_EQUAL(lm_delta_add_diff(&d, hand, len), 0);
 	CU_ASSERT_EQUAL(d.dirty, 3);
-	/* refused: not at a group's start, past the page, cut short, none */
+	CU_ASSERT_EQUAL(d.bytes[73], 0xe9);
+	memset(&r, 0, sizeof(r));
+	memset(copy, 0x11, PAGE);
+	r.into = copy;
+	CU_ASSERT_EQUAL(lm_diff_foreach_run(hand, len, PAGE, note_run, &r), 0);
+	CU_ASSERT_EQUAL(r.count, 3);
+	CU_ASSERT_EQUAL(memcmp(copy, target, PAGE), 0);
+	/* its bytes cut short, or one byte more than the bitmap selects
+	 * (the start of an element that is not there), are refused */
+	expect_rejected(hand, len - 1, PAGE);
+	hand[len] = 0xee;
+	expect_rejected(hand, len + 1, PAGE);
+	/* refused: not at a group's start, past the page, cut short in its
+	 * bytes or in its bitmap, none */
 	len = test_masked_header(hand, 65, 1);
 	memset(hand + len, 0xff, 72);
 	expect_rejected(hand, len + 72, PAGE);
 	len = test_masked_header(hand, 64, 1);
 	expect_rejected(hand, len + 72, 64);
 	expect_rejected(hand, len + 71, PAGE);
+	expect_rejected(hand, len + 7, PAGE);
 	len = test_masked_header(hand, 0, 0);
 	expect_rejected(hand, len, PAGE);
 	lm_delta_free(&d);
@@ -1108,10 +1138,10 @@ static void test_wide_and_narrow_paths_agree(void)
 	CU_ASSERT_EQUAL(lm_diff_set_wide(true), wide);
 }
 
-/* A masked group carries all 64 of its bytes; those outside its bitmap
- * are zeros in a new delta, not what the heap held before (the block is
- * dirtied and freed first, so a delta that took it unzeroed would show
- * 0xa5 there; ASan fills fresh blocks as well). */
+/* A new delta encodes the bytes written into it and nothing of what the
+ * heap held before (the block is dirtied and freed first, so a delta
+ * that took it unzeroed and sent a byte outside its mask would show
+ * 0xa5; ASan fills fresh blocks as well). */
 static void test_new_delta_sends_no_heap_garbage(void)
 {
 	uint8_t twin[PAGE] = { 0 }, page[PAGE] = { 0 }, diff[2 * PAGE];
@@ -1132,12 +1162,12 @@ static void test_new_delta_sends_no_heap_garbage(void)
 	CU_ASSERT_EQUAL_FATAL(lm_delta_add_diff(&d, diff, len), 0);
 	CU_ASSERT_EQUAL_FATAL(lm_delta_encode(&d, out, sizeof(out), &elen),
 			      0);
-	/* gap 0, one masked group, its bitmap, its 64 bytes */
-	CU_ASSERT_EQUAL_FATAL(elen, 2 + 8 + 64);
+	/* gap 0, one masked group, its bitmap, its 32 bytes */
+	CU_ASSERT_EQUAL_FATAL(elen, 2 + 8 + 32);
 	CU_ASSERT_EQUAL(out[0], 0);
 	CU_ASSERT_EQUAL(out[1], 2 * 1 + 1);
-	for (size_t i = 0; i < 64; i++)
-		if (out[10 + i] != (i % 2 ? 0 : 1))
+	for (size_t i = 0; i < 32; i++)
+		if (out[10 + i] != 1)
 			clean = 0;
 	CU_ASSERT(clean);
 	lm_delta_free(&d);

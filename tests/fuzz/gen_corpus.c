@@ -72,7 +72,9 @@ static size_t encode(const struct lm_msg *m, uint8_t *out, size_t cap)
 	return (size_t)rc;
 }
 
-/* A diff of a page of `ps` bytes that writes a few short runs. */
+/* A diff of a page of `ps` bytes that writes a few short runs and,
+ * where the page has a second 64-byte group, the low six bytes of its
+ * doubles (a masked group, as LU's). */
 static size_t make_diff(size_t ps, uint8_t seed, uint8_t *out, size_t cap)
 {
 	uint8_t twin[PAGE] = { 0 }, page[PAGE] = { 0 };
@@ -80,6 +82,9 @@ static size_t make_diff(size_t ps, uint8_t seed, uint8_t *out, size_t cap)
 
 	for (size_t i = 0; i < ps; i += 37)
 		page[i] = (uint8_t)(seed + i);
+	for (size_t i = 64; i < 128 && ps >= 128; i++)
+		if (i % 8 < 6)
+			page[i] = (uint8_t)(seed + i + 1);
 	if (ps > 3)
 		page[ps - 1] = 0xff;
 	if (lm_diff_encode(twin, page, ps, out, cap, &len) != 0)
