@@ -231,6 +231,16 @@ HOT size_t popcount64(uint64_t x)
 #endif
 }
 
+/* popcount64, or one instruction in the callers compiled for the wide
+ * path (every CPU with AVX-512 has POPCNT): a masked group's length is
+ * its bitmap's count, on the critical path of every decoder. */
+HOT size_t popcount_w(uint64_t x, bool wide)
+{
+	if (wide)
+		return (size_t)__builtin_popcountll(x);
+	return popcount64(x);
+}
+
 /* ---- elements ------------------------------------------------------------
  *
  * An element header is two LEB128 varints (7 bits a byte, low group first,
@@ -322,7 +332,7 @@ struct element {
  * of the diff its data takes (for masked groups, read from their
  * bitmaps, which must lie within the diff). */
 HOT size_t element_of(size_t gap, size_t x, const uint8_t *data,
-		      size_t *end, struct element *el)
+		      size_t *end, struct element *el, bool wide)
 {
 	el->off = *end + gap;
 	el->masked = x & 1;
@@ -333,7 +343,7 @@ HOT size_t element_of(size_t gap, size_t x, const uint8_t *data,
 		size_t n = 0;
 
 		for (size_t k = 0; k < el->len; k++)
-			n += BITMAP + popcount64(get64le(data + n));
+			n += BITMAP + popcount_w(get64le(data + n), wide);
 		return n;
 	}
 	return el->len;
@@ -342,13 +352,13 @@ HOT size_t element_of(size_t gap, size_t x, const uint8_t *data,
 /* Steps over the element at pos (end: where the one before ended);
  * returns the position after it. */
 HOT size_t next_element(const uint8_t *diff, size_t pos, size_t *end,
-			struct element *el)
+			struct element *el, bool wide)
 {
 	size_t gap, x;
 
 	pos += get_valid_varint(diff + pos, &gap);
 	pos += get_valid_varint(diff + pos, &x);
-	return pos + element_of(gap, x, diff + pos, end, el);
+	return pos + element_of(gap, x, diff + pos, end, el, wide);
 }
 
 /* next_element for a diff not validated: checks the element at pos
@@ -356,7 +366,8 @@ HOT size_t next_element(const uint8_t *diff, size_t pos, size_t *end,
  * position after it, or 0 when it is malformed (*end is then
  * meaningless).  Each test is written so that no sum can wrap. */
 HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
-			size_t *end, size_t page_size, struct element *el)
+			size_t *end, size_t page_size, struct element *el,
+			bool wide)
 {
 	size_t gap, x, n;
 
@@ -369,8 +380,8 @@ HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 		return 0;
 	pos += n;
 	if (x & 1) {
-		/* each group's bitmap, then its bytes, must lie within the
-		 * diff before element_of reads the next bitmap */
+		/* masked groups: each group's bitmap, then its bytes, must
+		 * lie within the diff before the next bitmap is read */
 		size_t at = pos, left = len - pos;
 
 		for (size_t k = 0; k < x >> 1; k++) {
@@ -378,17 +389,21 @@ HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 
 			if (left < BITMAP)
 				return 0;
-			c = BITMAP + popcount64(get64le(diff + at));
+			c = BITMAP + popcount_w(get64le(diff + at), wide);
 			if (c > left)
 				return 0;
 			at += c;
 			left -= c;
 		}
+		*el = (struct element){ .off = *end + gap, .len = x >> 1,
+					.masked = true, .data = diff + pos };
+		if (el->off % GROUP || el->len > (page_size - el->off) / GROUP)
+			return 0;
+		*end = el->off + el->len * GROUP;
+		return at;
 	}
-	n = element_of(gap, x, diff + pos, end, el);
-	if (el->masked ? el->off % GROUP ||
-				 el->len > (page_size - el->off) / GROUP
-		       : el->len > page_size - el->off || el->len > len - pos)
+	n = element_of(gap, x, diff + pos, end, el, wide);
+	if (el->len > page_size - el->off || el->len > len - pos)
 		return 0;
 	return pos + n;
 }
@@ -524,7 +539,7 @@ bool lm_diff_set_wide(bool on)
 }
 
 #ifdef LM_DIFF_WIDE
-#define WIDE __attribute__((target("avx512bw,avx512vbmi2"), noinline))
+#define WIDE __attribute__((target("avx512bw,avx512vbmi2,popcnt"), noinline))
 #else
 #define WIDE __attribute__((noinline))
 #endif
@@ -584,7 +599,7 @@ HOT void close_masked(struct enc *e)
 HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
 		     uint64_t m, bool wide)
 {
-	size_t pop = popcount64(m);
+	size_t pop = popcount_w(m, wide);
 
 	if (e->ngroups == MASKED_MAX)
 		close_masked(e);
@@ -736,16 +751,36 @@ int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 	return encode_narrow(twin, page, page_size, out, cap, out_len);
 }
 
-int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
+HOT int validate(const uint8_t *diff, size_t len, size_t page_size,
+		 bool wide)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
 
 	while (pos < len)
-		if ((pos = next_checked(diff, len, pos, &end, page_size,
-					&el)) == 0)
+		if ((pos = next_checked(diff, len, pos, &end, page_size, &el,
+					wide)) == 0)
 			return LM_EBADMSG;
 	return 0;
+}
+
+static int validate_narrow(const uint8_t *diff, size_t len,
+			   size_t page_size)
+{
+	return validate(diff, len, page_size, false);
+}
+
+static WIDE int validate_wide(const uint8_t *diff, size_t len,
+			      size_t page_size)
+{
+	return validate(diff, len, page_size, true);
+}
+
+int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
+{
+	if (use_wide())
+		return validate_wide(diff, len, page_size);
+	return validate_narrow(diff, len, page_size);
 }
 
 /* Writes one element into p and, when q is not NULL, into q too. */
@@ -767,7 +802,7 @@ HOT void write_element(uint8_t *p, uint8_t *q, const struct element *el,
 		if (q)
 			expand_any(q + el->off + k * GROUP, g + BITMAP, m,
 				   wide);
-		g += BITMAP + popcount64(m);
+		g += BITMAP + popcount_w(m, wide);
 	}
 }
 
@@ -780,7 +815,7 @@ HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len,
 	struct element el;
 
 	while (pos < len) {
-		pos = next_element(diff, pos, &end, &el);
+		pos = next_element(diff, pos, &end, &el, wide);
 		write_element(p, q, &el, wide);
 	}
 }
@@ -794,7 +829,8 @@ HOT int apply_checked(uint8_t *p, uint8_t *q, const uint8_t *diff,
 	struct element el;
 
 	while (pos < len) {
-		pos = next_checked(diff, len, pos, &end, page_size, &el);
+		pos = next_checked(diff, len, pos, &end, page_size, &el,
+				   wide);
 		if (pos == 0)
 			return LM_EBADMSG;
 		write_element(p, q, &el, wide);
@@ -865,7 +901,7 @@ int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 	if (rc < 0)
 		return rc;
 	while (pos < len) {
-		pos = next_element(diff, pos, &end, &el);
+		pos = next_element(diff, pos, &end, &el, false);
 		if (!el.masked) {
 			rc = fn(ctx, el.off, el.data, el.len);
 			if (rc)
@@ -994,7 +1030,7 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 	struct element el;
 
 	while (pos < len) {
-		pos = next_element(diff, pos, &end, &el);
+		pos = next_element(diff, pos, &end, &el, wide);
 		if (!el.masked) {
 			if (bytes)
 				copy_run(d->bytes + el.off, el.data, el.len);
@@ -1016,7 +1052,7 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 					   wide);
 			if (page)
 				expand_any(page + off, g + BITMAP, m, wide);
-			g += BITMAP + popcount64(m);
+			g += BITMAP + popcount_w(m, wide);
 			mark_group(d, off / GROUP, m);
 			if (w)
 				mark_group(w, off / GROUP, m);
