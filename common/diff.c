@@ -483,6 +483,25 @@ HOT void expand_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
 	}
 }
 
+/* compress64_wide in the callers compiled for it, else byte by byte:
+ * the n (popcount(m)) bytes of src that m selects, packed, to dst. */
+HOT void compress_any(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n,
+		      bool wide)
+{
+#ifdef LM_DIFF_WIDE
+	if (wide) {
+		compress64_wide(dst, src, m, n);
+		return;
+	}
+#endif
+	(void)wide;
+	(void)n;
+	while (m) {
+		*dst++ = src[__builtin_ctzll(m)];
+		m &= m - 1;
+	}
+}
+
 /* blend64, or blend64_wide in the callers compiled for it. */
 HOT void blend_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
 {
@@ -545,9 +564,9 @@ bool lm_diff_set_wide(bool on)
 #endif
 
 /* A group worth sending masked: three runs or more that would cost, with
- * their headers, at least 64 bytes.  (The rule of groups sent whole; a
- * masked group now takes its bitmap and its changed bytes only, always
- * less, and the same groups go masked as before.) */
+ * their headers, at least 64 bytes.  The threshold dates from groups
+ * sent whole; packed, a masked group costs less still, and the rule is
+ * kept so that the same groups go masked as before. */
 HOT bool dense(uint64_t m)
 {
 	uint64_t starts = m & ~(m << 1), s = starts;
@@ -615,28 +634,11 @@ HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
 		e->masked_at = e->pos - 1;
 	}
 	if (e->out) {
-		uint8_t *o;
-
 		if (e->cap - e->pos < BITMAP + pop)
 			return false;
-		o = e->out + e->pos;
-		put64le(o, m);
-#ifdef LM_DIFF_WIDE
-		if (wide) {
-			compress64_wide(o + BITMAP, bytes + g, m, pop);
-		} else
-#endif
-		{
-			uint64_t r = m;
-
-			o += BITMAP;
-			while (r) {
-				*o++ = bytes[g + (size_t)__builtin_ctzll(r)];
-				r &= r - 1;
-			}
-		}
+		put64le(e->out + e->pos, m);
+		compress_any(e->out + e->pos + BITMAP, bytes + g, m, pop, wide);
 	}
-	(void)wide;
 	e->pos += BITMAP + pop;
 	e->ngroups++;
 	e->prev = g + GROUP;
