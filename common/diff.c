@@ -328,37 +328,29 @@ struct element {
 };
 
 /* The element headed (gap, x) whose bytes start at data, the one before
- * it having ended at *end; moves *end past it and returns how many bytes
- * of the diff its data takes (for masked groups, read from their
- * bitmaps, which must lie within the diff). */
-HOT size_t element_of(size_t gap, size_t x, const uint8_t *data,
-		      size_t *end, struct element *el, bool wide)
+ * it having ended at *end; moves *end past it.  A run's data takes
+ * el->len bytes of the diff; masked groups as many as their bitmaps
+ * say, which the walker over them finds as it goes. */
+HOT void element_of(size_t gap, size_t x, const uint8_t *data, size_t *end,
+		    struct element *el)
 {
 	el->off = *end + gap;
 	el->masked = x & 1;
 	el->len = x >> 1;
 	el->data = data;
 	*end = el->off + (el->masked ? el->len * GROUP : el->len);
-	if (el->masked) {
-		size_t n = 0;
-
-		for (size_t k = 0; k < el->len; k++)
-			n += BITMAP + popcount_w(get64le(data + n), wide);
-		return n;
-	}
-	return el->len;
 }
 
-/* Steps over the element at pos (end: where the one before ended);
- * returns the position after it. */
-HOT size_t next_element(const uint8_t *diff, size_t pos, size_t *end,
-			struct element *el, bool wide)
+/* Reads the header of the element at pos of a valid diff (end: where the
+ * one before ended) into el; its data is at el->data. */
+HOT void next_element(const uint8_t *diff, size_t pos, size_t *end,
+		      struct element *el)
 {
 	size_t gap, x;
 
 	pos += get_valid_varint(diff + pos, &gap);
 	pos += get_valid_varint(diff + pos, &x);
-	return pos + element_of(gap, x, diff + pos, end, el, wide);
+	element_of(gap, x, diff + pos, end, el);
 }
 
 /* next_element for a diff not validated: checks the element at pos
@@ -402,10 +394,10 @@ HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 		*end = el->off + el->len * GROUP;
 		return at;
 	}
-	n = element_of(gap, x, diff + pos, end, el, wide);
+	element_of(gap, x, diff + pos, end, el);
 	if (el->len > page_size - el->off || el->len > len - pos)
 		return 0;
-	return pos + n;
+	return pos + el->len;
 }
 
 #if defined(__SSE2__) && !defined(LM_DIFF_PORTABLE)
@@ -785,15 +777,16 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 	return validate_narrow(diff, len, page_size);
 }
 
-/* Writes one element into p and, when q is not NULL, into q too. */
-HOT void write_element(uint8_t *p, uint8_t *q, const struct element *el,
-		       bool wide)
+/* Writes one element into p and, when q is not NULL, into q too;
+ * returns the end of its data in the diff. */
+HOT const uint8_t *write_element(uint8_t *p, uint8_t *q,
+				 const struct element *el, bool wide)
 {
 	if (!el->masked) {
 		copy_run(p + el->off, el->data, el->len);
 		if (q)
 			copy_run(q + el->off, el->data, el->len);
-		return;
+		return el->data + el->len;
 	}
 	const uint8_t *g = el->data;
 
@@ -806,6 +799,7 @@ HOT void write_element(uint8_t *p, uint8_t *q, const struct element *el,
 				   wide);
 		g += BITMAP + popcount_w(m, wide);
 	}
+	return g;
 }
 
 /* Writes the diff into p and, when q is not NULL, into q too, decoding
@@ -817,8 +811,8 @@ HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len,
 	struct element el;
 
 	while (pos < len) {
-		pos = next_element(diff, pos, &end, &el, wide);
-		write_element(p, q, &el, wide);
+		next_element(diff, pos, &end, &el);
+		pos = (size_t)(write_element(p, q, &el, wide) - diff);
 	}
 }
 
@@ -903,11 +897,12 @@ int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 	if (rc < 0)
 		return rc;
 	while (pos < len) {
-		pos = next_element(diff, pos, &end, &el, false);
+		next_element(diff, pos, &end, &el);
 		if (!el.masked) {
 			rc = fn(ctx, el.off, el.data, el.len);
 			if (rc)
 				return rc;
+			pos = (size_t)(el.data + el.len - diff);
 			continue;
 		}
 		const uint8_t *g = el.data;
@@ -934,6 +929,7 @@ int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 			}
 			g += BITMAP + popcount64(all);
 		}
+		pos = (size_t)(g - diff);
 	}
 	return 0;
 }
@@ -1032,7 +1028,7 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 	struct element el;
 
 	while (pos < len) {
-		pos = next_element(diff, pos, &end, &el, wide);
+		next_element(diff, pos, &end, &el);
 		if (!el.masked) {
 			if (bytes)
 				copy_run(d->bytes + el.off, el.data, el.len);
@@ -1041,6 +1037,7 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 			d->dirty += set_range(d->mask, el.off, el.len);
 			if (w)
 				w->dirty += set_range(w->mask, el.off, el.len);
+			pos = (size_t)(el.data + el.len - diff);
 			continue;
 		}
 		const uint8_t *g = el.data;
@@ -1059,6 +1056,7 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 			if (w)
 				mark_group(w, off / GROUP, m);
 		}
+		pos = (size_t)(g - diff);
 	}
 }
 
