@@ -29,6 +29,7 @@ struct ctx {
 struct op {
 	const char *name;
 	void (*run)(struct ctx *c);
+	enum lm_diff_path needs; /* skipped on a CPU without this path */
 };
 
 /* Keeps the compiler from dropping work whose result nobody reads. */
@@ -105,30 +106,16 @@ static void op_apply_full(struct ctx *c)
 }
 
 /* LU's pages: the low six bytes of every double change, so the diff is
- * masked groups, compared and merged with AVX-512BW where the CPU has it
- * ("wide") and with SSE2 otherwise ("narrow", forced here to compare). */
+ * masked groups.  Each runs on the CPU's best path and again, as *_avx2
+ * and *_narrow, on the paths below it (common/diff.h). */
 static void op_encode_doubles(struct ctx *c)
 {
 	encode(c, c->doubles);
 }
 
-static void op_encode_doubles_narrow(struct ctx *c)
-{
-	lm_diff_set_wide(false);
-	encode(c, c->doubles);
-	lm_diff_set_wide(true);
-}
-
 static void op_apply_doubles(struct ctx *c)
 {
 	apply(c, c->diff_doubles, c->len_doubles);
-}
-
-static void op_apply_doubles_narrow(struct ctx *c)
-{
-	lm_diff_set_wide(false);
-	apply(c, c->diff_doubles, c->len_doubles);
-	lm_diff_set_wide(true);
 }
 
 static void delta_add_doubles(struct ctx *c)
@@ -143,13 +130,6 @@ static void op_delta_add_doubles(struct ctx *c)
 	delta_add_doubles(c);
 }
 
-static void op_delta_add_doubles_narrow(struct ctx *c)
-{
-	lm_diff_set_wide(false);
-	delta_add_doubles(c);
-	lm_diff_set_wide(true);
-}
-
 static void op_delta_encode_doubles(struct ctx *c)
 {
 	size_t len;
@@ -160,12 +140,28 @@ static void op_delta_encode_doubles(struct ctx *c)
 	clobber(c->out);
 }
 
-static void op_delta_encode_doubles_narrow(struct ctx *c)
+/* fn on the given path, the CPU's best restored after it. */
+static void on_path(struct ctx *c, enum lm_diff_path path,
+		    void (*fn)(struct ctx *c))
 {
-	lm_diff_set_wide(false);
-	op_delta_encode_doubles(c);
-	lm_diff_set_wide(true);
+	lm_diff_set_path(path);
+	fn(c);
+	lm_diff_set_path(LM_DIFF_AVX512);
 }
+
+#define LOWER_PATHS(op)                                        \
+	static void op##_avx2(struct ctx *c)                   \
+	{                                                      \
+		on_path(c, LM_DIFF_AVX2, op);                  \
+	}                                                      \
+	static void op##_narrow(struct ctx *c)                 \
+	{                                                      \
+		on_path(c, LM_DIFF_NARROW, op);                \
+	}
+LOWER_PATHS(op_encode_doubles)
+LOWER_PATHS(op_apply_doubles)
+LOWER_PATHS(op_delta_add_doubles)
+LOWER_PATHS(op_delta_encode_doubles)
 
 static void op_delta_add_sparse(struct ctx *c)
 {
@@ -230,32 +226,41 @@ static uint8_t *make_diff(struct ctx *c, const uint8_t *page, size_t *len)
 	return d;
 }
 
+#define ANY LM_DIFF_NARROW
+#define AVX2 LM_DIFF_AVX2
+
 int main(int argc, char **argv)
 {
 	static const struct op ops[] = {
-		{ "memcpy", op_memcpy },
-		{ "memcmp_equal", op_memcmp },
-		{ "encode_clean", op_encode_clean },
-		{ "encode_1word_per_64B", op_encode_sparse },
-		{ "encode_whole_page", op_encode_full },
-		{ "apply_clean", op_apply_clean },
-		{ "apply_1word_per_64B", op_apply_sparse },
-		{ "apply_whole_page", op_apply_full },
-		{ "encode_doubles", op_encode_doubles },
-		{ "encode_doubles_narrow", op_encode_doubles_narrow },
-		{ "apply_doubles", op_apply_doubles },
-		{ "apply_doubles_narrow", op_apply_doubles_narrow },
-		{ "delta_add_doubles", op_delta_add_doubles },
-		{ "delta_add_doubles_narrow", op_delta_add_doubles_narrow },
-		{ "delta_encode_doubles", op_delta_encode_doubles },
+		{ "memcpy", op_memcpy, ANY },
+		{ "memcmp_equal", op_memcmp, ANY },
+		{ "encode_clean", op_encode_clean, ANY },
+		{ "encode_1word_per_64B", op_encode_sparse, ANY },
+		{ "encode_whole_page", op_encode_full, ANY },
+		{ "apply_clean", op_apply_clean, ANY },
+		{ "apply_1word_per_64B", op_apply_sparse, ANY },
+		{ "apply_whole_page", op_apply_full, ANY },
+		{ "encode_doubles", op_encode_doubles, ANY },
+		{ "encode_doubles_avx2", op_encode_doubles_avx2, AVX2 },
+		{ "encode_doubles_narrow", op_encode_doubles_narrow, ANY },
+		{ "apply_doubles", op_apply_doubles, ANY },
+		{ "apply_doubles_avx2", op_apply_doubles_avx2, AVX2 },
+		{ "apply_doubles_narrow", op_apply_doubles_narrow, ANY },
+		{ "delta_add_doubles", op_delta_add_doubles, ANY },
+		{ "delta_add_doubles_avx2", op_delta_add_doubles_avx2, AVX2 },
+		{ "delta_add_doubles_narrow", op_delta_add_doubles_narrow, ANY },
+		{ "delta_encode_doubles", op_delta_encode_doubles, ANY },
+		{ "delta_encode_doubles_avx2", op_delta_encode_doubles_avx2,
+		  AVX2 },
 		{ "delta_encode_doubles_narrow",
-		  op_delta_encode_doubles_narrow },
-		{ "delta_add_1word_per_64B", op_delta_add_sparse },
-		{ "delta_encode_1word_per_64B", op_delta_encode_sparse },
+		  op_delta_encode_doubles_narrow, ANY },
+		{ "delta_add_1word_per_64B", op_delta_add_sparse, ANY },
+		{ "delta_encode_1word_per_64B", op_delta_encode_sparse, ANY },
 	};
 	enum { NOPS = sizeof(ops) / sizeof(ops[0]) };
 	int csv = argc > 1 && strcmp(argv[1], "--csv") == 0;
 	double ns[NOPS][ROUNDS];
+	enum lm_diff_path best = lm_diff_current_path();
 	struct ctx c;
 	uint32_t seed = 12345;
 
@@ -294,11 +299,12 @@ int main(int argc, char **argv)
 	 * round, so that a change of clock speed or a noisy neighbour during
 	 * the run shifts memcpy and the op alike. */
 	for (size_t i = 0; i < NOPS; i++)
-		for (int k = 0; k < ITERS / 10; k++) /* warm caches, branches */
-			ops[i].run(&c);
+		for (int k = 0; ops[i].needs <= best && k < ITERS / 10; k++)
+			ops[i].run(&c); /* warm caches, branches */
 	for (int r = 0; r < ROUNDS; r++)
 		for (size_t i = 0; i < NOPS; i++)
-			ns[i][r] = time_op(&c, &ops[i]);
+			if (ops[i].needs <= best)
+				ns[i][r] = time_op(&c, &ops[i]);
 	if (csv)
 		printf("op,ns_per_page,ratio_to_memcpy\n");
 	else
@@ -307,6 +313,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NOPS; i++) {
 		double ratio[ROUNDS], med;
 
+		if (ops[i].needs > best)
+			continue;
 		for (int r = 0; r < ROUNDS; r++)
 			ratio[r] = ns[i][r] / ns[0][r];
 		med = median(ratio, ROUNDS);

@@ -4,12 +4,14 @@
  *
  * Both a diff and a delta are walked as a bitmap of changed bytes, 64
  * bytes per 64-bit word: a delta keeps that bitmap (its mask), a diff
- * computes it from twin and page one 64-byte group at a time (SSE2 on
- * x86-64, 64-bit words elsewhere).  Runs are then found with bit scans,
- * dense groups are sent whole with their bitmap and merged with masked
- * stores (AVX-512BW where the CPU has it, SSE2 or words otherwise), and
- * bytes are never looked at one by one except in a short last group.
- * -DLM_DIFF_PORTABLE forces the word path, to test it on x86 too. */
+ * computes it from twin and page one 64-byte group at a time.  Runs are
+ * then found with bit scans; dense groups go as their bitmap and the
+ * bytes it selects, packed, and are merged with masked stores.  Each
+ * walker is compiled for three paths, chosen at run time from the CPU's
+ * features (diff.h, "paths" below): AVX-512BW with VBMI2, AVX2, and the
+ * narrow one (SSE2 on x86-64, 64-bit words elsewhere, packing byte by
+ * byte).  -DLM_DIFF_PORTABLE forces the word path, to test it on x86
+ * too. */
 #include "diff.h"
 
 #include <stdatomic.h>
@@ -35,6 +37,16 @@ HOT uint64_t get64le(const uint8_t *p)
 	v = __builtin_bswap64(v);
 #endif
 	return v;
+}
+
+/* Byte k: how many bits bytes 0..k of m have set (byte 7: all of them). */
+HOT uint64_t byte_counts_upto(uint64_t m)
+{
+	uint64_t x = m - (m >> 1 & 0x5555555555555555ull);
+
+	x = (x & 0x3333333333333333ull) + (x >> 2 & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return x * 0x0101010101010101ull;
 }
 
 #if defined(__SSE2__) && !defined(LM_DIFF_PORTABLE)
@@ -84,18 +96,21 @@ HOT uint64_t eqmask64(const uint8_t *a, const uint8_t *b)
 #endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(LM_DIFF_PORTABLE)
-/* AVX-512BW and VBMI2, where the CPU has them (chosen at run time: "the
- * wide path" below): one compare gives a group's bitmap, one masked byte
- * store merges a group, where SSE2 needs four masks built from the
- * bitmap and four blends, and one compress or expand packs or unpacks a
- * masked group's bytes, where the narrow path takes them one by one.
- * Not always_inline: these may only be inlined into code compiled for
- * them, the *_wide callers below. */
-#define LM_DIFF_WIDE 1
+/* The AVX2 and AVX-512 paths, taken where the CPU has them (chosen at
+ * run time, see "paths" below).  Their primitives are not always_inline:
+ * they may only be inlined into code compiled for them, the walkers'
+ * *_avx2 and *_avx512 instances. */
+#define LM_DIFF_X86 1
 #include <immintrin.h>
 
-static inline __attribute__((target("avx512bw"))) void
-blend64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
+#define AVX512_ISA "avx512bw,avx512vbmi2,popcnt"
+#define AVX2_ISA "avx2,bmi,popcnt"
+
+/* AVX-512BW and VBMI2: one compare gives a group's bitmap, one masked
+ * byte store merges a group, and one compress or expand packs or unpacks
+ * a masked group's bytes. */
+static inline __attribute__((target(AVX512_ISA))) void
+blend64_avx512(uint8_t *dst, const uint8_t *src, uint64_t m)
 {
 	_mm512_mask_storeu_epi8(dst, (__mmask64)m, _mm512_loadu_si512(src));
 }
@@ -103,8 +118,8 @@ blend64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
 /* Writes the popcount(m) bytes at src into the bytes of dst that m
  * selects, in order (a masked group's packed bytes into a page); reads
  * no byte of src beyond them. */
-static inline __attribute__((target("avx512bw,avx512vbmi2"))) void
-expand64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
+static inline __attribute__((target(AVX512_ISA))) void
+expand64_avx512(uint8_t *dst, const uint8_t *src, uint64_t m)
 {
 	_mm512_mask_storeu_epi8(dst, (__mmask64)m,
 				_mm512_maskz_expandloadu_epi8((__mmask64)m, src));
@@ -112,8 +127,8 @@ expand64_wide(uint8_t *dst, const uint8_t *src, uint64_t m)
 
 /* Writes the bytes of src that m selects, packed, to dst: n, which is
  * popcount(m), bytes and no more. */
-static inline __attribute__((target("avx512bw,avx512vbmi2"))) void
-compress64_wide(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n)
+static inline __attribute__((target(AVX512_ISA))) void
+compress64_avx512(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n)
 {
 	__m512i c = _mm512_maskz_compress_epi8((__mmask64)m,
 					       _mm512_loadu_si512(src));
@@ -122,8 +137,8 @@ compress64_wide(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n)
 }
 
 /* Bit k set when a[k] == b[k], for k < 64: one compare. */
-static inline __attribute__((target("avx512bw"))) uint64_t
-eqmask64_wide(const uint8_t *a, const uint8_t *b)
+static inline __attribute__((target(AVX512_ISA))) uint64_t
+eqmask64_avx512(const uint8_t *a, const uint8_t *b)
 {
 	return _mm512_cmpeq_epi8_mask(_mm512_loadu_si512(a),
 				      _mm512_loadu_si512(b));
@@ -133,8 +148,8 @@ eqmask64_wide(const uint8_t *a, const uint8_t *b)
  * of n's whole groups when they all agree.  Four groups a step while they
  * agree: a page's clean start costs what memcmp's would, and the encoder
  * starts after it instead of comparing it again. */
-static inline __attribute__((target("avx512bw"))) size_t
-same_prefix_wide(const uint8_t *a, const uint8_t *b, size_t n)
+static inline __attribute__((target(AVX512_ISA))) size_t
+same_prefix_avx512(const uint8_t *a, const uint8_t *b, size_t n)
 {
 	size_t g = 0;
 
@@ -149,42 +164,193 @@ same_prefix_wide(const uint8_t *a, const uint8_t *b, size_t n)
 		if (_mm512_test_epi64_mask(x, x))
 			break;
 	}
-	while (g + GROUP <= n && eqmask64_wide(a + g, b + g) == ~0ull)
+	while (g + GROUP <= n && eqmask64_avx512(a + g, b + g) == ~0ull)
 		g += GROUP;
 	return g;
 }
+
+/* AVX2: two compares give a group's bitmap and two byte blends merge
+ * it.  A masked group's bytes are packed and unpacked eight at a time by
+ * byte shuffles, whose controls come from the tables below, indexed by
+ * the byte of the bitmap that selects those eight. */
+static inline __attribute__((target(AVX2_ISA))) uint64_t
+eqmask64_avx2(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t m = 0;
+
+	for (int k = 0; k < 2; k++) {
+		__m256i x = _mm256_loadu_si256((const __m256i *)(a + 32 * k));
+		__m256i y = _mm256_loadu_si256((const __m256i *)(b + 32 * k));
+
+		m |= (uint64_t)(uint32_t)_mm256_movemask_epi8(
+			     _mm256_cmpeq_epi8(x, y))
+		     << 32 * k;
+	}
+	return m;
+}
+
+/* same_prefix_avx512 with 32-byte compares. */
+static inline __attribute__((target(AVX2_ISA))) size_t
+same_prefix_avx2(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	size_t g = 0;
+
+	for (; g + 4 * GROUP <= n; g += 4 * GROUP) {
+		__m256i x = _mm256_setzero_si256();
+
+		for (size_t k = 0; k < 4 * GROUP; k += 32)
+			x = _mm256_or_si256(
+				x, _mm256_xor_si256(
+					   _mm256_loadu_si256(
+						   (const __m256i *)(a + g + k)),
+					   _mm256_loadu_si256(
+						   (const __m256i *)(b + g + k))));
+		if (!_mm256_testz_si256(x, x))
+			break;
+	}
+	while (g + GROUP <= n && eqmask64_avx2(a + g, b + g) == ~0ull)
+		g += GROUP;
+	return g;
+}
+
+/* Copies the bytes of src that m selects into dst, 64 bytes: each byte
+ * of a 32-bit half of m is spread over eight lanes, which test one bit
+ * each. */
+static inline __attribute__((target(AVX2_ISA))) void
+blend64_avx2(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	const __m256i spread = _mm256_setr_epi8(
+		0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, /* lane 0 */
+		2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3); /* lane 1 */
+	const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
+
+	for (int k = 0; k < 2; k++) {
+		uint32_t half = (uint32_t)(m >> 32 * k);
+		__m256i v, e, d, x;
+
+		if (!half)
+			continue;
+		v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)half), spread);
+		e = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+		d = _mm256_loadu_si256((const __m256i *)(dst + 32 * k));
+		x = _mm256_loadu_si256((const __m256i *)(src + 32 * k));
+		_mm256_storeu_si256((__m256i *)(dst + 32 * k),
+				    _mm256_blendv_epi8(d, x, e));
+	}
+}
+
+/* The shuffle controls.  A byte b of a bitmap selects POP8(b) of eight
+ * bytes; packed, they are read and written as the eight bytes that END
+ * with them, so that no access goes past a group's packed bytes (nor,
+ * since a group starts with its 8-byte bitmap, before the group).  In
+ * those eight, bit i's byte is at SLOT(b, i): after 8 - POP8(b) others,
+ * and after the selected bytes below it. */
+#define BIT(b, i) ((b) >> (i) & 1)
+#define POP8(b)                                                          \
+	(BIT(b, 0) + BIT(b, 1) + BIT(b, 2) + BIT(b, 3) + BIT(b, 4) +     \
+	 BIT(b, 5) + BIT(b, 6) + BIT(b, 7))
+#define SLOT(b, i) (8 - POP8(b) + POP8((b) & ((1u << (i)) - 1)))
+/* unpacking: byte i takes byte SLOT(b, i), or is zeroed (0x80) */
+#define EXPAND_BYTE(b, i)                                                \
+	((uint64_t)(BIT(b, i) ? SLOT(b, i) : 0x80) << 8 * (i))
+/* packing: byte SLOT(b, i) takes byte i; the bytes before the packed
+ * ones take byte 0, and are overwritten */
+#define COMPRESS_BYTE(b, i)                                              \
+	(BIT(b, i) ? (uint64_t)(i) << 8 * (SLOT(b, i) & 7) : 0)
+#define CTRL(F, b)                                                       \
+	(F(b, 0) | F(b, 1) | F(b, 2) | F(b, 3) | F(b, 4) | F(b, 5) |     \
+	 F(b, 6) | F(b, 7))
+#define CTRL4(F, b)                                                      \
+	CTRL(F, b), CTRL(F, (b) + 1), CTRL(F, (b) + 2), CTRL(F, (b) + 3)
+#define CTRL16(F, b)                                                     \
+	CTRL4(F, b), CTRL4(F, (b) + 4), CTRL4(F, (b) + 8),               \
+		CTRL4(F, (b) + 12)
+#define CTRL64(F, b)                                                     \
+	CTRL16(F, b), CTRL16(F, (b) + 16), CTRL16(F, (b) + 32),          \
+		CTRL16(F, (b) + 48)
+#define CTRL256(F)                                                       \
+	CTRL64(F, 0u), CTRL64(F, 64u), CTRL64(F, 128u), CTRL64(F, 192u)
+
+static const uint64_t expand_ctrl[256] = { CTRL256(EXPAND_BYTE) };
+static const uint64_t compress_ctrl[256] = { CTRL256(COMPRESS_BYTE) };
+
+/* expand64_avx512 eight bytes at a time: the eight that end with chunk
+ * k's packed bytes are shuffled into place and blended into dst. */
+static inline __attribute__((target(AVX2_ISA))) void
+expand64_avx2(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	uint64_t ends = byte_counts_upto(m);
+
+#pragma GCC unroll 8
+	for (int k = 0; k < 8; k++) {
+		const uint8_t *at = src + (ends >> 8 * k & 0xff) - 8;
+		__m128i c = _mm_loadl_epi64(
+			(const __m128i *)&expand_ctrl[m >> 8 * k & 0xff]);
+		__m128i x = _mm_loadl_epi64((const __m128i *)at);
+		__m128i d = _mm_loadl_epi64((const __m128i *)(dst + 8 * k));
+
+		/* dst's byte where the control's high bit is set */
+		_mm_storel_epi64((__m128i *)(dst + 8 * k),
+				 _mm_blendv_epi8(_mm_shuffle_epi8(x, c), d, c));
+	}
+}
+
+/* compress64_avx512 eight bytes at a time, last chunk first: each chunk
+ * is stored as the eight bytes ending with its packed bytes, the chunk
+ * before then overwriting what lies before them.  Writes the 8 bytes
+ * before dst too (the group's bitmap, written after). */
+static inline __attribute__((target(AVX2_ISA))) void
+compress64_avx2(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	uint64_t ends = byte_counts_upto(m);
+
+#pragma GCC unroll 8
+	for (int k = 7; k >= 0; k--) {
+		__m128i c = _mm_loadl_epi64(
+			(const __m128i *)&compress_ctrl[m >> 8 * k & 0xff]);
+		__m128i x = _mm_loadl_epi64((const __m128i *)(src + 8 * k));
+
+		_mm_storel_epi64((__m128i *)(dst + (ends >> 8 * k & 0xff) - 8),
+				 _mm_shuffle_epi8(x, c));
+	}
+}
 #endif
 
-/* same_prefix_wide where the build has it; 0 (no clean start known)
- * elsewhere, where lm_diff_encode's memcmp has looked for a clean page. */
+/* Where a and b (n bytes) first differ, rounded down to a group, on the
+ * paths that have a fast scan; 0 (no clean start known) on the narrow
+ * one, where lm_diff_encode's memcmp has looked for a clean page. */
 HOT size_t same_prefix(const uint8_t *a, const uint8_t *b, size_t n,
-		       bool wide)
+		       enum lm_diff_path path)
 {
-#ifdef LM_DIFF_WIDE
-	if (wide)
-		return same_prefix_wide(a, b, n);
+#ifdef LM_DIFF_X86
+	if (path == LM_DIFF_AVX512)
+		return same_prefix_avx512(a, b, n);
+	if (path == LM_DIFF_AVX2)
+		return same_prefix_avx2(a, b, n);
 #endif
 	(void)a;
 	(void)b;
 	(void)n;
-	(void)wide;
+	(void)path;
 	return 0;
 }
 
-/* Bit k set when byte g + k differs, for the bytes of [g, min(g + 64, n));
- * `wide` in callers compiled for AVX-512BW (see eqmask64_wide). */
+/* Bit k set when byte g + k differs, for the bytes of [g, min(g + 64, n)). */
 HOT uint64_t diff_bits(const uint8_t *a, const uint8_t *b, size_t g, size_t n,
-		       bool wide)
+		       enum lm_diff_path path)
 {
 	uint64_t m = 0;
 
-#ifdef LM_DIFF_WIDE
-	if (wide && g + GROUP <= n)
-		return ~eqmask64_wide(a + g, b + g);
+	if (g + GROUP <= n) {
+#ifdef LM_DIFF_X86
+		if (path == LM_DIFF_AVX512)
+			return ~eqmask64_avx512(a + g, b + g);
+		if (path == LM_DIFF_AVX2)
+			return ~eqmask64_avx2(a + g, b + g);
 #endif
-	(void)wide;
-	if (g + GROUP <= n)
+		(void)path;
 		return ~eqmask64(a + g, b + g);
+	}
 	for (size_t k = 0; g + k < n; k++) /* only pages not a multiple of 64 */
 		if (a[g + k] != b[g + k])
 			m |= 1ull << k;
@@ -224,19 +390,16 @@ HOT size_t popcount64(uint64_t x)
 #ifdef __POPCNT__
 	return (size_t)__builtin_popcountll(x);
 #else
-	x = x - ((x >> 1) & 0x5555555555555555ull);
-	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-	return (size_t)((x * 0x0101010101010101ull) >> 56);
+	return (size_t)(byte_counts_upto(x) >> 56);
 #endif
 }
 
-/* popcount64, or one instruction in the callers compiled for the wide
- * path (every CPU with AVX-512 has POPCNT): a masked group's length is
- * its bitmap's count, on the critical path of every decoder. */
-HOT size_t popcount_w(uint64_t x, bool wide)
+/* popcount64, or one instruction in the callers compiled for AVX2 or
+ * AVX-512 (whose CPUs all have POPCNT): a masked group's length is its
+ * bitmap's count, on the critical path of every decoder. */
+HOT size_t popcount_p(uint64_t x, enum lm_diff_path path)
 {
-	if (wide)
+	if (path != LM_DIFF_NARROW)
 		return (size_t)__builtin_popcountll(x);
 	return popcount64(x);
 }
@@ -359,7 +522,7 @@ HOT void next_element(const uint8_t *diff, size_t pos, size_t *end,
  * meaningless).  Each test is written so that no sum can wrap. */
 HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 			size_t *end, size_t page_size, struct element *el,
-			bool wide)
+			enum lm_diff_path path)
 {
 	size_t gap, x, n;
 
@@ -381,7 +544,7 @@ HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 
 			if (left < BITMAP)
 				return 0;
-			c = BITMAP + popcount_w(get64le(diff + at), wide);
+			c = BITMAP + popcount_p(get64le(diff + at), path);
 			if (c > left)
 				return 0;
 			at += c;
@@ -459,34 +622,45 @@ HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
 #endif
 
 
-/* expand64_wide in the callers compiled for it, else byte by byte. */
-HOT void expand_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
+/* Writes the popcount(m) packed bytes at src into the bytes of dst
+ * that m selects (64 bytes), on the path the caller was compiled for;
+ * byte by byte on the narrow one. */
+HOT void expand_any(uint8_t *dst, const uint8_t *src, uint64_t m,
+		    enum lm_diff_path path)
 {
-#ifdef LM_DIFF_WIDE
-	if (wide) {
-		expand64_wide(dst, src, m);
+#ifdef LM_DIFF_X86
+	if (path == LM_DIFF_AVX512) {
+		expand64_avx512(dst, src, m);
+		return;
+	}
+	if (path == LM_DIFF_AVX2) {
+		expand64_avx2(dst, src, m);
 		return;
 	}
 #endif
-	(void)wide;
+	(void)path;
 	while (m) {
 		dst[__builtin_ctzll(m)] = *src++;
 		m &= m - 1;
 	}
 }
 
-/* compress64_wide in the callers compiled for it, else byte by byte:
- * the n (popcount(m)) bytes of src that m selects, packed, to dst. */
+/* Writes the n (popcount(m)) bytes of src that m selects, packed, to
+ * dst; the AVX2 path writes over the 8 bytes before dst as well. */
 HOT void compress_any(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n,
-		      bool wide)
+		      enum lm_diff_path path)
 {
-#ifdef LM_DIFF_WIDE
-	if (wide) {
-		compress64_wide(dst, src, m, n);
+#ifdef LM_DIFF_X86
+	if (path == LM_DIFF_AVX512) {
+		compress64_avx512(dst, src, m, n);
+		return;
+	}
+	if (path == LM_DIFF_AVX2) {
+		compress64_avx2(dst, src, m);
 		return;
 	}
 #endif
-	(void)wide;
+	(void)path;
 	(void)n;
 	while (m) {
 		*dst++ = src[__builtin_ctzll(m)];
@@ -494,66 +668,129 @@ HOT void compress_any(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n,
 	}
 }
 
-/* blend64, or blend64_wide in the callers compiled for it. */
-HOT void blend_any(uint8_t *dst, const uint8_t *src, uint64_t m, bool wide)
+/* Copies the bytes of src that m selects into dst, 64 bytes. */
+HOT void blend_any(uint8_t *dst, const uint8_t *src, uint64_t m,
+		   enum lm_diff_path path)
 {
-#ifdef LM_DIFF_WIDE
-	if (wide) {
-		blend64_wide(dst, src, m);
+#ifdef LM_DIFF_X86
+	if (path == LM_DIFF_AVX512) {
+		blend64_avx512(dst, src, m);
+		return;
+	}
+	if (path == LM_DIFF_AVX2) {
+		blend64_avx2(dst, src, m);
 		return;
 	}
 #endif
-	(void)wide;
+	(void)path;
 	blend64(dst, src, m);
 }
 
-/* ---- the wide path ---------------------------------------------------
+/* ---- paths ---------------------------------------------------------------
  *
- * The walkers that compare or merge whole groups (the diff encoder,
- * apply, a delta taking a diff, a delta merged) are compiled twice: as
- * they are, and for AVX-512BW with eqmask64_wide and blend64_wide.  The
- * second runs when the CPU has AVX-512BW, unless a test turned it off
- * (lm_diff_set_wide). */
-static _Atomic int cpu_wide = -1; /* -1: not looked at yet */
-static _Atomic bool wide_off;      /* a test forces the narrow path */
+ * The walkers over a page, a diff or a delta are compiled once for each
+ * path, the primitives above inlined into each instance; a table of the
+ * instances per path is chosen from the CPU's features, once, or capped
+ * by a test (lm_diff_set_path). */
+static _Atomic int cpu_best = -1;		   /* -1: not asked yet */
+static _Atomic int path_cap = LM_DIFF_AVX512;	   /* a test's limit */
 
-/* Whether the CPU has AVX-512BW, asked once. */
-static bool cpu_has_wide(void)
+static enum lm_diff_path cpu_path(void)
 {
-	int w = atomic_load_explicit(&cpu_wide, memory_order_relaxed);
+	int best = atomic_load_explicit(&cpu_best, memory_order_relaxed);
 
-	if (w < 0) {
-#ifdef LM_DIFF_WIDE
+	if (best < 0) {
+		best = LM_DIFF_NARROW;
+#ifdef LM_DIFF_X86
 		__builtin_cpu_init();
-		w = __builtin_cpu_supports("avx512bw") &&
-				    __builtin_cpu_supports("avx512vbmi2")
-			    ? 1
-			    : 0;
-#else
-		w = 0;
+		if (__builtin_cpu_supports("avx512bw") &&
+		    __builtin_cpu_supports("avx512vbmi2"))
+			best = LM_DIFF_AVX512;
+		else if (__builtin_cpu_supports("avx2") &&
+			 __builtin_cpu_supports("bmi") &&
+			 __builtin_cpu_supports("popcnt"))
+			best = LM_DIFF_AVX2;
 #endif
-		atomic_store_explicit(&cpu_wide, w, memory_order_relaxed);
+		atomic_store_explicit(&cpu_best, best, memory_order_relaxed);
 	}
-	return w == 1;
+	return (enum lm_diff_path)best;
 }
 
-static bool use_wide(void)
+static enum lm_diff_path path_now(void)
 {
-	return cpu_has_wide() &&
-	       !atomic_load_explicit(&wide_off, memory_order_relaxed);
+	enum lm_diff_path best = cpu_path();
+	int cap = atomic_load_explicit(&path_cap, memory_order_relaxed);
+
+	return (int)best < cap ? best : (enum lm_diff_path)cap;
 }
 
-bool lm_diff_set_wide(bool on)
+enum lm_diff_path lm_diff_set_path(enum lm_diff_path max)
 {
-	atomic_store_explicit(&wide_off, !on, memory_order_relaxed);
-	return cpu_has_wide();
+	atomic_store_explicit(&path_cap, (int)max, memory_order_relaxed);
+	return path_now();
 }
 
-#ifdef LM_DIFF_WIDE
-#define WIDE __attribute__((target("avx512bw,avx512vbmi2,popcnt"), noinline))
+enum lm_diff_path lm_diff_current_path(void)
+{
+	return path_now();
+}
+
+#ifdef LM_DIFF_X86
+#define ON_AVX512 __attribute__((target(AVX512_ISA), noinline))
+#define ON_AVX2 __attribute__((target(AVX2_ISA), noinline))
 #else
-#define WIDE __attribute__((noinline))
+#define ON_AVX512 __attribute__((noinline))
+#define ON_AVX2 __attribute__((noinline))
 #endif
+#define ON_NARROW __attribute__((noinline))
+
+#define ARGS(...) __VA_ARGS__
+/* Walker `name`'s instances: name_narrow, name_avx2 and name_avx512. */
+#define INSTANCES(ret, name, params, args)                                 \
+	static ON_NARROW ret name##_narrow params                          \
+	{                                                                  \
+		return name(ARGS args, LM_DIFF_NARROW);                    \
+	}                                                                  \
+	static ON_AVX2 ret name##_avx2 params                              \
+	{                                                                  \
+		return name(ARGS args, LM_DIFF_AVX2);                      \
+	}                                                                  \
+	static ON_AVX512 ret name##_avx512 params                          \
+	{                                                                  \
+		return name(ARGS args, LM_DIFF_AVX512);                    \
+	}
+#define VOID_INSTANCES(name, params, args)                                 \
+	static ON_NARROW void name##_narrow params                         \
+	{                                                                  \
+		name(ARGS args, LM_DIFF_NARROW);                           \
+	}                                                                  \
+	static ON_AVX2 void name##_avx2 params                             \
+	{                                                                  \
+		name(ARGS args, LM_DIFF_AVX2);                             \
+	}                                                                  \
+	static ON_AVX512 void name##_avx512 params                         \
+	{                                                                  \
+		name(ARGS args, LM_DIFF_AVX512);                           \
+	}
+
+/* One instance of each walker, all for the same path. */
+struct codec {
+	int (*encode)(const uint8_t *twin, const uint8_t *page, size_t n,
+		      uint8_t *out, size_t cap, size_t *out_len);
+	int (*validate)(const uint8_t *diff, size_t len, size_t page_size);
+	void (*apply_valid)(uint8_t *p, const uint8_t *diff, size_t len);
+	int (*apply_checked)(uint8_t *p, uint8_t *q, const uint8_t *diff,
+			     size_t len, size_t page_size);
+	void (*delta_take)(struct lm_delta *d, struct lm_delta *w,
+			   uint8_t *page, const uint8_t *diff, size_t len,
+			   bool bytes);
+	int (*delta_encode)(const struct lm_delta *d, uint8_t *out, size_t cap,
+			    size_t *out_len);
+	void (*blend_page)(uint8_t *page, const struct lm_delta *src);
+};
+
+/* The instances for the path taken (the table ends the file). */
+static const struct codec *codec(void);
 
 /* A group worth sending masked: three runs or more that would cost, with
  * their headers, at least 64 bytes.  The threshold dates from groups
@@ -608,9 +845,9 @@ HOT void close_masked(struct enc *e)
 }
 
 HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
-		     uint64_t m, bool wide)
+		     uint64_t m, enum lm_diff_path path)
 {
-	size_t pop = popcount_w(m, wide);
+	size_t pop = popcount_p(m, path);
 
 	if (e->ngroups == MASKED_MAX)
 		close_masked(e);
@@ -628,8 +865,9 @@ HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
 	if (e->out) {
 		if (e->cap - e->pos < BITMAP + pop)
 			return false;
+		/* the bytes first: the AVX2 packing writes over the bitmap */
+		compress_any(e->out + e->pos + BITMAP, bytes + g, m, pop, path);
 		put64le(e->out + e->pos, m);
-		compress_any(e->out + e->pos + BITMAP, bytes + g, m, pop, wide);
 	}
 	e->pos += BITMAP + pop;
 	e->ngroups++;
@@ -644,21 +882,21 @@ HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
 HOT int encode_elements(const uint64_t *mask, const uint8_t *a,
 			const uint8_t *b, const uint8_t *bytes, size_t n,
 			size_t start, uint8_t *out, size_t cap,
-			size_t *out_len, bool wide)
+			size_t *out_len, enum lm_diff_path path)
 {
 	struct enc e = { out, cap, 0, 0, 0, 0 };
 	size_t open = SIZE_MAX; /* start of a run that reached a group's end */
 
 	for (size_t g = start; g < n; g += GROUP) {
 		uint64_t m = mask ? mask[g / GROUP]
-				  : diff_bits(a, b, g, n, wide);
+				  : diff_bits(a, b, g, n, path);
 		uint64_t rest;
 
 		if (g + GROUP <= n && dense(m)) {
 			if (open != SIZE_MAX && !emit_run(&e, bytes, open, g))
 				return LM_ENOBUFS;
 			open = SIZE_MAX;
-			if (!emit_masked(&e, bytes, g, m, wide))
+			if (!emit_masked(&e, bytes, g, m, path))
 				return LM_ENOBUFS;
 			continue;
 		}
@@ -711,76 +949,62 @@ size_t lm_diff_bound(size_t page_size)
 	return page_size + (page_size + 1) / 2 + 1;
 }
 
-static int encode_narrow(const uint8_t *twin, const uint8_t *page, size_t n,
-			 uint8_t *out, size_t cap, size_t *out_len)
+HOT int encode_page(const uint8_t *twin, const uint8_t *page, size_t n,
+		    uint8_t *out, size_t cap, size_t *out_len,
+		    enum lm_diff_path path)
 {
-	return encode_elements(NULL, twin, page, page, n, 0, out, cap,
-			       out_len, false);
-}
-
-static WIDE int encode_wide(const uint8_t *twin, const uint8_t *page,
-			    size_t n, uint8_t *out, size_t cap,
-			    size_t *out_len)
-{
+	/* Every page written in an interval is compared at release and many
+	 * end up clean (LU: 45 % of them).  The AVX2 and AVX-512 encoders
+	 * skip a clean start themselves; on the narrow path libc's memcmp is
+	 * the fastest scan of a clean page, and on a dirty one it stops at
+	 * the first change. */
+	if (path == LM_DIFF_NARROW && memcmp(twin, page, n) == 0) {
+		*out_len = 0;
+		return 0;
+	}
 	return encode_elements(NULL, twin, page, page, n,
-			       same_prefix(twin, page, n, true), out, cap,
-			       out_len, true);
+			       same_prefix(twin, page, n, path), out, cap,
+			       out_len, path);
 }
+INSTANCES(int, encode_page,
+	  (const uint8_t *twin, const uint8_t *page, size_t n, uint8_t *out,
+	   size_t cap, size_t *out_len),
+	  (twin, page, n, out, cap, out_len))
 
 int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 		   uint8_t *out, size_t cap, size_t *out_len)
 {
 	if (page_size > LM_DIFF_MAX_PAGE)
 		return LM_EINVAL;
-	/* Every page written in an interval is compared at release and many
-	 * end up clean (LU: 45 % of them).  The wide encoder skips the clean
-	 * start itself; elsewhere libc's memcmp is the fastest scan of a
-	 * clean page, and on a dirty one it stops at the first change. */
-	if (use_wide())
-		return encode_wide(twin, page, page_size, out, cap, out_len);
-	if (memcmp(twin, page, page_size) == 0) {
-		*out_len = 0;
-		return 0;
-	}
-	return encode_narrow(twin, page, page_size, out, cap, out_len);
+	return codec()->encode(twin, page, page_size, out, cap, out_len);
 }
 
 HOT int validate(const uint8_t *diff, size_t len, size_t page_size,
-		 bool wide)
+		 enum lm_diff_path path)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
 
 	while (pos < len)
 		if ((pos = next_checked(diff, len, pos, &end, page_size, &el,
-					wide)) == 0)
+					path)) == 0)
 			return LM_EBADMSG;
 	return 0;
 }
 
-static int validate_narrow(const uint8_t *diff, size_t len,
-			   size_t page_size)
-{
-	return validate(diff, len, page_size, false);
-}
-
-static WIDE int validate_wide(const uint8_t *diff, size_t len,
-			      size_t page_size)
-{
-	return validate(diff, len, page_size, true);
-}
+INSTANCES(int, validate,
+	  (const uint8_t *diff, size_t len, size_t page_size),
+	  (diff, len, page_size))
 
 int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 {
-	if (use_wide())
-		return validate_wide(diff, len, page_size);
-	return validate_narrow(diff, len, page_size);
+	return codec()->validate(diff, len, page_size);
 }
 
 /* Writes one element into p and, when q is not NULL, into q too;
  * returns the end of its data in the diff. */
 HOT const uint8_t *write_element(uint8_t *p, uint8_t *q,
-				 const struct element *el, bool wide)
+				 const struct element *el, enum lm_diff_path path)
 {
 	if (!el->masked) {
 		copy_run(p + el->off, el->data, el->len);
@@ -793,85 +1017,63 @@ HOT const uint8_t *write_element(uint8_t *p, uint8_t *q,
 	for (size_t k = 0; k < el->len; k++) {
 		uint64_t m = get64le(g);
 
-		expand_any(p + el->off + k * GROUP, g + BITMAP, m, wide);
+		expand_any(p + el->off + k * GROUP, g + BITMAP, m, path);
 		if (q)
 			expand_any(q + el->off + k * GROUP, g + BITMAP, m,
-				   wide);
-		g += BITMAP + popcount_w(m, wide);
+				   path);
+		g += BITMAP + popcount_p(m, path);
 	}
 	return g;
 }
 
-/* Writes the diff into p and, when q is not NULL, into q too, decoding
- * it once. */
-HOT void apply_valid(uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len,
-		     bool wide)
+/* Writes a valid diff into p. */
+HOT void apply_valid(uint8_t *p, const uint8_t *diff, size_t len,
+		     enum lm_diff_path path)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
 
 	while (pos < len) {
 		next_element(diff, pos, &end, &el);
-		pos = (size_t)(write_element(p, q, &el, wide) - diff);
+		pos = (size_t)(write_element(p, NULL, &el, path) - diff);
 	}
 }
 
-/* apply_valid for a diff not checked yet: each element is checked just
- * before it is written, the diff's bytes read once. */
+/* apply_valid for a diff not checked yet, into p and, when q is not
+ * NULL, into q too: each element is checked just before it is written,
+ * the diff's bytes read once. */
 HOT int apply_checked(uint8_t *p, uint8_t *q, const uint8_t *diff,
-		      size_t len, size_t page_size, bool wide)
+		      size_t len, size_t page_size, enum lm_diff_path path)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
 
 	while (pos < len) {
 		pos = next_checked(diff, len, pos, &end, page_size, &el,
-				   wide);
+				   path);
 		if (pos == 0)
 			return LM_EBADMSG;
-		write_element(p, q, &el, wide);
+		write_element(p, q, &el, path);
 	}
 	return 0;
 }
 
-static void apply_narrow(uint8_t *p, uint8_t *q, const uint8_t *diff,
-			 size_t len)
-{
-	apply_valid(p, q, diff, len, false);
-}
-
-static WIDE void apply_wide(uint8_t *p, uint8_t *q, const uint8_t *diff,
-			    size_t len)
-{
-	apply_valid(p, q, diff, len, true);
-}
-
-static int checked_narrow(uint8_t *p, uint8_t *q, const uint8_t *diff,
-			  size_t len, size_t page_size)
-{
-	return apply_checked(p, q, diff, len, page_size, false);
-}
-
-static WIDE int checked_wide(uint8_t *p, uint8_t *q, const uint8_t *diff,
-			     size_t len, size_t page_size)
-{
-	return apply_checked(p, q, diff, len, page_size, true);
-}
+VOID_INSTANCES(apply_valid, (uint8_t *p, const uint8_t *diff, size_t len),
+	       (p, diff, len))
+INSTANCES(int, apply_checked,
+	  (uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len,
+	   size_t page_size),
+	  (p, q, diff, len, page_size))
 
 int lm_diff_apply_checked(void *page, void *copy, size_t page_size,
 			  const uint8_t *diff, size_t len)
 {
-	if (use_wide())
-		return checked_wide(page, copy, diff, len, page_size);
-	return checked_narrow(page, copy, diff, len, page_size);
+	return codec()->apply_checked(page, copy, diff, len, page_size);
 }
 
 void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
 {
-	if (use_wide())
-		apply_wide(page, NULL, diff, len);
-	else
-		apply_narrow(page, NULL, diff, len);
+	codec()->apply_valid(page, diff, len);
 }
 
 int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff, size_t len)
@@ -1022,7 +1224,7 @@ void lm_delta_free(struct lm_delta *d)
  * (its bytes too when `bytes`) and, when not NULL, in the mask of w and
  * the bytes of page, decoding it once. */
 HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
-		    const uint8_t *diff, size_t len, bool bytes, bool wide)
+		    const uint8_t *diff, size_t len, bool bytes, enum lm_diff_path path)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
@@ -1048,10 +1250,10 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 
 			if (bytes)
 				expand_any(d->bytes + off, g + BITMAP, m,
-					   wide);
+					   path);
 			if (page)
-				expand_any(page + off, g + BITMAP, m, wide);
-			g += BITMAP + popcount_w(m, wide);
+				expand_any(page + off, g + BITMAP, m, path);
+			g += BITMAP + popcount_p(m, path);
 			mark_group(d, off / GROUP, m);
 			if (w)
 				mark_group(w, off / GROUP, m);
@@ -1060,26 +1262,15 @@ HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 	}
 }
 
-static void take_narrow(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
-			const uint8_t *diff, size_t len, bool bytes)
-{
-	delta_take(d, w, page, diff, len, bytes, false);
-}
-
-static WIDE void take_wide(struct lm_delta *d, struct lm_delta *w,
-			   uint8_t *page, const uint8_t *diff, size_t len,
-			   bool bytes)
-{
-	delta_take(d, w, page, diff, len, bytes, true);
-}
+VOID_INSTANCES(delta_take,
+	       (struct lm_delta *d, struct lm_delta *w, uint8_t *page,
+		const uint8_t *diff, size_t len, bool bytes),
+	       (d, w, page, diff, len, bytes))
 
 static void take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
 		 const uint8_t *diff, size_t len, bool bytes)
 {
-	if (use_wide())
-		take_wide(d, w, page, diff, len, bytes);
-	else
-		take_narrow(d, w, page, diff, len, bytes);
+	codec()->delta_take(d, w, page, diff, len, bytes);
 }
 
 void lm_delta_add_valid_diff(struct lm_delta *d, const uint8_t *diff,
@@ -1115,65 +1306,50 @@ size_t lm_delta_encoded_len(const struct lm_delta *d)
 	size_t len = 0;
 
 	(void)encode_elements(d->mask, NULL, NULL, d->bytes, d->page_size, 0,
-			      NULL, 0, &len, false);
+			      NULL, 0, &len, LM_DIFF_NARROW);
 	return len;
 }
 
-static int delta_encode_narrow(const struct lm_delta *d, uint8_t *out,
-			       size_t cap, size_t *out_len)
+/* The mask path compares nothing; compiled for AVX-512, its packing of
+ * masked groups is one compress and one store each. */
+HOT int delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,
+		     size_t *out_len, enum lm_diff_path path)
 {
 	return encode_elements(d->mask, NULL, NULL, d->bytes, d->page_size, 0,
-			       out, cap, out_len, false);
+			       out, cap, out_len, path);
 }
-
-/* The mask path compares nothing; compiled wide, its 64-byte copies of
- * masked groups are one load and one store each. */
-static WIDE int delta_encode_wide(const struct lm_delta *d, uint8_t *out,
-				  size_t cap, size_t *out_len)
-{
-	return encode_elements(d->mask, NULL, NULL, d->bytes, d->page_size, 0,
-			       out, cap, out_len, true);
-}
+INSTANCES(int, delta_encode,
+	  (const struct lm_delta *d, uint8_t *out, size_t cap,
+	   size_t *out_len),
+	  (d, out, cap, out_len))
 
 int lm_delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,
 		    size_t *out_len)
 {
-	if (use_wide())
-		return delta_encode_wide(d, out, cap, out_len);
-	return delta_encode_narrow(d, out, cap, out_len);
+	return codec()->delta_encode(d, out, cap, out_len);
 }
 
 /* Copies the bytes src's bitmap selects into page (64 bytes at a time;
  * the last group of a page that is not a multiple of 64 byte by byte). */
-HOT void blend_page(uint8_t *page, const struct lm_delta *src, bool wide)
+HOT void blend_page(uint8_t *page, const struct lm_delta *src, enum lm_diff_path path)
 {
 	size_t n = src->page_size, w = 0, g = 0;
 
 	for (; g + GROUP <= n; g += GROUP, w++)
 		if (src->mask[w])
 			blend_any(page + g, src->bytes + g, src->mask[w],
-				  wide);
+				  path);
 	for (size_t k = 0; g + k < n; k++)
 		if (src->mask[w] >> k & 1)
 			page[g + k] = src->bytes[g + k];
 }
 
-static void blend_page_narrow(uint8_t *page, const struct lm_delta *src)
-{
-	blend_page(page, src, false);
-}
-
-static WIDE void blend_page_wide(uint8_t *page, const struct lm_delta *src)
-{
-	blend_page(page, src, true);
-}
+VOID_INSTANCES(blend_page, (uint8_t *page, const struct lm_delta *src),
+	       (page, src))
 
 static void blend_page_any(uint8_t *page, const struct lm_delta *src)
 {
-	if (use_wide())
-		blend_page_wide(page, src);
-	else
-		blend_page_narrow(page, src);
+	codec()->blend_page(page, src);
 }
 
 void lm_delta_apply_to(const struct lm_delta *d, void *page)
@@ -1190,4 +1366,21 @@ int lm_delta_merge(struct lm_delta *dst, const struct lm_delta *src)
 		if (src->mask[w])
 			mark_group(dst, w, src->mask[w]);
 	return 0;
+}
+
+
+#define CODEC(path)                                                        \
+	{ encode_page_##path, validate_##path,     apply_valid_##path,    \
+	  apply_checked_##path, delta_take_##path, delta_encode_##path,   \
+	  blend_page_##path }
+
+static const struct codec codecs[] = {
+	[LM_DIFF_NARROW] = CODEC(narrow),
+	[LM_DIFF_AVX2] = CODEC(avx2),
+	[LM_DIFF_AVX512] = CODEC(avx512),
+};
+
+static const struct codec *codec(void)
+{
+	return &codecs[path_now()];
 }

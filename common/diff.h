@@ -99,18 +99,25 @@ typedef int (*lm_diff_run_fn)(void *ctx, size_t offset, const uint8_t *bytes,
 int lm_diff_foreach_run(const uint8_t *diff, size_t len, size_t page_size,
 			lm_diff_run_fn fn, void *ctx);
 
+/* The instruction sets the codec runs on, chosen once from the CPU's:
+ * every path gives the same bytes. */
+enum lm_diff_path {
+	LM_DIFF_NARROW, /* any CPU: SSE2 on x86-64, 64-bit words elsewhere */
+	LM_DIFF_AVX2,	/* AVX2, with the POPCNT and BMI1 its CPUs all have */
+	LM_DIFF_AVX512, /* AVX-512BW and VBMI2 */
+};
+
+/* For tests and benchmarks: the codec takes the best path the CPU has up
+ * to max; returns the path it takes from now on.  Not to be called while
+ * other threads use the codec. */
+enum lm_diff_path lm_diff_set_path(enum lm_diff_path max);
+
+/* The path the codec takes now. */
+enum lm_diff_path lm_diff_current_path(void);
+
 /* Accumulated writes to one page.  Fields are readable; change them only
  * through the functions below.  bytes[i] is meaningful only where bit i of
  * mask is set (bit i%64 of mask[i/64]); dirty counts the set bits. */
-/* The masked groups of diffs and deltas are merged with AVX-512BW's
- * masked stores, and their bytes packed and unpacked with VBMI2's
- * compress and expand, when the CPU has both; otherwise with SSE2 (or
- * 64-bit words) and byte by byte.  Both give the same bytes.  For tests: on = false forces the
- * narrow path, on = true restores the CPU's choice.  Returns whether the
- * CPU can take the wide one.  Not to be called while other threads use
- * the codec. */
-bool lm_diff_set_wide(bool on);
-
 struct lm_delta {
 	size_t page_size;
 	uint8_t *bytes; /* page_size bytes, owned */

@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,18 +288,19 @@ static void test_clean_page_gives_empty_diff(void)
 /* The encoder may skip a page's clean start (the wide one does, four
  * groups a step): one changed byte anywhere, in a whole group or in the
  * tail of a page that is no multiple of 64, gives exactly one run with
- * the right gap on either path; clean pages of those sizes give none. */
+ * the right gap on every path up to the current one; clean pages of
+ * those sizes give none. */
 static void test_clean_start_skipped_exactly(void)
 {
 	static const size_t sizes[] = { PAGE, PAGE + 1, 100, 320 };
 	uint8_t *twin = malloc(PAGE + 1), *page = malloc(PAGE + 1);
 	uint8_t *out = malloc(lm_diff_bound(PAGE + 1));
-	bool wide = lm_diff_set_wide(true);
+	enum lm_diff_path was = lm_diff_current_path();
 	int bad = 0;
 
 	rng_seed(21);
-	for (int path = 0; path < 2; path++) {
-		lm_diff_set_wide(path == 0);
+	for (int path = LM_DIFF_NARROW; path <= (int)was; path++) {
+		lm_diff_set_path((enum lm_diff_path)path);
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 			size_t n = sizes[s], len = 99;
 
@@ -323,7 +325,7 @@ static void test_clean_start_skipped_exactly(void)
 		}
 	}
 	CU_ASSERT_EQUAL(bad, 0);
-	lm_diff_set_wide(wide);
+	lm_diff_set_path(was);
 	free(twin);
 	free(page);
 	free(out);
@@ -602,17 +604,17 @@ static size_t raw_diff(uint8_t *out, const uint32_t (*runs)[2], size_t nruns,
 
 /* lm_diff_apply_checked refuses diff, writing nothing outside the page
  * nor its copy (guard bytes on both sides of each, the diff in a buffer
- * of exactly len bytes for ASan), on the narrow and the wide path. */
+ * of exactly len bytes for ASan), on every path up to the current one. */
 static void expect_checked_refused(const uint8_t *diff, size_t len, size_t n)
 {
 	uint8_t *a = malloc(n + 2 * GUARD), *b = malloc(n + 2 * GUARD);
 	uint8_t *exact = malloc(len ? len : 1);
-	bool wide = lm_diff_set_wide(false);
+	enum lm_diff_path was = lm_diff_current_path();
 	int outside = 0;
 
 	memcpy(exact, diff, len);
-	for (int path = 0; path < 2; path++) {
-		lm_diff_set_wide(path == 1);
+	for (int path = LM_DIFF_NARROW; path <= (int)was; path++) {
+		lm_diff_set_path((enum lm_diff_path)path);
 		memset(a, 0x5a, n + 2 * GUARD);
 		memset(b, 0xa5, n + 2 * GUARD);
 		CU_ASSERT_EQUAL(lm_diff_apply_checked(a + GUARD, b + GUARD, n,
@@ -624,7 +626,7 @@ static void expect_checked_refused(const uint8_t *diff, size_t len, size_t n)
 				outside++;
 	}
 	CU_ASSERT_EQUAL(outside, 0);
-	lm_diff_set_wide(wide);
+	lm_diff_set_path(was);
 	free(a);
 	free(b);
 	free(exact);
@@ -1048,94 +1050,132 @@ static void taken_free(struct taken *t)
 	lm_delta_free(&t->m);
 }
 
-/* Pages are compared and masked groups merged with AVX-512BW where the
- * CPU has it and with SSE2 (or words) otherwise: on random histories
- * both give the same diffs, pages, deltas, masks and delta encodings, and
- * the page the history ends with.  On a CPU without AVX-512BW the two runs take the
- * same path. */
-static void test_wide_and_narrow_paths_agree(void)
+/* The AVX2 and AVX-512 paths (those the CPU has, up to the current one)
+ * give, on random histories, the narrow path's diffs, pages, deltas,
+ * masks and delta encodings, byte for byte. */
+static void test_every_path_agrees_with_the_narrow_one(void)
 {
 	static const size_t sizes[] = { PAGE, 8192, 4097, 100, 64 };
-	bool wide = lm_diff_set_wide(true);
+	enum lm_diff_path was = lm_diff_current_path();
 
 	rng_seed(33);
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		size_t n = sizes[s];
+		size_t n = sizes[s], bound = lm_diff_bound(n);
+		uint8_t *ea = malloc(bound), *eb = malloc(bound);
 
 		for (int trial = 0; trial < 8; trial++) {
 			struct history h;
 			struct taken a, b;
+			size_t la = 0, lb = 1;
 
-			history_make(&h, n); /* encoded the CPU's way */
-			lm_diff_set_wide(false);
-			for (int k = 0; k < VERSIONS - 1; k++) {
-				uint8_t *out = malloc(lm_diff_bound(n));
-				size_t len = 0;
-
-				CU_ASSERT_EQUAL(lm_diff_encode(h.v[k],
-							       h.v[k + 1], n,
-							       out,
-							       lm_diff_bound(n),
-							       &len), 0);
-				CU_ASSERT_EQUAL(len, h.len[k]);
-				CU_ASSERT(len == h.len[k] &&
-					  memcmp(out, h.diff[k], len) == 0);
-				free(out);
-			}
+			lm_diff_set_path(LM_DIFF_NARROW);
+			history_make(&h, n);
 			take_history(&a, &h, h.v[0]);
-			lm_diff_set_wide(true);
-			take_history(&b, &h, h.v[0]);
 			CU_ASSERT_EQUAL(memcmp(a.page, h.v[VERSIONS - 1], n),
 					0);
-			CU_ASSERT_EQUAL(memcmp(b.page, h.v[VERSIONS - 1], n),
+			CU_ASSERT_EQUAL(lm_delta_encode(&a.m, ea, bound, &la),
 					0);
-			CU_ASSERT_EQUAL(memcmp(a.twin, b.twin, n), 0);
-			CU_ASSERT_EQUAL(memcmp(a.merged_bytes, b.merged_bytes,
-					       n), 0);
-			CU_ASSERT_EQUAL(memcmp(b.merged_bytes,
-					       h.v[VERSIONS - 1], n), 0);
-			CU_ASSERT(deltas_equal(&a.d, &b.d));
-			{ /* the deltas encoded each way */
-				uint8_t *ea = malloc(lm_diff_bound(n));
-				uint8_t *eb = malloc(lm_diff_bound(n));
-				size_t la = 0, lb = 1;
+			for (int path = LM_DIFF_AVX2; path <= (int)was;
+			     path++) {
+				lm_diff_set_path((enum lm_diff_path)path);
+				for (int k = 0; k < VERSIONS - 1; k++) {
+					size_t len = 0;
 
-				lm_diff_set_wide(false);
-				CU_ASSERT_EQUAL(lm_delta_encode(&a.m, ea,
-								lm_diff_bound(n),
-								&la), 0);
-				lm_diff_set_wide(true);
-				CU_ASSERT_EQUAL(lm_delta_encode(&b.m, eb,
-								lm_diff_bound(n),
-								&lb), 0);
-				/* the same elements; a masked group's bytes
-				 * outside its bitmap are the delta's own and
-				 * taken by nobody, so the pages they make are
-				 * compared */
-				CU_ASSERT_EQUAL(la, lb);
-				memcpy(a.page, h.v[0], n);
-				memcpy(b.page, h.v[0], n);
-				CU_ASSERT_EQUAL(lm_diff_apply(a.page, n, ea, la),
+					CU_ASSERT_EQUAL(
+						lm_diff_encode(h.v[k],
+							       h.v[k + 1], n,
+							       eb, bound,
+							       &len),
 						0);
-				CU_ASSERT_EQUAL(lm_diff_apply(b.page, n, eb, lb),
-						0);
+					CU_ASSERT(len == h.len[k] &&
+						  memcmp(eb, h.diff[k], len) ==
+							  0);
+				}
+				take_history(&b, &h, h.v[0]);
 				CU_ASSERT_EQUAL(memcmp(a.page, b.page, n), 0);
-				CU_ASSERT_EQUAL(memcmp(a.page, h.v[VERSIONS - 1],
-						       n), 0);
-				free(ea);
-				free(eb);
+				CU_ASSERT_EQUAL(memcmp(a.twin, b.twin, n), 0);
+				CU_ASSERT_EQUAL(memcmp(a.merged_bytes,
+						       b.merged_bytes, n),
+						0);
+				CU_ASSERT(deltas_equal(&a.d, &b.d));
+				CU_ASSERT(deltas_equal(&a.m, &b.m));
+				/* a writer's mask has no bytes */
+				CU_ASSERT_EQUAL(a.w.dirty, b.w.dirty);
+				CU_ASSERT_EQUAL(memcmp(a.w.mask, b.w.mask,
+						       (n + 63) / 64 * 8),
+						0);
+				/* a masked group carries only the bytes its
+				 * bitmap selects: the encodings are equal */
+				CU_ASSERT_EQUAL(lm_delta_encode(&b.m, eb,
+								bound, &lb),
+						0);
+				CU_ASSERT(la == lb && memcmp(ea, eb, la) == 0);
+				taken_free(&b);
 			}
-			/* a writer's mask has no bytes */
-			CU_ASSERT_EQUAL(a.w.dirty, b.w.dirty);
-			CU_ASSERT_EQUAL(memcmp(a.w.mask, b.w.mask,
-					       (n + 63) / 64 * 8), 0);
-			CU_ASSERT(deltas_equal(&a.m, &b.m));
 			taken_free(&a);
-			taken_free(&b);
 			history_free(&h);
 		}
+		free(ea);
+		free(eb);
 	}
-	CU_ASSERT_EQUAL(lm_diff_set_wide(true), wide);
+	lm_diff_set_path(was);
+}
+
+/* The tests of the codec's behaviour (those that do not themselves go
+ * over the paths) once on each path below the current one, which the
+ * suite's own run covers; a failure names the path on stderr. */
+static void test_round_trip_random_patterns(void);
+static void test_encoding_layout(void);
+static void test_clean_page_gives_empty_diff(void);
+static void test_disjoint_writers_commute(void);
+static void test_bound_is_tight(void);
+static void test_masked_groups(void);
+static void test_small_cap_gives_enobufs(void);
+static void test_truncated_at_every_byte(void);
+static void test_foreach_run_order_and_stop(void);
+static void test_delta_accumulates_like_diffs_in_order(void);
+static void test_one_pass_equals_the_three_calls(void);
+static void test_delta_encode_round_trip(void);
+static void test_delta_merge_newer_wins(void);
+static void test_delta_later_write_wins_in_add(void);
+
+static void test_lower_paths_pass_the_same_tests(void)
+{
+	static void (*const tests[])(void) = {
+		test_round_trip_random_patterns,
+		test_encoding_layout,
+		test_clean_page_gives_empty_diff,
+		test_disjoint_writers_commute,
+		test_bound_is_tight,
+		test_masked_groups,
+		test_small_cap_gives_enobufs,
+		test_truncated_at_every_byte,
+		test_foreach_run_order_and_stop,
+		test_delta_accumulates_like_diffs_in_order,
+		test_one_pass_equals_the_three_calls,
+		test_delta_encode_round_trip,
+		test_delta_merge_newer_wins,
+		test_delta_later_write_wins_in_add,
+	};
+	static const char *const names[] = { "narrow", "AVX2", "AVX-512" };
+	enum lm_diff_path was = lm_diff_current_path();
+	unsigned runs = 0;
+
+	for (int path = LM_DIFF_NARROW; path < (int)was; path++) {
+		unsigned before = CU_get_number_of_failures();
+
+		CU_ASSERT_EQUAL(lm_diff_set_path((enum lm_diff_path)path),
+				path);
+		for (size_t t = 0; t < sizeof(tests) / sizeof(tests[0]); t++)
+			tests[t]();
+		if (CU_get_number_of_failures() != before)
+			fprintf(stderr, "test_diff: failures on the %s path\n",
+				names[path]);
+		runs++;
+	}
+	lm_diff_set_path(was);
+	CU_ASSERT_EQUAL(lm_diff_current_path(), was);
+	CU_ASSERT_EQUAL(runs, (unsigned)was);
 }
 
 /* A new delta encodes the bytes written into it and nothing of what the
@@ -1357,7 +1397,8 @@ LM_TEST_SUITE("diff",
 	      LM_TEST(test_foreach_run_order_and_stop),
 	      LM_TEST(test_delta_accumulates_like_diffs_in_order),
 	      LM_TEST(test_one_pass_equals_the_three_calls),
-	      LM_TEST(test_wide_and_narrow_paths_agree),
+	      LM_TEST(test_every_path_agrees_with_the_narrow_one),
+	      LM_TEST(test_lower_paths_pass_the_same_tests),
 	      LM_TEST(test_new_delta_sends_no_heap_garbage),
 	      LM_TEST(test_delta_encode_round_trip),
 	      LM_TEST(test_delta_merge_newer_wins),
