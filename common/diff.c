@@ -622,9 +622,74 @@ HOT void blend64(uint8_t *dst, const uint8_t *src, uint64_t m)
 #endif
 
 
+/* The narrow path's packing, eight bytes at a time where a byte of the
+ * bitmap selects a single run of bytes (as the low bytes of doubles or
+ * integers do), one by one elsewhere.  As on the AVX2 path, a chunk's
+ * packed bytes are read and written as the 8 bytes that end with them. */
+
+/* Whether the set bits of b (not 0) are one run. */
+HOT bool one_run(unsigned b)
+{
+	unsigned r = b >> __builtin_ctz(b);
+
+	return (r & (r + 1)) == 0;
+}
+
+/* expand64_avx2 in 64-bit words. */
+HOT void expand64_words(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	uint64_t ends = byte_counts_upto(m);
+	size_t prev = 0;
+
+#pragma GCC unroll 8
+	for (int k = 0; k < 8; k++) {
+		unsigned b = m >> 8 * k & 0xff;
+		size_t e = ends >> 8 * k & 0xff, c = e - prev;
+
+		prev = e;
+		if (!b)
+			continue;
+		if (one_run(b)) {
+			unsigned s = (unsigned)__builtin_ctz(b);
+			uint64_t span = ~0ull >> (64 - 8 * c) << 8 * s;
+			uint64_t x = get64le(src + e - 8) >> (64 - 8 * c) << 8 * s;
+
+			put64le(dst + 8 * k,
+				(get64le(dst + 8 * k) & ~span) | x);
+			continue;
+		}
+		for (const uint8_t *p = src + e - c; b; b &= b - 1)
+			dst[8 * k + __builtin_ctz(b)] = *p++;
+	}
+}
+
+/* compress64_avx2 in 64-bit words, last chunk first. */
+HOT void compress64_words(uint8_t *dst, const uint8_t *src, uint64_t m)
+{
+	uint64_t ends = byte_counts_upto(m);
+
+#pragma GCC unroll 8
+	for (int k = 7; k >= 0; k--) {
+		unsigned b = m >> 8 * k & 0xff;
+		size_t e = ends >> 8 * k & 0xff;
+		size_t c = e - (k ? (ends >> 8 * (k - 1) & 0xff) : 0);
+
+		if (!b)
+			continue;
+		if (one_run(b)) {
+			unsigned s = (unsigned)__builtin_ctz(b);
+
+			put64le(dst + e - 8,
+				get64le(src + 8 * k) >> 8 * s << (64 - 8 * c));
+			continue;
+		}
+		for (uint8_t *p = dst + e - c; b; b &= b - 1)
+			*p++ = src[8 * k + __builtin_ctz(b)];
+	}
+}
+
 /* Writes the popcount(m) packed bytes at src into the bytes of dst
- * that m selects (64 bytes), on the path the caller was compiled for;
- * byte by byte on the narrow one. */
+ * that m selects (64 bytes), on the path the caller was compiled for. */
 HOT void expand_any(uint8_t *dst, const uint8_t *src, uint64_t m,
 		    enum lm_diff_path path)
 {
@@ -639,14 +704,12 @@ HOT void expand_any(uint8_t *dst, const uint8_t *src, uint64_t m,
 	}
 #endif
 	(void)path;
-	while (m) {
-		dst[__builtin_ctzll(m)] = *src++;
-		m &= m - 1;
-	}
+	expand64_words(dst, src, m);
 }
 
 /* Writes the n (popcount(m)) bytes of src that m selects, packed, to
- * dst; the AVX2 path writes over the 8 bytes before dst as well. */
+ * dst; the AVX2 and narrow paths write over the 8 bytes before dst as
+ * well. */
 HOT void compress_any(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n,
 		      enum lm_diff_path path)
 {
@@ -662,10 +725,7 @@ HOT void compress_any(uint8_t *dst, const uint8_t *src, uint64_t m, size_t n,
 #endif
 	(void)path;
 	(void)n;
-	while (m) {
-		*dst++ = src[__builtin_ctzll(m)];
-		m &= m - 1;
-	}
+	compress64_words(dst, src, m);
 }
 
 /* Copies the bytes of src that m selects into dst, 64 bytes. */
