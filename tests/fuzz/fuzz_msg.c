@@ -20,7 +20,10 @@
  *  - every diff of a FLUSH is walked; lm_diff_apply accepts exactly what
  *    lm_diff_validate accepts and leaves the page untouched otherwise; a
  *    valid diff gives the same page applied directly, through a cluster
- *    delta, and re-encoded with lm_diff_encode. */
+ *    delta, and re-encoded with lm_diff_encode;
+ *  - every path of the codec below the CPU's best (AVX2, narrow) takes
+ *    and refuses the same diffs, writes the same pages and encodes the
+ *    same bytes. */
 
 #define NOTICES_MAX 4096
 #define MSG_MAX 65536 /* larger inputs could hold more than NOTICES_MAX */
@@ -61,6 +64,36 @@ static size_t page_size_for(uint32_t page)
 	return sizes[page % (sizeof(sizes) / sizeof(sizes[0]))];
 }
 
+/* The paths below the CPU's best against what it gave: v (0 or
+ * LM_EBADMSG), the page after (a, from before) and its re-encoding. */
+static void check_lower_paths(const uint8_t *diff, size_t len, size_t ps,
+			      int v, const uint8_t *before, const uint8_t *a,
+			      const uint8_t *enc, size_t n)
+{
+	static uint8_t b[PAGE_MAX], c[PAGE_MAX], again[PAGE_MAX * 5];
+	enum lm_diff_path best = lm_diff_current_path();
+	size_t m;
+
+	for (int path = LM_DIFF_NARROW; path < (int)best; path++) {
+		lm_diff_set_path((enum lm_diff_path)path);
+		if (lm_diff_validate(diff, len, ps) != v)
+			__builtin_trap();
+		memcpy(b, before, ps);
+		memcpy(c, before, ps);
+		if (lm_diff_apply_checked(b, c, ps, diff, len) != v)
+			__builtin_trap();
+		if (v != 0)
+			continue;
+		if (memcmp(a, b, ps) != 0 || memcmp(a, c, ps) != 0)
+			__builtin_trap();
+		if (lm_diff_encode(before, a, ps, again, sizeof(again), &m) !=
+			    0 ||
+		    m != n || memcmp(again, enc, n) != 0)
+			__builtin_trap();
+	}
+	lm_diff_set_path(best);
+}
+
 static void check_diff(uint32_t page, const uint8_t *diff, size_t len)
 {
 	static uint8_t before[PAGE_MAX], a[PAGE_MAX], b[PAGE_MAX];
@@ -79,6 +112,7 @@ static void check_diff(uint32_t page, const uint8_t *diff, size_t len)
 	if (v != 0) {
 		if (memcmp(a, before, ps) != 0)
 			__builtin_trap(); /* half-applied */
+		check_lower_paths(diff, len, ps, v, before, a, NULL, 0);
 		return;
 	}
 
@@ -107,6 +141,7 @@ static void check_diff(uint32_t page, const uint8_t *diff, size_t len)
 	memcpy(b, before, ps);
 	if (lm_diff_apply(b, ps, enc, n) != 0 || memcmp(a, b, ps) != 0)
 		__builtin_trap();
+	check_lower_paths(diff, len, ps, v, before, a, enc, n);
 }
 
 static void walk_diffs(const struct lm_msg *m)
