@@ -9,9 +9,9 @@
  * bytes it selects, packed, and are merged with masked stores.  Each
  * walker is compiled for three paths, chosen at run time from the CPU's
  * features (diff.h, "paths" below): AVX-512BW with VBMI2, AVX2, and the
- * narrow one (SSE2 on x86-64, 64-bit words elsewhere, packing byte by
- * byte).  -DLM_DIFF_PORTABLE forces the word path, to test it on x86
- * too. */
+ * narrow one (SSE2 on x86-64, 64-bit words elsewhere; packing 64-bit
+ * words where it can).  -DLM_DIFF_PORTABLE forces the word path, to test
+ * it on x86 too. */
 #include "diff.h"
 
 #include <stdatomic.h>
@@ -198,13 +198,14 @@ same_prefix_avx2(const uint8_t *a, const uint8_t *b, size_t n)
 	for (; g + 4 * GROUP <= n; g += 4 * GROUP) {
 		__m256i x = _mm256_setzero_si256();
 
-		for (size_t k = 0; k < 4 * GROUP; k += 32)
+		for (size_t k = 0; k < 4 * GROUP; k += 32) {
+			const __m256i *p = (const __m256i *)(a + g + k);
+			const __m256i *q = (const __m256i *)(b + g + k);
+
 			x = _mm256_or_si256(
-				x, _mm256_xor_si256(
-					   _mm256_loadu_si256(
-						   (const __m256i *)(a + g + k)),
-					   _mm256_loadu_si256(
-						   (const __m256i *)(b + g + k))));
+				x, _mm256_xor_si256(_mm256_loadu_si256(p),
+						    _mm256_loadu_si256(q)));
+		}
 		if (!_mm256_testz_si256(x, x))
 			break;
 	}
@@ -318,7 +319,7 @@ compress64_avx2(uint8_t *dst, const uint8_t *src, uint64_t m)
 
 /* Where a and b (n bytes) first differ, rounded down to a group, on the
  * paths that have a fast scan; 0 (no clean start known) on the narrow
- * one, where lm_diff_encode's memcmp has looked for a clean page. */
+ * one, where encode_page's memcmp has looked for a clean page. */
 HOT size_t same_prefix(const uint8_t *a, const uint8_t *b, size_t n,
 		       enum lm_diff_path path)
 {
@@ -652,7 +653,8 @@ HOT void expand64_words(uint8_t *dst, const uint8_t *src, uint64_t m)
 		if (one_run(b)) {
 			unsigned s = (unsigned)__builtin_ctz(b);
 			uint64_t span = ~0ull >> (64 - 8 * c) << 8 * s;
-			uint64_t x = get64le(src + e - 8) >> (64 - 8 * c) << 8 * s;
+			uint64_t x = get64le(src + e - 8) >> (64 - 8 * c)
+				     << 8 * s;
 
 			put64le(dst + 8 * k,
 				(get64le(dst + 8 * k) & ~span) | x);
@@ -925,7 +927,8 @@ HOT bool emit_masked(struct enc *e, const uint8_t *bytes, size_t g,
 	if (e->out) {
 		if (e->cap - e->pos < BITMAP + pop)
 			return false;
-		/* the bytes first: the AVX2 packing writes over the bitmap */
+		/* the bytes first: the AVX2 and narrow packings write over
+		 * the bitmap */
 		compress_any(e->out + e->pos + BITMAP, bytes + g, m, pop, path);
 		put64le(e->out + e->pos, m);
 	}
@@ -1064,7 +1067,8 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 /* Writes one element into p and, when q is not NULL, into q too;
  * returns the end of its data in the diff. */
 HOT const uint8_t *write_element(uint8_t *p, uint8_t *q,
-				 const struct element *el, enum lm_diff_path path)
+				 const struct element *el,
+				 enum lm_diff_path path)
 {
 	if (!el->masked) {
 		copy_run(p + el->off, el->data, el->len);
@@ -1294,7 +1298,8 @@ void lm_delta_free(struct lm_delta *d)
  * (its bytes too when `bytes`) and, when not NULL, in the mask of w and
  * the bytes of page, decoding it once. */
 HOT void delta_take(struct lm_delta *d, struct lm_delta *w, uint8_t *page,
-		    const uint8_t *diff, size_t len, bool bytes, enum lm_diff_path path)
+		    const uint8_t *diff, size_t len, bool bytes,
+		    enum lm_diff_path path)
 {
 	size_t pos = 0, end = 0;
 	struct element el;
@@ -1401,7 +1406,8 @@ int lm_delta_encode(const struct lm_delta *d, uint8_t *out, size_t cap,
 
 /* Copies the bytes src's bitmap selects into page (64 bytes at a time;
  * the last group of a page that is not a multiple of 64 byte by byte). */
-HOT void blend_page(uint8_t *page, const struct lm_delta *src, enum lm_diff_path path)
+HOT void blend_page(uint8_t *page, const struct lm_delta *src,
+		    enum lm_diff_path path)
 {
 	size_t n = src->page_size, w = 0, g = 0;
 

@@ -1121,63 +1121,6 @@ static void test_every_path_agrees_with_the_narrow_one(void)
 	lm_diff_set_path(was);
 }
 
-/* The tests of the codec's behaviour (those that do not themselves go
- * over the paths) once on each path below the current one, which the
- * suite's own run covers; a failure names the path on stderr. */
-static void test_round_trip_random_patterns(void);
-static void test_encoding_layout(void);
-static void test_clean_page_gives_empty_diff(void);
-static void test_disjoint_writers_commute(void);
-static void test_bound_is_tight(void);
-static void test_masked_groups(void);
-static void test_small_cap_gives_enobufs(void);
-static void test_truncated_at_every_byte(void);
-static void test_foreach_run_order_and_stop(void);
-static void test_delta_accumulates_like_diffs_in_order(void);
-static void test_one_pass_equals_the_three_calls(void);
-static void test_delta_encode_round_trip(void);
-static void test_delta_merge_newer_wins(void);
-static void test_delta_later_write_wins_in_add(void);
-
-static void test_lower_paths_pass_the_same_tests(void)
-{
-	static void (*const tests[])(void) = {
-		test_round_trip_random_patterns,
-		test_encoding_layout,
-		test_clean_page_gives_empty_diff,
-		test_disjoint_writers_commute,
-		test_bound_is_tight,
-		test_masked_groups,
-		test_small_cap_gives_enobufs,
-		test_truncated_at_every_byte,
-		test_foreach_run_order_and_stop,
-		test_delta_accumulates_like_diffs_in_order,
-		test_one_pass_equals_the_three_calls,
-		test_delta_encode_round_trip,
-		test_delta_merge_newer_wins,
-		test_delta_later_write_wins_in_add,
-	};
-	static const char *const names[] = { "narrow", "AVX2", "AVX-512" };
-	enum lm_diff_path was = lm_diff_current_path();
-	unsigned runs = 0;
-
-	for (int path = LM_DIFF_NARROW; path < (int)was; path++) {
-		unsigned before = CU_get_number_of_failures();
-
-		CU_ASSERT_EQUAL(lm_diff_set_path((enum lm_diff_path)path),
-				path);
-		for (size_t t = 0; t < sizeof(tests) / sizeof(tests[0]); t++)
-			tests[t]();
-		if (CU_get_number_of_failures() != before)
-			fprintf(stderr, "test_diff: failures on the %s path\n",
-				names[path]);
-		runs++;
-	}
-	lm_diff_set_path(was);
-	CU_ASSERT_EQUAL(lm_diff_current_path(), was);
-	CU_ASSERT_EQUAL(runs, (unsigned)was);
-}
-
 /* A new delta encodes the bytes written into it and nothing of what the
  * heap held before (the block is dirtied and freed first, so a delta
  * that took it unzeroed and sent a byte outside its mask would show
@@ -1380,6 +1323,48 @@ static void test_delta_reset_init_free(void)
 	lm_delta_free(&d);
 	lm_delta_free(&d); /* a second free is harmless */
 	CU_ASSERT_PTR_NULL(d.bytes);
+}
+
+/* The tests of the codec's behaviour (those that do not themselves go
+ * over the paths) once on each path below the current one, which the
+ * suite's own run covers; a failure names the path on stderr. */
+static void test_lower_paths_pass_the_same_tests(void)
+{
+	static void (*const tests[])(void) = {
+		test_round_trip_random_patterns,
+		test_encoding_layout,
+		test_clean_page_gives_empty_diff,
+		test_disjoint_writers_commute,
+		test_bound_is_tight,
+		test_masked_groups,
+		test_small_cap_gives_enobufs,
+		test_truncated_at_every_byte,
+		test_foreach_run_order_and_stop,
+		test_delta_accumulates_like_diffs_in_order,
+		test_one_pass_equals_the_three_calls,
+		test_delta_encode_round_trip,
+		test_delta_merge_newer_wins,
+		test_delta_later_write_wins_in_add,
+	};
+	static const char *const names[] = { "narrow", "AVX2", "AVX-512" };
+	enum lm_diff_path was = lm_diff_current_path();
+	unsigned runs = 0;
+
+	for (int path = LM_DIFF_NARROW; path < (int)was; path++) {
+		unsigned before = CU_get_number_of_failures();
+
+		CU_ASSERT_EQUAL(lm_diff_set_path((enum lm_diff_path)path),
+				path);
+		for (size_t t = 0; t < sizeof(tests) / sizeof(tests[0]); t++)
+			tests[t]();
+		if (CU_get_number_of_failures() != before)
+			fprintf(stderr, "test_diff: failures on the %s path\n",
+				names[path]);
+		runs++;
+	}
+	lm_diff_set_path(was);
+	CU_ASSERT_EQUAL(lm_diff_current_path(), was);
+	CU_ASSERT_EQUAL(runs, (unsigned)was);
 }
 
 LM_TEST_SUITE("diff",
