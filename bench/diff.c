@@ -118,6 +118,15 @@ static void op_apply_doubles(struct ctx *c)
 	apply(c, c->diff_doubles, c->len_doubles);
 }
 
+/* As a client takes an update: checked as it is written. */
+static void op_apply_checked_doubles(struct ctx *c)
+{
+	if (lm_diff_apply_checked(c->dst, NULL, PAGE, c->diff_doubles,
+				  c->len_doubles) != 0)
+		abort();
+	clobber(c->dst);
+}
+
 static void delta_add_doubles(struct ctx *c)
 {
 	lm_delta_reset(&c->delta);
@@ -246,6 +255,7 @@ int main(int argc, char **argv)
 		{ "apply_doubles", op_apply_doubles, ANY },
 		{ "apply_doubles_avx2", op_apply_doubles_avx2, AVX2 },
 		{ "apply_doubles_narrow", op_apply_doubles_narrow, ANY },
+		{ "apply_checked_doubles", op_apply_checked_doubles, ANY },
 		{ "delta_add_doubles", op_delta_add_doubles, ANY },
 		{ "delta_add_doubles_avx2", op_delta_add_doubles_avx2, AVX2 },
 		{ "delta_add_doubles_narrow", op_delta_add_doubles_narrow, ANY },

@@ -520,10 +520,13 @@ HOT void next_element(const uint8_t *diff, size_t pos, size_t *end,
 /* next_element for a diff not validated: checks the element at pos
  * (pos < len) against the diff's and the page's bounds.  Returns the
  * position after it, or 0 when it is malformed (*end is then
- * meaningless).  Each test is written so that no sum can wrap. */
+ * meaningless).  Each test is written so that no sum can wrap.  Without
+ * `groups`, the groups of a masked element are left for the caller to
+ * check as it walks them (write_element) and the position returned is
+ * that of the first. */
 HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 			size_t *end, size_t page_size, struct element *el,
-			enum lm_diff_path path)
+			bool groups, enum lm_diff_path path)
 {
 	size_t gap, x, n;
 
@@ -540,7 +543,7 @@ HOT size_t next_checked(const uint8_t *diff, size_t len, size_t pos,
 		 * lie within the diff before the next bitmap is read */
 		size_t at = pos, left = len - pos;
 
-		for (size_t k = 0; k < x >> 1; k++) {
+		for (size_t k = 0; groups && k < x >> 1; k++) {
 			size_t c;
 
 			if (left < BITMAP)
@@ -1050,7 +1053,7 @@ HOT int validate(const uint8_t *diff, size_t len, size_t page_size,
 
 	while (pos < len)
 		if ((pos = next_checked(diff, len, pos, &end, page_size, &el,
-					path)) == 0)
+					true, path)) == 0)
 			return LM_EBADMSG;
 	return 0;
 }
@@ -1065,10 +1068,13 @@ int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size)
 }
 
 /* Writes one element into p and, when q is not NULL, into q too;
- * returns the end of its data in the diff. */
+ * returns the end of its data in the diff.  With stop (the diff's end),
+ * each masked group's bitmap and bytes are checked to lie before it
+ * before the group is written: NULL when one does not (the groups before
+ * it are written). */
 HOT const uint8_t *write_element(uint8_t *p, uint8_t *q,
 				 const struct element *el,
-				 enum lm_diff_path path)
+				 const uint8_t *stop, enum lm_diff_path path)
 {
 	if (!el->masked) {
 		copy_run(p + el->off, el->data, el->len);
@@ -1079,8 +1085,13 @@ HOT const uint8_t *write_element(uint8_t *p, uint8_t *q,
 	const uint8_t *g = el->data;
 
 	for (size_t k = 0; k < el->len; k++) {
-		uint64_t m = get64le(g);
+		uint64_t m;
 
+		if (stop && ((size_t)(stop - g) < BITMAP ||
+			     (size_t)(stop - g) - BITMAP <
+				     popcount_p(get64le(g), path)))
+			return NULL;
+		m = get64le(g);
 		expand_any(p + el->off + k * GROUP, g + BITMAP, m, path);
 		if (q)
 			expand_any(q + el->off + k * GROUP, g + BITMAP, m,
@@ -1099,13 +1110,14 @@ HOT void apply_valid(uint8_t *p, const uint8_t *diff, size_t len,
 
 	while (pos < len) {
 		next_element(diff, pos, &end, &el);
-		pos = (size_t)(write_element(p, NULL, &el, path) - diff);
+		pos = (size_t)(write_element(p, NULL, &el, NULL, path) - diff);
 	}
 }
 
 /* apply_valid for a diff not checked yet, into p and, when q is not
- * NULL, into q too: each element is checked just before it is written,
- * the diff's bytes read once. */
+ * NULL, into q too: each element's header is checked before it is
+ * written and each masked group before it is written, the diff's bytes
+ * read once. */
 HOT int apply_checked(uint8_t *p, uint8_t *q, const uint8_t *diff,
 		      size_t len, size_t page_size, enum lm_diff_path path)
 {
@@ -1113,11 +1125,16 @@ HOT int apply_checked(uint8_t *p, uint8_t *q, const uint8_t *diff,
 	struct element el;
 
 	while (pos < len) {
-		pos = next_checked(diff, len, pos, &end, page_size, &el,
+		const uint8_t *next;
+
+		pos = next_checked(diff, len, pos, &end, page_size, &el, false,
 				   path);
 		if (pos == 0)
 			return LM_EBADMSG;
-		write_element(p, q, &el, path);
+		next = write_element(p, q, &el, diff + len, path);
+		if (!next)
+			return LM_EBADMSG;
+		pos = (size_t)(next - diff);
 	}
 	return 0;
 }

@@ -72,11 +72,11 @@ int lm_diff_apply(void *page, size_t page_size, const uint8_t *diff,
 		  size_t len);
 
 /* Writes the bytes of diff into page and, when copy is not NULL, into
- * copy too, checking each element just before it writes it: the diff is
- * read once.  On LM_EBADMSG the elements before the malformed one are
- * written (never a byte outside the pages), so it suits only a caller
- * that then drops the page: a client taking an update invalidates the
- * copy on a bad one. */
+ * copy too, checking each element (each group of a masked one) just
+ * before it writes it: the diff is read once.  On LM_EBADMSG what came
+ * before the malformed part is written (never a byte outside the
+ * pages), so it suits only a caller that then drops the page: a client
+ * taking an update invalidates the copy on a bad one. */
 int lm_diff_apply_checked(void *page, void *copy, size_t page_size,
 			  const uint8_t *diff, size_t len);
 /* (page and copy must not overlap; the diff is decoded once for both) */
