@@ -32,7 +32,8 @@ struct ahead {
 struct prepared {
 	size_t off, len;
 	const uint8_t *copy;    /* the lemuriad's copy: the values */
-	const struct wmask *w;  /* the page's writers here (may be NULL) */
+	uint32_t wfirst, nw;    /* the page's writers here: wlist[wfirst..
+				   wfirst + nw) */
 	const uint64_t *foreign; /* bytes other clusters changed, or NULL */
 	bool ok;
 	bool ahead; /* the writers' updates encoded ahead still hold */
@@ -46,6 +47,9 @@ struct lm_updates {
 	uint8_t *idle;            /* per client and page: updates in a row
 				     the client took without using the page */
 	struct wmask **masks;     /* per page, its writers; NULL if none */
+	uint64_t *wfilter;        /* per page, bit slot % 64 set for each
+				     writer: most FLUSHes find their slot
+				     new and skip the walk */
 	struct wmask *spare;      /* masks of past epochs, for reuse (no
 				     more than the budget allowed) */
 	uint32_t *written;        /* pages with a mask, in order */
@@ -61,6 +65,14 @@ struct lm_updates {
 	uint64_t *foreign;        /* masks of the release's fetched pages */
 	size_t foreign_cap;       /* in masks */
 	uint32_t nprep;
+	/* the prepared pages' writers, side by side (a release looks up
+	 * each client among a page's writers: scanning slots in a row
+	 * beats chasing the list's nodes, a cache miss each) */
+	const struct wmask **wlist;
+	uint32_t *wslot;
+	size_t wlen, wcap;
+	const struct wmask **gather; /* one page's writers, ahead */
+	size_t gather_cap;
 	uint8_t *list;            /* one client's list */
 	size_t list_cap;
 	struct ahead *ahead;      /* per page */
@@ -102,9 +114,11 @@ lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
 	u->idle = calloc((size_t)npages * (nclients ? nclients : 1),
 			 sizeof(*u->idle));
 	u->masks = calloc(npages, sizeof(*u->masks));
+	u->wfilter = calloc(npages, sizeof(*u->wfilter));
 	u->written = malloc(npages * sizeof(*u->written));
 	u->ahead = calloc(npages, sizeof(*u->ahead));
-	if (!u->held || !u->idle || !u->masks || !u->written || !u->ahead ||
+	if (!u->held || !u->idle || !u->masks || !u->wfilter || !u->written ||
+	    !u->ahead ||
 	    lm_delta_init(&u->others, page_size) < 0) {
 		lm_updates_destroy(u);
 		return NULL;
@@ -125,6 +139,7 @@ void lm_updates_epoch_end(lm_updates *u)
 			w = next;
 		}
 		u->masks[u->written[i]] = NULL;
+		u->wfilter[u->written[i]] = 0;
 		u->ahead[u->written[i]].ok = false;
 	}
 	u->nwritten = 0;
@@ -151,6 +166,10 @@ void lm_updates_destroy(lm_updates *u)
 	free(u->held);
 	free(u->idle);
 	free(u->masks);
+	free(u->wfilter);
+	free(u->wlist);
+	free(u->wslot);
+	free(u->gather);
 	free(u->written);
 	free(u->arena);
 	free(u->prep);
@@ -243,14 +262,16 @@ static struct wmask *new_wmask(lm_updates *u, size_t bytes)
 struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
 					uint32_t slot)
 {
-	struct wmask *w;
+	struct wmask *w = NULL;
 	size_t bytes = sizeof(*w) + u->mask_words * sizeof(uint64_t);
+	uint64_t bit = 1ull << (slot % 64);
 
 	if (page >= u->npages || u->overflow)
 		return NULL;
 	u->ahead[page].ok = false; /* a FLUSH changes what the others get */
-	for (w = u->masks[page]; w && w->slot != slot; w = w->next)
-		;
+	if (u->wfilter[page] & bit)
+		for (w = u->masks[page]; w && w->slot != slot; w = w->next)
+			;
 	if (!w) {
 		if (u->mask_bytes + bytes > u->mask_budget ||
 		    !(w = new_wmask(u, bytes))) {
@@ -265,19 +286,20 @@ struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
 			u->written[u->nwritten++] = page;
 		w->next = u->masks[page];
 		u->masks[page] = w;
+		u->wfilter[page] |= bit;
 		u->mask_bytes += bytes;
 	}
 	return &w->d;
 }
 
 /* into = the bytes other clusters changed (foreign, may be NULL) and
- * those of the writers here other than `skip`; into is u->others (or a
- * copy of its header).  Only the mask is set: into feeds
+ * those of the nw writers ws other than `skip` (may be NULL); into is
+ * u->others (or a copy of its header).  Only the mask is set: into feeds
  * lm_delta_encode, which reads nothing else, and counting its bits cost
  * more than the union (it runs per client and page at every release). */
 static void union_of(lm_updates *u, struct lm_delta *into,
-		     const uint64_t *foreign, const struct wmask *w,
-		     uint32_t skip)
+		     const uint64_t *foreign, const struct wmask *const *ws,
+		     uint32_t nw, const struct wmask *skip)
 {
 	uint64_t *m = into->mask;
 	size_t n = u->mask_words;
@@ -285,16 +307,18 @@ static void union_of(lm_updates *u, struct lm_delta *into,
 
 	if (foreign)
 		memcpy(m, foreign, n * sizeof(*m));
-	for (; w; w = w->next) {
-		if (w->slot == skip)
+	for (uint32_t i = 0; i < nw; i++) {
+		const uint64_t *wm = ws[i]->d.mask;
+
+		if (ws[i] == skip)
 			continue;
 		if (empty) {
-			memcpy(m, w->d.mask, n * sizeof(*m));
+			memcpy(m, wm, n * sizeof(*m));
 			empty = false;
 			continue;
 		}
 		for (size_t k = 0; k < n; k++)
-			m[k] |= w->d.mask[k];
+			m[k] |= wm[k];
 	}
 	if (empty)
 		memset(m, 0, n * sizeof(*m));
@@ -335,12 +359,32 @@ static void mark_changes(uint64_t *mask, const uint8_t *a, const uint8_t *b,
 	}
 }
 
-/* The entry of `slot` among a page's writers, or NULL. */
-static const struct wmask *writer_of(const struct wmask *w, uint32_t slot)
+/* The entry of `slot` among p's writers, or NULL. */
+static const struct wmask *writer_of(const lm_updates *u,
+				     const struct prepared *p, uint32_t slot)
 {
-	while (w && w->slot != slot)
-		w = w->next;
-	return w;
+	for (uint32_t i = p->wfirst; i < p->wfirst + p->nw; i++)
+		if (u->wslot[i] == slot)
+			return u->wlist[i];
+	return NULL;
+}
+
+/* Room for n writers in u->gather. */
+static int gather_room(lm_updates *u, size_t n)
+{
+	size_t ncap = u->gather_cap ? u->gather_cap : 16;
+	const struct wmask **ng;
+
+	if (n <= u->gather_cap)
+		return 0;
+	while (ncap < n)
+		ncap *= 2;
+	ng = realloc(u->gather, ncap * sizeof(*ng));
+	if (!ng)
+		return LM_ENOMEM;
+	u->gather = ng;
+	u->gather_cap = ncap;
+	return 0;
 }
 
 /* Bytes to offer an encoding at `used` of a buffer limited to `limit`:
@@ -377,7 +421,7 @@ bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
 	     done++) {
 		uint32_t page = u->written[u->ahead_next++];
 		struct wmask *first = u->masks[page];
-		size_t start = u->ahead_len;
+		size_t start = u->ahead_len, nw = 0;
 		const uint8_t *copy;
 		uint64_t tag;
 
@@ -387,12 +431,19 @@ bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
 		    !(copy = copy_of(ctx, page, &tag)))
 			continue;
 		for (struct wmask *w = first; w; w = w->next) {
+			if (gather_room(u, nw + 1) < 0) {
+				u->ahead_next = u->nwritten;
+				return false; /* the release encodes them */
+			}
+			u->gather[nw++] = w;
+		}
+		for (struct wmask *w = first; w; w = w->next) {
 			struct lm_delta view = u->others;
 			size_t len, bound = room(lm_diff_bound(u->page_size),
 						 u->ahead_len,
 						 u->arena_budget);
 
-			union_of(u, &view, NULL, first, w->slot);
+			union_of(u, &view, NULL, u->gather, (uint32_t)nw, w);
 			view.bytes = (uint8_t *)copy;
 			if (!bound ||
 			    reserve(&u->ahead_arena, &u->ahead_cap,
@@ -412,6 +463,29 @@ bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
 		u->ahead[page] = (struct ahead){ copy, tag, true };
 	}
 	return !u->overflow && u->ahead_next < u->nwritten;
+}
+
+/* Appends w to the prepared pages' writers. */
+static int add_writer(lm_updates *u, const struct wmask *w)
+{
+	if (u->wlen == u->wcap) {
+		size_t ncap = u->wcap ? 2 * u->wcap : 256;
+		const struct wmask **nl;
+		uint32_t *ns;
+
+		nl = realloc(u->wlist, ncap * sizeof(*nl));
+		if (!nl)
+			return LM_ENOMEM;
+		u->wlist = nl;
+		ns = realloc(u->wslot, ncap * sizeof(*ns));
+		if (!ns)
+			return LM_ENOMEM;
+		u->wslot = ns;
+		u->wcap = ncap;
+	}
+	u->wlist[u->wlen] = w;
+	u->wslot[u->wlen++] = w->slot;
+	return 0;
 }
 
 int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
@@ -445,6 +519,7 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		u->foreign_cap = nforeign;
 	}
 	nforeign = 0;
+	u->wlen = 0;
 	for (uint32_t i = 0; i < count; i++) {
 		struct prepared *p = &u->prep[i];
 		uint32_t page = n[i].page;
@@ -458,7 +533,13 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		 * page fetched anew, also what changed since our old copy
 		 * (the other clusters' writes) */
 		p->copy = copies[i];
-		p->w = u->masks[page];
+		p->wfirst = (uint32_t)u->wlen;
+		p->nw = 0;
+		for (const struct wmask *w = u->masks[page]; w; w = w->next) {
+			if (add_writer(u, w) < 0)
+				return LM_ENOMEM;
+			p->nw++;
+		}
 		if (olds && olds[i] && known && known[i]) {
 			p->foreign = known[i];
 		} else if (olds && olds[i]) {
@@ -490,11 +571,12 @@ static bool encode_all(lm_updates *u, struct prepared *p)
 
 	if (p->off != SIZE_MAX)
 		return true;
-	if (p->w && !p->w->next && !p->foreign) {
-		view = p->w->d;
+	if (p->nw == 1 && !p->foreign) {
+		view = u->wlist[p->wfirst]->d;
 	} else {
 		view = u->others;
-		union_of(u, &view, p->foreign, p->w, UINT32_MAX);
+		union_of(u, &view, p->foreign, u->wlist + p->wfirst, p->nw,
+			 NULL);
 	}
 	view.bytes = (uint8_t *)p->copy;
 	/* encoded in one pass into room for the worst case, up to the
@@ -537,7 +619,7 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 	}
 
 	bound = room(lm_diff_bound(u->page_size), at, u->list_max);
-	union_of(u, &view, p->foreign, p->w, me->slot);
+	union_of(u, &view, p->foreign, u->wlist + p->wfirst, p->nw, me);
 	view.bytes = (uint8_t *)p->copy;
 	if (!bound || reserve(&u->list, &u->list_cap, at + bound) < 0 ||
 	    lm_delta_encode(&view, u->list + at, bound, &ulen) < 0)
@@ -584,7 +666,7 @@ void lm_updates_for_client(lm_updates *u, uint32_t slot, uint32_t rank,
 		    n[i].writer == rank)
 			continue; /* nothing held, or its own copy kept */
 		if (p && p->ok) {
-			const struct wmask *me = writer_of(p->w, slot);
+			const struct wmask *me = writer_of(u, p, slot);
 			size_t ulen;
 
 			/* a copy its client neither wrote nor fetched again

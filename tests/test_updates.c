@@ -662,6 +662,71 @@ static void test_many_writers_get_each_others_bytes(void)
 	}
 }
 
+/* Applies `slot`'s update of page 0 to a page of 0xee bytes and checks
+ * that exactly [lo, hi) and [lo2, hi2) came, with copy's values. */
+static void check_update_covers(lm_updates *u, uint32_t slot,
+				const struct lm_notice *n,
+				const uint8_t *copy, size_t lo, size_t hi,
+				size_t lo2, size_t hi2)
+{
+	static uint8_t page[PAGE];
+	struct lm_msg_diffs list;
+	const uint8_t *upd;
+	size_t pos = 0, ulen;
+	uint32_t p;
+
+	lm_updates_for_client(u, slot, slot, n, 1, &list);
+	CU_ASSERT_EQUAL_FATAL(list.count, 1);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&list, &pos, &p, &upd, &ulen) == 1);
+	memset(page, 0xee, sizeof(page));
+	CU_ASSERT_EQUAL_FATAL(lm_diff_apply(page, PAGE, upd, ulen), 0);
+	for (size_t i = 0; i < PAGE; i++) {
+		bool sent = (i >= lo && i < hi) || (i >= lo2 && i < hi2);
+
+		if (page[i] != (sent ? copy[i] : 0xee)) {
+			CU_FAIL("an update's bytes are not the other writer's");
+			return;
+		}
+	}
+}
+
+/* Slots 64 apart share a bit of the page's writer filter: the second
+ * FLUSH of one of them must still find its own mask, so that neither
+ * gets its own bytes back nor loses the other's. */
+static void test_writers_64_slots_apart_keep_their_masks(void)
+{
+	static uint8_t copy[PAGE], a[PAGE], b[PAGE], twin[PAGE];
+	enum { A = 3, B = 67 };
+	lm_updates *u = lm_updates_create(PAGE, 1, 70, 1u << 20);
+	struct lm_notice n = { .page = 0, .version = 2, .base = 1,
+			       .writer = LM_WRITER_MANY, .wcluster = 0 };
+	const uint8_t *copies[1] = { copy };
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	for (size_t i = 0; i < PAGE; i++)
+		copy[i] = (uint8_t)(i * 13 + 1);
+	memcpy(twin, copy, PAGE);
+	memcpy(a, copy, PAGE);
+	memcpy(b, copy, PAGE);
+	lm_updates_hold(u, A, 0);
+	lm_updates_hold(u, B, 0);
+	for (size_t i = 0; i < 100; i++)
+		copy[i] = a[i] ^= 0x11;
+	flush_as(u, 0, A, twin, a);
+	for (size_t i = 1000; i < 1100; i++)
+		copy[i] = b[i] ^= 0x22;
+	flush_as(u, 0, B, twin, b);
+	memcpy(twin, b, PAGE);
+	for (size_t i = 2000; i < 2050; i++)
+		copy[i] = b[i] ^= 0x33;
+	flush_as(u, 0, B, twin, b);
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
+					   NULL) == 0);
+	check_update_covers(u, A, &n, copy, 1000, 1100, 2000, 2050);
+	check_update_covers(u, B, &n, copy, 0, 100, 0, 0);
+	lm_updates_destroy(u);
+}
+
 LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_client_list_stops_at_its_maximum),
 	      LM_TEST(test_list_limit_follows_the_budget),
@@ -670,4 +735,5 @@ LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_writers_copies_are_never_idle),
 	      LM_TEST(test_updates_encoded_ahead),
 	      LM_TEST(test_encode_ahead_is_bounded),
-	      LM_TEST(test_many_writers_get_each_others_bytes))
+	      LM_TEST(test_many_writers_get_each_others_bytes),
+	      LM_TEST(test_writers_64_slots_apart_keep_their_masks))
