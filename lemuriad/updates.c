@@ -71,8 +71,8 @@ struct lm_updates {
 	const struct wmask **wlist;
 	uint32_t *wslot;
 	size_t wlen, wcap;
-	const struct wmask **gather; /* one page's writers, ahead */
-	size_t gather_cap;
+	const struct wmask **gather; /* one page's writers, ahead
+					(nclients entries) */
 	uint8_t *list;            /* one client's list */
 	size_t list_cap;
 	struct ahead *ahead;      /* per page */
@@ -115,10 +115,11 @@ lm_updates *lm_updates_create(uint32_t page_size, uint32_t npages,
 			 sizeof(*u->idle));
 	u->masks = calloc(npages, sizeof(*u->masks));
 	u->wfilter = calloc(npages, sizeof(*u->wfilter));
+	u->gather = malloc((nclients ? nclients : 1) * sizeof(*u->gather));
 	u->written = malloc(npages * sizeof(*u->written));
 	u->ahead = calloc(npages, sizeof(*u->ahead));
-	if (!u->held || !u->idle || !u->masks || !u->wfilter || !u->written ||
-	    !u->ahead ||
+	if (!u->held || !u->idle || !u->masks || !u->wfilter || !u->gather ||
+	    !u->written || !u->ahead ||
 	    lm_delta_init(&u->others, page_size) < 0) {
 		lm_updates_destroy(u);
 		return NULL;
@@ -268,6 +269,10 @@ struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
 
 	if (page >= u->npages || u->overflow)
 		return NULL;
+	if (slot >= u->nclients) {
+		u->overflow = true; /* its bytes would be missing: no updates */
+		return NULL;
+	}
 	u->ahead[page].ok = false; /* a FLUSH changes what the others get */
 	if (u->wfilter[page] & bit)
 		for (w = u->masks[page]; w && w->slot != slot; w = w->next)
@@ -369,24 +374,6 @@ static const struct wmask *writer_of(const lm_updates *u,
 	return NULL;
 }
 
-/* Room for n writers in u->gather. */
-static int gather_room(lm_updates *u, size_t n)
-{
-	size_t ncap = u->gather_cap ? u->gather_cap : 16;
-	const struct wmask **ng;
-
-	if (n <= u->gather_cap)
-		return 0;
-	while (ncap < n)
-		ncap *= 2;
-	ng = realloc(u->gather, ncap * sizeof(*ng));
-	if (!ng)
-		return LM_ENOMEM;
-	u->gather = ng;
-	u->gather_cap = ncap;
-	return 0;
-}
-
 /* Bytes to offer an encoding at `used` of a buffer limited to `limit`:
  * its worst case `bound`, or less near the limit (0: none left). */
 static size_t room(size_t bound, size_t used, size_t limit)
@@ -430,13 +417,8 @@ bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
 		if (!first || !first->next ||
 		    !(copy = copy_of(ctx, page, &tag)))
 			continue;
-		for (struct wmask *w = first; w; w = w->next) {
-			if (gather_room(u, nw + 1) < 0) {
-				u->ahead_next = u->nwritten;
-				return false; /* the release encodes them */
-			}
-			u->gather[nw++] = w;
-		}
+		for (struct wmask *w = first; w; w = w->next)
+			u->gather[nw++] = w; /* one mask per slot */
 		for (struct wmask *w = first; w; w = w->next) {
 			struct lm_delta view = u->others;
 			size_t len, bound = room(lm_diff_bound(u->page_size),

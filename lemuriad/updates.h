@@ -78,8 +78,9 @@ void lm_updates_hold(lm_updates *u, uint32_t slot, uint32_t page);
  * the caller to mark each flushed diff in (lm_delta_mark_valid_diff or
  * lm_delta_add_valid_diff_also; only the mask may be written): the
  * epoch's writes are kept per writer so that a writer's update leaves
- * out what it wrote itself.  NULL for a page out of range, or when the
- * masks would exceed the budget (the epoch then gets no updates). */
+ * out what it wrote itself.  NULL for a page out of range, or for a
+ * slot out of range or when the masks would exceed the budget (the
+ * epoch then gets no updates). */
 struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
 					uint32_t slot);
 

@@ -410,6 +410,21 @@ static lm_updates *two_writers_ahead(uint8_t *twin, uint8_t mine[2][PAGE],
 	return u;
 }
 
+/* The one update of page n[0] in `slot`'s list. */
+static void only_update(lm_updates *u, uint32_t slot,
+			const struct lm_notice *n, const uint8_t **upd,
+			size_t *ulen)
+{
+	struct lm_msg_diffs list;
+	size_t pos = 0;
+	uint32_t p;
+
+	lm_updates_for_client(u, slot, slot, n, 1, &list);
+	CU_ASSERT_EQUAL_FATAL(list.count, 1);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&list, &pos, &p, upd, ulen) == 1);
+	CU_ASSERT_EQUAL(p, n[0].page);
+}
+
 /* Each writer's update applied to its own page gives `want` (writers
  * from `first` on). */
 static void check_writers_get(lm_updates *u, const struct lm_notice *n,
@@ -419,15 +434,10 @@ static void check_writers_get(lm_updates *u, const struct lm_notice *n,
 	static uint8_t page[PAGE];
 
 	for (uint32_t s = first; s < 2; s++) {
-		struct lm_msg_diffs list;
 		const uint8_t *upd;
-		size_t pos = 0, ulen;
-		uint32_t p;
+		size_t ulen;
 
-		lm_updates_for_client(u, s, s, n, 1, &list);
-		CU_ASSERT_EQUAL_FATAL(list.count, 1);
-		CU_ASSERT_FATAL(lm_msg_diffs_next(&list, &pos, &p, &upd,
-						  &ulen) == 1);
+		only_update(u, s, n, &upd, &ulen);
 		memcpy(page, mine[s], PAGE);
 		CU_ASSERT_EQUAL(lm_diff_apply(page, PAGE, upd, ulen), 0);
 		CU_ASSERT_EQUAL(memcmp(page, want, PAGE), 0);
@@ -670,14 +680,10 @@ static void check_update_covers(lm_updates *u, uint32_t slot,
 				size_t lo2, size_t hi2)
 {
 	static uint8_t page[PAGE];
-	struct lm_msg_diffs list;
 	const uint8_t *upd;
-	size_t pos = 0, ulen;
-	uint32_t p;
+	size_t ulen;
 
-	lm_updates_for_client(u, slot, slot, n, 1, &list);
-	CU_ASSERT_EQUAL_FATAL(list.count, 1);
-	CU_ASSERT_FATAL(lm_msg_diffs_next(&list, &pos, &p, &upd, &ulen) == 1);
+	only_update(u, slot, n, &upd, &ulen);
 	memset(page, 0xee, sizeof(page));
 	CU_ASSERT_EQUAL_FATAL(lm_diff_apply(page, PAGE, upd, ulen), 0);
 	for (size_t i = 0; i < PAGE; i++) {
@@ -727,6 +733,30 @@ static void test_writers_64_slots_apart_keep_their_masks(void)
 	lm_updates_destroy(u);
 }
 
+/* A FLUSH from a slot past the cluster's clients gets no mask, and the
+ * epoch no updates: the others' would lack its bytes. */
+static void test_writer_slot_out_of_range_stops_updates(void)
+{
+	static uint8_t copy[PAGE], mine[PAGE], twin[PAGE];
+	lm_updates *u = lm_updates_create(PAGE, 1, 2, 1u << 20);
+	struct lm_notice n = { .page = 0, .version = 2, .base = 1,
+			       .writer = LM_WRITER_MANY, .wcluster = 0 };
+	const uint8_t *copies[1] = { copy };
+	struct lm_msg_diffs list;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+	lm_updates_hold(u, HOLDER, 0);
+	memset(mine, 0x11, 100);
+	memcpy(copy, mine, PAGE);
+	flush_as(u, 0, WRITER, twin, mine);
+	CU_ASSERT_PTR_NULL(lm_updates_writer_mask(u, 0, 2));
+	CU_ASSERT_FATAL(lm_updates_prepare(u, &n, 1, copies, NULL, NULL,
+					   NULL) == 0);
+	lm_updates_for_client(u, HOLDER, HOLDER, &n, 1, &list);
+	CU_ASSERT_EQUAL(list.count, 0);
+	lm_updates_destroy(u);
+}
+
 LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_client_list_stops_at_its_maximum),
 	      LM_TEST(test_list_limit_follows_the_budget),
@@ -736,4 +766,5 @@ LM_TEST_SUITE("updates", LM_TEST(test_updates_fill_the_budget_exactly),
 	      LM_TEST(test_updates_encoded_ahead),
 	      LM_TEST(test_encode_ahead_is_bounded),
 	      LM_TEST(test_many_writers_get_each_others_bytes),
-	      LM_TEST(test_writers_64_slots_apart_keep_their_masks))
+	      LM_TEST(test_writers_64_slots_apart_keep_their_masks),
+	      LM_TEST(test_writer_slot_out_of_range_stops_updates))
