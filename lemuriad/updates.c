@@ -26,13 +26,21 @@ struct ahead {
 	bool ok; /* cleared by a FLUSH of the page after it */
 };
 
+/* A writer of a prepared page, its slot beside it: a release looks up
+ * each client among a page's writers, and scanning slots in a row beats
+ * chasing the list's nodes, a cache miss each. */
+struct writer {
+	const struct wmask *w;
+	uint32_t slot;
+};
+
 /* One page's prepared update: the bytes every writer wrote, encoded at
  * [off, off + len) of the arena, and what a writer needs to leave its
  * own bytes out. */
 struct prepared {
 	size_t off, len;
 	const uint8_t *copy;    /* the lemuriad's copy: the values */
-	uint32_t wfirst, nw;    /* the page's writers here: wlist[wfirst..
+	uint32_t wfirst, nw;    /* the page's writers here: writers[wfirst..
 				   wfirst + nw) */
 	const uint64_t *foreign; /* bytes other clusters changed, or NULL */
 	bool ok;
@@ -65,14 +73,10 @@ struct lm_updates {
 	uint64_t *foreign;        /* masks of the release's fetched pages */
 	size_t foreign_cap;       /* in masks */
 	uint32_t nprep;
-	/* the prepared pages' writers, side by side (a release looks up
-	 * each client among a page's writers: scanning slots in a row
-	 * beats chasing the list's nodes, a cache miss each) */
-	const struct wmask **wlist;
-	uint32_t *wslot;
-	size_t wlen, wcap;
-	const struct wmask **gather; /* one page's writers, ahead
-					(nclients entries) */
+	struct writer *writers;   /* the prepared pages' writers */
+	size_t nwriters, writers_cap;
+	struct writer *gather;    /* one page's writers, ahead (nclients
+				     entries) */
 	uint8_t *list;            /* one client's list */
 	size_t list_cap;
 	struct ahead *ahead;      /* per page */
@@ -168,8 +172,7 @@ void lm_updates_destroy(lm_updates *u)
 	free(u->idle);
 	free(u->masks);
 	free(u->wfilter);
-	free(u->wlist);
-	free(u->wslot);
+	free(u->writers);
 	free(u->gather);
 	free(u->written);
 	free(u->arena);
@@ -303,7 +306,7 @@ struct lm_delta *lm_updates_writer_mask(lm_updates *u, uint32_t page,
  * lm_delta_encode, which reads nothing else, and counting its bits cost
  * more than the union (it runs per client and page at every release). */
 static void union_of(lm_updates *u, struct lm_delta *into,
-		     const uint64_t *foreign, const struct wmask *const *ws,
+		     const uint64_t *foreign, const struct writer *ws,
 		     uint32_t nw, const struct wmask *skip)
 {
 	uint64_t *m = into->mask;
@@ -313,9 +316,9 @@ static void union_of(lm_updates *u, struct lm_delta *into,
 	if (foreign)
 		memcpy(m, foreign, n * sizeof(*m));
 	for (uint32_t i = 0; i < nw; i++) {
-		const uint64_t *wm = ws[i]->d.mask;
+		const uint64_t *wm = ws[i].w->d.mask;
 
-		if (ws[i] == skip)
+		if (ws[i].w == skip)
 			continue;
 		if (empty) {
 			memcpy(m, wm, n * sizeof(*m));
@@ -369,8 +372,8 @@ static const struct wmask *writer_of(const lm_updates *u,
 				     const struct prepared *p, uint32_t slot)
 {
 	for (uint32_t i = p->wfirst; i < p->wfirst + p->nw; i++)
-		if (u->wslot[i] == slot)
-			return u->wlist[i];
+		if (u->writers[i].slot == slot)
+			return u->writers[i].w;
 	return NULL;
 }
 
@@ -418,7 +421,7 @@ bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
 		    !(copy = copy_of(ctx, page, &tag)))
 			continue;
 		for (struct wmask *w = first; w; w = w->next)
-			u->gather[nw++] = w; /* one mask per slot */
+			u->gather[nw++] = (struct writer){ w, w->slot };
 		for (struct wmask *w = first; w; w = w->next) {
 			struct lm_delta view = u->others;
 			size_t len, bound = room(lm_diff_bound(u->page_size),
@@ -450,23 +453,16 @@ bool lm_updates_encode_ahead(lm_updates *u, lm_updates_copy_fn copy_of,
 /* Appends w to the prepared pages' writers. */
 static int add_writer(lm_updates *u, const struct wmask *w)
 {
-	if (u->wlen == u->wcap) {
-		size_t ncap = u->wcap ? 2 * u->wcap : 256;
-		const struct wmask **nl;
-		uint32_t *ns;
+	if (u->nwriters == u->writers_cap) {
+		size_t ncap = u->writers_cap ? 2 * u->writers_cap : 256;
+		struct writer *nw = realloc(u->writers, ncap * sizeof(*nw));
 
-		nl = realloc(u->wlist, ncap * sizeof(*nl));
-		if (!nl)
+		if (!nw)
 			return LM_ENOMEM;
-		u->wlist = nl;
-		ns = realloc(u->wslot, ncap * sizeof(*ns));
-		if (!ns)
-			return LM_ENOMEM;
-		u->wslot = ns;
-		u->wcap = ncap;
+		u->writers = nw;
+		u->writers_cap = ncap;
 	}
-	u->wlist[u->wlen] = w;
-	u->wslot[u->wlen++] = w->slot;
+	u->writers[u->nwriters++] = (struct writer){ w, w->slot };
 	return 0;
 }
 
@@ -501,7 +497,7 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		u->foreign_cap = nforeign;
 	}
 	nforeign = 0;
-	u->wlen = 0;
+	u->nwriters = 0;
 	for (uint32_t i = 0; i < count; i++) {
 		struct prepared *p = &u->prep[i];
 		uint32_t page = n[i].page;
@@ -515,7 +511,7 @@ int lm_updates_prepare(lm_updates *u, const struct lm_notice *n,
 		 * page fetched anew, also what changed since our old copy
 		 * (the other clusters' writes) */
 		p->copy = copies[i];
-		p->wfirst = (uint32_t)u->wlen;
+		p->wfirst = (uint32_t)u->nwriters;
 		p->nw = 0;
 		for (const struct wmask *w = u->masks[page]; w; w = w->next) {
 			if (add_writer(u, w) < 0)
@@ -554,10 +550,10 @@ static bool encode_all(lm_updates *u, struct prepared *p)
 	if (p->off != SIZE_MAX)
 		return true;
 	if (p->nw == 1 && !p->foreign) {
-		view = u->wlist[p->wfirst]->d;
+		view = u->writers[p->wfirst].w->d;
 	} else {
 		view = u->others;
-		union_of(u, &view, p->foreign, u->wlist + p->wfirst, p->nw,
+		union_of(u, &view, p->foreign, u->writers + p->wfirst, p->nw,
 			 NULL);
 	}
 	view.bytes = (uint8_t *)p->copy;
@@ -601,7 +597,7 @@ static size_t append_others(lm_updates *u, const struct prepared *p,
 	}
 
 	bound = room(lm_diff_bound(u->page_size), at, u->list_max);
-	union_of(u, &view, p->foreign, u->wlist + p->wfirst, p->nw, me);
+	union_of(u, &view, p->foreign, u->writers + p->wfirst, p->nw, me);
 	view.bytes = (uint8_t *)p->copy;
 	if (!bound || reserve(&u->list, &u->list_cap, at + bound) < 0 ||
 	    lm_delta_encode(&view, u->list + at, bound, &ulen) < 0)
