@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "fault.h"
 #include "lm_error.h"
+#include "mem.h"
 #include "pidfile.h"
 #include "stats.h"
 #include "udp.h"
@@ -727,6 +728,7 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 	if (msg.type == LM_MSG_LEAVE)
 		lm_daemon_attach(d, m->peer, false);
 	d->proto->handle(d->machine, m->peer, m->kind, m->req_id, &msg);
+	lm_mem_follow_heap(); /* what the heap gained, before it is used */
 }
 
 static void lm_daemon_peer_event(void *ctx, uint16_t peer,
@@ -1460,9 +1462,15 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role,
 	 * reassembly, deltas).  glibc would map each large block afresh
 	 * and return freed heap tops, so every barrier paid page faults on
 	 * zeroed memory; keeping it costs no more than the peak, which I5
-	 * bounds anyway (docs/performance.md). */
+	 * bounds anyway (docs/performance.md).  The heap grows
+	 * LM_DAEMON_HEAP_PAD beyond each need, and each message handled
+	 * gives the pages it gained (lm_mem_follow_heap): a page then costs
+	 * part of one system call instead of a fault. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+	mallopt(M_TOP_PAD, LM_DAEMON_HEAP_PAD);
+	lm_mem_setup_from_env();
+	lm_mem_follow_heap();
 	rc = lm_daemon_parse_args(argc, argv, prog, &opts,
 				  stderr);
 	if (rc)

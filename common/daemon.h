@@ -114,6 +114,11 @@ int lm_daemon_start_protocol(lm_daemon *d,
  * ends the intervals of the rate-limited log lines (log.h). */
 #define LM_DAEMON_KEEPALIVE_US 1000000u
 
+/* How far a daemon's heap grows beyond each need (M_TOP_PAD); the pages
+ * it gains are given at once (mem.h), so the pad is resident memory
+ * (tests/run-memory.sh counts it). */
+#define LM_DAEMON_HEAP_PAD (4u << 20)
+
 /* Counters of the shell itself. */
 struct lm_daemon_stats {
 	uint64_t msgs_handled, msgs_undecodable, sends_failed;

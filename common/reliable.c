@@ -116,6 +116,7 @@
  * lm_rel_destroy, so pointers to them survive any callback. */
 #include "reliable.h"
 
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,7 @@
 #include <time.h>
 
 #include "lm_error.h"
+#include "mem.h"
 #include "wire.h"
 
 #define REL_SACK_BITS	32
@@ -277,6 +279,12 @@ struct lm_rel {
 	struct peer **peers; /* max_peer_id + 1 entries */
 	struct peer *act_head, *act_tail;
 	uint8_t ackbuf[LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE];
+	/* big buffers given back (lm_rel_buf_put), for the next messages */
+	struct spare {
+		uint8_t *buf;
+		size_t cap;
+	} spares[LM_REL_SPARES];
+	size_t spare_bytes;
 };
 
 /* ---- sequence arithmetic ------------------------------------------- */
@@ -360,6 +368,8 @@ static bool config_valid(const struct lm_rel_config *c, size_t frag_payload)
 		return false;
 	/* A message that can never fit could never be delivered. */
 	if (c->reasm_bytes < c->max_message || c->reasm_timeout_us == 0)
+		return false;
+	if (c->spares > LM_REL_SPARES)
 		return false;
 	return true;
 }
@@ -535,7 +545,7 @@ static void rx_free_partial(struct lm_rel *rel, struct peer *p)
 	if (!p->partial.buf)
 		return;
 	rel->reasm_held -= p->partial.len;
-	free(p->partial.buf);
+	lm_rel_buf_put(rel, p->partial.buf);
 	memset(&p->partial, 0, sizeof(p->partial));
 }
 
@@ -599,8 +609,92 @@ void lm_rel_destroy(lm_rel *rel)
 		free(p->placed);
 		free(p);
 	}
+	for (size_t i = 0; i < LM_REL_SPARES; i++)
+		free(rel->spares[i].buf);
 	free(rel->peers);
 	free(rel);
+}
+
+/* ---- big buffers ----------------------------------------------------
+ * A message of many datagrams is reassembled in a buffer of its own.  A
+ * big one malloc'd afresh is a fresh mapping, and copying the fragments
+ * in faults on each of its pages (mem.h); a receiver that gives it back
+ * lets the next message reuse it, its pages present. */
+
+/* A buffer for a message of len bytes: the smallest spare that holds it,
+ * else a new one, whose pages are given at once when it is big.  NULL
+ * when out of memory. */
+static uint8_t *buf_get(struct lm_rel *rel, size_t len)
+{
+	struct spare *best = NULL;
+	uint8_t *buf;
+
+	for (struct spare *s = rel->spares; s < rel->spares + rel->cfg.spares;
+	     s++)
+		if (s->buf && s->cap >= len && (!best || s->cap < best->cap))
+			best = s;
+	if (best) {
+		buf = best->buf;
+		rel->spare_bytes -= best->cap;
+		*best = (struct spare){ NULL, 0 };
+		return buf;
+	}
+	buf = malloc(len ? len : 1);
+	if (buf && len >= LM_MEM_POPULATE_MIN)
+		lm_mem_populate(buf, len);
+	return buf;
+}
+
+void lm_rel_buf_put(lm_rel *rel, void *buf)
+{
+	struct spare *slot = NULL;
+	size_t cap;
+
+	if (!buf)
+		return;
+	cap = malloc_usable_size(buf);
+	if (!rel || !rel->cfg.spares || cap < LM_MEM_POPULATE_MIN ||
+	    cap > rel->cfg.reasm_bytes) {
+		free(buf);
+		return;
+	}
+	/* an empty slot, else the smallest spare if this one is larger */
+	for (struct spare *s = rel->spares; s < rel->spares + rel->cfg.spares;
+	     s++) {
+		if (!s->buf) {
+			slot = s;
+			break;
+		}
+		if (!slot || s->cap < slot->cap)
+			slot = s;
+	}
+	if (slot->buf) {
+		if (slot->cap >= cap) {
+			free(buf);
+			return;
+		}
+		rel->spare_bytes -= slot->cap;
+		free(slot->buf);
+	}
+	*slot = (struct spare){ buf, cap };
+	rel->spare_bytes += cap;
+	/* the budget of reassembly bounds what is kept, largest out first */
+	while (rel->spare_bytes > rel->cfg.reasm_bytes) {
+		struct spare *big = rel->spares;
+
+		for (struct spare *s = rel->spares;
+		     s < rel->spares + rel->cfg.spares; s++)
+			if (s->cap > big->cap)
+				big = s;
+		rel->spare_bytes -= big->cap;
+		free(big->buf);
+		*big = (struct spare){ NULL, 0 };
+	}
+}
+
+size_t lm_rel_spare_bytes(const lm_rel *rel)
+{
+	return rel ? rel->spare_bytes : 0;
 }
 
 /* ---- output -------------------------------------------------------- */
@@ -850,6 +944,8 @@ static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
 	m = malloc(size);
 	if (!m)
 		return LM_ENOMEM;
+	if (size >= LM_MEM_POPULATE_MIN)
+		lm_mem_populate(m, size); /* filled at once, below */
 	m->next = NULL;
 	m->refs = 1;
 	m->len = (uint32_t)len;
@@ -1351,7 +1447,7 @@ static void rx_progress(struct lm_rel *rel, struct peer *p, uint32_t len)
 	memset(pm, 0, sizeof(*pm));
 	rel->reasm_held -= mlen;
 	rx_deliver(rel, p, kind, req_id, buf, mlen, &buf);
-	free(buf); /* NULL if the receiver kept it */
+	lm_rel_buf_put(rel, buf); /* NULL if the receiver kept it */
 }
 
 /* Does fragment f fit the partial message at fragment index `index`?
@@ -1404,7 +1500,7 @@ static int rx_consume(struct lm_rel *rel, struct peer *p,
 		}
 		if (!rx_reserve(rel, p, f->msg_len))
 			return LM_ENOBUFS;
-		pm->buf = malloc(f->msg_len ? f->msg_len : 1);
+		pm->buf = buf_get(rel, f->msg_len);
 		if (!pm->buf)
 			return LM_ENOMEM;
 		pm->len = f->msg_len;

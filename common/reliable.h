@@ -71,6 +71,19 @@ struct lm_rel_msg {
  * may take it, else a copy.  NULL when out of memory. */
 uint8_t *lm_rel_msg_keep(const struct lm_rel_msg *msg);
 
+/* Gives back a buffer the receiver kept (lm_rel_msg_keep), or any
+ * malloc'd buffer, once done with it: an engine configured with spares
+ * keeps the big ones (at most cfg.spares, each of LM_MEM_POPULATE_MIN
+ * bytes or more and all of them within the reassembly budget) to
+ * reassemble the next messages in, whose pages are then present
+ * already, and frees the rest.  A client wants that: its malloc maps
+ * each big buffer afresh.  The engine owns buf afterwards, whatever it
+ * does with it; NULL is accepted. */
+#define LM_REL_SPARES 4
+void lm_rel_buf_put(lm_rel *rel, void *buf);
+/* Bytes of the buffers kept so far (0 for NULL). */
+size_t lm_rel_spare_bytes(const lm_rel *rel);
+
 enum lm_rel_peer_event {
 	LM_REL_PEER_UNREACHABLE, /* retry limit reached; queued messages lost */
 	LM_REL_PEER_RESET,       /* peer restarted (new session), or a
@@ -104,6 +117,9 @@ struct lm_rel_config {
 					 long resets the peer's channel */
 	size_t reply_cache_entries;   /* per peer */
 	size_t reply_cache_bytes;     /* per peer */
+	unsigned spares;              /* big buffers kept for reuse
+					 (lm_rel_buf_put), at most
+					 LM_REL_SPARES; 0: none */
 };
 
 /* Fills cfg with defaults for the given node (auth NULL). */

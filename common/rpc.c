@@ -640,6 +640,19 @@ err:
 	return NULL;
 }
 
+void lm_rpc_buf_free(lm_rpc *rpc, void *buf)
+{
+	if (!buf)
+		return;
+	if (!rpc) {
+		free(buf);
+		return;
+	}
+	pthread_mutex_lock(&rpc->lock);
+	lm_rel_buf_put(rpc->rel, buf);
+	pthread_mutex_unlock(&rpc->lock);
+}
+
 void lm_rpc_destroy(lm_rpc *rpc)
 {
 	struct lm_rpc_queued *q, *next;

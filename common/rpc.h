@@ -92,6 +92,12 @@ struct lm_rpc_counters {
 /* The endpoint's counters so far (all 0 for rpc NULL). */
 struct lm_rpc_counters lm_rpc_counters(lm_rpc *rpc);
 
+/* Gives back a reply or message buffer the endpoint handed out (or any
+ * malloc'd buffer) once the caller is done with it, instead of free():
+ * a big one is kept to reassemble a later message in (lm_rel_buf_put).
+ * The endpoint owns buf afterwards; NULL is accepted. */
+void lm_rpc_buf_free(lm_rpc *rpc, void *buf);
+
 /* One-way message to the server. */
 int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len);
 

@@ -17,6 +17,7 @@
 #include "fault.h"
 #include "lm_error.h"
 #include "log.h"
+#include "mem.h"
 #include "proto.h"
 #include "region.h"
 #include "rpc.h"
@@ -60,6 +61,14 @@ struct lm_client {
 };
 
 static struct lm_client lm_self;
+
+/* Every reply buffer goes back to the endpoint, which keeps the big ones
+ * (a RELEASE's updates, a PAGES) for the next replies: a buffer malloc'd
+ * afresh costs a page fault a page when its reply is copied in. */
+static void lm_client_buf_free(void *buf)
+{
+	lm_rpc_buf_free(lm_self.rpc, buf);
+}
 
 static void lm_profile_add(struct lm_profile_item *it, uint64_t since)
 {
@@ -137,7 +146,7 @@ static int lm_client_finish(struct lm_rpc_pending *call, uint16_t want,
 		rc = LM_EBADMSG;
 	}
 	if (rc) {
-		free(*buf);
+		lm_client_buf_free(*buf);
 		*buf = NULL;
 	}
 	return rc;
@@ -199,7 +208,7 @@ static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
 	if (rc)
 		return rc;
 	rc = lm_client_take_page(&reply, page, dst, version);
-	free(buf);
+	lm_client_buf_free(buf);
 	return rc;
 }
 
@@ -239,7 +248,7 @@ static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
 	if (reply.type == LM_MSG_PAGE) {
 		rc = lm_client_take_page(&reply, pages[0], dst[0], &versions[0]);
 		got[0] = rc == 0;
-		free(buf);
+		lm_client_buf_free(buf);
 		return rc;
 	}
 	/* PAGES: the first page, then some of the others, in order */
@@ -262,7 +271,7 @@ static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
 	}
 	if (rc == 0 && reply.nnotices == 0)
 		rc = LM_EBADMSG;
-	free(buf);
+	lm_client_buf_free(buf);
 	return rc;
 }
 
@@ -317,7 +326,7 @@ static int lm_client_flush_begin(struct lm_rpc_pending *last)
 		rc = lm_client_call(&req, LM_MSG_FLUSH_OK, &reply, &buf);
 		if (rc == 0)
 			rc = reply.status;
-		free(buf);
+		lm_client_buf_free(buf);
 		if (rc)
 			return lm_client_fail("publishing writes", rc);
 		chunk_start = chunk_end;
@@ -339,7 +348,7 @@ static int lm_client_flush_end(struct lm_rpc_pending *last)
 			      &buf);
 	if (rc == 0)
 		rc = reply.status;
-	free(buf);
+	lm_client_buf_free(buf);
 	return rc ? lm_client_fail("publishing writes", rc) : 0;
 }
 
@@ -393,6 +402,7 @@ int lm_init(int *argc, char ***argv)
 	(void)argv;
 	if (lm_self.ready)
 		return LM_EINVAL;
+	lm_mem_setup_from_env();
 	if (lm_client_env("LM_LAYOUT", &layout_path) ||
 	    lm_client_env("LM_RANK", &rank_s) ||
 	    lm_client_env("LM_RUN", &run_s))
@@ -432,6 +442,7 @@ int lm_init(int *argc, char ***argv)
 	 * well before the lemuriad would retransmit: at most a quarter of
 	 * the layout's rto_min (common/rpc.h); without that thread the
 	 * endpoint acks at once. */
+	rcfg.spares = LM_REL_SPARES; /* lm_client_buf_free */
 	rcfg.transport.ack_delay_us = LM_CLIENT_ACK_DELAY_US;
 	if (rcfg.transport.rto_min_us / 4 < rcfg.transport.ack_delay_us)
 		rcfg.transport.ack_delay_us = rcfg.transport.rto_min_us / 4;
@@ -453,7 +464,7 @@ int lm_init(int *argc, char ***argv)
 	rc = lm_client_call(&req, LM_MSG_JOIN_OK, &reply, &buf);
 	if (rc == 0)
 		rc = reply.status;
-	free(buf);
+	lm_client_buf_free(buf);
 	if (rc) {
 		lm_client_fail("joining the run", rc);
 		goto fail;
@@ -501,7 +512,7 @@ static void lm_client_release_idle(void)
 		req.offset = LM_CREATE_NO_WORK;
 		if (lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf) != 0)
 			return;
-		free(buf);
+		lm_client_buf_free(buf);
 	}
 }
 
@@ -546,7 +557,7 @@ void lm_finalize(void)
 			lm_client_release_idle();
 		req = lm_client_msg(LM_MSG_LEAVE);
 		if (lm_client_call(&req, LM_MSG_LEAVE_OK, &reply, &buf) == 0)
-			free(buf);
+			lm_client_buf_free(buf);
 	}
 	lm_region_fini();
 	lm_rpc_destroy(lm_self.rpc);
@@ -584,7 +595,7 @@ static int lm_client_alloc_call(const struct lm_msg *req, uint16_t want,
 	rc = lm_client_call(req, want, out, &buf);
 	if (rc == 0)
 		rc = out->status;
-	free(buf);
+	lm_client_buf_free(buf);
 	return rc;
 }
 
@@ -679,14 +690,14 @@ static int lm_client_sync(uint16_t type, uint16_t want, int id,
 		rc = lm_client_finish(&call, want, want, &reply, &buf);
 	lm_profile_add(&lm_self.prof.wait, t0);
 	if (frc) {
-		free(buf);
+		lm_client_buf_free(buf);
 		return frc;
 	}
 	if (rc == 0 && (want == LM_MSG_RELEASE || want == LM_MSG_GRANT))
 		rc = lm_client_acquire(&reply);
 	else if (rc == 0)
 		rc = reply.status;
-	free(buf);
+	lm_client_buf_free(buf);
 	return rc ? lm_client_fail(label, rc) : 0;
 }
 
@@ -767,7 +778,7 @@ int lm_create(void (*fn)(void))
 	rc = lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf);
 	if (rc == 0)
 		rc = reply.status;
-	free(buf);
+	lm_client_buf_free(buf);
 	free(image);
 	if (rc)
 		return lm_client_fail("create", rc);
@@ -798,13 +809,13 @@ int lm_worker_serve(void)
 	}
 	if (reply.offset == LM_CREATE_NO_WORK) {
 		/* rank 0 finished without work for us: nothing to do */
-		free(buf);
+		lm_client_buf_free(buf);
 		lm_finalize();
 		return 0;
 	}
 	fn = lm_segment_fn_from_offset(reply.offset);
 	rc = fn ? lm_segment_apply(reply.data, reply.data_len) : LM_EINVAL;
-	free(buf);
+	lm_client_buf_free(buf);
 	if (rc) {
 		lm_client_fail("installing the creator's variables", rc);
 		lm_finalize();
@@ -816,7 +827,7 @@ int lm_worker_serve(void)
 		req = lm_client_msg(LM_MSG_END);
 		req.status = 0;
 		rc = lm_client_call(&req, LM_MSG_END_OK, &reply, &buf);
-		free(buf);
+		lm_client_buf_free(buf);
 	}
 	if (rc)
 		lm_client_fail("reporting the end", rc);

@@ -46,7 +46,9 @@ MIB=1048576
 #    byte) per page per client and two slots per page, and k + 2 client
 #    lists of an eighth of the cache within 1..8 MiB each (the list being
 #    built, the RELEASE being encoded, and the k RELEASEs a barrier
-#    queues at once).
+#    queues at once);
+#  - heap pad: the heap grows LM_DAEMON_HEAP_PAD (4 MiB, common/daemon.h)
+#    beyond each need, and those pages are given at once (common/mem.h).
 # The idle lemuriad's own RSS (code, libraries) is measured, not assumed.
 allowance() {
 	k=$1; page=$2; npages=$3; cache=$4
@@ -58,7 +60,8 @@ allowance() {
 	list=$((cache / 8)); [ $list -lt $MIB ] && list=$MIB
 	[ $list -gt $((8 * MIB)) ] && list=$((8 * MIB))
 	upd=$((3 * cache / 8 + cache / 64 + (k + 2) * list + k * npages * 9 / 8 + npages * 12))
-	echo "$reasm $over $replies $enc $tables $upd"
+	pad=$((4 * MIB))
+	echo "$reasm $over $replies $enc $tables $upd $pad"
 }
 
 # size VALUE: a layout size (4096, 4K, 64M, 1G) in bytes.
@@ -156,14 +159,14 @@ measure() {
 		k=$(key "$lay" "cluster $dname" clients)
 		cache=$(key "$lay" "cluster $dname" cache)
 		cache=$(size "${cache:-$(key "$lay" lemuria shared_size)}")
-		# shellcheck disable=SC2046 # six numbers, split on purpose
+		# shellcheck disable=SC2046 # seven numbers, split on purpose
 		set -- $(allowance "$k" "$page" "$npages" "$cache")
-		extra=$(($1 + $2 + $3 + $4 + $5 + $6))
+		extra=$(($1 + $2 + $3 + $4 + $5 + $6 + $7))
 		bound=$((cache + idle * 1024 + extra))
 		sampled=$(awk -v c="$col" 'BEGIN { m = 0 } $c > m { m = $c } END { print m }' "$dir/curve")
 		echo "       $dname: cache $(mib "$cache"), idle RSS $(mib $((idle * 1024))), allowance $(mib "$extra")" \
 			"(reassembly $(mib "$1"), delta overshoot $(mib "$2"), reply caches $(mib "$3")," \
-			"encoding $(mib "$4"), tables $(mib "$5"), updates $(mib "$6"))"
+			"encoding $(mib "$4"), tables $(mib "$5"), updates $(mib "$6"), heap pad $(mib "$7"))"
 		echo "       $dname: bound $(mib "$bound"), peak RSS $(mib $((hwm * 1024))) (VmHWM)," \
 			"largest sample $(mib $((sampled * 1024))), $(grep "^$dname " "$dir/stats" | cut -d' ' -f2-)"
 		echo "       $dname: RSS every 2 s (MiB):$(awk -v c="$col" \

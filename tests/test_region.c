@@ -27,8 +27,10 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #include "diff.h"
 #include "diff_util.h"
 #include "lm_error.h"
+#include "mem.h"
 #include "proto.h"
 #include "region.h"
 
@@ -56,6 +59,53 @@ static unsigned bad_ctx;
 static uint32_t fail_page = UINT32_MAX;
 static int ctx_token;
 
+/* Page faults the process took in the backend's copies into the private
+ * view, when counting. */
+static bool count_copy_faults;
+static long copy_faults;
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/* A counter of the page faults this thread takes (exceptions only: a
+ * page that MADV_POPULATE_WRITE gives counts in ru_minflt, not here), or
+ * -1 where perf events are not allowed. */
+static int fault_counter(void)
+{
+	struct perf_event_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_SOFTWARE;
+	a.size = sizeof(a);
+	a.config = PERF_COUNT_SW_PAGE_FAULTS;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+}
+
+static long faults_taken(int fd)
+{
+	uint64_t n = 0;
+
+	if (fd < 0 || read(fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+		return -1;
+	return (long)n;
+}
+
+static void copy_in(void *dst, const void *src)
+{
+	long before = count_copy_faults ? minor_faults() : 0;
+
+	memcpy(dst, src, PAGE);
+	if (count_copy_faults)
+		copy_faults += minor_faults() - before;
+}
+
 static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 {
 	if (ctx != &ctx_token)
@@ -64,7 +114,7 @@ static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 		return LM_EINVAL;
 	if (page == fail_page)
 		return LM_EIO;
-	memcpy(dst, home[page], PAGE);
+	copy_in(dst, home[page]);
 	*version = home_version[page];
 	nfetch++;
 	return 0;
@@ -90,7 +140,7 @@ static int fake_fetch_list(void *ctx, const uint32_t *pages, uint32_t n,
 	for (uint32_t i = 1; rc == 0 && i < n; i++) {
 		if (pages[i] % 2 == 0)
 			continue;
-		memcpy(dst[i], home[pages[i]], PAGE);
+		copy_in(dst[i], home[pages[i]]);
 		versions[i] = home_version[pages[i]];
 		got[i] = 1;
 	}
@@ -389,6 +439,49 @@ static void test_write_to_invalid_page_fetches_then_twins(void)
 	CU_ASSERT_EQUAL(diff_bytes(&e[0]), 1);
 	CU_ASSERT_EQUAL(e[0].diff[2], (uint8_t)~home[7][0]);
 	lm_region_fini();
+}
+
+/* A fetch's pages are given in the private view before the backend
+ * copies into them, and a twin chunk's pages when it is mapped (mem.h):
+ * the copies of a fetch with its neighbours and of a single page take
+ * no page fault (ru_minflt, which also counts the pages given, around
+ * each copy), and a write fault that maps the first twin chunk takes
+ * two (counted by a perf event where one may be opened): its own and
+ * the view's, not one more per twin. */
+static void test_fetches_and_twins_write_present_pages(void)
+{
+	int counter = fault_counter();
+	long before, after;
+
+	if (setup())
+		goto out;
+	lm_region_set_prefetch(3);
+	nruns = 0;
+	count_copy_faults = true;
+	copy_faults = 0;
+	CU_ASSERT_EQUAL(pg(20)[1], home[20][1]); /* brings 21 and 23 */
+	CU_ASSERT_EQUAL(nruns, 1);
+	lm_region_set_prefetch(0);
+	before = faults_taken(counter);
+	pg(40)[5] = 1; /* one page fetched, then the first twin */
+	after = faults_taken(counter);
+	count_copy_faults = false;
+	CU_ASSERT_EQUAL(nfetch, 2);
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	if (!lm_mem_populating()) {
+		CU_PASS("a kernel without MADV_POPULATE_WRITE: faults allowed");
+	} else {
+		CU_ASSERT_EQUAL(copy_faults, 0);
+		if (counter < 0) {
+			CU_PASS("no perf events here: twin faults not counted");
+		} else {
+			CU_ASSERT_EQUAL(after - before, 2);
+		}
+	}
+	lm_region_fini();
+out:
+	if (counter >= 0)
+		close(counter);
 }
 
 static void test_flush_yields_exactly_the_changed_bytes(void)
@@ -1531,6 +1624,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_read_faults_along_a_stride_bring_the_next),
 	      LM_TEST(test_write_after_read_twins_without_fetch),
 	      LM_TEST(test_write_to_invalid_page_fetches_then_twins),
+	      LM_TEST(test_fetches_and_twins_write_present_pages),
 	      LM_TEST(test_flush_yields_exactly_the_changed_bytes),
 	      LM_TEST(test_written_pages_stay_open_until_clean),
 	      LM_TEST(test_every_page_dirty_then_again),
