@@ -173,6 +173,10 @@ $(BUILD)/bench/region: $(call obj,bench/region.c) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
+$(BUILD)/bench/pages: $(call obj,bench/pages.c) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+
 $(BUILD)/bench/micro: bench/micro.c $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
@@ -199,6 +203,12 @@ bench-mac: all
 bench-region: all
 	@$(MAKE) --no-print-directory $(BUILD)/bench/region
 	$(BUILD)/bench/region
+
+# Per page: a page fault, population, mprotect, vs memcpy of a page.
+.PHONY: bench-pages
+bench-pages: all
+	@$(MAKE) --no-print-directory $(BUILD)/bench/pages
+	$(BUILD)/bench/pages
 
 # Fault service, barrier and lock latency vs a bare UDP round trip.
 .PHONY: bench-micro
@@ -228,7 +238,7 @@ bench-targets: all $(BUILD)/bench/micro
 bench-hierarchy: all
 	bench/hierarchy.sh $(HIERARCHY_BENCH_ARGS)
 
-bench: bench-transport bench-diff bench-mac bench-programs bench-hierarchy bench-targets
+bench: bench-transport bench-diff bench-mac bench-pages bench-programs bench-hierarchy bench-targets
 
 # The main job: SPLASH-2 LU on a two-cluster layout on this host.
 LAYOUT ?= conf/4+4.ini
