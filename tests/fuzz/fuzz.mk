@@ -39,7 +39,7 @@ FUZZ_SRC_fuzz_wire := tests/fuzz/fuzz_wire.c common/auth.c common/gmac.c \
 FUZZ_SRC_fuzz_msg := tests/fuzz/fuzz_msg.c common/proto.c common/diff.c \
 	$(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_engine := tests/fuzz/fuzz_engine.c common/reliable.c \
-	common/auth.c common/gmac.c $(FUZZ_BASE_SRC)
+	common/mem.c common/auth.c common/gmac.c $(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
 	reflector/home_pages.c reflector/router.c reflector/managers.c \
 	reflector/alloc.c \
@@ -120,7 +120,7 @@ fuzz-smoke-run: fuzz-build
 # The seed generator is ordinary code: the project's compiler, no fuzzer.
 $(FUZZ_GEN): tests/fuzz/gen_corpus.c common/proto.c common/diff.c \
 		common/config.c common/auth.c common/gmac.c common/reliable.c \
-		$(FUZZ_BASE_SRC) $(FUZZ_HDRS)
+		common/mem.c $(FUZZ_BASE_SRC) $(FUZZ_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wshadow \
 		-Wstrict-prototypes -Wmissing-prototypes -D_GNU_SOURCE \
