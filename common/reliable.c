@@ -645,6 +645,14 @@ static uint8_t *buf_get(struct lm_rel *rel, size_t len)
 	return buf;
 }
 
+/* What the spares may hold in all: a quarter of the reassembly budget
+ * (16 MiB by default), so that a client keeps no more than a few of its
+ * largest replies. */
+static size_t spare_budget(const struct lm_rel *rel)
+{
+	return rel->cfg.reasm_bytes / 4;
+}
+
 void lm_rel_buf_put(lm_rel *rel, void *buf)
 {
 	struct spare *slot = NULL;
@@ -654,7 +662,7 @@ void lm_rel_buf_put(lm_rel *rel, void *buf)
 		return;
 	cap = malloc_usable_size(buf);
 	if (!rel || !rel->cfg.spares || cap < LM_MEM_POPULATE_MIN ||
-	    cap > rel->cfg.reasm_bytes) {
+	    cap > spare_budget(rel)) {
 		free(buf);
 		return;
 	}
@@ -678,8 +686,8 @@ void lm_rel_buf_put(lm_rel *rel, void *buf)
 	}
 	*slot = (struct spare){ buf, cap };
 	rel->spare_bytes += cap;
-	/* the budget of reassembly bounds what is kept, largest out first */
-	while (rel->spare_bytes > rel->cfg.reasm_bytes) {
+	/* the budget bounds what is kept, largest out first */
+	while (rel->spare_bytes > spare_budget(rel)) {
 		struct spare *big = rel->spares;
 
 		for (struct spare *s = rel->spares;

@@ -74,7 +74,7 @@ uint8_t *lm_rel_msg_keep(const struct lm_rel_msg *msg);
 /* Gives back a buffer the receiver kept (lm_rel_msg_keep), or any
  * malloc'd buffer, once done with it: an engine configured with spares
  * keeps the big ones (at most cfg.spares, each of LM_MEM_POPULATE_MIN
- * bytes or more and all of them within the reassembly budget) to
+ * bytes or more and all of them within a quarter of reasm_bytes) to
  * reassemble the next messages in, whose pages are then present
  * already, and frees the rest.  A client wants that: its malloc maps
  * each big buffer afresh.  The engine owns buf afterwards, whatever it
