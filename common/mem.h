@@ -1,12 +1,13 @@
 /* Pages given ahead of the writes that would fault them in.
  *
  * A process's first touch of a page it has not used yet is a page fault.
- * On the paravirtualised VMs these clusters run on, a fault costs 9-13 us,
- * while one system call that asks for many pages at once costs under 1 us
- * a page (docs/performance.md, "Page faults").  The runtime knows when it
- * is about to fill memory that may be fresh (a fetched page's private
- * view, a new twin chunk, a big message buffer) and asks for its pages
- * first. */
+ * On a VM whose page tables the host shadows (the machines of
+ * 2026-11-27), a fault costs 10-13 us, while one system call that asks
+ * for many pages at once costs under 1 us a page (docs/performance.md,
+ * "Page faults"); elsewhere the call still saves the fault's entry and
+ * exit.  The runtime knows when it is about to fill memory that may be
+ * fresh (a fetched page's private view, a new twin chunk, a big message
+ * buffer, a daemon's heap) and asks for its pages first. */
 #ifndef LM_MEM_H
 #define LM_MEM_H
 
