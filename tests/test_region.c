@@ -446,8 +446,9 @@ static void test_write_to_invalid_page_fetches_then_twins(void)
  * the copies of a fetch with its neighbours and of a single page take
  * no page fault (ru_minflt, which also counts the pages given, around
  * each copy), and a write fault that maps the first twin chunk takes
- * two (counted by a perf event where one may be opened): its own and
- * the view's, not one more per twin. */
+ * two or three (counted by a perf event where one may be opened): its
+ * own, the view's and perhaps a stack page for the signal's frame, not
+ * one more per twin of the chunk (34 without). */
 static void test_fetches_and_twins_write_present_pages(void)
 {
 	int counter = fault_counter();
@@ -475,7 +476,7 @@ static void test_fetches_and_twins_write_present_pages(void)
 		if (counter < 0) {
 			CU_PASS("no perf events here: twin faults not counted");
 		} else {
-			CU_ASSERT_EQUAL(after - before, 2);
+			CU_ASSERT(after - before >= 2 && after - before <= 3);
 		}
 	}
 	lm_region_fini();
