@@ -6,13 +6,15 @@
 # of the differences, B - A, with how many pairs B was lower in.  This is
 # how docs/performance.md measures a change ("What moved LU").
 #
-#   bench/pairs.sh [-n PAIRS] [-l LAYOUT] [-A BUILD_A] [-B BUILD_B]
-#                  [-e "VAR=VALUE ..."] [-E "VAR=VALUE ..."]
+#   bench/pairs.sh [-n PAIRS] [-l LAYOUT] [-L LAYOUT_B] [-A BUILD_A]
+#                  [-B BUILD_B] [-e "VAR=VALUE ..."] [-E "VAR=VALUE ..."]
 #                  [-p PROGRAM] [-a "ARGS"] [-T SECONDS]
 #
 #   -A, -B  build directories (default: build at the top of the tree for
 #           both); -e, -E: environment for A's and B's runs only (compare
-#           LEMURIA_POPULATE=0 against the default with one build, say)
+#           LEMURIA_POPULATE=0 against the default with one build, say);
+#           -L: a layout for B's runs (default -l's: 4+4), to compare a
+#           layout setting
 #   -p      program under the build's splash2/ (default lu), -a its
 #           arguments without -p and -t (default "-n1024 -b16")
 # Exit status: 0 when every run passed, 1 when one failed, 2 on a usage
@@ -27,6 +29,7 @@ me=bench/pairs.sh
 top=$(cd "$(dirname "$0")/.." && pwd)
 pairs=6
 layout=4+4
+layout_b=""
 build_a=$top/build
 build_b=$top/build
 env_a=""
@@ -40,10 +43,11 @@ usage() {
 	exit 2
 }
 
-while getopts n:l:A:B:e:E:p:a:T:h opt; do
+while getopts n:l:L:A:B:e:E:p:a:T:h opt; do
 	case $opt in
 	n) pairs=$OPTARG ;;
 	l) layout=$OPTARG ;;
+	L) layout_b=$OPTARG ;;
 	A) build_a=$OPTARG ;;
 	B) build_b=$OPTARG ;;
 	e) env_a=$OPTARG ;;
@@ -56,11 +60,18 @@ while getopts n:l:A:B:e:E:p:a:T:h opt; do
 done
 case $pairs in '' | *[!0-9]* | 0) echo "$me: -n wants a count, not '$pairs'" >&2; exit 2 ;; esac
 case $limit in '' | *[!0-9]* | 0) echo "$me: -T wants seconds, not '$limit'" >&2; exit 2 ;; esac
-case $layout in
-*/*) conf=$layout ;;
-*) conf=$top/conf/$layout.ini ;;
-esac
-[ -r "$conf" ] || { echo "$me: no layout $conf" >&2; exit 2; }
+# layout_path NAME: conf/NAME.ini, or NAME when it is a path
+layout_path() {
+	case $1 in
+	*/*) echo "$1" ;;
+	*) echo "$top/conf/$1.ini" ;;
+	esac
+}
+conf=$(layout_path "$layout")
+conf_b=$(layout_path "${layout_b:-$layout}")
+for c in "$conf" "$conf_b"; do
+	[ -r "$c" ] || { echo "$me: no layout $c" >&2; exit 2; }
+done
 for b in "$build_a" "$build_b"; do
 	[ -x "$b/bin/lemuria-run" ] && [ -x "$b/splash2/$prog" ] ||
 		{ echo "$me: $b lacks bin/lemuria-run or splash2/$prog (make)" >&2; exit 2; }
@@ -70,7 +81,9 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/lemuria-pairs.XXXXXX") || exit 1
 trap 'rm -rf "$out"' EXIT INT TERM
 . "$top/tests/lib.sh" # private_layout
 # ports of its own, so that a run beside it cannot answer for its daemons
-conf=$(private_layout "$conf" "$out") || exit 1
+mkdir "$out/a" "$out/b" || exit 1
+conf=$(private_layout "$conf" "$out/a") || exit 1
+conf_b=$(private_layout "$conf_b" "$out/b" 1) || exit 1
 
 # cpu_mark, then cpu_read: seconds of CPU of the children this shell has
 # waited for, from the second line of `times` ("1m2.5s 0m0.25s" in dash
@@ -85,12 +98,12 @@ cpu_read() {
 		print s }' "$out/times"
 }
 
-# run BUILD ENV: prints "TIME CPU" (seconds) or "fail"
+# run BUILD ENV LAYOUT: prints "TIME CPU" (seconds) or "fail"
 run() {
 	log=$out/log
 	cpu_mark; cpu0=$(cpu_read)
 	# shellcheck disable=SC2046
-	env $2 timeout "$limit" "$1/bin/lemuria-run" -c "$conf" --pin --batch \
+	env $2 timeout "$limit" "$1/bin/lemuria-run" -c "$3" --pin --batch \
 		--start-daemons -- "$1/splash2/$prog" $args -t >"$log" 2>&1
 	rc=$?
 	cpu_mark; cpu1=$(cpu_read)
@@ -111,9 +124,9 @@ while [ $i -lt "$pairs" ]; do
 	i=$((i + 1))
 	# who goes first alternates too
 	if [ $((i % 2)) -eq 1 ]; then
-		a=$(run "$build_a" "$env_a"); b=$(run "$build_b" "$env_b")
+		a=$(run "$build_a" "$env_a" "$conf"); b=$(run "$build_b" "$env_b" "$conf_b")
 	else
-		b=$(run "$build_b" "$env_b"); a=$(run "$build_a" "$env_a")
+		b=$(run "$build_b" "$env_b" "$conf_b"); a=$(run "$build_a" "$env_a" "$conf")
 	fi
 	if [ "$a" = fail ] || [ "$b" = fail ]; then
 		failed=1
