@@ -48,7 +48,7 @@ struct lm_region_backend {
 
 /* Pages after a faulting one that a fault may bring along, and as many
  * again along a stride (fetch_list; docs/dsm.md "Neighbour pages"). */
-#define LM_REGION_PREFETCH_MAX 15u
+#define LM_REGION_PREFETCH_MAX 31u
 #define LM_REGION_FETCH_MAX (1 + 2 * LM_REGION_PREFETCH_MAX)
 
 /* Most pages between two read faults that make a stride. */

@@ -582,6 +582,48 @@ static void test_read_miss_fetches_the_next_pages_ahead(void)
 	teardown(c);
 }
 
+/* With `prefetch = 31` a client's FETCHV may name 63 pages, and the
+ * fetch ahead after its miss could ask for 31 + 62: the FETCHV to the
+ * reflector takes the pages after the miss first and stops at
+ * LM_FETCHV_MAX, the most a reflector serves. */
+static void test_fetch_ahead_fits_one_fetchv(void)
+{
+	char text[sizeof(lazy_layout) + 8];
+	uint32_t ask[1 + 2 * LM_CFG_PREFETCH_MAX];
+	const char *at = strstr(lazy_layout, "prefetch = 7");
+	lm_cluster *c;
+	struct out *o;
+	uint32_t fetch100;
+
+	CU_ASSERT_EQUAL_FATAL(LM_CFG_PREFETCH_MAX, 31);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	snprintf(text, sizeof(text), "%.*sprefetch = 31%s",
+		 (int)(at - lazy_layout), lazy_layout,
+		 at + strlen("prefetch = 7"));
+	c = setup_text(text);
+	CU_ASSERT_EQUAL_FATAL(layout->prefetch, 31);
+	join_all(c, RUN);
+	ask[0] = 100;
+	for (uint32_t i = 1; i < 1 + 2 * LM_CFG_PREFETCH_MAX; i++)
+		ask[i] = 200 + 2 * i; /* none among the 31 after 100 */
+	fetchv(c, ask, 1 + 2 * LM_CFG_PREFETCH_MAX);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
+	fetch100 = outs[0].req_id;
+	clear_outs();
+	r_page(c, fetch100, 100, 4, 0x64);
+	o = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL_FATAL(o->m.nnotices, LM_FETCHV_MAX);
+	for (uint32_t i = 0; i < LM_CFG_PREFETCH_MAX; i++)
+		CU_ASSERT_EQUAL(o->m.notices[i].page, 101 + i);
+	for (uint32_t i = LM_CFG_PREFETCH_MAX; i < LM_FETCHV_MAX; i++)
+		CU_ASSERT_EQUAL(o->m.notices[i].page,
+				ask[1 + i - LM_CFG_PREFETCH_MAX]);
+	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_ahead, LM_FETCHV_MAX);
+	teardown(c);
+}
+
 /* The reflector answers FETCHV req_id with PAGES holding whole pages
  * pages[0..n), each at version and filled with its own number. */
 static void r_pages_whole(lm_cluster *c, uint32_t req_id,
@@ -2945,6 +2987,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_delta_buffers_kept_for_reuse),
 	LM_TEST(test_create_rejects_unknown_name),
 	LM_TEST(test_read_miss_fetches_the_next_pages_ahead),
+	LM_TEST(test_fetch_ahead_fits_one_fetchv),
 	LM_TEST(test_read_miss_fetches_its_stride_ahead),
 	LM_TEST(test_fetch_coalesces_and_hits),
 	LM_TEST(test_client_fetchv_serves_what_is_cached),

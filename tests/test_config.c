@@ -687,8 +687,8 @@ static void test_reject_region(void)
 		      "relay \"sometimes\" is not lazy, eager or adaptive");
 	expect_reject("[lemuria]\nupdates = often\n", 2,
 		      "updates \"often\" is not on or off");
-	expect_reject("[lemuria]\nprefetch = 16\n", 2,
-		      "prefetch \"16\" is not a page count from 0 to 15");
+	expect_reject("[lemuria]\nprefetch = 32\n", 2,
+		      "prefetch \"32\" is not a page count from 0 to 31");
 	expect_reject("[lemuria]\nprefetch = -1\n", 2,
 		      "prefetch \"-1\" is not a page count");
 	tmp_teardown();
