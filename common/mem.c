@@ -18,14 +18,20 @@
 static atomic_bool populate_off;
 static atomic_bool populate_unsupported;
 
+bool lm_mem_populating(void)
+{
+	return !atomic_load_explicit(&populate_off, memory_order_relaxed) &&
+	       !atomic_load_explicit(&populate_unsupported,
+				     memory_order_relaxed);
+}
+
 bool lm_mem_populate(void *p, size_t len)
 {
 	static size_t page; /* a race here writes the same value twice */
 	uintptr_t start, end;
 	int saved_errno;
 
-	if (atomic_load_explicit(&populate_off, memory_order_relaxed) ||
-	    atomic_load_explicit(&populate_unsupported, memory_order_relaxed))
+	if (!lm_mem_populating())
 		return false;
 	if (!page)
 		page = (size_t)sysconf(_SC_PAGESIZE);
@@ -51,13 +57,6 @@ bool lm_mem_populate(void *p, size_t len)
 void lm_mem_set_populate(bool on)
 {
 	atomic_store_explicit(&populate_off, !on, memory_order_relaxed);
-}
-
-bool lm_mem_populating(void)
-{
-	return !atomic_load_explicit(&populate_off, memory_order_relaxed) &&
-	       !atomic_load_explicit(&populate_unsupported,
-				     memory_order_relaxed);
 }
 
 void lm_mem_setup_from_env(void)

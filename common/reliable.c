@@ -621,9 +621,20 @@ void lm_rel_destroy(lm_rel *rel)
  * in faults on each of its pages (mem.h); a receiver that gives it back
  * lets the next message reuse it, its pages present. */
 
+/* malloc for a buffer filled at once: a big one gets its pages now
+ * rather than a fault each as it is written (it is likely a fresh
+ * mapping). */
+static void *malloc_filled(size_t len)
+{
+	void *buf = malloc(len ? len : 1);
+
+	if (buf && len >= LM_MEM_POPULATE_MIN)
+		lm_mem_populate(buf, len);
+	return buf;
+}
+
 /* A buffer for a message of len bytes: the smallest spare that holds it,
- * else a new one, whose pages are given at once when it is big.  NULL
- * when out of memory. */
+ * else a new one.  NULL when out of memory. */
 static uint8_t *buf_get(struct lm_rel *rel, size_t len)
 {
 	struct spare *best = NULL;
@@ -639,10 +650,7 @@ static uint8_t *buf_get(struct lm_rel *rel, size_t len)
 		*best = (struct spare){ NULL, 0 };
 		return buf;
 	}
-	buf = malloc(len ? len : 1);
-	if (buf && len >= LM_MEM_POPULATE_MIN)
-		lm_mem_populate(buf, len);
-	return buf;
+	return malloc_filled(len);
 }
 
 /* What the spares may hold in all: a quarter of the reassembly budget
@@ -949,11 +957,9 @@ static int tx_queue(struct lm_rel *rel, uint16_t peer, uint16_t kind_flags,
 	stride = LM_WIRE_HDR_SIZE + fp + rel->mac_len;
 	size = sizeof(*m) + (size_t)(nfrag - 1) * stride + LM_WIRE_HDR_SIZE +
 	       (len - (size_t)(nfrag - 1) * fp) + rel->mac_len;
-	m = malloc(size);
+	m = malloc_filled(size); /* filled at once, below */
 	if (!m)
 		return LM_ENOMEM;
-	if (size >= LM_MEM_POPULATE_MIN)
-		lm_mem_populate(m, size); /* filled at once, below */
 	m->next = NULL;
 	m->refs = 1;
 	m->len = (uint32_t)len;
