@@ -533,7 +533,10 @@ static void lm_client_profile_report(void)
 		"lemuria profile: rank %u: %.3f s; fetch %llu in %.3f s; "
 		"flush %llu in %.3f s; sync wait %llu in %.3f s; apply %.3f "
 		"s; faults %llu read %llu write; mprotects %llu; "
-		"ack wake-ups %llu; calls in flight at most %u\n",
+		"pages brought along %llu after, %llu along a stride; "
+		"reach %u after (%llu of %llu samples read, %llu changes), "
+		"%u along (%llu of %llu, %llu); ack wake-ups %llu; calls in flight at most "
+		"%u\n",
 		lm_self.rank, total / 1e6, (unsigned long long)p->fetch.n,
 		p->fetch.us / 1e6, (unsigned long long)p->flush.n,
 		p->flush.us / 1e6, (unsigned long long)p->wait.n,
@@ -541,6 +544,14 @@ static void lm_client_profile_report(void)
 		(unsigned long long)rs.read_faults,
 		(unsigned long long)rs.write_faults,
 		(unsigned long long)rs.mprotects,
+		(unsigned long long)(rs.prefetched - rs.strided),
+		(unsigned long long)rs.strided, rs.reach[0],
+		(unsigned long long)rs.samples_read[0],
+		(unsigned long long)rs.samples[0],
+		(unsigned long long)rs.reach_changes[0], rs.reach[1],
+		(unsigned long long)rs.samples_read[1],
+		(unsigned long long)rs.samples[1],
+		(unsigned long long)rs.reach_changes[1],
 		(unsigned long long)rc.ack_wakeups, rc.pending_max);
 }
 

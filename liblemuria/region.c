@@ -39,6 +39,7 @@
 #include "diff.h"
 #include "lm_error.h"
 #include "mem.h"
+#include "reach.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -116,6 +117,9 @@ struct region {
 	uint64_t *marks;    /* a bit per page: protection change pending */
 	uint64_t *rw_given; /* a bit per page: present in the private view
 			       (populated or written once; it stays) */
+	uint64_t *closed;   /* a bit per page: valid (PAGE_READ) with its
+			       view still closed, a sample of how far the
+			       faults reach (reach.h) until first touched */
 	uint32_t mark_lo, mark_hi; /* marked pages lie in [lo, hi) */
 	struct twin_free *free_twins;
 	uint8_t **chunks;   /* mapped twin chunks, max_chunks slots */
@@ -127,8 +131,11 @@ struct region {
 	struct sigaction old_action; /* restored by fini, chained to */
 	struct stream streams[STREAMS];
 	uint64_t fault_clock; /* read faults so far, to age the streams */
+	struct lm_reach reach;
 	struct lm_region_stats stats;
 };
+
+_Static_assert(LM_REACH_KINDS == 2, "lm_region_stats has two reaches");
 
 static struct region R = { .fd = -1, .mark_lo = UINT32_MAX };
 
@@ -341,6 +348,19 @@ static void give_rw(const uint32_t *pages, uint32_t n)
 
 /* The page is written into the private mapping while the view is still
  * closed. */
+static bool is_closed(uint32_t page)
+{
+	return R.closed[page / 64] >> (page % 64) & 1;
+}
+
+static void set_closed(uint32_t page, bool on)
+{
+	if (on)
+		R.closed[page / 64] |= 1ull << (page % 64);
+	else
+		R.closed[page / 64] &= ~(1ull << (page % 64));
+}
+
 static void fetch_page(uint32_t page)
 {
 	uint32_t version = 0;
@@ -408,28 +428,55 @@ static void list_add(uint32_t *pages, uint32_t *n, int64_t page)
 	pages[(*n)++] = (uint32_t)page;
 }
 
+/* Of the n pages of a fault's list that came (got), those from `from` to
+ * `to` are of one kind: when the fault samples that kind, one of them,
+ * picked by the reach, stays closed (reach.h).  Returns its index, or n. */
+static uint32_t pick_sample(const uint32_t *pages, const uint8_t *got,
+			    uint32_t from, uint32_t to, uint32_t n,
+			    enum lm_reach_kind kind)
+{
+	uint32_t came = 0, pick;
+
+	for (uint32_t i = from; i < to; i++)
+		came += got[i];
+	if (!lm_reach_sample(&R.reach, kind, came, &pick))
+		return n;
+	for (uint32_t i = from; i < to; i++)
+		if (got[i] && pick-- == 0) {
+			lm_reach_add(&R.reach, pages[i], kind);
+			return i;
+		}
+	return n;
+}
+
 /* A read fault's fetch, which may bring along the invalid pages after it
- * and those along the stride its faults follow (docs/dsm.md, "Neighbour
- * pages"); opens the page and those that came, a run of pages to an
- * mprotect. */
+ * and those along the stride its faults follow, as deep as the reach says
+ * for each (docs/dsm.md "Neighbour pages"); opens the page and those that
+ * came but the samples, a run of pages to an mprotect. */
 static void fetch_for_read(uint32_t page)
 {
 	uint32_t pages[LM_REGION_FETCH_MAX], versions[LM_REGION_FETCH_MAX];
 	uint8_t *dst[LM_REGION_FETCH_MAX], got[LM_REGION_FETCH_MAX];
-	uint32_t n = 1, along, opened = 0;
-	struct stream *s = prefetch_pages ? stream_of(page) : NULL;
+	uint32_t n = 1, along, opened = 0, after = 0, sample[2];
+	struct stream *s = NULL;
 	int rc;
 
+	if (prefetch_pages) {
+		after = lm_reach_depth(&R.reach, LM_REACH_AFTER);
+		s = stream_of(page);
+	}
 	pages[0] = page;
-	for (uint32_t k = 1; k <= prefetch_pages; k++)
+	for (uint32_t k = 1; k <= after; k++)
 		list_add(pages, &n, (int64_t)page + k);
 	along = n;
 	if (s) {
+		uint32_t deep = lm_reach_depth(&R.reach, LM_REACH_STRIDE);
+
 		/* the stream goes on from the last page asked for, whether
 		 * it was listed or is valid here already */
-		for (uint32_t k = 1; k <= prefetch_pages; k++)
+		for (uint32_t k = 1; k <= deep; k++)
 			list_add(pages, &n, (int64_t)page + k * s->stride);
-		s->last = (int64_t)page + prefetch_pages * s->stride;
+		s->last = (int64_t)page + deep * s->stride;
 	}
 	if (!R.be.fetch_list || n == 1) {
 		fetch_page(page);
@@ -446,16 +493,21 @@ static void fetch_for_read(uint32_t page)
 	if (rc != 0)
 		fault_fatal(page, "cannot fetch", lm_strerror(rc));
 	R.stats.fetches++;
+	sample[0] = pick_sample(pages, got, 1, along, n, LM_REACH_AFTER);
+	sample[1] = pick_sample(pages, got, along, n, n, LM_REACH_STRIDE);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!got[i])
 			continue;
 		R.version[pages[i]] = versions[i];
 		R.state[pages[i]] = PAGE_READ;
-		pages[opened++] = pages[i];
 		if (i) {
 			R.stats.prefetched++;
 			R.stats.strided += i >= along;
 		}
+		if (i == sample[0] || i == sample[1])
+			set_closed(pages[i], true);
+		else
+			pages[opened++] = pages[i];
 	}
 	/* in address order (insertion sort: qsort is no signal handler's
 	 * call), a run of pages to an mprotect */
@@ -503,6 +555,15 @@ static void serve_fault(uint32_t page, enum fault_access access)
 		R.stats.read_faults++;
 		return;
 	case PAGE_READ:
+		if (is_closed(page)) {
+			/* a sample's first touch: the data is here */
+			set_closed(page, false);
+			lm_reach_touched(&R.reach, page);
+			if (access == ACCESS_READ) {
+				open_page(page, PROT_READ);
+				return;
+			}
+		}
 		if (access != ACCESS_READ)
 			make_dirty(page);
 		return;
@@ -562,6 +623,7 @@ static void release_all(void)
 	free(R.idle);
 	free(R.marks);
 	free(R.rw_given);
+	free(R.closed);
 	free(R.scratch);
 	free(R.out);
 	R.base = 0;
@@ -586,6 +648,7 @@ static void release_all(void)
 	R.idle = NULL;
 	R.marks = NULL;
 	R.rw_given = NULL;
+	R.closed = NULL;
 	R.mark_lo = UINT32_MAX;
 	R.mark_hi = 0;
 	R.free_twins = NULL;
@@ -713,6 +776,7 @@ int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 	memset(&R.stats, 0, sizeof(R.stats));
 	memset(R.streams, 0, sizeof(R.streams));
 	R.fault_clock = 0;
+	lm_reach_init(&R.reach, prefetch_pages);
 	R.base = (uintptr_t)base;
 	R.page_size = page_size;
 	R.page_shift = (unsigned)__builtin_ctz(page_size);
@@ -739,11 +803,12 @@ int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 	R.marks = calloc(((size_t)R.npages + 63) / 64, sizeof(*R.marks));
 	R.rw_given = calloc(((size_t)R.npages + 63) / 64,
 			    sizeof(*R.rw_given));
+	R.closed = calloc(((size_t)R.npages + 63) / 64, sizeof(*R.closed));
 	R.scratch_cap = lm_diff_bound(page_size);
 	R.scratch = malloc(R.scratch_cap);
 	if (!R.chunks || !R.state || !R.version || !R.twin || !R.dirty ||
 	    !R.open || !R.next_open || !R.changed || !R.idle || !R.marks ||
-	    !R.rw_given || !R.scratch) {
+	    !R.rw_given || !R.closed || !R.scratch) {
 		snprintf(err, errlen, "no memory for the page table of %u "
 			 "pages", R.npages);
 		goto fail;
@@ -1100,6 +1165,8 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 	if (!atomic_load(&R.active) || (count && !n))
 		return LM_EINVAL;
 	lock();
+	/* the samples the program did not read by now went unread */
+	lm_reach_settle(&R.reach);
 	/* Check everything first so that a refused list changes nothing. */
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t page = n[i].page;
@@ -1155,10 +1222,14 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 			continue;
 		}
 		/* no update, or a malformed one, part of which may be
-		 * written by now: the copy goes */
+		 * written by now: the copy goes (a sample's view is closed
+		 * already) */
 		R.state[page] = PAGE_INVALID;
 		R.stats.invalidations++;
-		mark(page);
+		if (is_closed(page))
+			set_closed(page, false);
+		else
+			mark(page);
 	}
 	rc = protect_marked(PROT_NONE, keep_unclosed);
 	/* open pages now closed give their twins back */
@@ -1204,13 +1275,23 @@ void lm_region_stats(struct lm_region_stats *out)
 {
 	lock();
 	*out = R.stats;
+	for (int k = 0; k < LM_REACH_KINDS; k++) {
+		out->reach[k] = R.reach.depth[k];
+		out->samples[k] = R.reach.stats.samples[k];
+		out->samples_read[k] = R.reach.stats.read[k];
+		out->reach_changes[k] = R.reach.stats.deeper[k] +
+					R.reach.stats.shallower[k];
+	}
 	unlock();
 }
 
 void lm_region_set_prefetch(uint32_t pages)
 {
+	lock();
 	prefetch_pages = pages < LM_REGION_PREFETCH_MAX ?
 			 pages : LM_REGION_PREFETCH_MAX;
+	lm_reach_init(&R.reach, prefetch_pages);
+	unlock();
 }
 
 void lm_region_set_batching(int on)

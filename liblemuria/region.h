@@ -148,14 +148,20 @@ struct lm_region_stats {
 	uint64_t flushed_pages; /* diff-list entries built */
 	uint64_t flushed_bytes; /* diff-list bytes built (headers included) */
 	uint64_t mprotects;     /* mprotect calls on the application's view */
+	/* how far read faults reach now, after and along a stride
+	 * (lm_reach_kind order), and the samples that set it: judged, and
+	 * of those read before the next release (reach.h) */
+	uint32_t reach[2];
+	uint64_t samples[2], samples_read[2], reach_changes[2];
 };
 
 void lm_region_stats(struct lm_region_stats *out);
 
 /* How many pages after a faulting one a read fault asks for along with
- * it, and how many along a stride its faults follow (at most
- * LM_REGION_PREFETCH_MAX; 0, the default, none).  Kept across init and
- * fini. */
+ * it at most, and how many along a stride its faults follow (at most
+ * LM_REGION_PREFETCH_MAX; 0, the default, none).  Each kind starts there
+ * and then follows how many of the pages it brings the program reads
+ * (reach.h).  Kept across init and fini; starts the depths again. */
 void lm_region_set_prefetch(uint32_t pages);
 
 /* For bench/region.c: 0 makes every protection change of a flush or of

@@ -40,6 +40,7 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #include "lm_error.h"
 #include "mem.h"
 #include "proto.h"
+#include "reach.h"
 #include "region.h"
 
 #define BASE 0x510000000000ull
@@ -383,6 +384,130 @@ static void test_read_faults_along_a_stride_bring_the_next(void)
 	CU_ASSERT_EQUAL(pg(34)[0], home[34][0]);
 	CU_ASSERT_EQUAL(pg(28)[0], home[28][0]);
 	CU_ASSERT(run_asked(22) && run_asked(16) && !run_asked(27));
+	lm_region_set_prefetch(0);
+	lm_region_fini();
+}
+
+/* A newer version of pages [first, first + n) at the home, and the
+ * notices of it applied (a release: the reach's samples are answered). */
+static void home_moves_on(uint32_t first, uint32_t n)
+{
+	struct lm_notice notes[NPAGES];
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t p = first + i;
+
+		home[p][0]++;
+		notes[i] = (struct lm_notice)NOTE(p, ++home_version[p]);
+	}
+	CU_ASSERT_EQUAL(lm_region_apply_notices(notes, n, ME), 0);
+}
+
+/* Samples of how far faults reach (reach.h): of the pages that come
+ * along on LM_REACH_EVERY read faults, one stays closed; its first read
+ * is served without a fetch, by one mprotect, and the next release counts
+ * it read; one left unread is counted so, and a notice invalidates it like
+ * any copy; a write to one twins it without a fetch. */
+static void test_sample_pages_stay_closed_until_touched(void)
+{
+	struct entry e[8];
+	struct lm_region_stats before;
+	uint64_t closed = 0;
+	unsigned fetches;
+
+	if (setup())
+		return;
+	lm_region_set_prefetch(4);
+	/* pages 10 and 20: 11, 13 and 21, 23 come along (odd) */
+	for (uint32_t f = 0; f < LM_REACH_EVERY; f++) {
+		uint32_t p = 10 + 10 * f;
+		uint64_t m;
+
+		CU_ASSERT_EQUAL(pg(p)[0], home[p][0]);
+		fetches = nfetch;
+		m = stats().mprotects;
+		CU_ASSERT_TRUE(page_equals(p + 1, home[p + 1]));
+		CU_ASSERT_TRUE(page_equals(p + 3, home[p + 3]));
+		CU_ASSERT_EQUAL(nfetch, fetches);
+		closed += stats().mprotects - m;
+	}
+	CU_ASSERT_EQUAL(closed, 1);
+	CU_ASSERT_EQUAL(stats().samples[0], 1); /* answered when read */
+	CU_ASSERT_EQUAL(stats().samples_read[0], 1);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, ME), 0);
+	CU_ASSERT_EQUAL(stats().samples[0], 1);
+
+	/* 30 and 40, nothing read; the release invalidates them all */
+	for (uint32_t f = 0; f < LM_REACH_EVERY; f++)
+		CU_ASSERT_EQUAL(pg(30 + 10 * f)[0], home[30 + 10 * f][0]);
+	home_moves_on(30, 14);
+	CU_ASSERT_EQUAL(stats().samples[0], 2);
+	CU_ASSERT_EQUAL(stats().samples_read[0], 1);
+	fetches = nfetch;
+	for (uint32_t p = 31; p <= 43; p += 2) {
+		if (p == 35)
+			p = 41;
+		CU_ASSERT_TRUE(page_equals(p, home[p]));
+	}
+	CU_ASSERT(nfetch > fetches); /* refetched, the sample too */
+
+	/* 50 and 60 (one of them samples), then written: a twin each, no
+	 * fetch, the sample counted read */
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, ME), 0);
+	before = stats();
+	for (uint32_t f = 0; f < LM_REACH_EVERY; f++)
+		CU_ASSERT_EQUAL(pg(50 + 10 * f)[0], home[50 + 10 * f][0]);
+	fetches = nfetch;
+	pg(51)[1] ^= 1;
+	pg(53)[1] ^= 1;
+	pg(61)[1] ^= 1;
+	pg(63)[1] ^= 1;
+	CU_ASSERT_EQUAL(nfetch, fetches);
+	CU_ASSERT_EQUAL(stats().write_faults, before.write_faults + 4);
+	CU_ASSERT_EQUAL(flush_entries(e, 8), 4);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, ME), 0);
+	CU_ASSERT_EQUAL(stats().samples[0], before.samples[0] + 1);
+	CU_ASSERT_EQUAL(stats().samples_read[0], before.samples_read[0] + 1);
+	lm_region_set_prefetch(0);
+	lm_region_fini();
+}
+
+/* The reach follows the program (reach.h): faults whose neighbours are
+ * never read take the depth of the pages after them down to none (then
+ * a probe of one page now and then), faults whose neighbours are all
+ * read take it back up to `prefetch`. */
+static void test_reach_follows_what_is_read(void)
+{
+	unsigned rounds, runs;
+
+	if (setup())
+		return;
+	lm_region_set_prefetch(7);
+	CU_ASSERT_EQUAL(stats().reach[0], 7);
+	for (rounds = 0; rounds < 200 && stats().reach[0] > 0; rounds++) {
+		CU_ASSERT_EQUAL(pg(0)[0], home[0][0]);
+		home_moves_on(0, 8);
+	}
+	CU_ASSERT_EQUAL(stats().reach[0], 0);
+	CU_ASSERT_EQUAL(stats().samples_read[0], 0);
+	CU_ASSERT(stats().samples[0] >= 3 * LM_REACH_WINDOW);
+	runs = nruns;
+	for (unsigned i = 0; i < LM_REACH_PROBE; i++) {
+		CU_ASSERT_EQUAL(pg(0)[0], home[0][0]);
+		home_moves_on(0, 8);
+	}
+	CU_ASSERT_EQUAL(nruns - runs, 1); /* the probe */
+
+	for (rounds = 0; rounds < 400 && stats().reach[0] < 7; rounds++) {
+		CU_ASSERT_EQUAL(pg(0)[0], home[0][0]);
+		for (uint32_t p = 1; p < 8; p++)
+			if (lm_region_page_version(p) != UINT32_MAX)
+				CU_ASSERT_EQUAL(pg(p)[0], home[p][0]);
+		home_moves_on(0, 8);
+	}
+	CU_ASSERT_EQUAL(stats().reach[0], 7);
+	CU_ASSERT(stats().samples_read[0] >= 2 * LM_REACH_WINDOW);
+	CU_ASSERT_EQUAL(stats().reach[1], 7); /* no stride: untouched */
 	lm_region_set_prefetch(0);
 	lm_region_fini();
 }
@@ -1623,6 +1748,8 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_read_fault_fetches_once),
 	      LM_TEST(test_read_fault_brings_neighbours),
 	      LM_TEST(test_read_faults_along_a_stride_bring_the_next),
+	      LM_TEST(test_sample_pages_stay_closed_until_touched),
+	      LM_TEST(test_reach_follows_what_is_read),
 	      LM_TEST(test_write_after_read_twins_without_fetch),
 	      LM_TEST(test_write_to_invalid_page_fetches_then_twins),
 	      LM_TEST(test_fetches_and_twins_write_present_pages),

@@ -833,12 +833,15 @@ static void test_fetch_pulls_the_next_pages_ahead(void)
 	struct lm_notice e[6];
 	const struct net_msg *pg = NULL;
 	struct lm_msg m = msg(LM_MSG_FETCH);
-	const uint32_t c0_pages[6] = { 8, 9, 10, 12, 15, 24 };
+	/* the last page just beyond the window: 24 or 40 with 15 or 31 */
+	const uint32_t beyond = 8 + LM_CFG_PREFETCH_DEFAULT + 1;
+	const uint32_t c0_pages[6] = { 8, 9, 10, 12, 15, beyond };
 	uint64_t waited;
 
-	/* 8-15 and 24-31 at r1, 16-23 at r0 */
+	/* 8-15, 24-31, 40-47 ... at r1, 16-23, 32-39 ... at r0 */
 	setup("conf/2x2-two-reflectors.ini");
-	CU_ASSERT_EQUAL_FATAL(net.layout->prefetch, 15);
+	CU_ASSERT_EQUAL_FATAL(net.layout->prefetch, LM_CFG_PREFETCH_DEFAULT);
+	CU_ASSERT_EQUAL_FATAL(beyond / 8 % 2, 1); /* r1's */
 	for (int i = 0; i < 6; i++)
 		e[i] = (struct lm_notice){ .page = c0_pages[i], .writer = 0 };
 	CU_ASSERT(reg(C0, 0, e, 5, NULL, 1)->m.nnotices == 5);
@@ -857,7 +860,7 @@ static void test_fetch_pulls_the_next_pages_ahead(void)
 	CU_ASSERT_EQUAL(pulls_of(C0, 10), 1);
 	CU_ASSERT_EQUAL(pulls_of(C0, 12), 1);
 	CU_ASSERT_EQUAL(pulls_of(C0, 15), 1);
-	CU_ASSERT_EQUAL(pulls_of(C0, 24), 0); /* beyond the window */
+	CU_ASSERT_EQUAL(pulls_of(C0, beyond), 0); /* beyond the window */
 	CU_ASSERT_EQUAL(pulls_of(C1, 10), 0); /* the reader's own */
 	CU_ASSERT_EQUAL(pulls_of(C1, 11), 0);
 	CU_ASSERT_EQUAL(lm_home_stats(net.h[1])->pulls_ahead, 4);
