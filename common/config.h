@@ -78,7 +78,7 @@ struct lm_cluster_cfg {
 
 /* Most pages a read fault may bring along (liblemuria/region.h agrees). */
 #define LM_CFG_PREFETCH_MAX 31u
-#define LM_CFG_PREFETCH_DEFAULT 15u
+#define LM_CFG_PREFETCH_DEFAULT 31u
 
 struct lm_layout {
 	char path[LM_PATH_MAX];

@@ -528,9 +528,9 @@ static void reply_pages(lm_cluster *c, uint16_t node, uint32_t req_id,
 /* A client's FETCH, or the first page of its FETCHV when we lack it
  * (`more`: the n other pages that FETCHV asked for; its answer is a
  * PAGES with those we hold by then).  `ahead`: a read fault's, whose
- * miss fetches the pages after it and `more` too. */
+ * miss fetches the `reach` pages after it and `more` too. */
 static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
-			 const struct lm_msg *m, bool ahead,
+			 const struct lm_msg *m, bool ahead, uint32_t reach,
 			 const uint32_t *more, uint32_t nmore)
 {
 	struct cpage *cp;
@@ -583,6 +583,7 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 	w->nmore = nmore < LM_CLUSTER_FETCHV_MAX ? nmore : 0;
 	if (w->nmore)
 		memcpy(w->more, more, nmore * sizeof(*more));
+	w->reach = reach;
 }
 
 /* A client's FETCHV (docs/dsm.md, "Neighbour pages"): the page it
@@ -615,7 +616,10 @@ static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
 	first.notices = NULL;
 	first.nnotices = 0;
 	if (first.page >= c->npages || !(cp = lm_cache_find(c, first.page))) {
-		handle_fetch(c, from, req_id, &first, true, more, nmore);
+		/* the first notice's version: how far the fault reached
+		 * after it (docs/protocol.md) */
+		handle_fetch(c, from, req_id, &first, true,
+			     m->notices[0].version, more, nmore);
 		return;
 	}
 	/* a neighbour is a guess: held (kept by updates) only once the
@@ -1048,7 +1052,7 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 		c->clients[slot].active = true;
 	switch (m->type) {
 	case LM_MSG_FETCH:
-		handle_fetch(c, from, req_id, m, false, NULL, 0);
+		handle_fetch(c, from, req_id, m, false, 0, NULL, 0);
 		break;
 	case LM_MSG_FETCHV:
 		handle_fetchv(c, from, req_id, m);
@@ -1194,18 +1198,19 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 	}
 	if (up->kind == UP_FETCH) {
 		uint32_t page = up->page, more[LM_CLUSTER_FETCHV_MAX - 1];
-		uint32_t nmore = 0;
+		uint32_t nmore = 0, reach = 0;
 		bool ahead = up->ahead;
 
 		/* the miss's own FETCHV's other pages go ahead too */
 		if (ahead && up->waiters) {
 			nmore = up->waiters->nmore;
 			memcpy(more, up->waiters->more, nmore * sizeof(*more));
+			reach = up->waiters->reach;
 		}
 		up->ahead = false; /* once, if it is asked again */
 		lm_cluster_reply_page(c, up, m);
 		if (ahead && m->type == LM_MSG_PAGE && m->data)
-			lm_cluster_fetch_ahead(c, page, more, nmore);
+			lm_cluster_fetch_ahead(c, page, reach, more, nmore);
 		if (c->rel.active && c->rel.pending == 0)
 			lm_release_finish(c);
 		return;

@@ -44,6 +44,8 @@ struct waiter {
 	 * PAGES brings when we hold them by then */
 	uint32_t more[LM_CLUSTER_FETCHV_MAX - 1];
 	uint32_t nmore;
+	uint32_t reach;    /* a FETCHV's: how many pages after the first the
+			      client's fault reaches (at most prefetch) */
 	struct waiter *next;
 };
 
@@ -404,10 +406,11 @@ bool lm_release_puts_off(lm_cluster *c, uint16_t from,
 			 enum lm_rel_msg_kind kind, uint32_t req_id,
 			 const struct lm_msg *m);
 /* After a client's read miss on `page` is answered: one FETCHV for the
- * `prefetch` pages after it and the n pages of `more` (the others its
- * FETCHV asked for) that we neither hold nor fetch already (docs/dsm.md
- * "Neighbour pages"), batched as the held RELEASE's are. */
-void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page,
+ * `reach` pages after it (as far as the client's fault reached, at most
+ * `prefetch`) and the n pages of `more` (the others its FETCHV asked
+ * for) that we neither hold nor fetch already (docs/dsm.md "Neighbour
+ * pages"), batched as the held RELEASE's are. */
+void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page, uint32_t reach,
 			    const uint32_t *more, uint32_t n);
 
 #endif

@@ -470,14 +470,15 @@ static void ahead_add(lm_cluster *c, uint32_t p, struct lm_notice *want,
 /* One FETCHV to the reflector: the `prefetch` pages after the miss
  * first, then the client's others, as many as a FETCHV holds (with
  * `prefetch` above 21 the client may name more). */
-void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page,
+void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page, uint32_t reach,
 			    const uint32_t *more, uint32_t nmore)
 {
 	struct lm_notice want[LM_FETCHV_MAX];
 	uint32_t batch[LM_FETCHV_MAX], n = 0;
 
-	for (uint32_t k = 1; k <= c->layout->prefetch && n < LM_FETCHV_MAX;
-	     k++)
+	if (reach > c->layout->prefetch)
+		reach = c->layout->prefetch;
+	for (uint32_t k = 1; k <= reach && n < LM_FETCHV_MAX; k++)
 		ahead_add(c, page + k, want, batch, &n);
 	for (uint32_t i = 0;
 	     i < nmore && i < LM_CLUSTER_FETCHV_MAX && n < LM_FETCHV_MAX; i++)

@@ -221,8 +221,9 @@ _Static_assert(LM_CFG_PREFETCH_MAX <= LM_REGION_PREFETCH_MAX,
  * asked) or, when it must fetch the first page itself, with its PAGE
  * alone. */
 static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
-				uint32_t n, uint8_t *const *dst,
-				uint32_t *versions, uint8_t *got)
+				uint32_t n, uint32_t after,
+				uint8_t *const *dst, uint32_t *versions,
+				uint8_t *got)
 {
 	struct lm_notice ask[LM_REGION_FETCH_MAX];
 	struct lm_msg req = lm_client_msg(LM_MSG_FETCHV), reply;
@@ -239,6 +240,7 @@ static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
 	for (uint32_t i = 0; i < n; i++)
 		ask[i] = (struct lm_notice){ .page = pages[i],
 					     .base = LM_NO_BASE };
+	ask[0].version = after; /* how far the lemuriad fetches ahead */
 	req.notices = ask;
 	req.nnotices = n;
 	rc = lm_client_call2(&req, LM_MSG_PAGES, LM_MSG_PAGE, &reply, &buf);

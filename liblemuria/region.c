@@ -487,7 +487,7 @@ static void fetch_for_read(uint32_t page)
 		dst[i] = R.rw + page_off(pages[i]);
 	give_rw(pages, n);
 	memset(got, 0, n);
-	rc = R.be.fetch_list(R.ctx, pages, n, dst, versions, got);
+	rc = R.be.fetch_list(R.ctx, pages, n, after, dst, versions, got);
 	if (rc == 0 && !got[0])
 		rc = LM_EBADMSG;
 	if (rc != 0)

@@ -40,10 +40,12 @@ struct lm_region_backend {
 	 * pages[1..n) (each invalid here, none listed twice): pages[i]
 	 * goes to dst[i] (its page of the private mapping), its version to
 	 * versions[i], and got[i] is set; got[0] is set on success.
-	 * Nothing else may be written. */
+	 * Nothing else may be written.  `after`: how many pages after
+	 * pages[0] the fault reaches (those of them it lacks come first
+	 * in pages[1..n)), which the backend may fetch ahead. */
 	int (*fetch_list)(void *ctx, const uint32_t *pages, uint32_t n,
-			  uint8_t *const *dst, uint32_t *versions,
-			  uint8_t *got);
+			  uint32_t after, uint8_t *const *dst,
+			  uint32_t *versions, uint8_t *got);
 };
 
 /* Pages after a faulting one that a fault may bring along, and as many

@@ -417,8 +417,10 @@ static void test_create_rejects_unknown_name(void)
 }
 
 /* A client's FETCHV of pages[0..n) (rank, req_id). */
-static void creq_fetchv(lm_cluster *c, uint32_t rank, uint32_t req_id,
-			const uint32_t *pages, uint32_t n)
+/* A client's FETCHV of pages[0..n) whose fault reached `reach` pages
+ * after the first (the first notice's version). */
+static void creq_fetchv_reach(lm_cluster *c, uint32_t rank, uint32_t req_id,
+			      const uint32_t *pages, uint32_t n, uint32_t reach)
 {
 	struct lm_notice ask[LM_CFG_PREFETCH_MAX * 2 + 2];
 	struct lm_msg m = msg(LM_MSG_FETCHV, RUN);
@@ -427,9 +429,17 @@ static void creq_fetchv(lm_cluster *c, uint32_t rank, uint32_t req_id,
 	for (uint32_t i = 0; i < n; i++)
 		ask[i] = (struct lm_notice){ .page = pages[i],
 					     .base = LM_NO_BASE };
+	ask[0].version = reach;
 	m.notices = ask;
 	m.nnotices = n;
 	creq(c, rank, req_id, &m);
+}
+
+/* ... reaching as far as the layout lets it. */
+static void creq_fetchv(lm_cluster *c, uint32_t rank, uint32_t req_id,
+			const uint32_t *pages, uint32_t n)
+{
+	creq_fetchv_reach(c, rank, req_id, pages, n, layout->prefetch);
 }
 
 /* A client's FETCHV of pages[0..n) (rank 0, req_id 31). */
@@ -622,6 +632,40 @@ static void test_fetch_ahead_fits_one_fetchv(void)
 				ask[1 + i - LM_CFG_PREFETCH_MAX]);
 	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_ahead, LM_FETCHV_MAX);
 	teardown(c);
+}
+
+/* The lemuriad fetches ahead as far as the client's fault reached (the
+ * FETCHV's first version, docs/protocol.md) and never beyond `prefetch`;
+ * a fault that reached no page after it still has the pages it named
+ * along its stride fetched ahead. */
+static void test_fetch_ahead_goes_as_far_as_the_fault(void)
+{
+	static const struct {
+		uint32_t reach, n; /* n: pages after 10 fetched ahead */
+	} cases[] = { { 2, 2 }, { 0, 0 }, { 1000, 7 } };
+	const uint32_t ask[] = { 10, 40 };
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		lm_cluster *c = setup();
+		uint32_t fetch10;
+		struct out *o;
+
+		CU_ASSERT_EQUAL_FATAL(layout->prefetch, 7);
+		join_all(c, RUN);
+		creq_fetchv_reach(c, 0, 31, ask, 2, cases[k].reach);
+		CU_ASSERT_EQUAL_FATAL(nouts, 1);
+		fetch10 = outs[0].req_id;
+		clear_outs();
+		r_page(c, fetch10, 10, 4, 0x10);
+		o = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		/* the pages after the miss, then the stride's 40 */
+		CU_ASSERT_EQUAL_FATAL(o->m.nnotices, cases[k].n + 1);
+		for (uint32_t i = 0; i < cases[k].n; i++)
+			CU_ASSERT_EQUAL(o->m.notices[i].page, 11 + i);
+		CU_ASSERT_EQUAL(o->m.notices[cases[k].n].page, 40);
+		teardown(c);
+	}
 }
 
 /* The reflector answers FETCHV req_id with PAGES holding whole pages
@@ -2988,6 +3032,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_create_rejects_unknown_name),
 	LM_TEST(test_read_miss_fetches_the_next_pages_ahead),
 	LM_TEST(test_fetch_ahead_fits_one_fetchv),
+	LM_TEST(test_fetch_ahead_goes_as_far_as_the_fault),
 	LM_TEST(test_read_miss_fetches_its_stride_ahead),
 	LM_TEST(test_fetch_coalesces_and_hits),
 	LM_TEST(test_client_fetchv_serves_what_is_cached),

@@ -127,15 +127,17 @@ static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 static unsigned nruns;
 static uint32_t run_pages[LM_REGION_FETCH_MAX];
 static uint32_t run_n;
+static uint32_t run_after;
 
 static int fake_fetch_list(void *ctx, const uint32_t *pages, uint32_t n,
-			   uint8_t *const *dst, uint32_t *versions,
-			   uint8_t *got)
+			   uint32_t after, uint8_t *const *dst,
+			   uint32_t *versions, uint8_t *got)
 {
 	int rc = fake_fetch(ctx, pages[0], dst[0], &versions[0]);
 
 	nruns++;
 	run_n = n;
+	run_after = after;
 	memcpy(run_pages, pages, n * sizeof(*pages));
 	got[0] = rc == 0;
 	for (uint32_t i = 1; rc == 0 && i < n; i++) {
@@ -305,6 +307,7 @@ static void test_read_fault_brings_neighbours(void)
 	/* 10 opens with 11, 13 alone */
 	CU_ASSERT_EQUAL(stats().mprotects, mprotects + 2);
 	CU_ASSERT_EQUAL(run_n, 4);
+	CU_ASSERT_EQUAL(run_after, 4); /* the backend is told how far */
 	CU_ASSERT(run_pages[0] == 10 && run_pages[1] == 11 &&
 		  run_pages[2] == 13 && run_pages[3] == 14);
 	/* 11 and 13 came (odd), 14 did not */
@@ -497,6 +500,7 @@ static void test_reach_follows_what_is_read(void)
 		home_moves_on(0, 8);
 	}
 	CU_ASSERT_EQUAL(nruns - runs, 1); /* the probe */
+	CU_ASSERT_EQUAL(run_after, 1);
 
 	for (rounds = 0; rounds < 400 && stats().reach[0] < 7; rounds++) {
 		CU_ASSERT_EQUAL(pg(0)[0], home[0][0]);
