@@ -467,9 +467,9 @@ static void ahead_add(lm_cluster *c, uint32_t p, struct lm_notice *want,
 	batch[(*n)++] = p;
 }
 
-/* One FETCHV to the reflector: the `prefetch` pages after the miss
- * first, then the client's others, as many as a FETCHV holds (with
- * `prefetch` above 21 the client may name more). */
+/* One FETCHV to the reflector: the `reach` pages after the miss first,
+ * then the client's others, as many as a FETCHV holds (with `prefetch`
+ * above 21 the client may name more). */
 void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page, uint32_t reach,
 			    const uint32_t *more, uint32_t nmore)
 {

@@ -537,8 +537,8 @@ static void lm_client_profile_report(void)
 		"s; faults %llu read %llu write; mprotects %llu; "
 		"pages brought along %llu after, %llu along a stride; "
 		"reach %u after (%llu of %llu samples read, %llu changes), "
-		"%u along (%llu of %llu, %llu); ack wake-ups %llu; calls in flight at most "
-		"%u\n",
+		"%u along (%llu of %llu, %llu); ack wake-ups %llu; "
+		"calls in flight at most %u\n",
 		lm_self.rank, total / 1e6, (unsigned long long)p->fetch.n,
 		p->fetch.us / 1e6, (unsigned long long)p->flush.n,
 		p->flush.us / 1e6, (unsigned long long)p->wait.n,

@@ -346,8 +346,6 @@ static void give_rw(const uint32_t *pages, uint32_t n)
 	}
 }
 
-/* The page is written into the private mapping while the view is still
- * closed. */
 static bool is_closed(uint32_t page)
 {
 	return R.closed[page / 64] >> (page % 64) & 1;
@@ -361,6 +359,8 @@ static void set_closed(uint32_t page, bool on)
 		R.closed[page / 64] &= ~(1ull << (page % 64));
 }
 
+/* The page is written into the private mapping while the view is still
+ * closed. */
 static void fetch_page(uint32_t page)
 {
 	uint32_t version = 0;
