@@ -8,9 +8,10 @@
  * what the program does: now and then one page of a kind, picked at
  * random among those brought along, is installed closed, so that its
  * first access is seen (a sample, read or not by the next release); a
- * kind whose samples are mostly read goes deeper, up to the layout's
- * `prefetch`, one whose samples mostly lie unread goes shallower, down to
- * none.  A kind at none brings a single page now and then, as a probe.
+ * kind with half of its samples read or more goes deeper, up to the
+ * layout's `prefetch`, one with over two thirds unread goes shallower,
+ * down to none.  A kind at none brings a single page now and then, as a
+ * probe.
  *
  * Pure bookkeeping: liblemuria/region.c installs, watches and reports
  * the samples.  Not thread-safe (the region's lock guards it). */
