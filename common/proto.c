@@ -668,3 +668,20 @@ size_t lm_notices_merge(struct lm_notice *v, size_t n)
 			v[out++] = v[i];
 	return out;
 }
+
+void lm_msg_fetchv(struct lm_msg *m, struct lm_notice *ask,
+		   const uint32_t *pages, uint32_t n, uint32_t reach)
+{
+	for (uint32_t i = 0; i < n; i++)
+		ask[i] = (struct lm_notice){ .page = pages[i],
+					     .base = LM_NO_BASE };
+	if (n)
+		ask[0].version = reach;
+	m->notices = ask;
+	m->nnotices = n;
+}
+
+uint32_t lm_msg_fetchv_reach(const struct lm_msg *m)
+{
+	return m->nnotices && m->notices ? m->notices[0].version : 0;
+}

@@ -257,6 +257,16 @@ void lm_msg_diffs_put_header(uint8_t *buf, uint32_t page, size_t diff_len);
  * lists is appending one to the other and calling this. */
 size_t lm_notices_merge(struct lm_notice *v, size_t n);
 
+/* A client's FETCHV (docs/protocol.md): sets m's notices to ask[0..n),
+ * pages[0] (the faulting page) first, each with base LM_NO_BASE, and
+ * `reach`, how many pages after pages[0] the fault reached, in the first
+ * notice's version.  m's type and header are the caller's. */
+void lm_msg_fetchv(struct lm_msg *m, struct lm_notice *ask,
+		   const uint32_t *pages, uint32_t n, uint32_t reach);
+
+/* The reach a client's FETCHV carries (0 when it has no notice). */
+uint32_t lm_msg_fetchv_reach(const struct lm_msg *m);
+
 /* How a protocol state machine (lemuriad/cluster.c, reflector/home.c)
  * emits messages.  The daemon glue encodes each message during the call,
  * so borrowed pointers in m need only live until the callback returns. */

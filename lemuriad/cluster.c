@@ -616,10 +616,8 @@ static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
 	first.notices = NULL;
 	first.nnotices = 0;
 	if (first.page >= c->npages || !(cp = lm_cache_find(c, first.page))) {
-		/* the first notice's version: how far the fault reached
-		 * after it (docs/protocol.md) */
 		handle_fetch(c, from, req_id, &first, true,
-			     m->notices[0].version, more, nmore);
+			     lm_msg_fetchv_reach(m), more, nmore);
 		return;
 	}
 	/* a neighbour is a guess: held (kept by updates) only once the

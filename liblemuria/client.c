@@ -237,12 +237,8 @@ static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
 	(void)ctx;
 	if (n == 0 || n > LM_REGION_FETCH_MAX)
 		return LM_EINVAL;
-	for (uint32_t i = 0; i < n; i++)
-		ask[i] = (struct lm_notice){ .page = pages[i],
-					     .base = LM_NO_BASE };
-	ask[0].version = after; /* how far the lemuriad fetches ahead */
-	req.notices = ask;
-	req.nnotices = n;
+	/* `after`: how far the lemuriad fetches ahead on a miss */
+	lm_msg_fetchv(&req, ask, pages, n, after);
 	rc = lm_client_call2(&req, LM_MSG_PAGES, LM_MSG_PAGE, &reply, &buf);
 	lm_profile_add(&lm_self.prof.fetch, t0);
 	if (rc)

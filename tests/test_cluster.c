@@ -426,12 +426,7 @@ static void creq_fetchv_reach(lm_cluster *c, uint32_t rank, uint32_t req_id,
 	struct lm_msg m = msg(LM_MSG_FETCHV, RUN);
 
 	CU_ASSERT_FATAL(n <= LM_CFG_PREFETCH_MAX * 2 + 2);
-	for (uint32_t i = 0; i < n; i++)
-		ask[i] = (struct lm_notice){ .page = pages[i],
-					     .base = LM_NO_BASE };
-	ask[0].version = reach;
-	m.notices = ask;
-	m.nnotices = n;
+	lm_msg_fetchv(&m, ask, pages, n, reach);
 	creq(c, rank, req_id, &m);
 }
 

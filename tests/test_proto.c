@@ -450,6 +450,41 @@ static void test_dsm_notice_fields_round_trip(void)
 	CU_ASSERT_EQUAL(nb[2].wcluster, 2u);
 }
 
+/* A client's FETCHV carries its fault's reach in the first notice's
+ * version, whatever it is, and every page with no base; decoded, the
+ * reach reads back; no notice, no reach. */
+static void test_fetchv_carries_the_reach(void)
+{
+	static const uint32_t pages[] = { 40, 41, 43, 56 };
+	static const uint32_t reaches[] = { 0, 3, 31, UINT32_MAX };
+	struct lm_notice ask[4], nb[4];
+	struct lm_msg m, d;
+	uint8_t buf[256];
+
+	for (size_t k = 0; k < sizeof(reaches) / sizeof(reaches[0]); k++) {
+		int len;
+
+		m = (struct lm_msg){ .type = LM_MSG_FETCHV, .run = RUN };
+		lm_msg_fetchv(&m, ask, pages, 4, reaches[k]);
+		len = lm_msg_encode(&m, buf, sizeof(buf));
+		CU_ASSERT_FATAL(len > 0);
+		CU_ASSERT_EQUAL_FATAL(decode_exact(buf, (size_t)len, &d, nb, 4),
+				      0);
+		CU_ASSERT_EQUAL_FATAL(d.nnotices, 4);
+		CU_ASSERT_EQUAL(lm_msg_fetchv_reach(&d), reaches[k]);
+		for (int i = 0; i < 4; i++) {
+			CU_ASSERT_EQUAL(nb[i].page, pages[i]);
+			CU_ASSERT_EQUAL(nb[i].base, LM_NO_BASE);
+			if (i)
+				CU_ASSERT_EQUAL(nb[i].version, 0);
+		}
+	}
+	m = (struct lm_msg){ .type = LM_MSG_FETCHV, .run = RUN };
+	lm_msg_fetchv(&m, ask, pages, 0, 7);
+	CU_ASSERT_EQUAL(m.nnotices, 0);
+	CU_ASSERT_EQUAL(lm_msg_fetchv_reach(&m), 0);
+}
+
 static void test_dsm_every_truncation_rejected(void)
 {
 	struct lm_msg s[NSAMPLES], d;
@@ -838,6 +873,7 @@ LM_TEST_SUITE("proto",
 	      LM_TEST(test_dsm_unused_fields_decode_as_zero),
 	      LM_TEST(test_dsm_wire_layout),
 	      LM_TEST(test_dsm_notice_fields_round_trip),
+	      LM_TEST(test_fetchv_carries_the_reach),
 	      LM_TEST(test_dsm_every_truncation_rejected),
 	      LM_TEST(test_dsm_trailing_byte_rejected),
 	      LM_TEST(test_dsm_flush_bad_lengths_rejected),
