@@ -587,6 +587,21 @@ static void test_read_miss_fetches_the_next_pages_ahead(void)
 	teardown(c);
 }
 
+/* The one message out, a client's read miss on `page` sent up as a
+ * FETCH, is answered by the reflector; returns the FETCHV ahead that the
+ * lemuriad sends then (NULL: none). */
+static struct out *miss_answered(lm_cluster *c, uint32_t page, uint8_t fill)
+{
+	uint32_t fetch;
+
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
+	fetch = outs[0].req_id;
+	clear_outs();
+	r_page(c, fetch, page, 4, fill);
+	return find_out(REQUESTED, refl, LM_MSG_FETCHV);
+}
+
 /* With `prefetch = 31` a client's FETCHV may name 63 pages, and the
  * fetch ahead after its miss could ask for 31 + 62: the FETCHV to the
  * reflector takes the pages after the miss first and stops at
@@ -598,7 +613,6 @@ static void test_fetch_ahead_fits_one_fetchv(void)
 	const char *at = strstr(lazy_layout, "prefetch = 7");
 	lm_cluster *c;
 	struct out *o;
-	uint32_t fetch100;
 
 	CU_ASSERT_EQUAL_FATAL(LM_CFG_PREFETCH_MAX, 31);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
@@ -612,12 +626,7 @@ static void test_fetch_ahead_fits_one_fetchv(void)
 	for (uint32_t i = 1; i < 1 + 2 * LM_CFG_PREFETCH_MAX; i++)
 		ask[i] = 200 + 2 * i; /* none among the 31 after 100 */
 	fetchv(c, ask, 1 + 2 * LM_CFG_PREFETCH_MAX);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
-	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
-	fetch100 = outs[0].req_id;
-	clear_outs();
-	r_page(c, fetch100, 100, 4, 0x64);
-	o = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	o = miss_answered(c, 100, 0x64);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	CU_ASSERT_EQUAL_FATAL(o->m.nnotices, LM_FETCHV_MAX);
 	for (uint32_t i = 0; i < LM_CFG_PREFETCH_MAX; i++)
@@ -642,17 +651,12 @@ static void test_fetch_ahead_goes_as_far_as_the_fault(void)
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		lm_cluster *c = setup();
-		uint32_t fetch10;
 		struct out *o;
 
 		CU_ASSERT_EQUAL_FATAL(layout->prefetch, 7);
 		join_all(c, RUN);
 		creq_fetchv_reach(c, 0, 31, ask, 2, cases[k].reach);
-		CU_ASSERT_EQUAL_FATAL(nouts, 1);
-		fetch10 = outs[0].req_id;
-		clear_outs();
-		r_page(c, fetch10, 10, 4, 0x10);
-		o = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+		o = miss_answered(c, 10, 0x10);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 		/* the pages after the miss, then the stride's 40 */
 		CU_ASSERT_EQUAL_FATAL(o->m.nnotices, cases[k].n + 1);
@@ -699,17 +703,13 @@ static void test_read_miss_fetches_its_stride_ahead(void)
 	lm_cluster *c = setup();
 	const uint32_t ask[] = { 10, 11, 30, 40 }, wait[] = { 13, 30 };
 	const uint32_t reply[] = { 13, 30 };
-	uint32_t fetch10, batch;
+	uint32_t batch;
 	bool asked30 = false, asked40 = false;
 	struct out *o;
 
 	join_all(c, RUN);
 	fetchv(c, ask, 4); /* rank 0 misses 10 */
-	CU_ASSERT_EQUAL_FATAL(nouts, 1);
-	fetch10 = outs[0].req_id;
-	clear_outs();
-	r_page(c, fetch10, 10, 4, 0x10);
-	o = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	o = miss_answered(c, 10, 0x10);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	for (uint32_t i = 0; i < o->m.nnotices; i++) {
 		asked30 |= o->m.notices[i].page == 30;
