@@ -893,23 +893,63 @@ static void clear_marks(void)
 	R.mark_hi = 0;
 }
 
+static bool is_marked(uint32_t page)
+{
+	return R.marks[page / 64] >> (page % 64) & 1;
+}
+
+/* Whether the view gives an unmarked page prot already, so that a run may
+ * take it in and leave it as it was: read-only is a clean copy in the
+ * open, none an invalid page or a closed sample. */
+static bool view_has(uint32_t page, int prot)
+{
+	if (prot == PROT_READ)
+		return R.state[page] == PAGE_READ && !is_closed(page);
+	if (prot == PROT_NONE)
+		return R.state[page] == PAGE_INVALID || is_closed(page);
+	return false;
+}
+
+/* The end of the run of marked pages from `first`, carried across every
+ * gap whose pages the view gives prot already: fewer calls, each a TLB
+ * flush (a page at a time up to 33 pages, then one whole flush), which a
+ * host that shadows the guest's page tables charges dearly
+ * (docs/performance.md, "Page faults"). */
+static uint32_t run_end(uint32_t first, uint32_t hi, int prot)
+{
+	uint32_t end = next_mark(first, hi, false);
+
+	for (;;) {
+		uint32_t next = next_mark(end, hi, true), gap = end;
+
+		while (gap < next && view_has(gap, prot))
+			gap++;
+		if (next == hi || gap < next)
+			return end;
+		end = next_mark(next, hi, false);
+	}
+}
+
 /* Gives every marked page prot, one mprotect per run (per page when
  * batching is off), and clears the marks.  A run whose mprotect fails
- * may be changed in part, so it is retried page by page: every mprotect
- * of the view covers whole pages, so a page lies in one mapping and a call
- * on it alone changes it or fails leaving it as it was.  Each page that
- * keeps its old protection is passed to failed (may be NULL).  Returns 0
- * or LM_ENOMEM (a page failed). */
+ * may be changed in part, so its marked pages are retried one by one:
+ * every mprotect of the view covers whole pages, so a page lies in one
+ * mapping and a call on it alone changes it or fails leaving it as it
+ * was (the pages of a gap had prot before and have it still).  Each page
+ * that keeps its old protection is passed to failed (may be NULL).
+ * Returns 0 or LM_ENOMEM (a page failed). */
 static int protect_marked(int prot, void (*failed)(uint32_t page))
 {
 	uint32_t lo = R.mark_lo, hi = R.mark_hi, p = lo;
 	int rc = 0;
 
 	while ((p = next_mark(p, hi, true)) < hi) {
-		uint32_t end = batching ? next_mark(p, hi, false) : p + 1;
+		uint32_t end = batching ? run_end(p, hi, prot) : p + 1;
 
 		if (view_protect(p, end - p, prot) != 0) {
 			for (uint32_t i = p; i < end; i++) {
+				if (!is_marked(i))
+					continue;
 				if (end - p > 1 &&
 				    view_protect(i, 1, prot) == 0)
 					continue;

@@ -1156,12 +1156,14 @@ static void test_contiguous_notices_close_pages_in_one_mprotect(void)
 
 /* Runs of invalidated pages broken by a kept sole writer's copy, a copy
  * the notice is not newer than, a page with no notice and pages never
- * fetched: one mprotect per maximal run, in whatever order the notices
- * come, and every page ends as the rules of docs/dsm.md say. */
+ * fetched: one mprotect per maximal run, the runs on either side of the
+ * pages never fetched (inaccessible already) joined, in whatever order
+ * the notices come, and every page ends as the rules of docs/dsm.md
+ * say. */
 static void test_mixed_notices_one_mprotect_per_run(void)
 {
 	enum { SPAN = 24 };
-	/* runs [0,3] [5,7] [9,11] [16,19] [21,23] */
+	/* runs [0,3] [5,7] [9,11]+[16,19] [21,23] */
 	static const uint8_t closed[SPAN] = {
 		1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1,
 		0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1,
@@ -1193,7 +1195,7 @@ static void test_mixed_notices_one_mprotect_per_run(void)
 	}
 	before = mprotects();
 	CU_ASSERT_EQUAL(lm_region_apply_notices(n, count, ME), 0);
-	CU_ASSERT_EQUAL(mprotects() - before, 5);
+	CU_ASSERT_EQUAL(mprotects() - before, 4);
 	CU_ASSERT_EQUAL(stats().invalidations, 17);
 	CU_ASSERT_EQUAL(stats().kept, 1);
 	CU_ASSERT_EQUAL(lm_region_page_version(4), HOME_VERSION + 1);
@@ -1262,6 +1264,92 @@ static void test_flush_leaves_open_pages_alone_and_closes_runs(void)
 	CU_ASSERT_EQUAL(mprotects() - before, 2);
 	pg(50)[1] = 0;
 	CU_ASSERT_EQUAL(stats().write_faults, 33 + 6);
+	lm_region_fini();
+}
+
+/* Notices newer than the copies of `count` pages, whose data the home
+ * changes, so that a copy left readable would show the old byte. */
+static int invalidate(const uint32_t *pages, uint32_t count)
+{
+	struct lm_notice n[8];
+
+	if (count > 8)
+		return LM_EINVAL;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t p = pages[i];
+
+		n[i] = (struct lm_notice)NOTE(p, HOME_VERSION + 1);
+		home[p][0] ^= 0xff;
+		home_version[p] = HOME_VERSION + 1;
+	}
+	return lm_region_apply_notices(n, count, ME);
+}
+
+/* A run of pages to protect goes on across pages the view already gives
+ * that protection, and only across those: closing written pages takes
+ * the read-only copies between them along, invalidating copies takes
+ * the invalid pages between them along; a writable page, or an invalid
+ * one between pages to close, keeps two runs apart.  The pages taken
+ * along stay as they were: read-only copies read without a fault,
+ * invalid pages fault and fetch, a writable page takes writes. */
+static void test_runs_join_across_pages_protected_so(void)
+{
+	static const uint32_t mid[] = { 2, 3 }, sides[] = { 0, 1, 4, 5 },
+			      apart[] = { 8, 10 };
+	static struct entry e[NPAGES + 1];
+	uint64_t before, faults;
+
+	if (setup())
+		return;
+	read_pages(0, 6); /* 6 and 7 never read: invalid */
+	read_pages(8, 12);
+	for (uint32_t p = 0; p < 11; p++) /* 2, 3 stay read-only */
+		if (p != 2 && p != 3 && p != 6 && p != 7)
+			pg(p)[0] = (uint8_t)~home[p][0];
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, NPAGES + 1), 7);
+	for (int i = 0; i < 2; i++) { /* 9 written at every flush */
+		pg(9)[1] = (uint8_t)(pg(9)[1] + 1);
+		CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 1);
+	}
+	before = mprotects();
+	pg(9)[1] = (uint8_t)(pg(9)[1] + 1);
+	CU_ASSERT_EQUAL(flush_entries(e, NPAGES + 1), 1);
+	/* the third quiet flush closes [0,5] in one call, 8 and 10 apart */
+	CU_ASSERT_EQUAL(mprotects() - before, 3);
+	faults = stats().read_faults;
+	CU_ASSERT_EQUAL(pg(2)[0] + pg(3)[0], home[2][0] + home[3][0]);
+	CU_ASSERT_EQUAL(stats().read_faults, faults);
+	CU_ASSERT_EQUAL(pg(6)[0] + pg(7)[0], home[6][0] + home[7][0]);
+	CU_ASSERT_EQUAL(stats().read_faults, faults + 2);
+	faults = stats().write_faults;
+	pg(9)[2] = 1;
+	CU_ASSERT_EQUAL(stats().write_faults, faults);
+	for (uint32_t p = 0; p < 6; p++)
+		pg(p)[2] = (uint8_t)~home[p][2];
+	CU_ASSERT_EQUAL(stats().write_faults - faults, 6);
+	lm_region_fini();
+
+	if (setup())
+		return;
+	read_pages(0, 12);
+	before = mprotects();
+	CU_ASSERT_EQUAL(invalidate(mid, 2), 0);
+	CU_ASSERT_EQUAL(mprotects() - before, 1);
+	before = mprotects();
+	CU_ASSERT_EQUAL(invalidate(sides, 4), 0); /* across 2 and 3 */
+	CU_ASSERT_EQUAL(mprotects() - before, 1);
+	before = mprotects();
+	CU_ASSERT_EQUAL(invalidate(apart, 2), 0); /* 9 a copy between */
+	CU_ASSERT_EQUAL(mprotects() - before, 2);
+	for (uint32_t p = 0; p < 12; p++) {
+		bool invalid = p < 6 || p == 8 || p == 10;
+
+		CU_ASSERT_EQUAL(lm_region_page_version(p) == UINT32_MAX,
+				invalid);
+		faults = stats().read_faults;
+		CU_ASSERT_EQUAL(pg(p)[0], home[p][0]);
+		CU_ASSERT_EQUAL(stats().read_faults - faults, invalid);
+	}
 	lm_region_fini();
 }
 
@@ -1772,6 +1860,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_contiguous_notices_close_pages_in_one_mprotect),
 	      LM_TEST(test_mixed_notices_one_mprotect_per_run),
 	      LM_TEST(test_flush_leaves_open_pages_alone_and_closes_runs),
+	      LM_TEST(test_runs_join_across_pages_protected_so),
 	      LM_TEST(test_writes_during_flushes_are_never_lost),
 	      LM_TEST(test_notices_at_map_count_limit_keep_open_pages_valid),
 	      LM_TEST(test_two_threads_share_faults),
