@@ -1,17 +1,17 @@
-/* How far a read fault reaches (docs/dsm.md "Neighbour pages"): how many
- * of the invalid pages after it, and how many along the stride its faults
- * follow, it brings along.  A page brought along and read saves a fault
- * and a round trip; one never read costs its bytes, its installation and,
- * held, its updates.  LU reads the pages after its faults (a column of
- * blocks), LU contiguous the pages along its stride and not those after
- * (docs/performance.md), so each kind keeps a depth of its own and follows
- * what the program does: now and then one page of a kind, picked at
- * random among those brought along, is installed closed, so that its
- * first access is seen (a sample, read or not by the next release); a
- * kind with half of its samples read or more goes deeper, up to the
- * layout's `prefetch`, one with over two thirds unread goes shallower,
- * down to none.  A kind at none brings a single page now and then, as a
- * probe.
+/* How far a fault on an invalid page reaches (docs/dsm.md "Neighbour
+ * pages"): how many of the invalid pages after it, and how many along the
+ * stride its faults follow, it brings along.  A page brought along and
+ * read saves a fault and a round trip; one never read costs its bytes, its
+ * installation and, held, its updates.  LU reads the pages after its
+ * faults (a column of blocks), LU contiguous the pages along its stride
+ * and not those after (docs/performance.md), so each kind keeps a depth of
+ * its own and follows what the program does: now and then one page of a
+ * kind, picked at random among those brought along, is installed closed,
+ * so that its first access is seen (a sample, read or not by the next
+ * release); a kind with half of its samples read or more goes deeper, up
+ * to the layout's `prefetch`, one with over two thirds unread goes
+ * shallower, down to none.  A kind at none brings a single page now and
+ * then, as a probe.
  *
  * Pure bookkeeping: liblemuria/region.c installs, watches and reports
  * the samples.  Not thread-safe (the region's lock guards it). */

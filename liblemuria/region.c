@@ -449,11 +449,13 @@ static uint32_t pick_sample(const uint32_t *pages, const uint8_t *got,
 	return n;
 }
 
-/* A read fault's fetch, which may bring along the invalid pages after it
- * and those along the stride its faults follow, as deep as the reach says
- * for each (docs/dsm.md "Neighbour pages"); opens the page and those that
- * came but the samples, a run of pages to an mprotect. */
-static void fetch_for_read(uint32_t page)
+/* A fault's fetch of an invalid page, which may bring along the invalid
+ * pages after it and those along the stride its faults follow, as deep as
+ * the reach says for each (docs/dsm.md "Neighbour pages"); opens those
+ * that came but the samples, a run of pages to an mprotect, and the page
+ * itself unless the fault writes: make_dirty then opens it writable from
+ * no access, which takes no TLB flush. */
+static void fetch_with_neighbours(uint32_t page, enum fault_access access)
 {
 	uint32_t pages[LM_REGION_FETCH_MAX], versions[LM_REGION_FETCH_MAX];
 	uint8_t *dst[LM_REGION_FETCH_MAX], got[LM_REGION_FETCH_MAX];
@@ -480,7 +482,8 @@ static void fetch_for_read(uint32_t page)
 	}
 	if (!R.be.fetch_list || n == 1) {
 		fetch_page(page);
-		open_page(page, PROT_READ);
+		if (access != ACCESS_WRITE)
+			open_page(page, PROT_READ);
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++)
@@ -506,7 +509,7 @@ static void fetch_for_read(uint32_t page)
 		}
 		if (i == sample[0] || i == sample[1])
 			set_closed(pages[i], true);
-		else
+		else if (i || access != ACCESS_WRITE)
 			pages[opened++] = pages[i];
 	}
 	/* in address order (insertion sort: qsort is no signal handler's
@@ -545,12 +548,11 @@ static void serve_fault(uint32_t page, enum fault_access access)
 {
 	switch (R.state[page]) {
 	case PAGE_INVALID:
+		fetch_with_neighbours(page, access);
 		if (access == ACCESS_WRITE) {
-			fetch_page(page);
 			make_dirty(page);
 			return;
 		}
-		fetch_for_read(page);
 		R.state[page] = PAGE_READ;
 		R.stats.read_faults++;
 		return;

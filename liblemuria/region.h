@@ -150,7 +150,7 @@ struct lm_region_stats {
 	uint64_t flushed_pages; /* diff-list entries built */
 	uint64_t flushed_bytes; /* diff-list bytes built (headers included) */
 	uint64_t mprotects;     /* mprotect calls on the application's view */
-	/* how far read faults reach now, after and along a stride
+	/* how far faults on invalid pages reach now, after and along a stride
 	 * (lm_reach_kind order), and the samples that set it: judged, and
 	 * of those read before the next release (reach.h) */
 	uint32_t reach[2];
@@ -159,9 +159,9 @@ struct lm_region_stats {
 
 void lm_region_stats(struct lm_region_stats *out);
 
-/* How many pages after a faulting one a read fault asks for along with
- * it at most, and how many along a stride its faults follow (at most
- * LM_REGION_PREFETCH_MAX; 0, the default, none).  Each kind starts there
+/* How many pages after a faulting one a fault on an invalid page asks for
+ * along with it at most, and how many along a stride its faults follow
+ * (at most LM_REGION_PREFETCH_MAX; 0, the default, none).  Each kind starts there
  * and then follows how many of the pages it brings the program reads
  * (reach.h).  Kept across init and fini; starts the depths again. */
 void lm_region_set_prefetch(uint32_t pages);

@@ -286,7 +286,7 @@ static void test_read_fault_fetches_once(void)
 /* Neighbour pages (docs/dsm.md): a read fault asks for the invalid pages
  * after it; those that come are readable at once, with their versions,
  * in one mprotect a run; a valid page in the window is neither asked for
- * nor touched; prefetch 0 and write faults fetch one page. */
+ * nor touched; prefetch 0 fetches one page. */
 static void test_read_fault_brings_neighbours(void)
 {
 	uint64_t mprotects;
@@ -298,9 +298,9 @@ static void test_read_fault_brings_neighbours(void)
 	lm_region_set_prefetch(0);
 	CU_ASSERT_EQUAL(pg(1)[0], home[1][0]);
 	CU_ASSERT_EQUAL(nruns, 0);
-	lm_region_set_prefetch(4);
 	pg(12)[0] = mine = (uint8_t)~home[12][0]; /* valid, and written */
 	CU_ASSERT_EQUAL(nfetch, 2);
+	lm_region_set_prefetch(4);
 	mprotects = stats().mprotects;
 	CU_ASSERT_EQUAL(pg(10)[5], home[10][5]);
 	CU_ASSERT_EQUAL(nruns, 1);
@@ -324,13 +324,54 @@ static void test_read_fault_brings_neighbours(void)
 	pg(13)[1] = 0x5a;
 	CU_ASSERT_EQUAL(nfetch, 3);
 	CU_ASSERT_EQUAL(stats().write_faults, 2);
-	/* a write fault on an invalid page fetches it alone */
-	pg(20)[0] = 1;
-	CU_ASSERT_EQUAL(nruns, 1);
-	CU_ASSERT_EQUAL(nfetch, 4);
 	/* the last page of the region has no neighbours to ask for */
 	CU_ASSERT_EQUAL(pg(NPAGES - 1)[0], home[NPAGES - 1][0]);
 	CU_ASSERT_EQUAL(nruns, 1);
+	lm_region_set_prefetch(0);
+	lm_region_fini();
+}
+
+/* A write fault on an invalid page brings the pages after it along as a
+ * read fault does (docs/dsm.md "Neighbour pages"): the page itself is
+ * twinned and writable over the home's data, its write alone in the next
+ * flush; those that came hold the home's data with their versions and
+ * take a write with no fetch; one that did not come is still fetched
+ * when read. */
+static void test_write_fault_brings_neighbours(void)
+{
+	struct entry e[4];
+	uint8_t want[PAGE];
+
+	if (setup())
+		return;
+	nruns = 0;
+	lm_region_set_prefetch(4);
+	pg(20)[0] = (uint8_t)~home[20][0];
+	CU_ASSERT_EQUAL(nruns, 1);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	CU_ASSERT_EQUAL(run_n, 5);
+	CU_ASSERT(run_asked(21) && run_asked(24));
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	CU_ASSERT_EQUAL(stats().read_faults, 0);
+	CU_ASSERT_EQUAL(stats().prefetched, 2); /* 21 and 23 */
+	memcpy(want, home[20], PAGE);
+	want[0] = (uint8_t)~home[20][0];
+	CU_ASSERT_TRUE(page_equals(20, want));
+	pg(20)[1] = want[1] = (uint8_t)~home[20][1]; /* writable now */
+	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	CU_ASSERT_TRUE(page_equals(21, home[21]));
+	CU_ASSERT_TRUE(page_equals(23, home[23]));
+	CU_ASSERT_EQUAL(lm_region_page_version(23), HOME_VERSION);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	pg(23)[2] = (uint8_t)~home[23][2];
+	CU_ASSERT_EQUAL(stats().write_faults, 2);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 2);
+	CU_ASSERT(e[0].page == 20 && diff_bytes(&e[0]) == 2);
+	CU_ASSERT(e[1].page == 23 && diff_bytes(&e[1]) == 1);
+	CU_ASSERT_EQUAL(lm_region_page_version(22), UINT32_MAX);
+	CU_ASSERT_EQUAL(pg(22)[0], home[22][0]);
+	CU_ASSERT_EQUAL(nfetch, 2);
 	lm_region_set_prefetch(0);
 	lm_region_fini();
 }
@@ -1839,6 +1880,7 @@ static void test_fini_restores_handler_and_unmaps(void)
 LM_TEST_SUITE("region",
 	      LM_TEST(test_read_fault_fetches_once),
 	      LM_TEST(test_read_fault_brings_neighbours),
+	      LM_TEST(test_write_fault_brings_neighbours),
 	      LM_TEST(test_read_faults_along_a_stride_bring_the_next),
 	      LM_TEST(test_sample_pages_stay_closed_until_touched),
 	      LM_TEST(test_reach_follows_what_is_read),
