@@ -449,17 +449,44 @@ static uint32_t pick_sample(const uint32_t *pages, const uint8_t *got,
 	return n;
 }
 
+/* A copy about to be written: its twin taken, in the dirty list; false
+ * when no twin could be had.  The caller opens it writable. */
+static bool twin_page(uint32_t page)
+{
+	uint8_t *twin = twin_get();
+
+	if (!twin)
+		return false;
+	memcpy(twin, R.rw + page_off(page), R.page_size);
+	R.twin[page] = twin;
+	R.dirty[R.ndirty++] = page;
+	R.state[page] = PAGE_WRITE;
+	return true;
+}
+
+static void twin_or_die(uint32_t page)
+{
+	if (!twin_page(page))
+		fault_fatal(page, "cannot twin", "out of memory");
+}
+
 /* A fault's fetch of an invalid page, which may bring along the invalid
  * pages after it and those along the stride its faults follow, as deep as
- * the reach says for each (docs/dsm.md "Neighbour pages"); opens those
- * that came but the samples, a run of pages to an mprotect, and the page
- * itself unless the fault writes: make_dirty then opens it writable from
- * no access, which takes no TLB flush. */
+ * the reach says for each (docs/dsm.md "Neighbour pages"); opens the page
+ * and those that came but the samples, a run of pages to an mprotect.  A
+ * write fault opens them all writable, each with its twin: a program
+ * that writes into an invalid page writes its neighbours next (radix's
+ * buckets, an array being filled), and a page opened writable from no
+ * access takes no TLB flush, where one opened readable would take a
+ * SIGSEGV and a flush at its first write; one left unchanged closes at
+ * the next flush. */
 static void fetch_with_neighbours(uint32_t page, enum fault_access access)
 {
 	uint32_t pages[LM_REGION_FETCH_MAX], versions[LM_REGION_FETCH_MAX];
 	uint8_t *dst[LM_REGION_FETCH_MAX], got[LM_REGION_FETCH_MAX];
 	uint32_t n = 1, along, opened = 0, after = 0, sample[2];
+	bool write = access == ACCESS_WRITE;
+	int prot = write ? PROT_READ | PROT_WRITE : PROT_READ;
 	struct stream *s = NULL;
 	int rc;
 
@@ -482,8 +509,10 @@ static void fetch_with_neighbours(uint32_t page, enum fault_access access)
 	}
 	if (!R.be.fetch_list || n == 1) {
 		fetch_page(page);
-		if (access != ACCESS_WRITE)
-			open_page(page, PROT_READ);
+		R.state[page] = PAGE_READ;
+		if (write)
+			twin_or_die(page);
+		open_page(page, prot);
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++)
@@ -507,10 +536,19 @@ static void fetch_with_neighbours(uint32_t page, enum fault_access access)
 			R.stats.prefetched++;
 			R.stats.strided += i >= along;
 		}
-		if (i == sample[0] || i == sample[1])
+		if (i == sample[0] || i == sample[1]) {
 			set_closed(pages[i], true);
-		else if (i || access != ACCESS_WRITE)
-			pages[opened++] = pages[i];
+			continue;
+		}
+		if (write && i == 0)
+			twin_or_die(page);
+		else if (write && !twin_page(pages[i])) {
+			/* no twin to spare: in place but closed, as a sample
+			 * is, for its first access to open */
+			set_closed(pages[i], true);
+			continue;
+		}
+		pages[opened++] = pages[i];
 	}
 	/* in address order (insertion sort: qsort is no signal handler's
 	 * call), a run of pages to an mprotect */
@@ -523,22 +561,15 @@ static void fetch_with_neighbours(uint32_t page, enum fault_access access)
 	}
 	for (uint32_t i = 0, first = 0; i < opened; i++)
 		if (i + 1 == opened || pages[i + 1] != pages[i] + 1) {
-			open_pages(pages[first], i + 1 - first, PROT_READ);
+			open_pages(pages[first], i + 1 - first, prot);
 			first = i + 1;
 		}
 }
 
 static void make_dirty(uint32_t page)
 {
-	uint8_t *twin = twin_get();
-
-	if (!twin)
-		fault_fatal(page, "cannot twin", "out of memory");
-	memcpy(twin, R.rw + page_off(page), R.page_size);
-	R.twin[page] = twin;
-	R.dirty[R.ndirty++] = page;
+	twin_or_die(page);
 	open_page(page, PROT_READ | PROT_WRITE);
-	R.state[page] = PAGE_WRITE;
 	R.stats.write_faults++;
 }
 
@@ -549,12 +580,10 @@ static void serve_fault(uint32_t page, enum fault_access access)
 	switch (R.state[page]) {
 	case PAGE_INVALID:
 		fetch_with_neighbours(page, access);
-		if (access == ACCESS_WRITE) {
-			make_dirty(page);
-			return;
-		}
-		R.state[page] = PAGE_READ;
-		R.stats.read_faults++;
+		if (access == ACCESS_WRITE)
+			R.stats.write_faults++;
+		else
+			R.stats.read_faults++;
 		return;
 	case PAGE_READ:
 		if (is_closed(page)) {
