@@ -53,7 +53,7 @@ struct lm_region_backend {
 #define LM_REGION_PREFETCH_MAX 31u
 #define LM_REGION_FETCH_MAX (1 + 2 * LM_REGION_PREFETCH_MAX)
 
-/* Most pages between two read faults that make a stride. */
+/* Most pages between two faults on invalid pages that make a stride. */
 #define LM_REGION_STRIDE_MAX 256
 
 /* Maps `size` bytes at the fixed address `base`, cut into pages of
@@ -160,9 +160,9 @@ struct lm_region_stats {
 void lm_region_stats(struct lm_region_stats *out);
 
 /* How many pages after a faulting one a fault on an invalid page asks for
- * along with it at most, and how many along a stride its faults follow
- * (at most LM_REGION_PREFETCH_MAX; 0, the default, none).  Each kind starts there
- * and then follows how many of the pages it brings the program reads
+ * along with it at most, and how many along a stride its faults follow (at
+ * most LM_REGION_PREFETCH_MAX; 0, the default, none).  Each kind starts
+ * there and then follows how many of the pages it brings the program reads
  * (reach.h).  Kept across init and fini; starts the depths again. */
 void lm_region_set_prefetch(uint32_t pages);
 
