@@ -25,6 +25,16 @@ cleanup() {
 trap cleanup EXIT INT TERM
 . tests/lib.sh
 
+# The heap step the peaks may differ by, in KiB: LM_DAEMON_HEAP_PAD,
+# "(N << 20)" in common/daemon.h
+heap_pad=$(sed -n 's/.*define LM_DAEMON_HEAP_PAD (\([0-9]*\)u* << 20).*/\1/p' \
+	common/daemon.h)
+[ -n "$heap_pad" ] || {
+	echo "  FAIL soak: no LM_DAEMON_HEAP_PAD in common/daemon.h"
+	exit 1
+}
+heap_pad=$((heap_pad * 1024))
+
 lay=$(private_layout "$src" "$tmp" 30)
 names=""
 for entry in $(awk '/^\[(reflector|cluster) /{ gsub(/[\[\]]/, ""); print $1 ":" $2 }' "$lay"); do
@@ -67,7 +77,6 @@ awk '{ printf "  %5ss", $1; for (i = 2; i <= NF; i++) printf " %8s", $i; print "
 	"$tmp/curve" | awk -v n="$runs" 'n <= 12 || NR % int(n / 12 + 1) == 1'
 
 # Peaks per daemon in each half of the runs.
-heap_pad=4096 # KiB: LM_DAEMON_HEAP_PAD
 verdict=$(awk -v n="$runs" -v heap_pad="$heap_pad" '
 	{ for (i = 2; i <= NF; i++) {
 		if (NR <= n / 2) { if ($i > a[i]) a[i] = $i }
@@ -78,7 +87,7 @@ verdict=$(awk -v n="$runs" -v heap_pad="$heap_pad" '
 		if (b[i] > a[i] * 1.10 + 2048 + heap_pad) bad = 1
 	      print bad }' "$tmp/curve")
 if [ "$failed" -eq 0 ] && [ "$runs" -ge 4 ] && [ "$verdict" = 0 ]; then
-	echo "  ok   $runs runs, no daemon grew (second-half peak within 10% + 2 MiB + one 4 MiB heap step)"
+	echo "  ok   $runs runs, no daemon grew (second-half peak within 10% + 2 MiB + one $((heap_pad / 1024)) MiB heap step)"
 	exit 0
 fi
 echo "  FAIL $runs runs, $failed failed, growth verdict $verdict"
