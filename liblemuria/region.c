@@ -320,9 +320,28 @@ static void open_page(uint32_t page, int prot)
 	open_pages(page, 1, prot);
 }
 
+/* The page bitmaps (marks, rw_given, closed): a bit per page. */
+static size_t bitmap_words(uint32_t npages)
+{
+	return ((size_t)npages + 63) / 64;
+}
+
+static bool bit_get(const uint64_t *bits, uint32_t page)
+{
+	return bits[page / 64] >> (page % 64) & 1;
+}
+
+static void bit_put(uint64_t *bits, uint32_t page, bool on)
+{
+	if (on)
+		bits[page / 64] |= (uint64_t)1 << (page % 64);
+	else
+		bits[page / 64] &= ~((uint64_t)1 << (page % 64));
+}
+
 static bool rw_is_given(uint32_t page)
 {
-	return R.rw_given[page / 64] >> (page % 64) & 1;
+	return bit_get(R.rw_given, page);
 }
 
 /* Makes a fetch's pages present in the private view before their data
@@ -342,21 +361,18 @@ static void give_rw(const uint32_t *pages, uint32_t n)
 		}
 		lm_mem_populate(R.rw + page_off(first), page_off(len));
 		for (uint32_t k = first; k < first + len; k++)
-			R.rw_given[k / 64] |= 1ull << (k % 64);
+			bit_put(R.rw_given, k, true);
 	}
 }
 
 static bool is_closed(uint32_t page)
 {
-	return R.closed[page / 64] >> (page % 64) & 1;
+	return bit_get(R.closed, page);
 }
 
 static void set_closed(uint32_t page, bool on)
 {
-	if (on)
-		R.closed[page / 64] |= 1ull << (page % 64);
-	else
-		R.closed[page / 64] &= ~(1ull << (page % 64));
+	bit_put(R.closed, page, on);
 }
 
 /* The page is written into the private mapping while the view is still
@@ -831,10 +847,9 @@ int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 	R.next_open = calloc(R.npages, sizeof(*R.next_open));
 	R.changed = calloc(R.npages, sizeof(*R.changed));
 	R.idle = calloc(R.npages, sizeof(*R.idle));
-	R.marks = calloc(((size_t)R.npages + 63) / 64, sizeof(*R.marks));
-	R.rw_given = calloc(((size_t)R.npages + 63) / 64,
-			    sizeof(*R.rw_given));
-	R.closed = calloc(((size_t)R.npages + 63) / 64, sizeof(*R.closed));
+	R.marks = calloc(bitmap_words(R.npages), sizeof(*R.marks));
+	R.rw_given = calloc(bitmap_words(R.npages), sizeof(*R.rw_given));
+	R.closed = calloc(bitmap_words(R.npages), sizeof(*R.closed));
 	R.scratch_cap = lm_diff_bound(page_size);
 	R.scratch = malloc(R.scratch_cap);
 	if (!R.chunks || !R.state || !R.version || !R.twin || !R.dirty ||
@@ -886,7 +901,7 @@ int lm_region_contains(const void *addr)
 
 static void mark(uint32_t page)
 {
-	R.marks[page / 64] |= (uint64_t)1 << (page % 64);
+	bit_put(R.marks, page, true);
 	if (page < R.mark_lo)
 		R.mark_lo = page;
 	if (page >= R.mark_hi)
@@ -926,7 +941,7 @@ static void clear_marks(void)
 
 static bool is_marked(uint32_t page)
 {
-	return R.marks[page / 64] >> (page % 64) & 1;
+	return bit_get(R.marks, page);
 }
 
 /* Whether the view gives an unmarked page prot already, so that a run may
