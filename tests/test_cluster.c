@@ -416,9 +416,8 @@ static void test_create_rejects_unknown_name(void)
 	teardown(c);
 }
 
-/* A client's FETCHV of pages[0..n) (rank, req_id). */
-/* A client's FETCHV of pages[0..n) whose fault reached `reach` pages
- * after the first (the first notice's version). */
+/* A client's FETCHV of pages[0..n) (rank, req_id) whose fault reached
+ * `reach` pages after the first (the first notice's version). */
 static void creq_fetchv_reach(lm_cluster *c, uint32_t rank, uint32_t req_id,
 			      const uint32_t *pages, uint32_t n, uint32_t reach)
 {

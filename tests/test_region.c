@@ -438,19 +438,32 @@ static void test_read_faults_along_a_stride_bring_the_next(void)
 	lm_region_fini();
 }
 
-/* A newer version of pages [first, first + n) at the home, and the
- * notices of it applied (a release: the reach's samples are answered). */
-static void home_moves_on(uint32_t first, uint32_t n)
+/* A newer version of pages[0..n) at the home, and the notices of it
+ * applied (a release: the reach's samples are answered); a copy left
+ * readable would show the old first byte. */
+static void home_moves_on_list(const uint32_t *pages, uint32_t n)
 {
 	struct lm_notice notes[NPAGES];
 
+	CU_ASSERT_FATAL(n <= NPAGES);
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t p = first + i;
+		uint32_t p = pages[i];
 
 		home[p][0]++;
 		notes[i] = (struct lm_notice)NOTE(p, ++home_version[p]);
 	}
 	CU_ASSERT_EQUAL(lm_region_apply_notices(notes, n, ME), 0);
+}
+
+/* ... of pages [first, first + n). */
+static void home_moves_on(uint32_t first, uint32_t n)
+{
+	uint32_t pages[NPAGES];
+
+	CU_ASSERT_FATAL(n <= NPAGES);
+	for (uint32_t i = 0; i < n; i++)
+		pages[i] = first + i;
+	home_moves_on_list(pages, n);
 }
 
 /* Samples of how far faults reach (reach.h): of the pages that come
@@ -1314,24 +1327,6 @@ static void test_flush_leaves_open_pages_alone_and_closes_runs(void)
 	lm_region_fini();
 }
 
-/* Notices newer than the copies of `count` pages, whose data the home
- * changes, so that a copy left readable would show the old byte. */
-static int invalidate(const uint32_t *pages, uint32_t count)
-{
-	struct lm_notice n[8];
-
-	if (count > 8)
-		return LM_EINVAL;
-	for (uint32_t i = 0; i < count; i++) {
-		uint32_t p = pages[i];
-
-		n[i] = (struct lm_notice)NOTE(p, HOME_VERSION + 1);
-		home[p][0] ^= 0xff;
-		home_version[p] = HOME_VERSION + 1;
-	}
-	return lm_region_apply_notices(n, count, ME);
-}
-
 /* A run of pages to protect goes on across pages the view already gives
  * that protection, and only across those: closing written pages takes
  * the read-only copies between them along, invalidating copies takes
@@ -1380,13 +1375,13 @@ static void test_runs_join_across_pages_protected_so(void)
 		return;
 	read_pages(0, 12);
 	before = mprotects();
-	CU_ASSERT_EQUAL(invalidate(mid, 2), 0);
+	home_moves_on_list(mid, 2);
 	CU_ASSERT_EQUAL(mprotects() - before, 1);
 	before = mprotects();
-	CU_ASSERT_EQUAL(invalidate(sides, 4), 0); /* across 2 and 3 */
+	home_moves_on_list(sides, 4); /* across 2 and 3 */
 	CU_ASSERT_EQUAL(mprotects() - before, 1);
 	before = mprotects();
-	CU_ASSERT_EQUAL(invalidate(apart, 2), 0); /* 9 a copy between */
+	home_moves_on_list(apart, 2); /* 9 a copy between */
 	CU_ASSERT_EQUAL(mprotects() - before, 2);
 	for (uint32_t p = 0; p < 12; p++) {
 		bool invalid = p < 6 || p == 8 || p == 10;
