@@ -527,8 +527,9 @@ static void reply_pages(lm_cluster *c, uint16_t node, uint32_t req_id,
 
 /* A client's FETCH, or the first page of its FETCHV when we lack it
  * (`more`: the n other pages that FETCHV asked for; its answer is a
- * PAGES with those we hold by then).  `ahead`: a read fault's, whose
- * miss fetches the `reach` pages after it and `more` too. */
+ * PAGES with those we hold by then).  `ahead`: a FETCHV's (a fault on
+ * an invalid page), whose miss fetches the `reach` pages after it and
+ * `more` too. */
 static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 			 const struct lm_msg *m, bool ahead, uint32_t reach,
 			 const uint32_t *more, uint32_t nmore)

@@ -77,7 +77,7 @@ struct upreq {
 				   notice's index + 1 (0: none) */
 	bool batched;           /* UP_FETCH: asked in an UP_FETCHV, no FETCH
 				   of its own sent yet */
-	bool ahead;             /* UP_FETCH: a client's read miss; its reply
+	bool ahead;             /* UP_FETCH: a client's FETCHV miss; its reply
 				   sends for the pages after it.  UP_FETCHV:
 				   such pages, each fetched alone when left
 				   out only if someone waits for it */
@@ -405,7 +405,7 @@ void lm_release_free_deferred(lm_cluster *c);
 bool lm_release_puts_off(lm_cluster *c, uint16_t from,
 			 enum lm_rel_msg_kind kind, uint32_t req_id,
 			 const struct lm_msg *m);
-/* After a client's read miss on `page` is answered: one FETCHV for the
+/* After a client's FETCHV miss on `page` is answered: one FETCHV for the
  * `reach` pages after it (as far as the client's fault reached, at most
  * `prefetch`) and the n pages of `more` (the others its FETCHV asked
  * for) that we neither hold nor fetch already (docs/dsm.md "Neighbour
