@@ -345,22 +345,33 @@ static bool rw_is_given(uint32_t page)
 }
 
 /* Makes a fetch's pages present in the private view before their data
- * is copied in: each run of adjacent pages the view never had costs one
- * system call instead of a fault a page (mem.h). */
+ * is copied in: each run of adjacent groups (LM_REGION_GIVE_GROUP) the
+ * view never had costs one system call instead of a fault a page
+ * (mem.h).  A group is given whole or not at all. */
 static void give_rw(const uint32_t *pages, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t first = pages[i], len = 1;
+		uint32_t first, end;
 
-		if (rw_is_given(first))
+		if (rw_is_given(pages[i]))
 			continue;
-		while (i + 1 < n && pages[i + 1] == first + len &&
-		       !rw_is_given(pages[i + 1])) {
-			len++;
+		first = pages[i] & ~(LM_REGION_GIVE_GROUP - 1);
+		end = first + LM_REGION_GIVE_GROUP;
+		/* the pages that follow, while they fall in these groups or
+		 * in the next one */
+		while (i + 1 < n && pages[i + 1] >= first &&
+		       pages[i + 1] < end + LM_REGION_GIVE_GROUP) {
+			if (pages[i + 1] >= end) {
+				if (rw_is_given(pages[i + 1]))
+					break;
+				end += LM_REGION_GIVE_GROUP;
+			}
 			i++;
 		}
-		lm_mem_populate(R.rw + page_off(first), page_off(len));
-		for (uint32_t k = first; k < first + len; k++)
+		if (end > R.npages)
+			end = R.npages;
+		lm_mem_populate(R.rw + page_off(first), page_off(end - first));
+		for (uint32_t k = first; k < end; k++)
 			bit_put(R.rw_given, k, true);
 	}
 }

@@ -107,6 +107,25 @@ static void copy_in(void *dst, const void *src)
 		copy_faults += minor_faults() - before;
 }
 
+/* When probe_pages is set, each fetch records which pages of its page's
+ * group (LM_REGION_GIVE_GROUP) the private view holds as it is about to
+ * copy in, of a region probe_pages long. */
+static uint32_t probe_pages;
+static unsigned char probed[LM_REGION_GIVE_GROUP];
+static uint32_t probed_n;
+
+static void probe_group(uint32_t page, void *dst)
+{
+	uint32_t first = page - page % LM_REGION_GIVE_GROUP;
+
+	probed_n = probe_pages - first < LM_REGION_GIVE_GROUP ?
+		probe_pages - first : LM_REGION_GIVE_GROUP;
+	memset(probed, 0, sizeof(probed));
+	if (mincore((uint8_t *)dst - (size_t)(page - first) * PAGE,
+		    (size_t)probed_n * PAGE, probed) != 0)
+		probed_n = 0;
+}
+
 static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 {
 	if (ctx != &ctx_token)
@@ -115,6 +134,8 @@ static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 		return LM_EINVAL;
 	if (page == fail_page)
 		return LM_EIO;
+	if (probe_pages)
+		probe_group(page, dst);
 	copy_in(dst, home[page]);
 	*version = home_version[page];
 	nfetch++;
@@ -672,6 +693,49 @@ static void test_fetches_and_twins_write_present_pages(void)
 out:
 	if (counter >= 0)
 		close(counter);
+}
+
+/* How many of the last probed group's pages the private view held. */
+static uint32_t probed_held(void)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < probed_n; i++)
+		n += probed[i] & 1;
+	return n;
+}
+
+/* A fetch gives the private view its page's whole group at once (one
+ * call), and the last group of a region whose size is no multiple of the
+ * group only as far as the region goes. */
+static void test_fetch_gives_the_private_view_whole_groups(void)
+{
+	const uint32_t npages = NPAGES - 4, g = LM_REGION_GIVE_GROUP;
+	char err[256] = "";
+
+	home_reset();
+	if (!lm_mem_populating()) {
+		CU_PASS("a kernel without MADV_POPULATE_WRITE gives nothing");
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(lm_region_init(BASE, (uint64_t)npages * PAGE,
+					     PAGE, &fake_backend, &ctx_token,
+					     err, sizeof(err)), 0);
+	probe_pages = npages;
+	CU_ASSERT_EQUAL(pg(g + 5)[0], home[g + 5][0]);
+	CU_ASSERT_EQUAL(probed_n, g);
+	CU_ASSERT_EQUAL(probed_held(), g);
+	CU_ASSERT_EQUAL(pg(g - 1)[0], home[g - 1][0]); /* the group before */
+	CU_ASSERT_EQUAL(probed_held(), g);
+	CU_ASSERT_EQUAL(pg(npages - 2)[0], home[npages - 2][0]);
+	CU_ASSERT_EQUAL(probed_n, npages % g);
+	CU_ASSERT_EQUAL(probed_held(), npages % g);
+	/* a group not fetched into is not given */
+	CU_ASSERT_EQUAL(pg(2 * g)[0], home[2 * g][0]);
+	CU_ASSERT_EQUAL(probed_held(), g);
+	CU_ASSERT_EQUAL(nfetch, 4);
+	probe_pages = 0;
+	lm_region_fini();
 }
 
 static void test_flush_yields_exactly_the_changed_bytes(void)
@@ -1888,6 +1952,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_write_after_read_twins_without_fetch),
 	      LM_TEST(test_write_to_invalid_page_fetches_then_twins),
 	      LM_TEST(test_fetches_and_twins_write_present_pages),
+	      LM_TEST(test_fetch_gives_the_private_view_whole_groups),
 	      LM_TEST(test_flush_yields_exactly_the_changed_bytes),
 	      LM_TEST(test_written_pages_stay_open_until_clean),
 	      LM_TEST(test_every_page_dirty_then_again),
