@@ -9,6 +9,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
@@ -25,7 +28,7 @@ bool lm_mem_populating(void)
 				     memory_order_relaxed);
 }
 
-bool lm_mem_populate(void *p, size_t len)
+static bool populate(void *p, size_t len, int advice)
 {
 	static size_t page; /* a race here writes the same value twice */
 	uintptr_t start, end;
@@ -40,7 +43,7 @@ bool lm_mem_populate(void *p, size_t len)
 	if (!p || len == 0 || end <= start)
 		return false;
 	saved_errno = errno;
-	if (madvise((void *)start, end - start, MADV_POPULATE_WRITE) == 0) {
+	if (madvise((void *)start, end - start, advice) == 0) {
 		errno = saved_errno;
 		return true;
 	}
@@ -52,6 +55,16 @@ bool lm_mem_populate(void *p, size_t len)
 				      memory_order_relaxed);
 	errno = saved_errno;
 	return false;
+}
+
+bool lm_mem_populate(void *p, size_t len)
+{
+	return populate(p, len, MADV_POPULATE_WRITE);
+}
+
+bool lm_mem_populate_read(void *p, size_t len)
+{
+	return populate(p, len, MADV_POPULATE_READ);
 }
 
 void lm_mem_set_populate(bool on)

@@ -26,6 +26,12 @@
  * handler (one system call). */
 bool lm_mem_populate(void *p, size_t len);
 
+/* The same for pages the caller may only read (MADV_POPULATE_READ): maps
+ * them, so that reading them takes no fault.  A shared mapping's page
+ * comes from its file; a private one's that was never written maps the
+ * zero page. */
+bool lm_mem_populate_read(void *p, size_t len);
+
 /* Population on or off for the whole process (on by default; the
  * environment variable LEMURIA_POPULATE=0 turns it off where
  * lm_mem_setup_from_env is called: lm_init and the daemons' start), so

@@ -117,6 +117,9 @@ struct region {
 	uint64_t *marks;    /* a bit per page: protection change pending */
 	uint64_t *rw_given; /* a bit per page: present in the private view
 			       (populated or written once; it stays) */
+	uint64_t *view_given; /* a bit per page: mapped in the application's
+			       view by a fault that opened it (it stays
+			       mapped: protection changes keep it) */
 	uint64_t *closed;   /* a bit per page: valid (PAGE_READ) with its
 			       view still closed, a sample of how far the
 			       faults reach (reach.h) until first touched */
@@ -320,7 +323,8 @@ static void open_page(uint32_t page, int prot)
 	open_pages(page, 1, prot);
 }
 
-/* The page bitmaps (marks, rw_given, closed): a bit per page. */
+/* The page bitmaps (marks, rw_given, view_given, closed): a bit per
+ * page. */
 static size_t bitmap_words(uint32_t npages)
 {
 	return ((size_t)npages + 63) / 64;
@@ -374,6 +378,27 @@ static void give_rw(const uint32_t *pages, uint32_t n)
 		for (uint32_t k = first; k < end; k++)
 			bit_put(R.rw_given, k, true);
 	}
+}
+
+/* Maps a page that a fault has just opened from no access into the
+ * application's view, the first time, so that the access the fault
+ * returns to finds it mapped: one system call (6.5 us on the hosts of
+ * 2026-11-28) instead of the page fault that access would take (10-16 us
+ * with its way back).  Once mapped, a page stays mapped: its protection
+ * changes, not its mapping.  Pages a fault opens besides its own are
+ * marked as given without the call: most are read, and their first read
+ * maps them. */
+static void give_view(uint32_t page, bool write)
+{
+	void *p = R.view + page_off(page);
+
+	if (bit_get(R.view_given, page))
+		return;
+	if (write)
+		lm_mem_populate(p, R.page_size);
+	else
+		lm_mem_populate_read(p, R.page_size);
+	bit_put(R.view_given, page, true);
 }
 
 static bool is_closed(uint32_t page)
@@ -540,6 +565,7 @@ static void fetch_with_neighbours(uint32_t page, enum fault_access access)
 		if (write)
 			twin_or_die(page);
 		open_page(page, prot);
+		give_view(page, write);
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++)
@@ -591,6 +617,10 @@ static void fetch_with_neighbours(uint32_t page, enum fault_access access)
 			open_pages(pages[first], i + 1 - first, prot);
 			first = i + 1;
 		}
+	give_view(page, write);
+	/* the program maps those it reads by their first access */
+	for (uint32_t i = 0; i < opened; i++)
+		bit_put(R.view_given, pages[i], true);
 }
 
 static void make_dirty(uint32_t page)
@@ -604,6 +634,8 @@ static void make_dirty(uint32_t page)
  * for its access was raced by another thread: returning retries it. */
 static void serve_fault(uint32_t page, enum fault_access access)
 {
+	bool sample;
+
 	switch (R.state[page]) {
 	case PAGE_INVALID:
 		fetch_with_neighbours(page, access);
@@ -613,17 +645,22 @@ static void serve_fault(uint32_t page, enum fault_access access)
 			R.stats.read_faults++;
 		return;
 	case PAGE_READ:
-		if (is_closed(page)) {
+		sample = is_closed(page);
+		if (sample) {
 			/* a sample's first touch: the data is here */
 			set_closed(page, false);
 			lm_reach_touched(&R.reach, page);
 			if (access == ACCESS_READ) {
 				open_page(page, PROT_READ);
+				give_view(page, false);
 				return;
 			}
 		}
-		if (access != ACCESS_READ)
+		if (access != ACCESS_READ) {
 			make_dirty(page);
+			if (sample)
+				give_view(page, true);
+		}
 		return;
 	default:
 		return;
@@ -681,6 +718,7 @@ static void release_all(void)
 	free(R.idle);
 	free(R.marks);
 	free(R.rw_given);
+	free(R.view_given);
 	free(R.closed);
 	free(R.scratch);
 	free(R.out);
@@ -706,6 +744,7 @@ static void release_all(void)
 	R.idle = NULL;
 	R.marks = NULL;
 	R.rw_given = NULL;
+	R.view_given = NULL;
 	R.closed = NULL;
 	R.mark_lo = UINT32_MAX;
 	R.mark_hi = 0;
@@ -860,12 +899,13 @@ int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 	R.idle = calloc(R.npages, sizeof(*R.idle));
 	R.marks = calloc(bitmap_words(R.npages), sizeof(*R.marks));
 	R.rw_given = calloc(bitmap_words(R.npages), sizeof(*R.rw_given));
+	R.view_given = calloc(bitmap_words(R.npages), sizeof(*R.view_given));
 	R.closed = calloc(bitmap_words(R.npages), sizeof(*R.closed));
 	R.scratch_cap = lm_diff_bound(page_size);
 	R.scratch = malloc(R.scratch_cap);
 	if (!R.chunks || !R.state || !R.version || !R.twin || !R.dirty ||
 	    !R.open || !R.next_open || !R.changed || !R.idle || !R.marks ||
-	    !R.rw_given || !R.closed || !R.scratch) {
+	    !R.rw_given || !R.view_given || !R.closed || !R.scratch) {
 		snprintf(err, errlen, "no memory for the page table of %u "
 			 "pages", R.npages);
 		goto fail;

@@ -68,6 +68,28 @@ static void test_populate_gives_the_whole_pages_inside(void)
 	munmap(p, len);
 }
 
+/* Pages the caller may only read are mapped by lm_mem_populate_read,
+ * the whole pages inside as for writes. */
+static void test_populate_read_maps_read_only_pages(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 8 * page;
+	uint8_t *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+
+	CU_ASSERT_FATAL(p != MAP_FAILED);
+	if (!kernel_populates()) {
+		CU_ASSERT_FALSE(lm_mem_populate_read(p, len));
+		munmap(p, len);
+		return;
+	}
+	CU_ASSERT_TRUE(lm_mem_populate_read(p + page / 2, 3 * page));
+	CU_ASSERT_EQUAL(present_pages(p, len), 2);
+	CU_ASSERT_EQUAL(present_pages(p + page, 2 * page), 2);
+	CU_ASSERT_FALSE(lm_mem_populate_read(p, page / 2));
+	CU_ASSERT_EQUAL(present_pages(p, len), 2);
+	munmap(p, len);
+}
+
 /* Turned off (LEMURIA_POPULATE=0 does this), it leaves pages to their
  * faults. */
 static void test_populate_off_gives_nothing(void)
@@ -131,10 +153,12 @@ static void test_follow_heap_gives_what_the_heap_gained(void)
 
 LM_TEST_SUITE("mem",
 	      LM_TEST(test_populate_gives_the_whole_pages_inside),
+	      LM_TEST(test_populate_read_maps_read_only_pages),
 	      LM_TEST(test_populate_off_gives_nothing),
 	      LM_TEST(test_follow_heap_gives_what_the_heap_gained))
 #else
 LM_TEST_SUITE("mem",
 	      LM_TEST(test_populate_gives_the_whole_pages_inside),
+	      LM_TEST(test_populate_read_maps_read_only_pages),
 	      LM_TEST(test_populate_off_gives_nothing))
 #endif
