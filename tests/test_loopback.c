@@ -987,7 +987,7 @@ static void test_a_call_reads_its_reply_once(void)
  * due).  A loaded host may stall the caller half a delay or more
  * between two calls, and then a wake-up and a new arming are right:
  * each such round is allowed one of each. */
-static void test_calls_in_a_row_set_the_ack_timer_once_per_delay(void)
+static void test_calls_in_a_row_keep_the_ack_thread_asleep(void)
 {
 	struct lm_rel_stats st;
 	struct server srv;
@@ -1257,7 +1257,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_calls_in_a_row_carry_their_acks),
 	      LM_TEST(test_a_call_reads_its_reply_once),
 	      LM_TEST(test_started_calls_do_not_wait_for_each_other),
-	      LM_TEST(test_calls_in_a_row_set_the_ack_timer_once_per_delay),
+	      LM_TEST(test_calls_in_a_row_keep_the_ack_thread_asleep),
 	      LM_TEST(test_destroy_sends_the_ack_owed),
 	      LM_TEST(test_ack_signal_never_reaches_the_program),
 	      LM_TEST(test_call_to_server_that_died_after_ack_fails))
