@@ -14,10 +14,12 @@
  * no signal handler other than the region's may touch the region.
  *
  * Memory: besides the region itself, a page table of about 27 bytes and
- * a bit per page, one twin per page written in the current interval or
- * left open by a flush (twins are recycled through a free list, never
+ * four bits per page, one twin per page written in the current interval
+ * or left open by a flush (twins are recycled through a free list, never
  * returned to the system before lm_region_fini) and the flush buffer (as
- * large as the largest diff list built so far). */
+ * large as the largest diff list built so far).  The region's pages are
+ * given to the process's private view LM_REGION_GIVE_GROUP at a time, so
+ * it may hold up to that many pages less one beyond each page fetched. */
 #ifndef LM_REGION_H
 #define LM_REGION_H
 
