@@ -113,11 +113,13 @@ static void copy_in(void *dst, const void *src)
 static uint32_t probe_pages;
 static unsigned char probed[LM_REGION_GIVE_GROUP];
 static uint32_t probed_n;
+static uint8_t *probed_view; /* the private view's start, seen by a fetch */
 
 static void probe_group(uint32_t page, void *dst)
 {
 	uint32_t first = page - page % LM_REGION_GIVE_GROUP;
 
+	probed_view = (uint8_t *)dst - (size_t)page * PAGE;
 	probed_n = probe_pages - first < LM_REGION_GIVE_GROUP ?
 		probe_pages - first : LM_REGION_GIVE_GROUP;
 	memset(probed, 0, sizeof(probed));
@@ -736,7 +738,13 @@ static void test_fetch_gives_the_private_view_whole_groups(void)
 	CU_ASSERT_EQUAL(pg(npages - 2)[0], home[npages - 2][0]);
 	CU_ASSERT_EQUAL(probed_n, npages % g);
 	CU_ASSERT_EQUAL(probed_held(), npages % g);
-	/* a group not fetched into is not given */
+	/* a group not fetched into is not given, until a fetch needs it */
+	CU_ASSERT_FATAL(probed_view != NULL);
+	memset(probed, 1, sizeof(probed));
+	CU_ASSERT_EQUAL_FATAL(mincore(probed_view + (size_t)2 * g * PAGE,
+				      (size_t)g * PAGE, probed), 0);
+	probed_n = g;
+	CU_ASSERT_EQUAL(probed_held(), 0);
 	CU_ASSERT_EQUAL(pg(2 * g)[0], home[2 * g][0]);
 	CU_ASSERT_EQUAL(probed_held(), g);
 	CU_ASSERT_EQUAL(nfetch, 4);
