@@ -7,6 +7,12 @@
  *                     per fault: the median of the faults, each timed
  *                     alone, as bench/transport takes the median of its
  *                     round trips; fault_cluster_mean_us is their mean
+ *   fault_warm_us     the same pages faulted again, each a page the
+ *                     process had (its copy invalidated by the notices a
+ *                     lock brought): what a DSM's read faults mostly are
+ *                     once a program runs, without the first touches of
+ *                     the process's memory that a first fault pays;
+ *                     median, and fault_warm_mean_us
  *   fault_home_us     read fault on a page from another cluster: the
  *                     lemuriad fetches it through its reflector from the
  *                     page's home (which, with lazy relay, pulls it
@@ -47,6 +53,9 @@ struct shared {
 	int first_other;     /* first rank of another cluster, or -1 */
 	char pad[64];
 	unsigned char pages[2][PAGES][PAGE];
+	/* rank 0 wrote pages[0] again; after the pages, so that the page
+	 * rank 1 reads it from is none of theirs */
+	volatile int rewritten;
 };
 
 static double now_us(void)
@@ -94,6 +103,33 @@ static double read_faults(unsigned char (*p)[PAGE], double *mean)
 	*mean = total / PAGES;
 	qsort(us, PAGES, sizeof(us[0]), by_value);
 	return (us[PAGES / 2 - 1] + us[PAGES / 2]) / 2;
+}
+
+/* Rank 1 (of cluster 0, which read pages[0] once) waits, taking and
+ * releasing the lock, until rank 0 has written every page again under
+ * it; the lock brings it the pages' notices, so its copies go and its
+ * reads fault on pages it had, each answered from the lemuriad's copy
+ * that rank 0's release updated.  Returns the median as read_faults
+ * does, or a negative value when the wait ran out or a page came back
+ * without rank 0's write. */
+static double warm_faults(struct shared *s, double *mean)
+{
+	double t0 = now_us(), t;
+	int seen = 0, lock = s->lock; /* the lock's page is pages[0]'s too */
+
+	for (int tries = 0; !seen && tries < 1000000 &&
+			    now_us() - t0 < 30e6; tries++) {
+		check(lm_lock(lock), "lm_lock");
+		seen = s->rewritten;
+		check(lm_unlock(lock), "lm_unlock");
+	}
+	if (!seen)
+		return -1;
+	t = read_faults(s->pages[0], mean);
+	for (int i = 0; i < PAGES; i++)
+		if (s->pages[0][i][i] != (unsigned char)(i + 2))
+			return -2;
+	return t;
 }
 
 /* Ranks a and b take the lock in turn, HANDOFFS times in all; returns the
@@ -158,6 +194,27 @@ int main(int argc, char **argv)
 		t = read_faults(s->pages[0], &mean);
 		printf("micro: fault_cluster_us %.1f\n", t);
 		printf("micro: fault_cluster_mean_us %.1f\n", mean);
+	}
+	/* again, warm: rank 0 rewrites the pages rank 1 has just read */
+	check(lm_barrier(10), "lm_barrier");
+	if (nprocs > 1 && s->first_other != 1) {
+		if (rank == 0) {
+			check(lm_lock(s->lock), "lm_lock");
+			for (int i = 0; i < PAGES; i++)
+				s->pages[0][i][i] = (unsigned char)(i + 2);
+			s->rewritten = 1;
+			check(lm_unlock(s->lock), "lm_unlock");
+		} else if (rank == 1) {
+			t = warm_faults(s, &mean);
+			if (t < 0) {
+				fprintf(stderr, "micro: rank 1: warm faults: %s\n",
+					t == -1 ? "rank 0's writes never came"
+						: "a page without rank 0's write");
+				exit(1);
+			}
+			printf("micro: fault_warm_us %.1f\n", t);
+			printf("micro: fault_warm_mean_us %.1f\n", mean);
+		}
 	}
 	/* one measurement at a time: the other's faults would share the
 	 * two cores and the daemons with it */

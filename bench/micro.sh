@@ -1,7 +1,8 @@
 #!/bin/sh
 # Micro-benchmarks of the DSM next to their physical limit, measured in the
-# same run: read-fault service (from the lemuriad's cluster copy, and from
-# another cluster's home) against a bare UDP round trip of a 4 KiB page
+# same run: read-fault service (from the lemuriad's cluster copy, a first
+# fault and a fault again on a page the process had, and from another
+# cluster's home) against a bare UDP round trip of a 4 KiB page
 # (build/bench/transport), barrier latency by layout, lock hand-off inside
 # a cluster and across clusters.  Medians of REPS runs of build/bench/micro
 # (bench/micro.c) on each layout.
@@ -55,10 +56,13 @@ udp=$(awk '$1 == "4096" && $2 == "B" { print $3 }' "$tmp/udp")
 [ -n "$udp" ] || { echo "$me: no bare UDP figure"; cat "$tmp/udp"; exit 1; }
 echo "bare UDP round trip, 4 KiB: $udp us (median)"
 
-names="fault_cluster_us fault_home_us barrier_us lock_local_us lock_remote_us"
+names="fault_cluster_us fault_warm_us fault_home_us barrier_us lock_local_us lock_remote_us"
 mkdir -p "$(dirname "$out")"
-echo "layout,processes,clusters,udp_rtt_4k_us,$(echo $names | tr ' ' ','),fault_cluster_per_rtt,fault_home_per_rtt,barrier_per_rtt,lock_local_per_rtt,lock_remote_per_rtt" >"$tmp/csv"
-printf "%-9s %5s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n" layout procs "fault L" "fault R" barrier "lock in" "lock out" "L/rtt" "R/rtt" "bar/rtt" "in/rtt" "out/rtt"
+echo "layout,processes,clusters,udp_rtt_4k_us,$(echo $names | tr ' ' ','),fault_cluster_per_rtt,fault_warm_per_rtt,fault_home_per_rtt,barrier_per_rtt,lock_local_per_rtt,lock_remote_per_rtt" >"$tmp/csv"
+# fault L: a first fault on a page the lemuriad holds; fault W: the same
+# pages again (bench/micro.c, fault_warm_us); fault R: from another
+# cluster
+printf "%-9s %5s %8s %8s %8s %8s %8s %8s %6s %6s %6s %7s %6s %7s\n" layout procs "fault L" "fault W" "fault R" barrier "lock in" "lock out" "L/rtt" "W/rtt" "R/rtt" "bar/rtt" "in/rtt" "out/rtt"
 idx=40
 for l in $layouts; do
 	idx=$((idx + 1))
@@ -81,15 +85,17 @@ for l in $layouts; do
 		eval "v_$n=\${v:-}"
 		row="$row,${v:-}"
 	done
-	rl=$(per_rtt "$v_fault_cluster_us"); rr=$(per_rtt "$v_fault_home_us")
+	rl=$(per_rtt "$v_fault_cluster_us"); rw=$(per_rtt "$v_fault_warm_us")
+	rr=$(per_rtt "$v_fault_home_us")
 	rb=$(per_rtt "$v_barrier_us"); ri=$(per_rtt "$v_lock_local_us")
 	ro=$(per_rtt "$v_lock_remote_us")
-	echo "$row,$rl,$rr,$rb,$ri,$ro" >>"$tmp/csv"
-	printf "%-9s %5s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n" "$l" "$procs" \
-		"${v_fault_cluster_us:--}" "${v_fault_home_us:--}" \
+	echo "$row,$rl,$rw,$rr,$rb,$ri,$ro" >>"$tmp/csv"
+	printf "%-9s %5s %8s %8s %8s %8s %8s %8s %6s %6s %6s %7s %6s %7s\n" "$l" "$procs" \
+		"${v_fault_cluster_us:--}" "${v_fault_warm_us:--}" \
+		"${v_fault_home_us:--}" \
 		"${v_barrier_us:--}" "${v_lock_local_us:--}" \
-		"${v_lock_remote_us:--}" "${rl:--}" "${rr:--}" "${rb:--}" \
-		"${ri:--}" "${ro:--}"
+		"${v_lock_remote_us:--}" "${rl:--}" "${rw:--}" "${rr:--}" \
+		"${rb:--}" "${ri:--}" "${ro:--}"
 	grep -q "failed" "$tmp/runs" && echo "  ($l: some runs failed)"
 done
 cp "$tmp/csv" "$out"
