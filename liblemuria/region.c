@@ -8,8 +8,9 @@
  * is complete before the view opens (no thread sees half a page), and the
  * flush never touches the view, so it cannot fault while holding the lock.
  * A flush or a list of notices changes the protection of many pages at
- * once: those are walked in address order and changed with one mprotect
- * per run of adjacent pages.
+ * once: those are walked in address order and changed run by run, or a
+ * window at a time with one TLB flush (protect_window), whichever costs
+ * less.
  *
  * Choices left open by the spec:
  * - A notice blocks (LM_EINVAL, nothing done) only when it would
@@ -18,7 +19,8 @@
  *   region is LM_EINVAL too: it can only come from a broken peer.
  * - Several application threads are allowed: a spinlock guards the page
  *   table, and a fault that finds its page already opened by another
- *   thread just returns so the access is retried.
+ *   thread gives it its state's protection again and returns, so the
+ *   access is retried.
  * - Off x86-64 the fault's access kind is not decoded: a fault on an
  *   invalid page is served as a read and the write, if it was one, faults
  *   again on the read-only page and is served then. */
@@ -52,6 +54,15 @@
  * closes: LU writes a block in one interval of a step and not in the
  * other, and writes it again in the next step. */
 #define OPEN_IDLE_MAX 3
+/* A protection change of more pages than this flushes the whole TLB, of
+ * fewer a page at a time (x86's tlb_single_page_flush_ceiling, 33 by
+ * default; protect_window) */
+#define FLUSH_CEILING 33
+/* Marked pages further apart than this take TLB flushes of their own:
+ * closing and opening the pages between costs more than a flush */
+#define WINDOW_GAP 256
+/* What an mprotect call costs, in flushes of one page (window_pays) */
+#define CALL_FLUSHES 4
 
 enum page_state {
 	PAGE_INVALID, /* no valid copy: PROT_NONE */
@@ -630,8 +641,11 @@ static void make_dirty(uint32_t page)
 	R.stats.write_faults++;
 }
 
-/* Called with the lock held.  A fault that finds the page already open
- * for its access was raced by another thread: returning retries it. */
+/* Called with the lock held.  A fault that finds the page's state open
+ * for its access was raced by another thread, or hit a page whose view
+ * a protection change left closed when it could not open it again
+ * (protect_window): the page is given its state's protection again (no
+ * change in the first case) and the access retried. */
 static void serve_fault(uint32_t page, enum fault_access access)
 {
 	bool sample;
@@ -660,9 +674,12 @@ static void serve_fault(uint32_t page, enum fault_access access)
 			make_dirty(page);
 			if (sample)
 				give_view(page, true);
+		} else {
+			open_page(page, PROT_READ);
 		}
 		return;
 	default:
+		open_page(page, PROT_READ | PROT_WRITE);
 		return;
 	}
 }
@@ -1027,34 +1044,209 @@ static uint32_t run_end(uint32_t first, uint32_t hi, int prot)
 	}
 }
 
-/* Gives every marked page prot, one mprotect per run (per page when
- * batching is off), and clears the marks.  A run whose mprotect fails
- * may be changed in part, so its marked pages are retried one by one:
- * every mprotect of the view covers whole pages, so a page lies in one
- * mapping and a call on it alone changes it or fails leaving it as it
- * was (the pages of a gap had prot before and have it still).  Each page
- * that keeps its old protection is passed to failed (may be NULL).
- * Returns 0 or LM_ENOMEM (a page failed). */
-static int protect_marked(int prot, void (*failed)(uint32_t page))
+/* The protection a page's state gives it in the view. */
+static int state_prot(uint32_t page)
 {
-	uint32_t lo = R.mark_lo, hi = R.mark_hi, p = lo;
+	switch (R.state[page]) {
+	case PAGE_INVALID:
+		return PROT_NONE;
+	case PAGE_READ:
+		return is_closed(page) ? PROT_NONE : PROT_READ;
+	default:
+		return PROT_READ | PROT_WRITE;
+	}
+}
+
+/* What a page of a window ends with: prot if marked, else its state's. */
+static int wanted(uint32_t page, int prot)
+{
+	return is_marked(page) ? prot : state_prot(page);
+}
+
+/* Gives the pages of [first, end) want, one at a time after a call on
+ * all of them failed (it may have changed some): a page alone lies in
+ * one mapping, so its call changes it or fails leaving it as it was.  A
+ * marked page that keeps its old protection goes to failed.  An unmarked
+ * page that stays closed: a clean copy is dropped (fetched again when
+ * read), a writable page opens at its next fault (serve_fault).  Returns
+ * 0 or LM_ENOMEM (a marked page failed). */
+static int protect_each(uint32_t first, uint32_t end, int want,
+			void (*failed)(uint32_t page))
+{
+	int rc = 0;
+
+	for (uint32_t i = first; i < end; i++) {
+		if (view_protect(i, 1, want) == 0)
+			continue;
+		if (!is_marked(i)) {
+			if (R.state[i] == PAGE_READ)
+				R.state[i] = PAGE_INVALID;
+			continue;
+		}
+		rc = LM_ENOMEM;
+		if (failed)
+			failed(i);
+	}
+	return rc;
+}
+
+/* The marked pages of [lo, hi) with prot, one mprotect per run (per page
+ * when batching is off).  A run whose call fails is retried a page at a
+ * time; the pages of a gap had prot before and have it still. */
+static int protect_runs(uint32_t lo, uint32_t hi, int prot,
+			void (*failed)(uint32_t page))
+{
+	uint32_t p = lo;
 	int rc = 0;
 
 	while ((p = next_mark(p, hi, true)) < hi) {
 		uint32_t end = batching ? run_end(p, hi, prot) : p + 1;
 
-		if (view_protect(p, end - p, prot) != 0) {
-			for (uint32_t i = p; i < end; i++) {
-				if (!is_marked(i))
-					continue;
-				if (end - p > 1 &&
-				    view_protect(i, 1, prot) == 0)
-					continue;
-				rc = LM_ENOMEM;
-				if (failed)
-					failed(i);
-			}
-		}
+		if (view_protect(p, end - p, prot) != 0 &&
+		    protect_each(p, end, prot, failed) != 0)
+			rc = LM_ENOMEM;
+		p = end;
+	}
+	return rc;
+}
+
+/* The pages of [lo, hi) that want some access given it again after
+ * protect_window closed them: in pass 0 the writable ones, in pass 1 the
+ * others; the marked ones too unless `marked_done`. */
+static int reopen(uint32_t lo, uint32_t hi, int prot, int pass,
+		  bool marked_done, void (*failed)(uint32_t page))
+{
+	int rc = 0;
+
+	for (uint32_t p = lo, end; p < hi; p = end) {
+		int want = wanted(p, prot);
+
+		end = p + 1;
+		if (marked_done && is_marked(p))
+			continue;
+		while (end < hi && wanted(end, prot) == want &&
+		       !(marked_done && is_marked(end)))
+			end++;
+		if (want == PROT_NONE ||
+		    (want == (PROT_READ | PROT_WRITE)) != (pass == 0))
+			continue;
+		if (view_protect(p, end - p, want) != 0 &&
+		    protect_each(p, end, want, failed) != 0)
+			rc = LM_ENOMEM;
+	}
+	return rc;
+}
+
+/* [*wlo, *whi): [lo, hi) widened past FLUSH_CEILING pages, inside the
+ * region. */
+static void widen(uint32_t lo, uint32_t hi, uint32_t *wlo, uint32_t *whi)
+{
+	*wlo = lo;
+	*whi = hi;
+	if (hi - lo > FLUSH_CEILING)
+		return;
+	*whi = lo + FLUSH_CEILING + 1;
+	if (*whi > R.npages) {
+		*whi = R.npages;
+		*wlo = R.npages > FLUSH_CEILING ? R.npages - FLUSH_CEILING - 1
+						: 0;
+	}
+}
+
+/* Whether protect_window costs less than protect_runs for the marked
+ * pages of [lo, hi), in units of a page's flush: in runs of LU and Ocean
+ * on the hosts of 2026-11-28 a call costs about as much as four of them,
+ * and so does a whole flush.  Runs: a call each, and a flush a changed
+ * page up to the ceiling, one whole flush beyond.  A window: the call
+ * that closes it, its flush, and a call per run opened again.  LU closes
+ * runs of 20-30 pages (a window pays); Ocean invalidates a few pages
+ * among many that stay (runs pay). */
+static bool window_pays(uint32_t lo, uint32_t hi, int prot)
+{
+	uint32_t wlo, whi, p = lo;
+	uint64_t runs = 0, window = 2 * CALL_FLUSHES;
+
+	while ((p = next_mark(p, hi, true)) < hi) {
+		uint32_t end = run_end(p, hi, prot), k = 0;
+
+		for (uint32_t q = p; q < end; q++)
+			k += is_marked(q);
+		runs += CALL_FLUSHES + (k > FLUSH_CEILING ? CALL_FLUSHES : k);
+		p = end;
+	}
+	widen(lo, hi, &wlo, &whi);
+	for (p = wlo; p < whi && window < runs;) {
+		int want = wanted(p, prot);
+
+		for (p++; p < whi && wanted(p, prot) == want; p++)
+			;
+		if (want != PROT_NONE)
+			window += CALL_FLUSHES;
+	}
+	return window < runs;
+}
+
+/* The marked pages of [lo, hi) with prot, in one TLB flush: the kernel
+ * flushes a page at a time up to FLUSH_CEILING changed pages, each a
+ * hypercall on the hosts of 2026-11-28 (15-100 us in a run of LU), and
+ * the whole TLB beyond, for about as much as one page.  So the window,
+ * widened past the ceiling, is closed by one call, and each run of its
+ * pages that keep or take an access is opened again: from no access,
+ * which takes no flush.  Closing merges the window's mappings into one,
+ * so the writable runs, opened first, find the mappings they split off
+ * again; a run that cannot be opened is handled as protect_each says.
+ * When the closing call fails (a split at an end of the window), the
+ * marked pages are done run by run, as without windows, and the others
+ * opened again.  Returns 0 or LM_ENOMEM (a marked page failed). */
+static int protect_window(uint32_t lo, uint32_t hi, int prot,
+			  void (*failed)(uint32_t page))
+{
+	uint32_t wlo, whi;
+	bool done;
+	int rc = 0, r;
+
+	widen(lo, hi, &wlo, &whi);
+	/* when the call fails, it may have closed all but its last mapping */
+	done = view_protect(wlo, whi - wlo, PROT_NONE) != 0;
+	if (done)
+		rc = protect_runs(lo, hi, prot, failed);
+	for (int pass = 0; pass < 2; pass++)
+		if ((r = reopen(wlo, whi, prot, pass, done, failed)) != 0)
+			rc = r;
+	return rc;
+}
+
+/* One past the last marked page of the window that starts at `first`:
+ * marked pages at most WINDOW_GAP apart share one. */
+static uint32_t window_end(uint32_t first, uint32_t hi)
+{
+	uint32_t last = first, next;
+
+	while ((next = next_mark(last + 1, hi, true)) < hi &&
+	       next - last <= WINDOW_GAP)
+		last = next;
+	return last + 1;
+}
+
+/* Gives every marked page prot and clears the marks: each window of
+ * marked pages by protect_window's single flush when that costs less
+ * (window_pays), else run by run.  Each marked page that keeps its old
+ * protection is passed to failed (may be NULL).  Returns 0 or LM_ENOMEM
+ * (a page failed). */
+static int protect_marked(int prot, void (*failed)(uint32_t page))
+{
+	uint32_t hi = R.mark_hi, p = R.mark_lo;
+	int rc = 0, r;
+
+	while ((p = next_mark(p, hi, true)) < hi) {
+		uint32_t end = window_end(p, hi);
+
+		if (batching && window_pays(p, end, prot))
+			r = protect_window(p, end, prot, failed);
+		else
+			r = protect_runs(p, end, prot, failed);
+		if (r)
+			rc = r;
 		p = end;
 	}
 	clear_marks();

@@ -102,8 +102,9 @@ int lm_region_contains(const void *addr);
  * their protection: a write another thread makes meanwhile is in the
  * diff or differs from the twin after (the twin takes the diff, not the
  * page), so the next flush finds it.  Pages that close are write-protected
- * with one mprotect per run of adjacent pages and compared once more, so
- * that a write racing the flush goes with it; one that cannot be
+ * run by run or a window at a time, whichever costs less (docs/dsm.md
+ * "Pages and versions"), and compared once more,
+ * so that a write racing the flush goes with it; one that cannot be
  * protected (vm.max_map_count) stays open.  Returns 0, LM_EINVAL (not
  * initialised), LM_ENOMEM (no memory) or LM_ENOBUFS (the list would
  * exceed the 4 GiB a FLUSH can carry); on error nothing changed and the
@@ -119,8 +120,9 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count);
  * The runtime flushes first: a notice that would invalidate a dirty page
  * (written since the last flush), or that names a page outside the
  * region, makes the call return LM_EINVAL without changing anything.  n (count
- * entries) is only read.  The pages invalidated are closed with one
- * mprotect per run of adjacent pages, whatever the order of the notices.
+ * entries) is only read.  The pages invalidated are closed as
+ * lm_region_flush closes pages, whatever the order of the notices; a
+ * clean copy in a window that cannot be opened again is dropped.
  * Returns 0, LM_EINVAL (also when not initialised) or LM_ENOMEM (mprotect
  * failed: the pages it could not close stay valid at their version, every
  * other notice is applied). */
@@ -178,7 +180,8 @@ void lm_region_set_prefetch(uint32_t pages);
 
 /* For bench/region.c: 0 makes every protection change of a flush or of
  * notices one mprotect per page, as before they were batched; 1 (the
- * default) batches runs of adjacent pages.  Kept across init and fini. */
+ * default) changes them run by run or a window at a time.  Kept across
+ * init and fini. */
 void lm_region_set_batching(int on);
 
 /* Version of the valid copy of `page`; UINT32_MAX when the page is
