@@ -71,7 +71,8 @@ all: check-deps
 
 .PHONY: build-all
 build-all: $(LIB_A) $(LIB_SO) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
-	$(BENCH_DIFF) $(BENCH_MAC) $(SPLASH2_BINS) $(DSMTEST)
+	$(BENCH_DIFF) $(BENCH_MAC) $(BUILD)/bench/region $(BUILD)/bench/pages \
+	$(BUILD)/bench/micro $(SPLASH2_BINS) $(DSMTEST)
 
 # Installs the Debian packages when pkg-config cannot find them.
 check-deps:

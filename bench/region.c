@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 		{ "scattered", scattered },
 	};
 	enum { NSHAPES = sizeof(shapes) / sizeof(shapes[0]) };
-	const struct lm_region_backend be = { fake_fetch };
+	const struct lm_region_backend be = { .fetch = fake_fetch };
 	int csv = argc > 1 && strcmp(argv[1], "--csv") == 0;
 	static uint32_t pages[NSHAPES][NOTICES];
 	static struct lm_notice n[NOTICES];
