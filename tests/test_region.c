@@ -1770,8 +1770,10 @@ static size_t fill_map_count(void **maps, size_t cap)
  * reached. */
 static int notices_at_map_count_limit(void)
 {
-	struct lm_notice n[14];
+	struct lm_notice n[14], note50 = NOTE(50, HOME_VERSION + 1);
 	uint32_t count = 0;
+	uint64_t reads;
+	uint8_t old50;
 	size_t cap = 70000, nmaps;
 	void **maps;
 	int rc;
@@ -1820,22 +1822,41 @@ static int notices_at_map_count_limit(void)
 		    pg(p)[0] != home[p][0] || stats().read_faults != faults)
 			return 7;
 	}
+	/* A notice for page 50 alone goes run by run (a window would cost
+	 * more), and closing it would split [30,64): the call fails and
+	 * the copy stays valid at its version, readable without a fault. */
+	old50 = home[50][0];
+	home[50][0] ^= 0xff;
+	home_version[50] = HOME_VERSION + 1;
+	if (lm_region_apply_notices(&note50, 1, ME) != LM_ENOMEM ||
+	    stats().invalidations != 14 ||
+	    lm_region_page_version(50) != HOME_VERSION)
+		return 8;
+	reads = stats().read_faults;
+	if (pg(50)[0] != old50 || stats().read_faults != reads)
+		return 9;
 	for (size_t i = nmaps - 16; i < nmaps; i++)
 		munmap(maps[i], PAGE);
-	/* with room again, the invalid pages fetch the home's data */
-	for (uint32_t p = 5; p < 30; p++)
-		if (pg(p)[0] != home[p][0] ||
-		    lm_region_page_version(p) != home_version[p])
-			return 8;
+	/* with room again, the same notice closes it, and the invalid
+	 * pages fetch the home's data */
+	if (lm_region_apply_notices(&note50, 1, ME) != 0 ||
+	    stats().invalidations != 15)
+		return 10;
+	for (uint32_t p = 5; p < 51; p++)
+		if ((p < 30 || p == 50) &&
+		    (pg(p)[0] != home[p][0] ||
+		     lm_region_page_version(p) != home_version[p]))
+			return 11;
 	lm_region_fini();
 	return 0;
 }
 
 /* At vm.max_map_count, mprotect cannot split a mapping.  No page may be
  * left readable with a stale copy (it would be read without a fault):
- * the window closes whole, since closing merges its mappings, and clean
+ * a window closes whole, since closing merges its mappings, and clean
  * copies that cannot be opened again without a split are dropped, to be
- * fetched again; those that can stay readable. */
+ * fetched again; those that can stay readable.  A page that cannot be
+ * closed run by run stays valid at its version (LM_ENOMEM). */
 static void test_notices_at_map_count_limit_keep_open_pages_valid(void)
 {
 	int status = child_exit_status(notices_at_map_count_limit);
