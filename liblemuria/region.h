@@ -103,9 +103,9 @@ int lm_region_contains(const void *addr);
  * diff or differs from the twin after (the twin takes the diff, not the
  * page), so the next flush finds it.  Pages that close are write-protected
  * run by run or a window at a time, whichever costs less (docs/dsm.md
- * "Pages and versions"), and compared once more,
- * so that a write racing the flush goes with it; one that cannot be
- * protected (vm.max_map_count) stays open.  Returns 0, LM_EINVAL (not
+ * "Pages and versions"), and compared once more, so that a write racing
+ * the flush goes with it; one that cannot be protected (vm.max_map_count)
+ * stays open.  Returns 0, LM_EINVAL (not
  * initialised), LM_ENOMEM (no memory) or LM_ENOBUFS (the list would
  * exceed the 4 GiB a FLUSH can carry); on error nothing changed and the
  * pages stay dirty and writable. */
