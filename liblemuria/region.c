@@ -1012,16 +1012,26 @@ static bool is_marked(uint32_t page)
 	return bit_get(R.marks, page);
 }
 
+/* The protection a page's state gives it in the view: none for an
+ * invalid page or a closed sample, read-only for a clean copy in the
+ * open, read-write for a page with a twin or a private one. */
+static int state_prot(uint32_t page)
+{
+	switch (R.state[page]) {
+	case PAGE_INVALID:
+		return PROT_NONE;
+	case PAGE_READ:
+		return is_closed(page) ? PROT_NONE : PROT_READ;
+	default:
+		return PROT_READ | PROT_WRITE;
+	}
+}
+
 /* Whether the view gives an unmarked page prot already, so that a run may
- * take it in and leave it as it was: read-only is a clean copy in the
- * open, none an invalid page or a closed sample. */
+ * take it in and leave it as it was. */
 static bool view_has(uint32_t page, int prot)
 {
-	if (prot == PROT_READ)
-		return R.state[page] == PAGE_READ && !is_closed(page);
-	if (prot == PROT_NONE)
-		return R.state[page] == PAGE_INVALID || is_closed(page);
-	return false;
+	return state_prot(page) == prot;
 }
 
 /* The end of the run of marked pages from `first`, carried across every
@@ -1044,19 +1054,6 @@ static uint32_t run_end(uint32_t first, uint32_t hi, int prot)
 	}
 }
 
-/* The protection a page's state gives it in the view. */
-static int state_prot(uint32_t page)
-{
-	switch (R.state[page]) {
-	case PAGE_INVALID:
-		return PROT_NONE;
-	case PAGE_READ:
-		return is_closed(page) ? PROT_NONE : PROT_READ;
-	default:
-		return PROT_READ | PROT_WRITE;
-	}
-}
-
 /* What a page of a window ends with: prot if marked, else its state's. */
 static int wanted(uint32_t page, int prot)
 {
@@ -1064,19 +1061,23 @@ static int wanted(uint32_t page, int prot)
 }
 
 /* Gives the pages of [first, end) want, one at a time after a call on
- * all of them failed (it may have changed some): a page alone lies in
- * one mapping, so its call changes it or fails leaving it as it was.  A
- * marked page that keeps its old protection goes to failed.  An unmarked
- * page that stays closed: a clean copy is dropped (fetched again when
- * read), a writable page opens at its next fault (serve_fault).  Returns
- * 0 or LM_ENOMEM (a marked page failed). */
+ * all of them failed (it may have changed some; a single page's call is
+ * not made again): a page alone lies in one mapping, so its call changes
+ * it or fails leaving it as it was.  A marked page that keeps its old
+ * protection goes to failed.  Unmarked pages are done too when
+ * `reopening` (protect_window closed them, so one that fails stays
+ * closed: a clean copy is dropped, fetched again when read, a writable
+ * page opens at its next fault, serve_fault); else they have want
+ * already.  Returns 0 or LM_ENOMEM (a marked page failed). */
 static int protect_each(uint32_t first, uint32_t end, int want,
-			void (*failed)(uint32_t page))
+			bool reopening, void (*failed)(uint32_t page))
 {
 	int rc = 0;
 
 	for (uint32_t i = first; i < end; i++) {
-		if (view_protect(i, 1, want) == 0)
+		if (!reopening && !is_marked(i))
+			continue;
+		if (end - first > 1 && view_protect(i, 1, want) == 0)
 			continue;
 		if (!is_marked(i)) {
 			if (R.state[i] == PAGE_READ)
@@ -1103,7 +1104,7 @@ static int protect_runs(uint32_t lo, uint32_t hi, int prot,
 		uint32_t end = batching ? run_end(p, hi, prot) : p + 1;
 
 		if (view_protect(p, end - p, prot) != 0 &&
-		    protect_each(p, end, prot, failed) != 0)
+		    protect_each(p, end, prot, false, failed) != 0)
 			rc = LM_ENOMEM;
 		p = end;
 	}
@@ -1131,7 +1132,7 @@ static int reopen(uint32_t lo, uint32_t hi, int prot, int pass,
 		    (want == (PROT_READ | PROT_WRITE)) != (pass == 0))
 			continue;
 		if (view_protect(p, end - p, want) != 0 &&
-		    protect_each(p, end, want, failed) != 0)
+		    protect_each(p, end, want, true, failed) != 0)
 			rc = LM_ENOMEM;
 	}
 	return rc;
