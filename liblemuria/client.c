@@ -530,7 +530,8 @@ static void lm_client_profile_report(void)
 	fprintf(stderr,
 		"lemuria profile: rank %u: %.3f s; fetch %llu in %.3f s; "
 		"flush %llu in %.3f s; sync wait %llu in %.3f s; apply %.3f "
-		"s; faults %llu read %llu write; mprotects %llu; "
+		"s; faults %llu read %llu write (%llu pages opened ahead); "
+		"mprotects %llu; "
 		"pages brought along %llu after, %llu along a stride; "
 		"reach %u after (%llu of %llu samples read, %llu changes), "
 		"%u along (%llu of %llu, %llu); ack wake-ups %llu; "
@@ -541,6 +542,7 @@ static void lm_client_profile_report(void)
 		p->wait.us / 1e6, p->apply.us / 1e6,
 		(unsigned long long)rs.read_faults,
 		(unsigned long long)rs.write_faults,
+		(unsigned long long)rs.written_ahead,
 		(unsigned long long)rs.mprotects,
 		(unsigned long long)(rs.prefetched - rs.strided),
 		(unsigned long long)rs.strided, rs.reach[0],

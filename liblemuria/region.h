@@ -156,6 +156,8 @@ struct lm_region_stats {
 	uint64_t fetches;       /* backend fetches */
 	uint64_t prefetched;    /* pages a fault brought along (fetch_list) */
 	uint64_t strided;       /* of those, pages along a stride */
+	uint64_t written_ahead; /* valid copies a write fault opened with its
+				 * own page (open_written) */
 	uint64_t invalidations; /* copies invalidated by notices */
 	uint64_t kept;          /* own copies kept by a sole-writer notice */
 	uint64_t updated;       /* copies kept by applying an update */
@@ -175,7 +177,9 @@ void lm_region_stats(struct lm_region_stats *out);
  * along with it at most, and how many along a stride its faults follow (at
  * most LM_REGION_PREFETCH_MAX; 0, the default, none).  Each kind starts
  * there and then follows how many of the pages it brings the program reads
- * (reach.h).  Kept across init and fini; starts the depths again. */
+ * (reach.h).  A write fault on a valid read-only copy opens as many of the
+ * valid read-only copies right after it writable with it.  Kept across
+ * init and fini; starts the depths again. */
 void lm_region_set_prefetch(uint32_t pages);
 
 /* For bench/region.c: 0 makes every protection change of a flush or of

@@ -405,6 +405,67 @@ static void test_write_fault_brings_neighbours(void)
 	lm_region_fini();
 }
 
+/* A write fault on a valid read-only copy opens the valid read-only
+ * copies right after it writable too, in the same mprotect, each with its
+ * twin (docs/dsm.md "Neighbour pages"): writes to them take no fault and
+ * flush what they changed, the run stops at an invalid page and goes no
+ * further than the prefetch, one left unchanged is closed by the flush,
+ * and with prefetch 0 the page opens alone. */
+static void test_write_fault_opens_the_copies_after_it(void)
+{
+	struct entry e[8];
+	uint8_t want[PAGE];
+	uint64_t m;
+
+	if (setup())
+		return;
+	lm_region_set_prefetch(0);
+	for (uint32_t p = 30; p <= 41; p++)
+		if (p != 33)
+			CU_ASSERT_EQUAL(pg(p)[0], home[p][0]);
+	CU_ASSERT_EQUAL(nfetch, 11);
+	pg(40)[0] = (uint8_t)~home[40][0]; /* prefetch 0: 40 alone */
+	CU_ASSERT_EQUAL(stats().written_ahead, 0);
+	pg(41)[0] = (uint8_t)~home[41][0];
+	CU_ASSERT_EQUAL(stats().write_faults, 2);
+	lm_region_set_prefetch(2);
+	m = stats().mprotects;
+	pg(30)[0] = (uint8_t)~home[30][0];
+	CU_ASSERT_EQUAL(stats().write_faults, 3);
+	CU_ASSERT_EQUAL(stats().written_ahead, 2); /* 31 and 32 */
+	CU_ASSERT_EQUAL(stats().mprotects - m, 1);
+	pg(31)[1] = (uint8_t)~home[31][1];
+	CU_ASSERT_EQUAL(stats().write_faults, 3);
+	pg(34)[2] = (uint8_t)~home[34][2]; /* 33 is invalid: 34 faults */
+	CU_ASSERT_EQUAL(stats().write_faults, 4);
+	CU_ASSERT_EQUAL(stats().written_ahead, 4); /* 35 and 36, not 37 */
+	pg(36)[3] = (uint8_t)~home[36][3];
+	pg(37)[4] = (uint8_t)~home[37][4];
+	CU_ASSERT_EQUAL(stats().write_faults, 5);
+	CU_ASSERT_EQUAL(stats().written_ahead, 6); /* 38 and 39 */
+	CU_ASSERT_EQUAL(stats().read_faults, 11);
+	CU_ASSERT_EQUAL(nfetch, 11);
+	memcpy(want, home[31], PAGE);
+	want[1] = (uint8_t)~home[31][1];
+	CU_ASSERT_TRUE(page_equals(31, want));
+	CU_ASSERT_TRUE(page_equals(32, home[32]));
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 8), 7);
+	CU_ASSERT(e[0].page == 40 && e[1].page == 41);
+	CU_ASSERT(e[2].page == 30 && diff_bytes(&e[2]) == 1);
+	CU_ASSERT(e[3].page == 31 && diff_bytes(&e[3]) == 1);
+	CU_ASSERT(e[4].page == 34 && diff_bytes(&e[4]) == 1);
+	CU_ASSERT(e[5].page == 36 && diff_bytes(&e[5]) == 1);
+	CU_ASSERT(e[6].page == 37 && diff_bytes(&e[6]) == 1);
+	/* 32 and 35 were left unchanged: closed by the flush */
+	pg(32)[5] = (uint8_t)~home[32][5];
+	CU_ASSERT_EQUAL(stats().write_faults, 6);
+	pg(35)[5] = (uint8_t)~home[35][5];
+	CU_ASSERT_EQUAL(stats().write_faults, 7);
+	CU_ASSERT_EQUAL(nfetch, 11);
+	lm_region_set_prefetch(0);
+	lm_region_fini();
+}
+
 /* Read faults a fixed number of pages apart (docs/dsm.md "Neighbour
  * pages"): the third fault of a stride asks for `prefetch` pages along
  * it besides those after it, and the stream goes on from the last page
@@ -2035,6 +2096,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_read_fault_fetches_once),
 	      LM_TEST(test_read_fault_brings_neighbours),
 	      LM_TEST(test_write_fault_brings_neighbours),
+	      LM_TEST(test_write_fault_opens_the_copies_after_it),
 	      LM_TEST(test_read_faults_along_a_stride_bring_the_next),
 	      LM_TEST(test_sample_pages_stay_closed_until_touched),
 	      LM_TEST(test_reach_follows_what_is_read),
