@@ -466,6 +466,60 @@ static void test_write_fault_opens_the_copies_after_it(void)
 	lm_region_fini();
 }
 
+/* Whether the application's view of `page` has no access, read off
+ * /proc/self/maps; -1 when it cannot tell. */
+static int view_closed(uint32_t page)
+{
+	uintptr_t at = (uintptr_t)pg(page), lo, hi;
+	char perms[8], line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int closed = -1;
+
+	if (!f)
+		return -1;
+	while (closed < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+		    lo <= at && at < hi)
+			closed = strncmp(perms, "---", 3) == 0;
+	fclose(f);
+	return closed;
+}
+
+/* A sample among the copies after a write fault's page stops its run
+ * (docs/dsm.md "Neighbour pages"): the reach must see the sample's first
+ * access, so the sample stays closed and its first write faults. */
+static void test_write_run_stops_at_a_sample(void)
+{
+	uint32_t sample = 0, w;
+	uint64_t ahead, faults;
+
+	if (setup())
+		return;
+	lm_region_set_prefetch(4);
+	/* two faults, one of which samples: 11, 13, 21 and 23 come along */
+	for (uint32_t f = 0; f < LM_REACH_EVERY; f++)
+		CU_ASSERT_EQUAL(pg(10 + 10 * f)[0], home[10 + 10 * f][0]);
+	for (uint32_t p = 11; p <= 23; p += 2)
+		if (p != 15 && p != 17 && p != 19 && view_closed(p) == 1)
+			sample = p;
+	CU_ASSERT_NOT_EQUAL_FATAL(sample, 0);
+	/* the page before it valid too (10 and 20 are), read one at a time */
+	lm_region_set_prefetch(0);
+	w = sample - 1;
+	CU_ASSERT_EQUAL(pg(w)[0], home[w][0]);
+	lm_region_set_prefetch(4);
+	ahead = stats().written_ahead;
+	faults = stats().write_faults;
+	pg(w)[1] = (uint8_t)~home[w][1];
+	CU_ASSERT_EQUAL(stats().written_ahead, ahead);
+	CU_ASSERT_EQUAL(view_closed(sample), 1);
+	pg(sample)[1] = (uint8_t)~home[sample][1];
+	CU_ASSERT_EQUAL(stats().write_faults, faults + 2);
+	CU_ASSERT_EQUAL(pg(sample)[1], (uint8_t)~home[sample][1]);
+	lm_region_set_prefetch(0);
+	lm_region_fini();
+}
+
 /* Read faults a fixed number of pages apart (docs/dsm.md "Neighbour
  * pages"): the third fault of a stride asks for `prefetch` pages along
  * it besides those after it, and the stream goes on from the last page
@@ -2097,6 +2151,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_read_fault_brings_neighbours),
 	      LM_TEST(test_write_fault_brings_neighbours),
 	      LM_TEST(test_write_fault_opens_the_copies_after_it),
+	      LM_TEST(test_write_run_stops_at_a_sample),
 	      LM_TEST(test_read_faults_along_a_stride_bring_the_next),
 	      LM_TEST(test_sample_pages_stay_closed_until_touched),
 	      LM_TEST(test_reach_follows_what_is_read),
