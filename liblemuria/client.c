@@ -188,7 +188,7 @@ static int lm_client_take_page(const struct lm_msg *reply, uint32_t page,
 	if (reply->page != page ||
 	    reply->data_len != lm_self.layout->page_size)
 		return LM_EBADMSG;
-	memcpy(dst, reply->data, reply->data_len);
+	lm_region_fill(dst, reply->data, reply->data_len);
 	*version = reply->version;
 	return 0;
 }
@@ -263,7 +263,7 @@ static int lm_client_fetch_list(void *ctx, const uint32_t *pages,
 			rc = LM_EBADMSG; /* not asked for, or out of order */
 			break;
 		}
-		memcpy(dst[next], data, ps);
+		lm_region_fill(dst[next], data, ps);
 		versions[next] = reply.notices[i].version;
 		got[next++] = 1;
 	}

@@ -17,9 +17,8 @@
  * four bits per page, one twin per page written in the current interval
  * or left open by a flush (twins are recycled through a free list, never
  * returned to the system before lm_region_fini) and the flush buffer (as
- * large as the largest diff list built so far).  The region's pages are
- * given to the process's private view LM_REGION_GIVE_GROUP at a time, so
- * it may hold up to that many pages less one beyond each page fetched. */
+ * large as the largest diff list built so far).  The region holds in
+ * memory the pages it fetched, and no other. */
 #ifndef LM_REGION_H
 #define LM_REGION_H
 
@@ -34,8 +33,9 @@ struct lm_region_backend {
 	 * region's lock held, so it must be safe there: no lm_region_*
 	 * calls, no access to the region.  dst is the region's private
 	 * mapping of the page, invisible to the application until fetch
-	 * returns.  Returns 0 or LM_E*; a failure is fatal: the handler
-	 * writes a message naming the page and the error and aborts. */
+	 * returns; lm_region_fill is the way to write it.  Returns 0 or
+	 * LM_E*; a failure is fatal: the handler writes a message naming
+	 * the page and the error and aborts. */
 	int (*fetch)(void *ctx, uint32_t page, void *dst, uint32_t *version);
 	/* Optional (NULL: every fault fetches one page): fetch pages[0]
 	 * like fetch, into dst[0], and bring along what it cheaply can of
@@ -58,13 +58,17 @@ struct lm_region_backend {
 /* Most pages between two faults on invalid pages that make a stride. */
 #define LM_REGION_STRIDE_MAX 256
 
-/* The private view (where a fetch copies a page in) is given pages a group
- * of this many aligned pages at a time, the first time a fetch needs one
- * of them: one call for a group costs about what a call for its one page
- * does (8 us on the hosts of 2026-11-28), and a program that faults on a
- * page faults on its neighbours next.  A group never fetched into costs
- * memory only, at most this many pages less one for each page fetched. */
-#define LM_REGION_GIVE_GROUP 16u
+/* For the backend: copies a fetched page (len bytes, the page size) from
+ * src to dst, its page of the private mapping as fetch or fetch_list gave
+ * it.  A page the mapping never touched is written through the region's
+ * memory file (pwrite), which allocates it with the data in it; copied
+ * through the mapping it would be cleared first and then cost a fault at
+ * the copy, or after MADV_POPULATE_WRITE the host's first touch of the
+ * mapping (5 us a page on the hosts of 2026-11-28, docs/performance.md
+ * "Page faults").  A page the mapping has touched already, one the write
+ * fails for, and any dst or len that is not a whole page of the mapping
+ * are copied with memcpy.  Safe in the SIGSEGV handler. */
+void lm_region_fill(void *dst, const void *src, size_t len);
 
 /* Maps `size` bytes at the fixed address `base`, cut into pages of
  * `page_size` bytes (a power of two, a multiple of the OS page size; base

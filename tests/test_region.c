@@ -102,31 +102,12 @@ static void copy_in(void *dst, const void *src)
 {
 	long before = count_copy_faults ? minor_faults() : 0;
 
-	memcpy(dst, src, PAGE);
+	lm_region_fill(dst, src, PAGE);
 	if (count_copy_faults)
 		copy_faults += minor_faults() - before;
 }
 
-/* When probe_pages is set, each fetch records which pages of its page's
- * group (LM_REGION_GIVE_GROUP) the private view holds as it is about to
- * copy in, of a region probe_pages long. */
-static uint32_t probe_pages;
-static unsigned char probed[LM_REGION_GIVE_GROUP];
-static uint32_t probed_n;
-static uint8_t *probed_view; /* the private view's start, seen by a fetch */
-
-static void probe_group(uint32_t page, void *dst)
-{
-	uint32_t first = page - page % LM_REGION_GIVE_GROUP;
-
-	probed_view = (uint8_t *)dst - (size_t)page * PAGE;
-	probed_n = probe_pages - first < LM_REGION_GIVE_GROUP ?
-		probe_pages - first : LM_REGION_GIVE_GROUP;
-	memset(probed, 0, sizeof(probed));
-	if (mincore((uint8_t *)dst - (size_t)(page - first) * PAGE,
-		    (size_t)probed_n * PAGE, probed) != 0)
-		probed_n = 0;
-}
+static uint8_t *fetch_view; /* the private view's start, seen by a fetch */
 
 static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 {
@@ -136,8 +117,7 @@ static int fake_fetch(void *ctx, uint32_t page, void *dst, uint32_t *version)
 		return LM_EINVAL;
 	if (page == fail_page)
 		return LM_EIO;
-	if (probe_pages)
-		probe_group(page, dst);
+	fetch_view = (uint8_t *)dst - (size_t)page * PAGE;
 	copy_in(dst, home[page]);
 	*version = home_version[page];
 	nfetch++;
@@ -768,16 +748,15 @@ static void test_write_to_invalid_page_fetches_then_twins(void)
 	lm_region_fini();
 }
 
-/* A fetch's pages are given in the private view before the backend
- * copies into them, and a twin chunk's pages when it is mapped (mem.h):
- * the copies of a fetch with its neighbours and of a single page take
- * no page fault (ru_minflt, which also counts the pages given, around
- * each copy); a write fault that maps the first twin chunk takes one
- * or two (counted by a perf event where one may be opened): its own and
- * perhaps a stack page for the signal's frame, not one more per twin of
- * the chunk (34 without), nor the view's at the access it returns to
- * (give_view); and a read fault on another invalid page takes its own
- * alone. */
+/* A fetch's pages are written through the region's memory file
+ * (lm_region_fill) and a twin chunk's pages are given when it is mapped
+ * (mem.h): the copies of a fetch with its neighbours and of a single page
+ * take no page fault (ru_minflt around each copy); a write fault that
+ * maps the first twin chunk takes one or two (counted by a perf event
+ * where one may be opened): its own and the private mapping's first
+ * touch of the page, for its twin, not one more per twin of the chunk
+ * (34 without), nor the view's at the access it returns to (give_view);
+ * and a read fault on another invalid page takes its own alone. */
 static void test_fetches_and_twins_write_present_pages(void)
 {
 	int counter = fault_counter();
@@ -801,10 +780,10 @@ static void test_fetches_and_twins_write_present_pages(void)
 	count_copy_faults = false;
 	CU_ASSERT_EQUAL(nfetch, 3);
 	CU_ASSERT_EQUAL(stats().write_faults, 1);
+	CU_ASSERT_EQUAL(copy_faults, 0);
 	if (!lm_mem_populating()) {
 		CU_PASS("a kernel without MADV_POPULATE_WRITE: faults allowed");
 	} else {
-		CU_ASSERT_EQUAL(copy_faults, 0);
 		if (counter < 0) {
 			CU_PASS("no perf events here: twin faults not counted");
 		} else {
@@ -818,52 +797,37 @@ out:
 		close(counter);
 }
 
-/* How many of the last probed group's pages the private view held. */
-static uint32_t probed_held(void)
+/* A fetch fills the private view with the pages that came and no others
+ * (lm_region_fill writes them through the memory file), with the home's
+ * data; lm_region_fill copies anything that is not a page of the view. */
+static void test_fetch_fills_only_its_pages(void)
 {
-	uint32_t n = 0;
+	struct entry e[4];
+	unsigned char held[16];
+	uint8_t buf[PAGE / 2];
 
-	for (uint32_t i = 0; i < probed_n; i++)
-		n += probed[i] & 1;
-	return n;
-}
-
-/* A fetch gives the private view its page's whole group at once (one
- * call), and the last group of a region whose size is no multiple of the
- * group only as far as the region goes. */
-static void test_fetch_gives_the_private_view_whole_groups(void)
-{
-	const uint32_t npages = NPAGES - 4, g = LM_REGION_GIVE_GROUP;
-	char err[256] = "";
-
-	home_reset();
-	if (!lm_mem_populating()) {
-		CU_PASS("a kernel without MADV_POPULATE_WRITE gives nothing");
+	if (setup())
 		return;
-	}
-	CU_ASSERT_EQUAL_FATAL(lm_region_init(BASE, (uint64_t)npages * PAGE,
-					     PAGE, &fake_backend, &ctx_token,
-					     err, sizeof(err)), 0);
-	probe_pages = npages;
-	CU_ASSERT_EQUAL(pg(g + 5)[0], home[g + 5][0]);
-	CU_ASSERT_EQUAL(probed_n, g);
-	CU_ASSERT_EQUAL(probed_held(), g);
-	CU_ASSERT_EQUAL(pg(g - 1)[0], home[g - 1][0]); /* the group before */
-	CU_ASSERT_EQUAL(probed_held(), g);
-	CU_ASSERT_EQUAL(pg(npages - 2)[0], home[npages - 2][0]);
-	CU_ASSERT_EQUAL(probed_n, npages % g);
-	CU_ASSERT_EQUAL(probed_held(), npages % g);
-	/* a group not fetched into is not given, until a fetch needs it */
-	CU_ASSERT_FATAL(probed_view != NULL);
-	memset(probed, 1, sizeof(probed));
-	CU_ASSERT_EQUAL_FATAL(mincore(probed_view + (size_t)2 * g * PAGE,
-				      (size_t)g * PAGE, probed), 0);
-	probed_n = g;
-	CU_ASSERT_EQUAL(probed_held(), 0);
-	CU_ASSERT_EQUAL(pg(2 * g)[0], home[2 * g][0]);
-	CU_ASSERT_EQUAL(probed_held(), g);
-	CU_ASSERT_EQUAL(nfetch, 4);
-	probe_pages = 0;
+	lm_region_set_prefetch(4);
+	CU_ASSERT_EQUAL(pg(20)[0], home[20][0]); /* 21 and 23 come along */
+	CU_ASSERT_FATAL(fetch_view != NULL);
+	memset(held, 2, sizeof(held));
+	CU_ASSERT_EQUAL_FATAL(mincore(fetch_view + (size_t)16 * PAGE,
+				      sizeof(held) * PAGE, held), 0);
+	for (uint32_t i = 0; i < sizeof(held); i++)
+		CU_ASSERT_EQUAL(held[i] & 1, 16 + i == 20 || 16 + i == 21 ||
+						     16 + i == 23);
+	CU_ASSERT_TRUE(page_equals(21, home[21]));
+	CU_ASSERT_TRUE(page_equals(23, home[23]));
+	/* written (its twin taken through the mapping), then fetched again:
+	 * copied through the mapping, the home's new bytes in */
+	pg(21)[0] = (uint8_t)~home[21][0];
+	CU_ASSERT_EQUAL(flush_entries(e, 4), 1);
+	home_moves_on(21, 1);
+	CU_ASSERT_TRUE(page_equals(21, home[21]));
+	lm_region_fill(buf, home[3], sizeof(buf));
+	CU_ASSERT_EQUAL(memcmp(buf, home[3], sizeof(buf)), 0);
+	lm_region_set_prefetch(0);
 	lm_region_fini();
 }
 
@@ -2158,7 +2122,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_write_after_read_twins_without_fetch),
 	      LM_TEST(test_write_to_invalid_page_fetches_then_twins),
 	      LM_TEST(test_fetches_and_twins_write_present_pages),
-	      LM_TEST(test_fetch_gives_the_private_view_whole_groups),
+	      LM_TEST(test_fetch_fills_only_its_pages),
 	      LM_TEST(test_flush_yields_exactly_the_changed_bytes),
 	      LM_TEST(test_written_pages_stay_open_until_clean),
 	      LM_TEST(test_every_page_dirty_then_again),
