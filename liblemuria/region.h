@@ -10,8 +10,9 @@
  * Threads: the page table is guarded by a spinlock, so several
  * application threads may touch the region; faults are served one at a
  * time (a thread faulting while another fetches spins until it is done).
- * The backend must not touch the region or call lm_region_* itself, and
- * no signal handler other than the region's may touch the region.
+ * The backend must not touch the region or call lm_region_* itself (but
+ * lm_region_fill, for the pages it fetches), and no signal handler other
+ * than the region's may touch the region.
  *
  * Memory: besides the region itself, a page table of about 27 bytes and
  * four bits per page, one twin per page written in the current interval
@@ -31,11 +32,11 @@ struct lm_region_backend {
 	/* Fetch page `page` into dst (page_size bytes) and its version.
 	 * Called from the SIGSEGV handler of the faulting thread, with the
 	 * region's lock held, so it must be safe there: no lm_region_*
-	 * calls, no access to the region.  dst is the region's private
-	 * mapping of the page, invisible to the application until fetch
-	 * returns; lm_region_fill is the way to write it.  Returns 0 or
-	 * LM_E*; a failure is fatal: the handler writes a message naming
-	 * the page and the error and aborts. */
+	 * call but lm_region_fill, no access to the region.  dst is the
+	 * region's private mapping of the page, invisible to the
+	 * application until fetch returns; lm_region_fill is the way to
+	 * write it.  Returns 0 or LM_E*; a failure is fatal: the handler
+	 * writes a message naming the page and the error and aborts. */
 	int (*fetch)(void *ctx, uint32_t page, void *dst, uint32_t *version);
 	/* Optional (NULL: every fault fetches one page): fetch pages[0]
 	 * like fetch, into dst[0], and bring along what it cheaply can of
