@@ -366,8 +366,9 @@ void lm_region_fill(void *dst, const void *src, size_t len)
 	uintptr_t off = (uintptr_t)dst - (uintptr_t)R.rw;
 	uint32_t page;
 
-	if (!R.rw || (uintptr_t)dst < (uintptr_t)R.rw || off >= R.size ||
-	    off % R.page_size || len != R.page_size) {
+	/* a dst below the mapping wraps around to a huge offset */
+	if (!R.rw || off >= R.size || off % R.page_size ||
+	    len != R.page_size) {
 		memcpy(dst, src, len);
 		return;
 	}
@@ -419,19 +420,17 @@ static void set_closed(uint32_t page, bool on)
  * slower so). */
 static void map_for_twins(const uint32_t *pages, uint32_t n)
 {
-	for (uint32_t i = 0, first = 0; i < n; i++) {
+	for (uint32_t i = 0, k = 0; i < n; i++) {
 		if (i + 1 < n && pages[i + 1] == pages[i] + 1)
 			continue;
-		for (uint32_t k = first; k <= i; k++) {
-			if (bit_get(R.rw_mapped, pages[k]))
-				continue;
-			/* the rest of the run from k */
+		/* pages[k..i] are adjacent: given from the first unmapped on */
+		while (k <= i && bit_get(R.rw_mapped, pages[k]))
+			k++;
+		if (k <= i)
 			lm_mem_populate(R.rw + page_off(pages[k]),
 					page_off(pages[i] - pages[k] + 1));
-			for (; k <= i; k++)
-				rw_touch(pages[k]);
-		}
-		first = i + 1;
+		for (; k <= i; k++)
+			rw_touch(pages[k]);
 	}
 }
 
