@@ -1,6 +1,7 @@
 # shellcheck shell=sh disable=SC2154 # caller, root and limit are the caller's
 # Shell helpers shared by the benchmark drivers bench/splash.sh,
-# bench/hierarchy.sh and bench/targets.sh (sourced, not run).  layout_file
+# bench/hierarchy.sh, bench/targets.sh and bench/micro.sh (sourced, not
+# run).  layout_file
 # uses the caller's $caller (its starting directory) and $root (the top of
 # the tree); timed sets $child, which the callers' interrupt traps stop; why
 # and report_failure use $limit (seconds per run).  A caller may define a
@@ -201,6 +202,17 @@ traffic() {
 				printf "%s,", (key[i] in value) ? value[key[i]] : ""
 			printf "%s,%s\n", answered, total
 		}' "$1"
+}
+
+# bare_rtt CSV BYTES MODE: the median round trip (us) of MODE (bare_udp,
+# bare_udp_one_cpu) at BYTES in build/bench/transport's CSV; nothing when
+# the row is missing.
+bare_rtt() {
+	awk -F, -v b="$2" -v m="$3" '
+		NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+		$col["payload_bytes"] == b && $col["mode"] == m {
+			print $col["median_us"]; exit
+		}' "$1" 2>/dev/null
 }
 
 # need_gnuplot WHO: fails, saying what to install, when gnuplot is missing

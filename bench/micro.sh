@@ -42,6 +42,7 @@ tmp=$(mktemp -d /tmp/lm-micro.XXXXXX) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 . tests/lib.sh
+. bench/lib.sh # bare_rtt
 
 # per_rtt US: US as a multiple of the same run's bare UDP round trip
 # (nothing when US is empty).
@@ -50,11 +51,16 @@ per_rtt() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
-# The limit: a bare UDP round trip of 4 KiB on loopback, same session.
-"$build/bench/transport" -n 1000 -r 5 >"$tmp/udp" 2>&1
-udp=$(awk '$1 == "4096" && $2 == "B" { print $3 }' "$tmp/udp")
+# The limit: a bare UDP round trip of 4 KiB on loopback, same session,
+# placed as the runs are: placed runs have each client share a CPU with
+# its lemuriad, so their baseline is the round trip between two processes
+# pinned to one CPU; unplaced (-U) ones take the scheduler's placement.
+"$build/bench/transport" -n 1000 -r 5 -o "$tmp/udp.csv" >"$tmp/udp" 2>&1
+mode=bare_udp_one_cpu
+[ -n "$pin" ] || mode=bare_udp
+udp=$(bare_rtt "$tmp/udp.csv" 4096 "$mode")
 [ -n "$udp" ] || { echo "$me: no bare UDP figure"; cat "$tmp/udp"; exit 1; }
-echo "bare UDP round trip, 4 KiB: $udp us (median)"
+echo "bare UDP round trip, 4 KiB ($mode): $udp us (median)"
 
 names="fault_cluster_us fault_warm_us fault_home_us barrier_us lock_local_us lock_remote_us"
 mkdir -p "$(dirname "$out")"

@@ -61,7 +61,9 @@ Measured, each against its baseline in the same run:
   LU ARGS on layouts 1, 4+4, 8+8, 8+8+8+8 vs lu-pthread -p1/-p8/-p16/-p32
   lucontig ARGS on 4+4 vs lucontig-pthread -p8
   read fault served from the lemuriad's copy (bench/micro fault_cluster_us
-  on LAYOUT) vs a bare UDP round trip of 4 KiB (bench/transport)
+  on LAYOUT) vs a bare UDP round trip of 4 KiB (bench/transport), between
+  two processes on one CPU as a client and its lemuriad are when placed
+  (with -U, to a thread where the scheduler puts it)
   LU on 8+8: bytes at level cluster (lemuriad <-> reflector) over bytes at
   level client (client <-> lemuriad, both ways), lemuria-run --stats
 The table goes to stdout and to DIR/targets.md, its values to
@@ -170,30 +172,39 @@ echo "== read fault on $(layout_label "$fault_layout") vs bare UDP round trip, 4
 mkdir -p "$tmp/fault"
 lay=$(private_layout "$fl" "$tmp/fault" 77)
 one_page_faults "$lay"
-echo "run,udp_rtt_4k_us,fault_cluster_us,failure" >"$tmp/fault.csv"
+# The baseline is placed as the faults are: with --pin a client shares
+# its CPU with its lemuriad, so the round trip between two processes on
+# one CPU; unplaced (-U), the scheduler's placement.  The other figure
+# goes along in the CSV.
+mode=bare_udp_one_cpu; other=bare_udp
+[ -n "$pin" ] || { mode=bare_udp; other=bare_udp_one_cpu; }
+echo "run,udp_rtt_4k_us,fault_cluster_us,udp_rtt_4k_${other}_us,failure" >"$tmp/fault.csv"
 rep=0
 while [ $rep -lt "$reps" ]; do
 	rep=$((rep + 1))
 	log=$tmp/transport.$rep
-	timed "$limit" "$log" "$build/bench/transport" -n 1000 -r 5
+	rm -f "$tmp/transport.csv"
+	timed "$limit" "$log" "$build/bench/transport" -n 1000 -r 5 \
+		-o "$tmp/transport.csv"
 	st=$?
-	udp=$(awk '$1 == "4096" && $2 == "B" { print $3 }' "$log")
+	udp=$(bare_rtt "$tmp/transport.csv" 4096 "$mode")
+	udp_other=$(bare_rtt "$tmp/transport.csv" 4096 "$other")
 	log=$tmp/micro.$rep
 	timed $((limit + 20)) "$log" "$build/bin/lemuria-run" -c "$lay" \
 		$pin --start-daemons --timeout "$limit" -- "$build/bench/micro"
 	st2=$?
 	fault=$(awk '$1 == "micro:" && $2 == "fault_cluster_us" { print $3 }' "$log")
 	failure=""
-	[ -n "$udp" ] || failure="transport: no 4096 B figure (status $st)"
+	[ -n "$udp" ] || failure="transport: no 4096 B $mode figure (status $st)"
 	[ -n "$fault" ] || failure="${failure:+$failure; }micro: no fault_cluster_us (status $st2)"
 	if [ -n "$failure" ]; then
 		failed=1
 		echo "  run $rep/$reps: FAILED ($failure)" >&2
 		tail -n 4 "$log" | sed 's/^/      | /' >&2
 	else
-		echo "  run $rep/$reps: bare UDP $udp us, read fault $fault us"
+		echo "  run $rep/$reps: bare UDP $udp us ($mode; $other ${udp_other:-?} us), read fault $fault us"
 	fi
-	echo "$rep,$udp,$fault,$failure" >>"$tmp/fault.csv"
+	echo "$rep,$udp,$fault,$udp_other,$failure" >>"$tmp/fault.csv"
 done
 cp "$tmp/fault.csv" "$outdir/fault-runs.csv" || exit 1
 
@@ -265,7 +276,11 @@ row "lucontig $args on 4+4 vs lucontig-pthread -p8" s "$t_contig" "$m" "$b"
 where='$col["failure"] == ""'
 m=$(spread "$outdir/fault-runs.csv" fault_cluster_us 1)
 b=$(spread "$outdir/fault-runs.csv" udp_rtt_4k_us 1)
-row "read fault from the lemuriad's copy ($(layout_label "$fault_layout")) vs bare UDP round trip, 4 KiB" µs "$t_fault" "$m" "$b"
+case $mode in
+bare_udp_one_cpu) placed="two processes on one CPU" ;;
+*) placed="placed by the scheduler" ;;
+esac
+row "read fault from the lemuriad's copy ($(layout_label "$fault_layout")) vs bare UDP round trip, 4 KiB, $placed" µs "$t_fault" "$m" "$b"
 # Traffic: the runs that passed with totals from every daemon; client bytes
 # both ways (what the lemuriads sent plus received at level client).
 awk -F, 'NR == 1 {

@@ -1,18 +1,27 @@
 /* Transport benchmark: request/reply round trip of the reliable transport
  * (lm_rpc client -> lm_evnode echo server) against bare UDP on loopback,
  * with and without the MAC, all measured in one run so that the ratios
- * compare like with like (DESIGN.md section 7).
+ * compare like with like (DESIGN.md section 7).  The bare round trip is
+ * measured twice: to an echo thread where the scheduler puts it, and to
+ * an echo process sharing one CPU with the caller, as a client and its
+ * lemuriad do under lemuria-run --pin (the baseline of bench/micro's
+ * placed read faults; on the 2-vCPU hosts the unplaced figure moves
+ * between a same-CPU and a cross-CPU round trip from run to run).
  *
  *   transport [-n ITER] [-r ROUNDS] [-o FILE.csv] */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,12 +42,14 @@ static const size_t payloads[] = { 64, 4096, 8192 };
 
 enum mode {
 	MODE_BARE,    /* blocking send + recv on a connected UDP socket */
+	MODE_ONE_CPU, /* the same to an echo process on the caller's CPU */
 	MODE_AUTH,    /* lm_rpc, MAC on every datagram */
 	MODE_NOAUTH,  /* lm_rpc, no MAC */
 	MODE_COUNT
 };
 
 static const char *const mode_names[MODE_COUNT] = { "bare_udp",
+						    "bare_udp_one_cpu",
 						    "transport_auth",
 						    "transport_noauth" };
 
@@ -129,6 +140,106 @@ static void bare_echo_stop(struct bare_echo *b)
 	}
 	pthread_join(b->thread, NULL);
 	close(b->fd);
+}
+
+/* --- bare UDP echo process sharing the caller's CPU -------------------- */
+
+struct one_cpu_echo {
+	pid_t pid;
+	struct sockaddr_in addr;
+	cpu_set_t cpu;  /* the one CPU of both */
+	cpu_set_t mine; /* the caller's own set, outside MODE_ONE_CPU */
+};
+
+/* The child: echoes until an empty datagram, or until its parent is gone
+ * (a receive times out every 200 ms to look). */
+static void one_cpu_echo_main(int fd, pid_t parent)
+{
+	static uint8_t buf[65536];
+	struct sockaddr_in src;
+	socklen_t slen;
+	ssize_t n;
+
+	for (;;) {
+		slen = sizeof(src);
+		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&src,
+			     &slen);
+		if (n == 0 || (n < 0 && getppid() != parent))
+			_exit(0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			_exit(1);
+		sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&src, slen);
+	}
+}
+
+/* Forks the echo onto the lowest CPU the caller may run on. */
+static int one_cpu_echo_start(struct one_cpu_echo *e)
+{
+	socklen_t alen = sizeof(e->addr);
+	pid_t parent = getpid();
+	int fd, cpu = 0;
+
+	memset(e, 0, sizeof(*e));
+	e->pid = -1;
+	if (sched_getaffinity(0, sizeof(e->mine), &e->mine) < 0)
+		return -1;
+	while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &e->mine))
+		cpu++;
+	CPU_ZERO(&e->cpu);
+	CPU_SET(cpu < CPU_SETSIZE ? cpu : 0, &e->cpu);
+	e->addr.sin_family = AF_INET;
+	e->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&e->addr, sizeof(e->addr)) < 0 ||
+	    set_recv_timeout(fd, 200) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&e->addr, &alen) < 0) {
+		close(fd);
+		return -1;
+	}
+	fflush(NULL);
+	e->pid = fork();
+	if (e->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (sched_setaffinity(0, sizeof(e->cpu), &e->cpu) < 0)
+			_exit(1);
+		one_cpu_echo_main(fd, parent);
+	}
+	close(fd);
+	return e->pid < 0 ? -1 : 0;
+}
+
+/* Puts the caller on the echo's CPU (on) or back on its own set. */
+static int one_cpu_place(const struct one_cpu_echo *e, bool on)
+{
+	const cpu_set_t *set = on ? &e->cpu : &e->mine;
+
+	return sched_setaffinity(0, sizeof(*set), set);
+}
+
+static void one_cpu_echo_stop(struct one_cpu_echo *e)
+{
+	int fd;
+
+	if (e->pid <= 0)
+		return;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		sendto(fd, "", 0, 0, (struct sockaddr *)&e->addr,
+		       sizeof(e->addr));
+		close(fd);
+	}
+	/* it ends within one receive timeout; then it is killed */
+	for (int i = 0; i < 50; i++) {
+		if (waitpid(e->pid, NULL, WNOHANG) == e->pid)
+			return;
+		usleep(10000);
+	}
+	kill(e->pid, SIGKILL);
+	waitpid(e->pid, NULL, 0);
 }
 
 /* --- transport echo servers (auth and no auth) on one loop thread ------ */
@@ -223,6 +334,8 @@ static void servers_stop(struct echo_servers *s)
 
 struct clients {
 	int bare_fd;
+	int one_cpu_fd; /* connected to the one_cpu_echo */
+	const struct one_cpu_echo *one_cpu;
 	lm_rpc *rpc[2]; /* [0]: auth, [1]: no auth */
 	uint8_t *buf;
 	uint8_t *rbuf;
@@ -236,12 +349,14 @@ static int round_trip(struct clients *c, enum mode m, size_t size)
 	ssize_t n;
 	int rc;
 
-	if (m == MODE_BARE) {
+	if (m == MODE_BARE || m == MODE_ONE_CPU) {
+		int fd = m == MODE_BARE ? c->bare_fd : c->one_cpu_fd;
+
 		/* A receive timeout (1 s) ends the run with an error. */
-		if (send(c->bare_fd, c->buf, size, 0) != (ssize_t)size)
+		if (send(fd, c->buf, size, 0) != (ssize_t)size)
 			return -1;
 		do {
-			n = recv(c->bare_fd, c->rbuf, 65536, 0);
+			n = recv(fd, c->rbuf, 65536, 0);
 		} while (n < 0 && errno == EINTR);
 		return n == (ssize_t)size ? 0 : -1;
 	}
@@ -271,6 +386,13 @@ struct result {
 	double median, min, max;
 };
 
+/* The one-CPU round trips run with the caller on the echo's CPU, the
+ * others where the scheduler puts it.  Returns 0 or -1 (errno). */
+static int place(const struct clients *c, enum mode m, bool on)
+{
+	return m == MODE_ONE_CPU ? one_cpu_place(c->one_cpu, on) : 0;
+}
+
 static int run(struct clients *c, int iters, int rounds,
 	       struct result res[NPAYLOADS][MODE_COUNT])
 {
@@ -279,15 +401,21 @@ static int run(struct clients *c, int iters, int rounds,
 
 	if (!samples)
 		return LM_ENOMEM;
-	for (size_t p = 0; p < NPAYLOADS; p++)
-		for (int m = 0; m < MODE_COUNT; m++)
+	for (size_t p = 0; p < NPAYLOADS; p++) {
+		for (int m = 0; m < MODE_COUNT && !rc; m++) {
+			rc = place(c, (enum mode)m, true);
 			for (int i = 0; i < WARMUP && !rc; i++)
 				rc = round_trip(c, (enum mode)m, payloads[p]);
+			if (place(c, (enum mode)m, false) && !rc)
+				rc = -1;
+		}
+	}
 	/* Rounds interleave the modes, so slow drift of the machine shows
 	 * in every column alike. */
 	for (int r = 0; r < rounds && !rc; r++) {
 		for (size_t p = 0; p < NPAYLOADS && !rc; p++) {
 			for (int m = 0; m < MODE_COUNT && !rc; m++) {
+				rc = place(c, (enum mode)m, true);
 				for (int i = 0; i < iters && !rc; i++) {
 					double t0 = now_us();
 
@@ -295,6 +423,8 @@ static int run(struct clients *c, int iters, int rounds,
 							payloads[p]);
 					samples[i] = now_us() - t0;
 				}
+				if (place(c, (enum mode)m, false) && !rc)
+					rc = -1;
 				res[p][m].round_median[r] =
 					median(samples, (size_t)iters);
 			}
@@ -324,11 +454,11 @@ static void print_table(struct result res[NPAYLOADS][MODE_COUNT], int iters,
 	printf("Round trip on 127.0.0.1, microseconds: median of %d round "
 	       "medians (%d round trips each) [min-max of round medians]\n\n",
 	       rounds, iters);
-	printf("%8s  %-22s %-22s %-22s %8s %8s %9s\n", "payload", "bare UDP",
-	       "transport, auth", "transport, no auth", "auth/", "noauth/",
-	       "MAC cost");
-	printf("%8s  %-22s %-22s %-22s %8s %8s %9s\n", "", "", "", "", "bare",
-	       "bare", "");
+	printf("%8s  %-22s %-22s %-22s %-22s %8s %8s %9s\n", "payload",
+	       "bare UDP", "bare UDP, one CPU", "transport, auth",
+	       "transport, no auth", "auth/", "noauth/", "MAC cost");
+	printf("%8s  %-22s %-22s %-22s %-22s %8s %8s %9s\n", "", "", "", "",
+	       "", "bare", "bare", "");
 	for (size_t p = 0; p < NPAYLOADS; p++) {
 		char cell[MODE_COUNT][32];
 		double bare = res[p][MODE_BARE].median;
@@ -339,12 +469,16 @@ static void print_table(struct result res[NPAYLOADS][MODE_COUNT], int iters,
 			snprintf(cell[m], sizeof(cell[m]), "%7.2f [%.2f-%.2f]",
 				 res[p][m].median, res[p][m].min,
 				 res[p][m].max);
-		printf("%6zu B  %-22s %-22s %-22s %7.2fx %7.2fx %8.1f%%\n",
-		       payloads[p], cell[MODE_BARE], cell[MODE_AUTH],
-		       cell[MODE_NOAUTH], a / bare, na / bare,
+		printf("%6zu B  %-22s %-22s %-22s %-22s %7.2fx %7.2fx "
+		       "%8.1f%%\n",
+		       payloads[p], cell[MODE_BARE], cell[MODE_ONE_CPU],
+		       cell[MODE_AUTH], cell[MODE_NOAUTH], a / bare, na / bare,
 		       100.0 * (a - na) / a);
 	}
-	printf("\nMAC cost = (auth - no auth) / auth: the share of a round "
+	printf("\nbare UDP: to an echo thread placed by the scheduler; one "
+	       "CPU: to an echo process,\nboth pinned to one CPU (a client "
+	       "and its lemuriad under lemuria-run --pin).\n"
+	       "MAC cost = (auth - no auth) / auth: the share of a round "
 	       "trip spent on authentication.\n");
 }
 
@@ -403,7 +537,9 @@ int main(int argc, char **argv)
 	struct lm_rel_config cfg;
 	struct echo_servers srv = { 0 };
 	struct bare_echo bare = { .fd = -1 };
-	struct clients c = { .bare_fd = -1 };
+	struct one_cpu_echo one_cpu = { .pid = -1 };
+	struct clients c = { .bare_fd = -1, .one_cpu_fd = -1,
+			     .one_cpu = &one_cpu };
 	const char *csv = NULL;
 	int iters = 2000, rounds = 5, opt, rc, status = 1;
 	lm_auth *auth;
@@ -450,7 +586,8 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < 65536; i++)
 		c.buf[i] = (uint8_t)(i * 7);
-	if (bare_echo_start(&bare) < 0 || servers_start(&srv, auth) < 0) {
+	if (one_cpu_echo_start(&one_cpu) < 0 || bare_echo_start(&bare) < 0 ||
+	    servers_start(&srv, auth) < 0) {
 		fprintf(stderr, "transport: cannot start the echo servers: "
 				"%s\n", strerror(errno));
 		return 1;
@@ -460,6 +597,14 @@ int main(int argc, char **argv)
 	    connect(c.bare_fd, (struct sockaddr *)&bare.addr,
 		    sizeof(bare.addr)) < 0) {
 		fprintf(stderr, "transport: bare client: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	c.one_cpu_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (c.one_cpu_fd < 0 || set_recv_timeout(c.one_cpu_fd, 1000) < 0 ||
+	    connect(c.one_cpu_fd, (struct sockaddr *)&one_cpu.addr,
+		    sizeof(one_cpu.addr)) < 0) {
+		fprintf(stderr, "transport: one-CPU client: %s\n",
 			strerror(errno));
 		goto out;
 	}
@@ -489,6 +634,9 @@ int main(int argc, char **argv)
 out:
 	if (c.bare_fd >= 0)
 		close(c.bare_fd);
+	if (c.one_cpu_fd >= 0)
+		close(c.one_cpu_fd);
+	one_cpu_echo_stop(&one_cpu);
 	bare_echo_stop(&bare);
 	for (int i = 0; i < 2; i++)
 		lm_rpc_destroy(c.rpc[i]);
