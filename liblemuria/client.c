@@ -28,10 +28,9 @@
 #define LM_CLIENT_FLUSH_CHUNK (1u << 20)
 /* Locks one process may hold at once (nesting depth). */
 #define LM_CLIENT_MAX_HELD 64
-/* How long a reply's ack may wait for the next request: a read fault
- * takes 30-60 us, and the lemuriad probes for a lost reply after
- * rto_min (2 ms by default) at the soonest. */
-#define LM_CLIENT_ACK_DELAY_US 500
+/* The most LEMURIA_ACK_DELAY_US may ask a reply's ack to wait for the
+ * next request (it is capped by a quarter of rto_min as well). */
+#define LM_CLIENT_ACK_DELAY_MAX_US 1000000
 
 /* Where a process's time went (LEMURIA_PROFILE, docs/performance.md):
  * each item is a count and the microseconds spent in it. */
@@ -385,6 +384,30 @@ static int lm_client_env(const char *name, const char **out)
 	return 0;
 }
 
+/* LEMURIA_ACK_DELAY_US from the environment: how long a reply's ack may
+ * wait for the next request, in microseconds; 0 (the default, and what a
+ * value that is not a number of microseconds up to
+ * LM_CLIENT_ACK_DELAY_MAX_US gives, with a warning) acks at once. */
+static uint32_t lm_client_ack_delay_us(void)
+{
+	const char *v = getenv("LEMURIA_ACK_DELAY_US");
+	unsigned long long us;
+	char *end;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	us = strtoull(v, &end, 10);
+	if (errno || *end || *v == '-' || us > LM_CLIENT_ACK_DELAY_MAX_US) {
+		lm_log_warn("rank %u: LEMURIA_ACK_DELAY_US=\"%s\" is not a "
+			    "number of microseconds from 0 to %u: replies "
+			    "are acknowledged at once",
+			    lm_self.rank, v, LM_CLIENT_ACK_DELAY_MAX_US);
+		return 0;
+	}
+	return (uint32_t)us;
+}
+
 int lm_init(int *argc, char ***argv)
 {
 	const char *layout_path, *rank_s, *run_s;
@@ -435,13 +458,13 @@ int lm_init(int *argc, char ***argv)
 	lm_daemon_rel_config(lm_self.layout, LM_LEVEL_CLIENT,
 			     lm_layout_client_id(lm_self.layout, lm_self.rank),
 			     lm_self.auth, &rcfg);
-	/* A reply's ack rides on the next request when it comes soon (a
-	 * run of read faults), else the endpoint's timer thread sends it,
-	 * well before the lemuriad would retransmit: at most a quarter of
-	 * the layout's rto_min (common/rpc.h); without that thread the
-	 * endpoint acks at once. */
+	/* Replies are acked at once unless LEMURIA_ACK_DELAY_US asks them to
+	 * ride on the next request within that delay, with the endpoint's
+	 * timer thread sending those that none carries, well before the
+	 * lemuriad would retransmit: at most a quarter of the layout's
+	 * rto_min (common/rpc.h; docs/dsm.md, "Client acknowledgements"). */
 	rcfg.spares = LM_REL_SPARES; /* lm_client_buf_free */
-	rcfg.transport.ack_delay_us = LM_CLIENT_ACK_DELAY_US;
+	rcfg.transport.ack_delay_us = lm_client_ack_delay_us();
 	if (rcfg.transport.rto_min_us / 4 < rcfg.transport.ack_delay_us)
 		rcfg.transport.ack_delay_us = rcfg.transport.rto_min_us / 4;
 	lm_self.rpc = lm_rpc_create(

@@ -246,6 +246,31 @@ piped=$(grep -c "^lemuria profile: rank [01]: .*; calls in flight at most 2$" "$
 verdict "$([ "$lines" -eq 2 ] && [ "$prof_none" -eq 0 ] && [ "$piped" -eq 2 ] && echo y)" \
 	"one profile line per rank ($lines of 2), none unasked ($prof_none), FLUSH and BARRIER in flight together ($piped of 2)"
 
+# Replies are acknowledged at once unless LEMURIA_ACK_DELAY_US delays
+# them (docs/dsm.md, "Client acknowledgements"): the ack thread then
+# wakes for the acks that no request carried while LU computes; a value
+# that is not a delay is named by every rank, and the acks go at once.
+echo "dsm: client acks at once, or after LEMURIA_ACK_DELAY_US"
+checks=$((checks + 1))
+woke_default=$(grep -c "^lemuria profile: rank [01]: .*; ack wake-ups 0; " "$tmp/out")
+for d in 400 x1; do
+	LEMURIA_PROFILE=1 LEMURIA_ACK_DELAY_US=$d timeout -k 5 120 \
+		"$bin/lemuria-run" -c "$lay" --start-daemons --timeout 110 -- \
+		"$build/splash2/lu" -n256 -b16 -t >"$tmp/ack-$d" 2>&1 ||
+		echo "status $?" >>"$tmp/ack-$d"
+done
+woke=$(grep "^lemuria profile: rank [01]:" "$tmp/ack-400" |
+	grep -vc "; ack wake-ups 0; ")
+named=$(grep -c 'LEMURIA_ACK_DELAY_US="x1" is not a number of microseconds' \
+	"$tmp/ack-x1")
+asleep=$(grep -c "^lemuria profile: rank [01]: .*; ack wake-ups 0; " \
+	"$tmp/ack-x1")
+passed=$(cat "$tmp/ack-400" "$tmp/ack-x1" | grep -c "TEST PASSED")
+verdict "$([ "$woke_default" -eq 2 ] && [ "$woke" -ge 1 ] &&
+	[ "$named" -eq 2 ] && [ "$asleep" -eq 2 ] && [ "$passed" -eq 2 ] &&
+	! grep -q "^status" "$tmp/ack-400" "$tmp/ack-x1" && echo y)" \
+	"ack thread asleep by default ($woke_default of 2), awake with a delay ($woke ranks), a bad value named ($named of 2) and acks at once ($asleep of 2), runs passed ($passed of 2)"
+
 # A run of one process keeps its region private (docs/dsm.md): LU runs
 # without a single FLUSH or FETCH reaching its lemuriad.
 echo "dsm: a run of one process tracks no writes (counters)"
