@@ -1,11 +1,11 @@
 # shellcheck shell=sh disable=SC2154 # caller, root and limit are the caller's
 # Shell helpers shared by the benchmark drivers bench/splash.sh,
 # bench/hierarchy.sh, bench/targets.sh and bench/micro.sh (sourced, not
-# run).  layout_file
-# uses the caller's $caller (its starting directory) and $root (the top of
-# the tree); timed sets $child, which the callers' interrupt traps stop; why
-# and report_failure use $limit (seconds per run).  A caller may define a
-# function of the same name after sourcing this file to replace one.
+# run).  layout_file uses the caller's $caller (its starting directory) and
+# $root (the top of the tree); timed sets $child, which the callers'
+# interrupt traps stop; why and report_failure use $limit (seconds per
+# run).  A caller may define a function of the same name after sourcing
+# this file to replace one.
 
 is_count() { # a positive decimal integer
 	case $1 in '' | *[!0-9]* | 0*) return 1 ;; esac
