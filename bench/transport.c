@@ -66,14 +66,7 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* --- bare UDP echo thread ---------------------------------------------- */
-
-struct bare_echo {
-	int fd;
-	struct sockaddr_in addr;
-	pthread_t thread;
-	bool stop; /* atomic */
-};
+/* --- bare UDP echoes: a thread, and a process on the caller's CPU ------ */
 
 /* Bounds every blocking receive, so that a lost datagram cannot hang the
  * benchmark. */
@@ -84,76 +77,32 @@ static int set_recv_timeout(int fd, int ms)
 	return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
-/* Echoes until told to stop (an empty datagram wakes it at once). */
-static void *bare_echo_main(void *arg)
+/* An echo's socket: bound to a free loopback port (*addr), its receives
+ * timing out every 200 ms.  Returns the descriptor or -1. */
+static int echo_socket(struct sockaddr_in *addr)
 {
-	struct bare_echo *b = arg;
-	static uint8_t buf[65536];
-	struct sockaddr_in src;
-	socklen_t slen;
-	ssize_t n;
+	socklen_t alen = sizeof(*addr);
+	int fd;
 
-	for (;;) {
-		slen = sizeof(src);
-		n = recvfrom(b->fd, buf, sizeof(buf), 0,
-			     (struct sockaddr *)&src, &slen);
-		if (__atomic_load_n(&b->stop, __ATOMIC_RELAXED))
-			break;
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			break;
-		sendto(b->fd, buf, (size_t)n, 0, (struct sockaddr *)&src,
-		       slen);
-	}
-	return NULL;
-}
-
-static int bare_echo_start(struct bare_echo *b)
-{
-	socklen_t alen = sizeof(b->addr);
-
-	memset(b, 0, sizeof(*b));
-	b->addr.sin_family = AF_INET;
-	b->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	b->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (b->fd < 0)
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
 		return -1;
-	if (bind(b->fd, (struct sockaddr *)&b->addr, sizeof(b->addr)) < 0 ||
-	    set_recv_timeout(b->fd, 200) < 0)
-		return -1;
-	if (getsockname(b->fd, (struct sockaddr *)&b->addr, &alen) < 0)
-		return -1;
-	return pthread_create(&b->thread, NULL, bare_echo_main, b) ? -1 : 0;
-}
-
-/* An empty datagram ends the echo loop. */
-static void bare_echo_stop(struct bare_echo *b)
-{
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	__atomic_store_n(&b->stop, true, __ATOMIC_RELAXED);
-	if (fd >= 0) {
-		sendto(fd, "", 0, 0, (struct sockaddr *)&b->addr,
-		       sizeof(b->addr));
+	if (bind(fd, (struct sockaddr *)addr, sizeof(*addr)) < 0 ||
+	    set_recv_timeout(fd, 200) < 0 ||
+	    getsockname(fd, (struct sockaddr *)addr, &alen) < 0) {
 		close(fd);
+		return -1;
 	}
-	pthread_join(b->thread, NULL);
-	close(b->fd);
+	return fd;
 }
 
-/* --- bare UDP echo process sharing the caller's CPU -------------------- */
-
-struct one_cpu_echo {
-	pid_t pid;
-	struct sockaddr_in addr;
-	cpu_set_t cpu;  /* the one CPU of both */
-	cpu_set_t mine; /* the caller's own set, outside MODE_ONE_CPU */
-};
-
-/* The child: echoes until an empty datagram, or until its parent is gone
- * (a receive times out every 200 ms to look). */
-static void one_cpu_echo_main(int fd, pid_t parent)
+/* Echoes every datagram on fd back to its sender until an empty one
+ * comes, or until gone(ctx) says so when a receive times out (the empty
+ * datagram may be lost). */
+static void echo_loop(int fd, bool (*gone)(void *ctx), void *ctx)
 {
 	static uint8_t buf[65536];
 	struct sockaddr_in src;
@@ -164,21 +113,86 @@ static void one_cpu_echo_main(int fd, pid_t parent)
 		slen = sizeof(src);
 		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&src,
 			     &slen);
-		if (n == 0 || (n < 0 && getppid() != parent))
-			_exit(0);
+		if (n == 0 || (n < 0 && gone(ctx)))
+			return;
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0)
-			_exit(1);
+			return;
 		sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&src, slen);
 	}
+}
+
+/* The empty datagram that ends the echo at addr. */
+static void echo_send_stop(const struct sockaddr_in *addr)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0) {
+		sendto(fd, "", 0, 0, (const struct sockaddr *)addr,
+		       sizeof(*addr));
+		close(fd);
+	}
+}
+
+struct bare_echo {
+	int fd;
+	struct sockaddr_in addr;
+	pthread_t thread;
+	bool stop; /* atomic */
+};
+
+static bool bare_echo_stopped(void *arg)
+{
+	struct bare_echo *b = arg;
+
+	return __atomic_load_n(&b->stop, __ATOMIC_RELAXED);
+}
+
+static void *bare_echo_main(void *arg)
+{
+	struct bare_echo *b = arg;
+
+	echo_loop(b->fd, bare_echo_stopped, b);
+	return NULL;
+}
+
+static int bare_echo_start(struct bare_echo *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->fd = echo_socket(&b->addr);
+	if (b->fd < 0)
+		return -1;
+	return pthread_create(&b->thread, NULL, bare_echo_main, b) ? -1 : 0;
+}
+
+static void bare_echo_stop(struct bare_echo *b)
+{
+	__atomic_store_n(&b->stop, true, __ATOMIC_RELAXED);
+	echo_send_stop(&b->addr);
+	pthread_join(b->thread, NULL);
+	close(b->fd);
+}
+
+struct one_cpu_echo {
+	pid_t pid;
+	struct sockaddr_in addr;
+	cpu_set_t cpu;  /* the one CPU of both */
+	cpu_set_t mine; /* the caller's own set, outside MODE_ONE_CPU */
+};
+
+/* The child's parent, to see it gone. */
+static pid_t one_cpu_parent;
+
+static bool one_cpu_orphaned(void *ctx)
+{
+	(void)ctx;
+	return getppid() != one_cpu_parent;
 }
 
 /* Forks the echo onto the lowest CPU the caller may run on. */
 static int one_cpu_echo_start(struct one_cpu_echo *e)
 {
-	socklen_t alen = sizeof(e->addr);
-	pid_t parent = getpid();
 	int fd, cpu = 0;
 
 	memset(e, 0, sizeof(*e));
@@ -189,24 +203,18 @@ static int one_cpu_echo_start(struct one_cpu_echo *e)
 		cpu++;
 	CPU_ZERO(&e->cpu);
 	CPU_SET(cpu < CPU_SETSIZE ? cpu : 0, &e->cpu);
-	e->addr.sin_family = AF_INET;
-	e->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = echo_socket(&e->addr);
 	if (fd < 0)
 		return -1;
-	if (bind(fd, (struct sockaddr *)&e->addr, sizeof(e->addr)) < 0 ||
-	    set_recv_timeout(fd, 200) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&e->addr, &alen) < 0) {
-		close(fd);
-		return -1;
-	}
+	one_cpu_parent = getpid();
 	fflush(NULL);
 	e->pid = fork();
 	if (e->pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (sched_setaffinity(0, sizeof(e->cpu), &e->cpu) < 0)
 			_exit(1);
-		one_cpu_echo_main(fd, parent);
+		echo_loop(fd, one_cpu_orphaned, NULL);
+		_exit(0);
 	}
 	close(fd);
 	return e->pid < 0 ? -1 : 0;
@@ -222,16 +230,9 @@ static int one_cpu_place(const struct one_cpu_echo *e, bool on)
 
 static void one_cpu_echo_stop(struct one_cpu_echo *e)
 {
-	int fd;
-
 	if (e->pid <= 0)
 		return;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
-		sendto(fd, "", 0, 0, (struct sockaddr *)&e->addr,
-		       sizeof(e->addr));
-		close(fd);
-	}
+	echo_send_stop(&e->addr);
 	/* it ends within one receive timeout; then it is killed */
 	for (int i = 0; i < 50; i++) {
 		if (waitpid(e->pid, NULL, WNOHANG) == e->pid)
