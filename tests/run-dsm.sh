@@ -213,6 +213,29 @@ for u in off on; do
 	verdict "$ok" "updates $u: status $st, $hits refetches, $sent updates ($ahead encoded ahead), $idle idle copies dropped"
 done
 
+# SPLASH-2 process numbers follow ranks (docs/splash2.md, "Process
+# numbers"): LU then gives each block column to processes of one cluster,
+# and the bytes between the clusters stay low.  LU n=256 on 4+4, cluster
+# level: 5.0-5.4 MB numbered by rank, 11.2-11.5 MB with the numbers
+# shifted by one to seven as arrival order at a lock shifted them.
+stat_cluster() { # stat_cluster NAME FILE: the run's total at cluster level
+	awk -v n="$1" '$2 == n { print $4; exit }' "$2"
+}
+mkdir -p "$tmp/numbers"
+lay=$(private_layout conf/4+4.ini "$tmp/numbers" 32)
+echo "dsm: LU's process numbers keep its block columns in their cluster"
+for r in 1 2; do
+	checks=$((checks + 1))
+	timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons \
+		--stats --timeout 110 -- "$build/splash2/lu" -n256 -b16 -t \
+		>"$tmp/out" 2>&1
+	st=$?
+	bytes=$(stat_cluster bytes_sent "$tmp/out")
+	ok=$([ $st -eq 0 ] && grep -q "TEST PASSED" "$tmp/out" &&
+		[ "${bytes:-99999999}" -lt 8000000 ] 2>/dev/null && echo y)
+	verdict "$ok" "LU n=256 on 4+4, run $r: status $st, ${bytes:-no} bytes between clusters (< 8000000)"
+done
+
 # API misuse (docs/operations.md, "What each error means"): each call fails
 # with a message naming the cause, and the run goes on.
 mkdir -p "$tmp/misuse"

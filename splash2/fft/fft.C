@@ -54,9 +54,7 @@ struct fft_global {
 	unsigned long done;	/* process 0 finished its own share */
 	unsigned long rf;	/* all processes finished */
 	double dft_error;	/* sample check of the forward result */
-	long id;		/* next process number to hand out */
 	BARDEC(start)
-	LOCKDEC(idlock)
 };
 
 /*
@@ -446,16 +444,15 @@ static void one_transform(long my_id)
 		six_step(trans, x, my_id, -1.0, &st);
 }
 
-/* Entry point of every process, main included: numbers come from a
- * counter under the id lock, in arrival order, as in SPLASH-2. */
+/* Entry point of every process, main included.  Its number is its rank:
+ * SPLASH-2 hands numbers out in arrival order under a lock, an order that
+ * changes from run to run, and with it which cluster of a DSM holds which
+ * share of the data (docs/splash2.md, "Process numbers"). */
 static void slave_start(void)
 {
 	long my_id;
 
-	LOCK(Global->idlock)
-	my_id = Global->id;
-	Global->id++;
-	UNLOCK(Global->idlock)
+	GET_PID(my_id)
 
 	one_transform(my_id);
 }
@@ -640,9 +637,7 @@ int main(int argc, char *argv[])
 	memset(Global->stats, 0, (size_t)P * sizeof(struct fft_stats));
 	Global->starttime = start;
 	Global->dft_error = 0.0;
-	Global->id = 0;
 	BARINIT(Global->start, P)
-	LOCKINIT(Global->idlock)
 
 	init_data();
 	if (doprint) {

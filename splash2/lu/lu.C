@@ -42,9 +42,7 @@ struct lu_global {
 	unsigned long rs;	/* process 0 began factoring */
 	unsigned long done;	/* process 0 finished its own share */
 	unsigned long rf;	/* all processes finished */
-	long id;		/* next process number to hand out */
 	BARDEC(start)
-	LOCKDEC(idlock)
 };
 
 /*
@@ -340,16 +338,15 @@ static void one_solve(long my_id)
 	}
 }
 
-/* Entry point of every process, main included: numbers come from a
- * counter under the id lock, in arrival order, as in SPLASH-2. */
+/* Entry point of every process, main included.  Its number is its rank:
+ * SPLASH-2 hands numbers out in arrival order under a lock, an order that
+ * changes from run to run, and with it which cluster of a DSM holds which
+ * share of the data (docs/splash2.md, "Process numbers"). */
 static void slave_start(void)
 {
 	long my_id;
 
-	LOCK(Global->idlock)
-	my_id = Global->id;
-	Global->id++;
-	UNLOCK(Global->idlock)
+	GET_PID(my_id)
 
 	one_solve(my_id);
 }
@@ -527,9 +524,7 @@ int main(int argc, char *argv[])
 	}
 	memset(Global->stats, 0, (size_t)P * sizeof(struct lu_stats));
 	Global->starttime = start;
-	Global->id = 0;
 	BARINIT(Global->start, P)
-	LOCKINIT(Global->idlock)
 
 	init_matrix();
 	if (doprint) {

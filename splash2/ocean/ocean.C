@@ -108,9 +108,7 @@ struct ocean_global {
 	unsigned long starttime;	/* main started */
 	unsigned long rs;	/* process 0 began the time steps */
 	unsigned long rf;	/* all processes finished */
-	long id;		/* next process number to hand out */
 	BARDEC(bar)
-	LOCKDEC(idlock)
 };
 
 /*
@@ -1036,8 +1034,10 @@ static void simulate(struct ocean_ctx *c, long my_id, unsigned long *rs)
 	}
 }
 
-/* Entry point of every process, main included: numbers come from a
- * counter under the id lock, in arrival order, as in SPLASH-2. */
+/* Entry point of every process, main included.  Its number is its rank:
+ * SPLASH-2 hands numbers out in arrival order under a lock, an order that
+ * changes from run to run, and with it which cluster of a DSM holds which
+ * share of the data (docs/splash2.md, "Process numbers"). */
 static void slave_start(void)
 {
 	struct ocean_ctx c = template_ctx;
@@ -1045,10 +1045,7 @@ static void slave_start(void)
 	unsigned long myrs = 0, myrf = 0;
 	long my_id;
 
-	LOCK(Global->idlock)
-	my_id = Global->id;
-	Global->id++;
-	UNLOCK(Global->idlock)
+	GET_PID(my_id)
 
 	memset(&st, 0, sizeof(st));
 	c.parallel = 1;
@@ -1326,9 +1323,7 @@ int main(int argc, char *argv[])
 	}
 	memset(Global->stats, 0, (size_t)P * sizeof(struct ocean_stats));
 	Global->starttime = start;
-	Global->id = 0;
 	BARINIT(Global->bar, P)
-	LOCKINIT(Global->idlock)
 
 	/* Process 0 is main itself. */
 	for (p = 1; p < P; p++)

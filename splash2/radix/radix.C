@@ -51,9 +51,7 @@ struct radix_global {
 	unsigned long rs;	/* process 0 began sorting */
 	unsigned long done;	/* process 0 finished its own share */
 	unsigned long rf;	/* all processes finished */
-	long id;		/* next process number to hand out */
 	BARDEC(start)
-	LOCKDEC(idlock)
 };
 
 /*
@@ -259,16 +257,15 @@ static void one_sort(long my_id)
 	free(offsets);
 }
 
-/* Entry point of every process, main included: numbers come from a
- * counter under the id lock, in arrival order, as in SPLASH-2. */
+/* Entry point of every process, main included.  Its number is its rank:
+ * SPLASH-2 hands numbers out in arrival order under a lock, an order that
+ * changes from run to run, and with it which cluster of a DSM holds which
+ * share of the data (docs/splash2.md, "Process numbers"). */
 static void slave_start(void)
 {
 	long my_id;
 
-	LOCK(Global->idlock)
-	my_id = Global->id;
-	Global->id++;
-	UNLOCK(Global->idlock)
+	GET_PID(my_id)
 
 	one_sort(my_id);
 }
@@ -454,9 +451,7 @@ int main(int argc, char *argv[])
 	}
 	memset(Global->stats, 0, (size_t)P * sizeof(struct radix_stats));
 	Global->starttime = start;
-	Global->id = 0;
 	BARINIT(Global->start, P)
-	LOCKINIT(Global->idlock)
 
 	/* Process 0 is main itself. */
 	for (p = 1; p < P; p++)
