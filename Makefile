@@ -72,7 +72,7 @@ all: check-deps
 .PHONY: build-all
 build-all: $(LIB_A) $(LIB_SO) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
 	$(BENCH_DIFF) $(BENCH_MAC) $(BUILD)/bench/region $(BUILD)/bench/pages \
-	$(BUILD)/bench/micro $(SPLASH2_BINS) $(DSMTEST)
+	$(BUILD)/bench/micro $(BUILD)/bench/cpuidle $(SPLASH2_BINS) $(DSMTEST)
 
 # Installs the Debian packages when pkg-config cannot find them.
 check-deps:
@@ -182,6 +182,10 @@ $(BUILD)/bench/micro: bench/micro.c $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
 		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) $(PKG_LIBS)
+
+$(BUILD)/bench/cpuidle: $(call obj,bench/cpuidle.c)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL)
 
 $(DSMTEST): tests/dsm/dsmtest.c $(LIB_SO)
 	@mkdir -p $(dir $@)

@@ -1,11 +1,11 @@
 # shellcheck shell=sh disable=SC2154 # caller, root and limit are the caller's
 # Shell helpers shared by the benchmark drivers bench/splash.sh,
-# bench/hierarchy.sh, bench/targets.sh and bench/micro.sh (sourced, not
-# run).  layout_file uses the caller's $caller (its starting directory) and
-# $root (the top of the tree); timed sets $child, which the callers'
-# interrupt traps stop; why and report_failure use $limit (seconds per
-# run).  A caller may define a function of the same name after sourcing
-# this file to replace one.
+# bench/hierarchy.sh, bench/targets.sh, bench/micro.sh and bench/pairs.sh
+# (sourced, not run).  layout_file uses the caller's $caller (its starting
+# directory) and $root (the top of the tree); timed sets $child, which the
+# callers' interrupt traps stop; why and report_failure use $limit
+# (seconds per run).  A caller may define a function of the same name
+# after sourcing this file to replace one.
 
 is_count() { # a positive decimal integer
 	case $1 in '' | *[!0-9]* | 0*) return 1 ;; esac
@@ -213,6 +213,28 @@ bare_rtt() {
 		$col["payload_bytes"] == b && $col["mode"] == m {
 			print $col["median_us"]; exit
 		}' "$1" 2>/dev/null
+}
+
+# idle_share SAMPLES LOG: the share of the CPUs' time spent idle, in
+# percent, over a SPLASH-2 program's timed part (its "Initialization
+# finish time" to its "Overall finish time" in LOG), from the lines of
+# build/bench/cpuidle in SAMPLES; nothing when LOG has no timed part or
+# fewer than two samples fall in it.  The ticks are 10 ms, so a run
+# shorter than a second or so gives a coarse figure.
+idle_share() {
+	awk '
+		FNR == NR && /Initialization finish time/ { from = $5 }
+		FNR == NR && /Overall finish time/ { to = $5 }
+		FNR == NR { next }
+		from != "" && to != "" && $1 >= from + 0 && $1 <= to + 0 {
+			if (!n++) { i0 = $2; b0 = $3 }
+			i1 = $2; b1 = $3
+		}
+		END {
+			t = (i1 - i0) + (b1 - b0)
+			if (n >= 2 && t > 0)
+				printf "%.1f\n", 100 * (i1 - i0) / t
+		}' "$2" "$1" 2>/dev/null
 }
 
 # need_gnuplot WHO: fails, saying what to install, when gnuplot is missing

@@ -1,10 +1,12 @@
 #!/bin/sh
 # Alternating pairs: one program on one layout, run by two builds (or one
 # build in two environments) taking turns, so that the load of this
-# shared machine falls on both alike.  Prints each pair's times and CPU
-# (of the whole run: daemons, launcher and ranks) and the paired medians
-# of the differences, B - A, with how many pairs B was lower in.  This is
-# how docs/performance.md measures a change ("What moved LU").
+# shared machine falls on both alike.  Prints each pair's times, CPU (of
+# the whole run: daemons, launcher and ranks) and the share of the two
+# CPUs' time left idle during the timed part (build/bench/cpuidle; "-"
+# without it), and the paired medians of the differences, B - A, with
+# how many pairs B was lower in.  This is how docs/performance.md
+# measures a change ("What moved LU").
 #
 #   bench/pairs.sh [-n PAIRS] [-l LAYOUT] [-L LAYOUT_B] [-A BUILD_A]
 #                  [-B BUILD_B] [-e "VAR=VALUE ..."] [-E "VAR=VALUE ..."]
@@ -80,6 +82,11 @@ done
 out=$(mktemp -d "${TMPDIR:-/tmp}/lemuria-pairs.XXXXXX") || exit 1
 trap 'rm -rf "$out"' EXIT INT TERM
 . "$top/tests/lib.sh" # private_layout
+. "$top/bench/lib.sh"  # idle_share
+sampler=""
+for s in "$build_a" "$build_b" "$top/build"; do
+	[ -x "$s/bench/cpuidle" ] && { sampler=$s/bench/cpuidle; break; }
+done
 # ports of its own, so that a run beside it cannot answer for its daemons
 mkdir "$out/a" "$out/b" || exit 1
 conf=$(private_layout "$conf" "$out/a") || exit 1
@@ -98,27 +105,35 @@ cpu_read() {
 		print s }' "$out/times"
 }
 
-# run BUILD ENV LAYOUT: prints "TIME CPU" (seconds) or "fail"
+# run BUILD ENV LAYOUT: prints "TIME CPU IDLE" (seconds, seconds, percent
+# or "-") or "fail"
 run() {
 	log=$out/log
+	spid=""
+	if [ -n "$sampler" ]; then
+		"$sampler" -t "$limit" >"$out/idle" 2>/dev/null &
+		spid=$!
+	fi
 	cpu_mark; cpu0=$(cpu_read)
 	# shellcheck disable=SC2046
 	env $2 timeout "$limit" "$1/bin/lemuria-run" -c "$3" --pin --batch \
 		--start-daemons -- "$1/splash2/$prog" $args -t >"$log" 2>&1
 	rc=$?
+	[ -n "$spid" ] && { kill "$spid"; wait "$spid"; } 2>/dev/null
 	cpu_mark; cpu1=$(cpu_read)
+	idle=$([ -n "$spid" ] && idle_share "$out/idle" "$log")
 	t=$(sed -n 's/.*Total time without initialization *: *\([0-9]*\) us.*/\1/p' "$log")
 	if [ $rc -ne 0 ] || [ -z "$t" ]; then
 		echo fail
 		tail -5 "$log" >&2
 		return
 	fi
-	awk -v t="$t" -v c0="$cpu0" -v c1="$cpu1" \
-		'BEGIN { printf "%.3f %.2f\n", t / 1e6, c1 - c0 }'
+	awk -v t="$t" -v c0="$cpu0" -v c1="$cpu1" -v i="${idle:--}" \
+		'BEGIN { printf "%.3f %.2f %s\n", t / 1e6, c1 - c0, i }'
 }
 
 failed=0
-printf 'pair  A time  B time  A CPU  B CPU\n'
+printf 'pair  A time  B time  A CPU  B CPU  A idle  B idle\n'
 i=0
 while [ $i -lt "$pairs" ]; do
 	i=$((i + 1))
@@ -133,7 +148,7 @@ while [ $i -lt "$pairs" ]; do
 		echo "$i: A $a, B $b"
 		continue
 	fi
-	echo "$i $a $b" | awk '{ printf "%4d  %6.3f  %6.3f  %5.2f  %5.2f\n", $1, $2, $4, $3, $5 }'
+	echo "$i $a $b" | awk '{ printf "%4d  %6.3f  %6.3f  %5.2f  %5.2f  %5s%%  %5s%%\n", $1, $2, $5, $3, $6, $4, $7 }'
 	echo "$a $b" >>"$out/pairs"
 done
 [ -s "$out/pairs" ] || exit 1
@@ -145,12 +160,18 @@ function median(v, n,    i, j, t) {
 		}
 	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }
-{ n++; ta[n] = $1; ca[n] = $2; tb[n] = $3; cb[n] = $4
-  dt[n] = $3 - $1; dc[n] = $4 - $2; lt += ($3 < $1); lc += ($4 < $2) }
+{ n++; ta[n] = $1; ca[n] = $2; tb[n] = $4; cb[n] = $5
+  dt[n] = $4 - $1; dc[n] = $5 - $2; lt += ($4 < $1); lc += ($5 < $2)
+  if ($3 != "-" && $6 != "-") {
+	m++; ia[m] = $3; ib[m] = $6; di[m] = $6 - $3; li += ($6 < $3)
+  } }
 END {
 	printf "medians: A %.3f s (CPU %.2f s), B %.3f s (CPU %.2f s)\n",
 		median(ta, n), median(ca, n), median(tb, n), median(cb, n)
 	printf "paired B - A: time %+.3f s (B lower in %d of %d), CPU %+.2f s (%d of %d)\n",
 		median(dt, n), lt, n, median(dc, n), lc, n
+	if (m)
+		printf "idle in the timed part: A %.1f %%, B %.1f %%, paired B - A %+.1f points (B lower in %d of %d)\n",
+			median(ia, m), median(ib, m), median(di, m), li, m
 }' "$out/pairs"
 exit $failed

@@ -1,0 +1,93 @@
+#!/bin/sh
+# The benchmarks' own tools, which their figures rest on: build/bench/cpuidle
+# samples the CPUs' idle and busy ticks and stops when told or at its
+# bound, refusing bad options; bench/lib.sh's idle_share keeps the share
+# of idle ticks inside a SPLASH-2 program's timed part, and gives nothing
+# without one.
+#   tests/run-bench.sh BUILD_DIR
+set -u
+build=${1:-build}
+tmp=$(mktemp -d /tmp/lm-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+failures=0
+checks=0
+check() { # check OK TEXT
+	checks=$((checks + 1))
+	if [ "$1" = y ]; then
+		echo "  ok   $2"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $2"
+	fi
+}
+# shellcheck disable=SC1091 # found at run time, as in bench/pairs.sh
+. bench/lib.sh
+
+echo "bench: cpuidle"
+sampler=$build/bench/cpuidle
+start=$(date +%s)
+timeout 10 "$sampler" -i 20 -t 1 >"$tmp/samples" 2>"$tmp/err"
+st=$?
+secs=$(($(date +%s) - start))
+# at least two lines of three numbers, the clock and both counts never
+# going back
+ok=$(awk 'NF != 3 || $1 !~ /^[0-9]+$/ || $2 !~ /^[0-9]+$/ ||
+		$3 !~ /^[0-9]+$/ { bad = 1 }
+	NR > 1 && ($1 <= t || $2 < i || $3 < b) { bad = 1 }
+	{ t = $1; i = $2; b = $3 }
+	END { if (!bad && NR >= 2) print "y" }' "$tmp/samples")
+check "$([ $st -eq 0 ] && [ $secs -le 3 ] && echo "$ok")" \
+	"-t 1 stops by itself (status $st, ${secs} s, $(wc -l <"$tmp/samples") samples)"
+
+"$sampler" -i 10 >"$tmp/samples" 2>&1 &
+pid=$!
+sleep 0.3
+kill "$pid"
+i=0
+while kill -0 "$pid" 2>/dev/null && [ $i -lt 20 ]; do
+	i=$((i + 1)); sleep 0.1
+done
+wait "$pid"
+st=$?
+check "$([ $st -eq 0 ] && [ -s "$tmp/samples" ] && echo y)" \
+	"SIGTERM ends it with status 0 (status $st)"
+
+for bad in "-i 0" "-i x" "-t 0" "-t 99999999999" "extra"; do
+	# shellcheck disable=SC2086 # the options, split on purpose
+	timeout 5 "$sampler" $bad >/dev/null 2>"$tmp/err"
+	st=$?
+	opt=${bad%% *}
+	named=$(case $bad in -*) grep -q -- "$opt wants a number" "$tmp/err" &&
+		echo y ;; *) grep -q "usage" "$tmp/err" && echo y ;; esac)
+	check "$([ $st -eq 2 ] && echo "$named")" \
+		"'$bad' refused with status 2 and a message ($(head -1 "$tmp/err"))"
+done
+
+echo "bench: idle_share"
+cat >"$tmp/log" <<'EOF'
+Initialization finish time        :           1000 us (0.001000 s)
+Overall finish time               :           5000 us (0.005000 s)
+EOF
+# ticks: 20 idle and 80 busy inside [1000, 5000]; the samples outside
+# (much idler) must not count
+cat >"$tmp/samples" <<'EOF'
+500 0 0
+1000 100 50
+3000 110 90
+5000 120 130
+6000 900 130
+EOF
+share=$(idle_share "$tmp/samples" "$tmp/log")
+check "$([ "$share" = "20.0" ] && echo y)" \
+	"20 idle ticks of 100 in the timed part: ${share:-nothing} %"
+echo "no timing here" >"$tmp/log2"
+share=$(idle_share "$tmp/samples" "$tmp/log2")
+check "$([ -z "$share" ] && echo y)" \
+	"a log without a timed part gives nothing (${share:-nothing})"
+printf '1000 100 50\n' >"$tmp/one"
+share=$(idle_share "$tmp/one" "$tmp/log")
+check "$([ -z "$share" ] && echo y)" \
+	"one sample in the timed part gives nothing (${share:-nothing})"
+
+echo "bench: $checks checks, $failures failed"
+[ $failures -eq 0 ]
