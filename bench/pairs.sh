@@ -148,7 +148,8 @@ while [ $i -lt "$pairs" ]; do
 		echo "$i: A $a, B $b"
 		continue
 	fi
-	echo "$i $a $b" | awk '{ printf "%4d  %6.3f  %6.3f  %5.2f  %5.2f  %5s%%  %5s%%\n", $1, $2, $5, $3, $6, $4, $7 }'
+	echo "$i $a $b" | awk 'function pct(x) { return x == "-" ? x : x "%" }
+		{ printf "%4d  %6.3f  %6.3f  %5.2f  %5.2f  %6s  %6s\n", $1, $2, $5, $3, $6, pct($4), pct($7) }'
 	echo "$a $b" >>"$out/pairs"
 done
 [ -s "$out/pairs" ] || exit 1
