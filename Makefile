@@ -151,6 +151,7 @@ check: all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory asan-unit
 	@$(MAKE) --no-print-directory splash2-check
+	@sh tests/run-bench.sh $(BUILD)
 	@sh tests/run-integration.sh $(BUILD)
 	@sh tests/run-dsm.sh $(BUILD)
 	@sh tests/run-memory.sh $(BUILD)
