@@ -218,9 +218,10 @@ bare_rtt() {
 # idle_share SAMPLES LOG: the share of the CPUs' time spent idle, in
 # percent, over a SPLASH-2 program's timed part (its "Initialization
 # finish time" to its "Overall finish time" in LOG), from the lines of
-# build/bench/cpuidle in SAMPLES; nothing when LOG has no timed part or
-# fewer than two samples fall in it.  The ticks are 10 ms, so a run
-# shorter than a second or so gives a coarse figure.
+# build/bench/cpuidle in SAMPLES; nothing when LOG has no timed part, or
+# fewer than two samples or 40 ticks fall in it: a tick is 10 ms of one
+# CPU, so below 40 (0.2 s of two CPUs) one tick more or less moves the
+# share by 2.5 points or more.
 idle_share() {
 	awk '
 		FNR == NR && /Initialization finish time/ { from = $5 }
@@ -232,7 +233,7 @@ idle_share() {
 		}
 		END {
 			t = (i1 - i0) + (b1 - b0)
-			if (n >= 2 && t > 0)
+			if (n >= 2 && t >= 40)
 				printf "%.1f\n", 100 * (i1 - i0) / t
 		}' "$2" "$1" 2>/dev/null
 }

@@ -173,6 +173,22 @@ child=""
 partial=""
 runs_partial=""
 
+# The CPUs' idle ticks beside each run (build/bench/cpuidle, when built),
+# for the share left idle in its timed part (idle_share, bench/lib.sh).
+sampler=$build/bench/cpuidle
+sampler_pid=""
+sample_start() {
+	[ -x "$sampler" ] || return 0
+	"$sampler" -t $((limit + 60)) >"$tmp/idle" 2>/dev/null &
+	sampler_pid=$!
+}
+sample_stop() {
+	[ -n "$sampler_pid" ] || return 0
+	kill "$sampler_pid" 2>/dev/null
+	wait "$sampler_pid" 2>/dev/null
+	sampler_pid=""
+}
+
 cleanup() {
 	rm -rf "$tmp"
 }
@@ -185,6 +201,7 @@ interrupted() {
 		kill -TERM "$child" 2>/dev/null
 		wait "$child" 2>/dev/null
 	fi
+	sample_stop
 	if [ -n "$partial" ]; then
 		echo "$me: interrupted; the layouts done so far are in $partial and $runs_partial" >&2
 	else
@@ -307,7 +324,7 @@ header=$header,pthread_median_s,ratio_to_pthread,failed_runs
 header=$header,$traffic_cols,cluster_to_client_bytes
 header=$header,pthread_min_s,pthread_max_s,runs,args
 runs_header=layout,build,run,status,time_s,$traffic_cols
-runs_header=$runs_header,daemons_answered,daemons_total,failure
+runs_header=$runs_header,daemons_answered,daemons_total,failure,idle_pct
 # The traffic fields of a pthreads run: all empty.
 no_traffic=$(echo ",$traffic_cols,x,x" | sed 's/[^,]//g')
 
@@ -365,10 +382,13 @@ run_program() {
 			log=$tmp/$index/lemuria.$rep
 			# lemuria-run stops ranks and daemons itself at -T; the
 			# outer timeout only guards against lemuria-run hanging.
+			sample_start
 			timed $((limit + 20)) "$log" "$run_bin" -c "$lay" \
 				$pin --start-daemons --stats --timeout "$limit" -- \
 				"$lm_bin" $pargs -t
 			st=$?
+			sample_stop
+			idle=$(idle_share "$tmp/idle" "$log")
 			t=$(seconds "$log")
 			tr=$(traffic "$log")
 			if passed $st "$log" "$t" 1; then
@@ -378,15 +398,20 @@ run_program() {
 				failure=$(why $st "$log" 1 | tr ',' ';')
 				report_failure "$label lemuria run $rep/$reps" $st "$log" 1
 			fi
-			echo "$label,lemuria,$rep,$status,$t,$tr,$failure" \
+			echo "$label,lemuria,$rep,$status,$t,$tr,$failure,$idle" \
 				>>"$runs_partial"
-			lm_mb=$(echo "$tr" | awk -F, '$2 != "" && $3 != "" && $5 != "" {
-				printf ", client %.1f MB, cluster %.1f MB",
-					($2 + $3) / 1e6, $5 / 1e6 }')
+			lm_mb=$(echo "$tr" | awk -F, -v i="$idle" '
+				$2 != "" && $3 != "" && $5 != "" {
+					printf ", client %.1f MB, cluster %.1f MB",
+						($2 + $3) / 1e6, $5 / 1e6 }
+				END { if (i != "") printf ", idle %s %%", i }')
 
 			log=$tmp/$index/pthread.$rep
+			sample_start
 			timed "$limit" "$log" "$pt_bin" $pargs -p"$procs"
 			st=$?
+			sample_stop
+			idle=$(idle_share "$tmp/idle" "$log")
 			t=$(seconds "$log")
 			if passed $st "$log" "$t" 0; then
 				status=passed; failure=""; pt_msg="$t s"
@@ -395,8 +420,9 @@ run_program() {
 				failure=$(why $st "$log" 0 | tr ',' ';')
 				report_failure "$label pthread run $rep/$reps" $st "$log" 0
 			fi
-			echo "$label,pthread,$rep,$status,$t$no_traffic,$failure" \
+			echo "$label,pthread,$rep,$status,$t$no_traffic,$failure,$idle" \
 				>>"$runs_partial"
+			[ -n "$idle" ] && pt_msg="$pt_msg, idle $idle %"
 			printf '  run %d/%d: lemuria %s%s; pthread %s\n' \
 				"$rep" "$reps" "$lm_msg" "$lm_mb" "$pt_msg"
 		done

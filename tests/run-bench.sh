@@ -3,7 +3,7 @@
 # samples the CPUs' idle and busy ticks and stops when told or at its
 # bound, refusing bad options; bench/lib.sh's idle_share keeps the share
 # of idle ticks inside a SPLASH-2 program's timed part, and gives nothing
-# without one.
+# without one or when too few ticks fall in it.
 #   tests/run-bench.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -88,6 +88,14 @@ printf '1000 100 50\n' >"$tmp/one"
 share=$(idle_share "$tmp/one" "$tmp/log")
 check "$([ -z "$share" ] && echo y)" \
 	"one sample in the timed part gives nothing (${share:-nothing})"
+printf '1000 100 50\n5000 110 79\n' >"$tmp/short"
+share=$(idle_share "$tmp/short" "$tmp/log")
+check "$([ -z "$share" ] && echo y)" \
+	"39 ticks in the timed part give nothing (${share:-nothing})"
+printf '1000 100 50\n5000 110 80\n' >"$tmp/short"
+share=$(idle_share "$tmp/short" "$tmp/log")
+check "$([ "$share" = "25.0" ] && echo y)" \
+	"40 ticks in the timed part give a share (${share:-nothing} %)"
 
 echo "bench: $checks checks, $failures failed"
 [ $failures -eq 0 ]
