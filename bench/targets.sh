@@ -296,6 +296,16 @@ m=$(spread "$tmp/lu-traffic.csv" cluster_bytes_sent 1e-6)
 b=$(spread "$tmp/lu-traffic.csv" client_bytes_both 1e-6)
 row "inter-cluster traffic, LU $args on 8+8: lemuriad <-> reflector bytes / client <-> lemuriad bytes" MB "$t_traffic" "$m" "$b" 1
 
+# How much of each Lemuria time the CPUs spent idle (idle_pct of the runs,
+# build/bench/cpuidle): time a ratio owes to waiting, not to CPU.
+idle_note=""
+for case in "LU 4+4 $lu_csv" "LU 8+8 $lu_csv" "LU 8+8+8+8 $lu_csv" \
+	"lucontig 4+4 $contig_csv"; do
+	set -- $case
+	where=$(runs_of "$2" lemuria); v=$(spread "$3" idle_pct 1)
+	[ -n "$v" ] && idle_note="$idle_note${idle_note:+, }$1 $2 $(echo "$v" |
+		awk '{ printf "%.1f %% (%.1f-%.1f)", $1, $2, $3 }')"
+done
 {
 	echo "Performance targets (issue 7): $reps runs of each, medians (min-max);"
 	echo "each baseline measured in the same run; $stamp."
@@ -303,6 +313,10 @@ row "inter-cluster traffic, LU $args on 8+8: lemuriad <-> reflector bytes / clie
 	echo "| target | measured | baseline | ratio | target ratio | met |"
 	echo "| --- | --- | --- | --- | --- | --- |"
 	cat "$tmp/md"
+	if [ -n "$idle_note" ]; then
+		echo
+		echo "CPUs idle in the timed part of the Lemuria runs: $idle_note."
+	fi
 } >"$tmp/table.md"
 cp "$tmp/table.md" "$outdir/targets.md" && cp "$tmp/csv" "$outdir/targets.csv" || exit 1
 echo
