@@ -123,6 +123,24 @@ static void echo_loop(int fd, bool (*gone)(void *ctx), void *ctx)
 	}
 }
 
+/* A client of the echo at addr: a connected socket whose receives time
+ * out after 1 s.  Returns the descriptor, or -1 with errno set. */
+static int echo_client(const struct sockaddr_in *addr)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err;
+
+	if (fd < 0)
+		return -1;
+	if (set_recv_timeout(fd, 1000) < 0 ||
+	    connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
 /* The empty datagram that ends the echo at addr. */
 static void echo_send_stop(const struct sockaddr_in *addr)
 {
@@ -593,18 +611,14 @@ int main(int argc, char **argv)
 				"%s\n", strerror(errno));
 		return 1;
 	}
-	c.bare_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (c.bare_fd < 0 || set_recv_timeout(c.bare_fd, 1000) < 0 ||
-	    connect(c.bare_fd, (struct sockaddr *)&bare.addr,
-		    sizeof(bare.addr)) < 0) {
+	c.bare_fd = echo_client(&bare.addr);
+	if (c.bare_fd < 0) {
 		fprintf(stderr, "transport: bare client: %s\n",
 			strerror(errno));
 		goto out;
 	}
-	c.one_cpu_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (c.one_cpu_fd < 0 || set_recv_timeout(c.one_cpu_fd, 1000) < 0 ||
-	    connect(c.one_cpu_fd, (struct sockaddr *)&one_cpu.addr,
-		    sizeof(one_cpu.addr)) < 0) {
+	c.one_cpu_fd = echo_client(&one_cpu.addr);
+	if (c.one_cpu_fd < 0) {
 		fprintf(stderr, "transport: one-CPU client: %s\n",
 			strerror(errno));
 		goto out;
