@@ -150,9 +150,20 @@ done
 # writes.  Lazy: the only delta data that leaves a lemuriad is the few
 # bytes of lm_distribute's page (adaptive too: nobody pulls these pages);
 # eager: all of it goes up.
-# delta_bytes_sent N: the run's total at cluster level (lemuria-run --stats)
-delta_bytes_sent() {
-	awk '$2 == "delta_bytes_sent" { print $4; exit }' "$1"
+# stat_client / stat_cluster NAME FILE: the run's total of counter NAME at
+# client / cluster level, from lemuria-run --stats output in FILE
+stat_client() {
+	awk -v n="$1" '$2 == n { print $3; exit }' "$2"
+}
+stat_cluster() {
+	awk -v n="$1" '$2 == n { print $4; exit }' "$2"
+}
+# lu_stats LAYOUT: LU n=256 on LAYOUT with its daemons and --stats, into
+# $tmp/out; returns lemuria-run's status
+lu_stats() {
+	timeout -k 5 120 "$bin/lemuria-run" -c "$1" --start-daemons \
+		--stats --timeout 110 -- "$build/splash2/lu" -n256 -b16 -t \
+		>"$tmp/out" 2>&1
 }
 echo "dsm: lazy relay keeps private writes in their cluster (counters)"
 idx=14
@@ -167,7 +178,7 @@ for relay in lazy eager adaptive; do
 		--stats --timeout 110 -- "$build/tests/dsmtest" private 10 2048 \
 		>"$tmp/out" 2>&1
 	st=$?
-	bytes=$(delta_bytes_sent "$tmp/out")
+	bytes=$(stat_cluster delta_bytes_sent "$tmp/out")
 	case "$relay" in
 	lazy | adaptive)
 		ok=$([ "${bytes:-x}" -le 1024 ] 2>/dev/null && echo y) ;;
@@ -182,18 +193,13 @@ done
 # off (361 cache hits off, 61 on), and stays correct.  Rank 0 writes
 # the whole matrix before the workers start and then only its own
 # columns: the copies of the others' go idle and are dropped.
-stat_client() { # stat_client NAME FILE: the run's total at client level
-	awk -v n="$1" '$2 == n { print $3; exit }' "$2"
-}
 echo "dsm: barrier updates spare refetches (counters)"
 for u in off on; do
 	mkdir -p "$tmp/upd-$u"
 	lay=$(private_layout conf/4.ini "$tmp/upd-$u" 19)
 	sed -i "s/^relay = .*/&\nupdates = $u/" "$lay"
 	checks=$((checks + 1))
-	timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons \
-		--stats --timeout 110 -- "$build/splash2/lu" -n256 -b16 -t \
-		>"$tmp/out" 2>&1
+	lu_stats "$lay"
 	st=$?
 	hits=$(stat_client fetch_hits "$tmp/out")
 	sent=$(stat_client updates_sent "$tmp/out")
@@ -218,17 +224,12 @@ done
 # and the bytes between the clusters stay low.  LU n=256 on 4+4, cluster
 # level: 5.0-5.4 MB numbered by rank, 11.2-11.5 MB with the numbers
 # shifted by one to seven as arrival order at a lock shifted them.
-stat_cluster() { # stat_cluster NAME FILE: the run's total at cluster level
-	awk -v n="$1" '$2 == n { print $4; exit }' "$2"
-}
 mkdir -p "$tmp/numbers"
 lay=$(private_layout conf/4+4.ini "$tmp/numbers" 32)
 echo "dsm: LU's process numbers keep its block columns in their cluster"
 for r in 1 2; do
 	checks=$((checks + 1))
-	timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons \
-		--stats --timeout 110 -- "$build/splash2/lu" -n256 -b16 -t \
-		>"$tmp/out" 2>&1
+	lu_stats "$lay"
 	st=$?
 	bytes=$(stat_cluster bytes_sent "$tmp/out")
 	ok=$([ $st -eq 0 ] && grep -q "TEST PASSED" "$tmp/out" &&
