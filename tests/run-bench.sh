@@ -77,25 +77,22 @@ cat >"$tmp/samples" <<'EOF'
 5000 120 130
 6000 900 130
 EOF
-share=$(idle_share "$tmp/samples" "$tmp/log")
-check "$([ "$share" = "20.0" ] && echo y)" \
-	"20 idle ticks of 100 in the timed part: ${share:-nothing} %"
+# share_is SAMPLES LOG WANT TEXT: idle_share gives WANT ("" for nothing)
+share_is() {
+	share=$(idle_share "$1" "$2")
+	check "$([ "$share" = "$3" ] && echo y)" "$4: ${share:-nothing}"
+}
+share_is "$tmp/samples" "$tmp/log" 20.0 \
+	"20 idle ticks of 100 in the timed part give 20.0 %"
 echo "no timing here" >"$tmp/log2"
-share=$(idle_share "$tmp/samples" "$tmp/log2")
-check "$([ -z "$share" ] && echo y)" \
-	"a log without a timed part gives nothing (${share:-nothing})"
+share_is "$tmp/samples" "$tmp/log2" "" "a log without a timed part gives nothing"
 printf '1000 100 50\n' >"$tmp/one"
-share=$(idle_share "$tmp/one" "$tmp/log")
-check "$([ -z "$share" ] && echo y)" \
-	"one sample in the timed part gives nothing (${share:-nothing})"
+share_is "$tmp/one" "$tmp/log" "" "one sample in the timed part gives nothing"
 printf '1000 100 50\n5000 110 79\n' >"$tmp/short"
-share=$(idle_share "$tmp/short" "$tmp/log")
-check "$([ -z "$share" ] && echo y)" \
-	"39 ticks in the timed part give nothing (${share:-nothing})"
+share_is "$tmp/short" "$tmp/log" "" "39 ticks in the timed part give nothing"
 printf '1000 100 50\n5000 110 80\n' >"$tmp/short"
-share=$(idle_share "$tmp/short" "$tmp/log")
-check "$([ "$share" = "25.0" ] && echo y)" \
-	"40 ticks in the timed part give a share (${share:-nothing} %)"
+share_is "$tmp/short" "$tmp/log" 25.0 \
+	"40 ticks in the timed part give 25.0 %"
 
 echo "bench: $checks checks, $failures failed"
 [ $failures -eq 0 ]
