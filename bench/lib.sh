@@ -215,6 +215,22 @@ bare_rtt() {
 		}' "$1" 2>/dev/null
 }
 
+# sample_start SAMPLER FILE SECONDS: starts build/bench/cpuidle (SAMPLER,
+# when it is there) writing into FILE for at most SECONDS, its pid in
+# $sampler_pid; sample_stop ends it (both from the same shell).
+sample_start() {
+	sampler_pid=""
+	[ -x "$1" ] || return 0
+	"$1" -t "$3" >"$2" 2>/dev/null &
+	sampler_pid=$!
+}
+sample_stop() {
+	[ -n "${sampler_pid:-}" ] || return 0
+	kill "$sampler_pid" 2>/dev/null
+	wait "$sampler_pid" 2>/dev/null
+	sampler_pid=""
+}
+
 # idle_share SAMPLES LOG: the share of the CPUs' time spent idle, in
 # percent, over a SPLASH-2 program's timed part (its "Initialization
 # finish time" to its "Overall finish time" in LOG), from the lines of

@@ -82,8 +82,9 @@ done
 out=$(mktemp -d "${TMPDIR:-/tmp}/lemuria-pairs.XXXXXX") || exit 1
 trap 'rm -rf "$out"' EXIT INT TERM
 . "$top/tests/lib.sh" # private_layout
-. "$top/bench/lib.sh"  # idle_share
+. "$top/bench/lib.sh"  # sample_start, sample_stop, idle_share
 sampler=""
+sampler_pid=""
 for s in "$build_a" "$build_b" "$top/build"; do
 	[ -x "$s/bench/cpuidle" ] && { sampler=$s/bench/cpuidle; break; }
 done
@@ -109,19 +110,16 @@ cpu_read() {
 # or "-") or "fail"
 run() {
 	log=$out/log
-	spid=""
-	if [ -n "$sampler" ]; then
-		"$sampler" -t "$limit" >"$out/idle" 2>/dev/null &
-		spid=$!
-	fi
+	sample_start "$sampler" "$out/idle" "$limit"
+	sampled=$sampler_pid
 	cpu_mark; cpu0=$(cpu_read)
 	# shellcheck disable=SC2046
 	env $2 timeout "$limit" "$1/bin/lemuria-run" -c "$3" --pin --batch \
 		--start-daemons -- "$1/splash2/$prog" $args -t >"$log" 2>&1
 	rc=$?
-	[ -n "$spid" ] && { kill "$spid"; wait "$spid"; } 2>/dev/null
+	sample_stop
 	cpu_mark; cpu1=$(cpu_read)
-	idle=$([ -n "$spid" ] && idle_share "$out/idle" "$log")
+	idle=$([ -n "$sampled" ] && idle_share "$out/idle" "$log")
 	t=$(sed -n 's/.*Total time without initialization *: *\([0-9]*\) us.*/\1/p' "$log")
 	if [ $rc -ne 0 ] || [ -z "$t" ]; then
 		echo fail

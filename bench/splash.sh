@@ -177,17 +177,6 @@ runs_partial=""
 # for the share left idle in its timed part (idle_share, bench/lib.sh).
 sampler=$build/bench/cpuidle
 sampler_pid=""
-sample_start() {
-	[ -x "$sampler" ] || return 0
-	"$sampler" -t $((limit + 60)) >"$tmp/idle" 2>/dev/null &
-	sampler_pid=$!
-}
-sample_stop() {
-	[ -n "$sampler_pid" ] || return 0
-	kill "$sampler_pid" 2>/dev/null
-	wait "$sampler_pid" 2>/dev/null
-	sampler_pid=""
-}
 
 cleanup() {
 	rm -rf "$tmp"
@@ -382,7 +371,7 @@ run_program() {
 			log=$tmp/$index/lemuria.$rep
 			# lemuria-run stops ranks and daemons itself at -T; the
 			# outer timeout only guards against lemuria-run hanging.
-			sample_start
+			sample_start "$sampler" "$tmp/idle" $((limit + 60))
 			timed $((limit + 20)) "$log" "$run_bin" -c "$lay" \
 				$pin --start-daemons --stats --timeout "$limit" -- \
 				"$lm_bin" $pargs -t
@@ -407,7 +396,7 @@ run_program() {
 				END { if (i != "") printf ", idle %s %%", i }')
 
 			log=$tmp/$index/pthread.$rep
-			sample_start
+			sample_start "$sampler" "$tmp/idle" $((limit + 60))
 			timed "$limit" "$log" "$pt_bin" $pargs -p"$procs"
 			st=$?
 			sample_stop
