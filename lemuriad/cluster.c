@@ -1309,7 +1309,10 @@ static void handle_pull(lm_cluster *c, uint32_t req_id,
 		r.diffs.count = 1;
 		mark_data_left(c, m->page, m->version);
 	} else {
-		lm_log_limited("PULLs of deltas not held", LM_LOG_WARN,
+		/* the usual cause is a PULL that crossed the delta's PUSH
+		 * (docs/dsm.md "Races"); the home, which knows whether it
+		 * still lacks the data, logs an error when it does */
+		lm_log_limited("PULLs of deltas not held", LM_LOG_DEBUG,
 			       "cluster %s: PULL of page %u version %u: %s",
 			       c->cfg->name, m->page, m->version,
 			       lm_strerror(rc));
