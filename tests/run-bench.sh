@@ -3,7 +3,8 @@
 # samples the CPUs' idle and busy ticks and stops when told or at its
 # bound, refusing bad options; bench/lib.sh's idle_share keeps the share
 # of idle ticks inside a SPLASH-2 program's timed part, and gives nothing
-# without one or when too few ticks fall in it.
+# without one or when too few ticks fall in it; bench/targets.sh makes its
+# table, LU on one process with three times the runs of the others.
 #   tests/run-bench.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -93,6 +94,28 @@ share_is "$tmp/short" "$tmp/log" "" "39 ticks in the timed part give nothing"
 printf '1000 100 50\n5000 110 80\n' >"$tmp/short"
 share_is "$tmp/short" "$tmp/log" 25.0 \
 	"40 ticks in the timed part give 25.0 %"
+
+echo "bench: targets.sh, quick"
+# The issue-7 table from tiny runs: every row there with a ratio, and LU
+# on one process taken three times as often as the other layouts (its
+# short runs come in two speeds on these hosts)
+tq=$tmp/targets
+timeout 600 sh bench/targets.sh -q -B "$build" -O "$tq" >"$tmp/tq.log" 2>&1
+st=$?
+rows=$(grep -c '^| [^-t]' "$tq/targets.md" 2>/dev/null)
+ratios=$(grep '^| [^-t]' "$tq/targets.md" 2>/dev/null | grep -c -E '[0-9.]+(×| %) \|')
+check "$([ $st -eq 0 ] && [ "$rows" = 7 ] && [ "$ratios" = 7 ] && echo y)" \
+	"the table has its 7 targets, each with a ratio (status $st, rows ${rows:-0}, ratios ${ratios:-0})"
+# passed runs of LAYOUT by BUILD in a runs CSV
+passed() {
+	awk -F, -v l="$2" -v b="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$c["layout"] == l && $c["build"] == b && $c["status"] == "passed" { n++ }
+		END { print n + 0 }' "$1" 2>/dev/null
+}
+one=$(passed "$tq/lu1-runs.csv" 1 lemuria)/$(passed "$tq/lu1-runs.csv" 1 pthread)
+other=$(passed "$tq/lu-runs.csv" 4+4 lemuria)/$(passed "$tq/lu-runs.csv" 4+4 pthread)
+check "$([ "$one" = 3/3 ] && [ "$other" = 1/1 ] && echo y)" \
+	"-r 1 runs LU on one process 3 times a build ($one), on 4+4 once ($other)"
 
 echo "bench: $checks checks, $failures failed"
 [ $failures -eq 0 ]
