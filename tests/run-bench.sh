@@ -106,14 +106,15 @@ rows=$(grep -c '^| [^-t]' "$tq/targets.md" 2>/dev/null)
 ratios=$(grep '^| [^-t]' "$tq/targets.md" 2>/dev/null | grep -c -E '[0-9.]+(×| %) \|')
 check "$([ $st -eq 0 ] && [ "$rows" = 7 ] && [ "$ratios" = 7 ] && echo y)" \
 	"the table has its 7 targets, each with a ratio (status $st, rows ${rows:-0}, ratios ${ratios:-0})"
-# passed runs of LAYOUT by BUILD in a runs CSV
-passed() {
+# runs_passed CSV LAYOUT BUILD: how many runs of BUILD on LAYOUT passed (not
+# bench/lib.sh's passed, which judges one run)
+runs_passed() {
 	awk -F, -v l="$2" -v b="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 		$c["layout"] == l && $c["build"] == b && $c["status"] == "passed" { n++ }
 		END { print n + 0 }' "$1" 2>/dev/null
 }
-one=$(passed "$tq/lu1-runs.csv" 1 lemuria)/$(passed "$tq/lu1-runs.csv" 1 pthread)
-other=$(passed "$tq/lu-runs.csv" 4+4 lemuria)/$(passed "$tq/lu-runs.csv" 4+4 pthread)
+one=$(runs_passed "$tq/lu1-runs.csv" 1 lemuria)/$(runs_passed "$tq/lu1-runs.csv" 1 pthread)
+other=$(runs_passed "$tq/lu-runs.csv" 4+4 lemuria)/$(runs_passed "$tq/lu-runs.csv" 4+4 pthread)
 check "$([ "$one" = 3/3 ] && [ "$other" = 1/1 ] && echo y)" \
 	"-r 1 runs LU on one process 3 times a build ($one), on 4+4 once ($other)"
 
