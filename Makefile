@@ -244,7 +244,17 @@ bench-targets: all $(BUILD)/bench/micro
 bench-hierarchy: all
 	bench/hierarchy.sh $(HIERARCHY_BENCH_ARGS)
 
-bench: bench-transport bench-diff bench-mac bench-pages bench-programs bench-hierarchy bench-targets
+# LU and lucontig with the protocol's data path taken away a stage at a
+# time (bench/oracle.patch on a copy of the tree): the design's floors
+# under the targets.  FLOORS_BENCH_ARGS=-q for a quick check.
+.PHONY: bench-floors
+bench-floors:
+	bench/floors.sh -l 4+4 $(FLOORS_BENCH_ARGS)
+	bench/floors.sh -l 8+8 $(FLOORS_BENCH_ARGS)
+	bench/floors.sh -l 8+8+8+8 $(FLOORS_BENCH_ARGS)
+	bench/floors.sh -l 4+4 -p lucontig $(FLOORS_BENCH_ARGS)
+
+bench: bench-transport bench-diff bench-mac bench-pages bench-programs bench-hierarchy bench-targets bench-floors
 
 # The main job: SPLASH-2 LU on a two-cluster layout on this host.
 LAYOUT ?= conf/4+4.ini

@@ -4,7 +4,8 @@
 # bound, refusing bad options; bench/lib.sh's idle_share keeps the share
 # of idle ticks inside a SPLASH-2 program's timed part, and gives nothing
 # without one or when too few ticks fall in it; bench/targets.sh makes its
-# table, LU on one process with three times the runs of the others.
+# table, LU on one process with three times the runs of the others;
+# bench/floors.sh applies bench/oracle.patch to a copy and runs its stages.
 #   tests/run-bench.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -117,6 +118,36 @@ one=$(runs_passed "$tq/lu1-runs.csv" 1 lemuria)/$(runs_passed "$tq/lu1-runs.csv"
 other=$(runs_passed "$tq/lu-runs.csv" 4+4 lemuria)/$(runs_passed "$tq/lu-runs.csv" 4+4 pthread)
 check "$([ "$one" = 3/3 ] && [ "$other" = 1/1 ] && echo y)" \
 	"-r 1 runs LU on one process 3 times a build ($one), on 4+4 once ($other)"
+
+echo "bench: floors.sh, quick"
+# The oracle stages from tiny runs: bench/oracle.patch still applies and
+# builds, each stage gives a time and a ratio, and each oracle takes
+# effect (the program's answer is then wrong) while the full run passes
+fq=$tmp/floors
+timeout 600 sh bench/floors.sh -q -O "$fq" >"$tmp/fq.log" 2>&1
+st=$?
+rows=$(grep -c -E '^\| [a-z]+ \| [0-9.]+ s .* \| [0-9.]+× \|' "$fq/floors.md" 2>/dev/null)
+check "$([ $st -eq 0 ] && [ "$rows" = 5 ] && echo y)" \
+	"the table has pthreads and the 4 stages, each with a ratio (status $st, rows ${rows:-0})"
+tests=$(awk -F, 'NR > 1 && $5 == "" { printf "%s%s=%s", sep, $2, $4; sep = " " }' \
+	"$fq/floors-runs.csv" 2>/dev/null)
+check "$([ "$tests" = "pthreads=- skeleton=failed compare=failed send=failed full=passed" ] && echo y)" \
+	"the oracles' answers fail their test, the full run's passes ($tests)"
+# A patch that no longer applies is said so, before anything is built
+mkdir "$tmp/rot"
+tar --exclude=./build --exclude=./.git --exclude=./bench/results -cf - . |
+	tar -C "$tmp/rot" -xf -
+sed -i 's/^ static int lm_client_flush_begin/ static int lm_client_flush_start/' \
+	"$tmp/rot/bench/oracle.patch"
+timeout 60 sh "$tmp/rot/bench/floors.sh" -q -O "$tmp/rotq" >"$tmp/rot.log" 2>&1
+st=$?
+check "$([ $st -eq 1 ] && grep -q 'oracle.patch no longer applies' "$tmp/rot.log" &&
+	! grep -q building "$tmp/rot.log" && echo y)" \
+	"a patch that does not apply stops the script with status 1 (status $st)"
+timeout 10 sh bench/floors.sh -p fft >"$tmp/usage.log" 2>&1
+st=$?
+check "$([ $st -eq 2 ] && grep -q "'fft': the oracles are measured on lu and lucontig only" "$tmp/usage.log" && echo y)" \
+	"-p fft is refused with status 2 and the reason (status $st)"
 
 echo "bench: $checks checks, $failures failed"
 [ $failures -eq 0 ]
