@@ -2,8 +2,8 @@
 #
 #   make            build everything under build/
 #   make run        SPLASH-2 LU on conf/4+4.ini (LAYOUT=..., LU_ARGS=...)
-#   make check      unit suites, the same under ASan/UBSan, then daemons
-#                   and DSM runs on real layouts
+#   make check      shellcheck of the scripts, unit suites, the same under
+#                   ASan/UBSan, then daemons and DSM runs on real layouts
 #   make asan       the sanitizer build alone, under build/asan/
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (tests/fuzz/)
 #   make bench-transport   transport round trip vs bare UDP
@@ -76,7 +76,8 @@ build-all: $(LIB_A) $(LIB_SO) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
 
 # Installs the Debian packages when pkg-config cannot find them.
 check-deps:
-	@{ pkg-config --exists $(PKGS) && command -v m4; } >/dev/null 2>&1 || \
+	@{ pkg-config --exists $(PKGS) && command -v m4 && \
+		command -v shellcheck; } >/dev/null 2>&1 || \
 		$(MAKE) --no-print-directory deps
 
 deps:
@@ -148,6 +149,7 @@ asan-unit: asan
 	build/asan/tests/unit
 
 check: all
+	@$(MAKE) --no-print-directory lint-sh
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory asan-unit
 	@$(MAKE) --no-print-directory splash2-check
@@ -158,6 +160,16 @@ check: all
 	@sh tests/run-netns.sh $(BUILD)
 	@sh tests/soak.sh $(BUILD) 30
 	@$(MAKE) --no-print-directory fuzz-smoke
+
+# The shell scripts (drivers, tests, tools) at shellcheck's warning level;
+# a deliberate exception is a `# shellcheck disable=...` with its reason.
+SHELL_SCRIPTS := $(sort $(wildcard bench/*.sh tests/*.sh tools/*.sh)) .ci/run
+.PHONY: lint-sh
+lint-sh:
+	@command -v shellcheck >/dev/null 2>&1 || \
+		{ echo "lint-sh: shellcheck not found (make deps installs it)" >&2; exit 1; }
+	@shellcheck -S warning $(SHELL_SCRIPTS)
+	@echo "lint-sh: $(words $(SHELL_SCRIPTS)) shell scripts, no warnings"
 
 # Every program with injected loss on every layout: about 2 minutes.
 check-loss: all

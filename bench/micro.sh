@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2154 # the v_NAME figures are set by an eval
 # Micro-benchmarks of the DSM next to their physical limit, measured in the
 # same run: read-fault service (from the lemuriad's cluster copy, a first
 # fault and a fault again on a page the process had, and from another

@@ -75,8 +75,10 @@ for c in "$conf" "$conf_b"; do
 	[ -r "$c" ] || { echo "$me: no layout $c" >&2; exit 2; }
 done
 for b in "$build_a" "$build_b"; do
-	[ -x "$b/bin/lemuria-run" ] && [ -x "$b/splash2/$prog" ] ||
-		{ echo "$me: $b lacks bin/lemuria-run or splash2/$prog (make)" >&2; exit 2; }
+	if [ ! -x "$b/bin/lemuria-run" ] || [ ! -x "$b/splash2/$prog" ]; then
+		echo "$me: $b lacks bin/lemuria-run or splash2/$prog (make)" >&2
+		exit 2
+	fi
 done
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/lemuria-pairs.XXXXXX") || exit 1

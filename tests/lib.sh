@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2154 # bin and tmp are the caller's
 # Shell helpers shared by the integration scripts (sourced, not run).
 
 # private_layout SRC DST_DIR: copies layout SRC into DST_DIR with its ports

@@ -113,6 +113,7 @@ expect_output "lemuria-run --stats lists each daemon" "^lemuria-run: lemuriad c1
 
 victim=$(echo "$names" | awk -F: '$1 == "cluster" { print $2; exit }')
 eval "vpid=\$pid_$(echo "$victim" | tr -c 'a-zA-Z0-9\n' _)"
+# shellcheck disable=SC2154 # set by the eval above
 kill -TERM "$vpid"
 wait "$vpid"; st=$?
 pids=$(echo "$pids" | tr ' ' '\n' | grep -vx "$vpid" | tr '\n' ' ')

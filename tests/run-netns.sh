@@ -104,7 +104,9 @@ run_both() {
 			"$@" >"$tmp/out-$c" 2>&1 &
 		eval "rp_$c=\$!"
 	done
+	# shellcheck disable=SC2154 # set by the eval above
 	wait "$rp_c0"; s0=$?
+	# shellcheck disable=SC2154
 	wait "$rp_c1"; s1=$?
 	if [ $s0 -eq 0 ] && [ $s1 -eq 0 ] &&
 	   [ "$(cat "$tmp/out-c0" "$tmp/out-c1" | grep -c -- "$pattern")" -eq "$count" ]; then

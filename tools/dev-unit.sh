@@ -13,7 +13,7 @@ srcs=""
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do srcs="$srcs $1"; shift; done
 [ "${1:-}" = "--" ] && shift
 mkdir -p "$(dirname "$out")"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086,SC2046 # flags and sources split into words
 cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -fno-strict-aliasing -D_GNU_SOURCE $san \
 	-Icommon -Iliblemuria $(pkg-config --cflags libevent inih cunit libsodium) \
