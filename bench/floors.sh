@@ -13,8 +13,9 @@
 #             page once, and the processes sharing the CPUs
 #   compare   the flush compares the open pages with their twins and
 #             closes idle pages as always, but sends nothing
-#   send      the diffs go to the lemuriad, which acknowledges and drops
-#             them: the transport of the flushes and nothing after it
+#   send      the diffs go to the lemuriad, which (after each client's
+#             first 4 FLUSH messages) acknowledges and drops them: the
+#             transport of the flushes and nothing after it
 #   full      the protocol unchanged (the program must pass its test)
 #
 #   bench/floors.sh [-q] [-r ROUNDS] [-l LAYOUT] [-p PROGRAM] [-a "ARGS"]

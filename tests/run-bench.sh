@@ -133,17 +133,19 @@ tests=$(awk -F, 'NR > 1 && $5 == "" { printf "%s%s=%s", sep, $2, $4; sep = " " }
 	"$fq/floors-runs.csv" 2>/dev/null)
 check "$([ "$tests" = "pthreads=- skeleton=failed compare=failed send=failed full=passed" ] && echo y)" \
 	"the oracles' answers fail their test, the full run's passes ($tests)"
-# A patch that no longer applies is said so, before anything is built
+# A patch that no longer applies is said so, before anything is built:
+# a copy of the tree whose client.c changed a line the patch replaces
 mkdir "$tmp/rot"
 tar --exclude=./build --exclude=./.git --exclude=./bench/results -cf - . |
 	tar -C "$tmp/rot" -xf -
-sed -i 's/^ static int lm_client_flush_begin/ static int lm_client_flush_start/' \
-	"$tmp/rot/bench/oracle.patch"
+sed -i 's/int rc = lm_region_flush(&diffs/int rc = lm_region_flush(\&(diffs)/' \
+	"$tmp/rot/liblemuria/client.c"
 timeout 60 sh "$tmp/rot/bench/floors.sh" -q -O "$tmp/rotq" >"$tmp/rot.log" 2>&1
 st=$?
-check "$([ $st -eq 1 ] && grep -q 'oracle.patch no longer applies' "$tmp/rot.log" &&
+check "$(grep -q 'lm_region_flush(&(diffs)' "$tmp/rot/liblemuria/client.c" &&
+	[ $st -eq 1 ] && grep -q 'oracle.patch no longer applies' "$tmp/rot.log" &&
 	! grep -q building "$tmp/rot.log" && echo y)" \
-	"a patch that does not apply stops the script with status 1 (status $st)"
+	"a patch that does not apply to the code stops the script with status 1 (status $st)"
 timeout 10 sh bench/floors.sh -p fft >"$tmp/usage.log" 2>&1
 st=$?
 check "$([ $st -eq 2 ] && grep -q "'fft': the oracles are measured on lu and lucontig only" "$tmp/usage.log" && echo y)" \
