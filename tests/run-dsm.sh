@@ -133,17 +133,40 @@ for l in 3-reflectors 8+8+8+8; do
 done
 
 # The SPLASH-2 start: rank 0 creates every other process, then each takes
-# its number under one lock.  Each cluster's processes must get
+# its number under one lock.  Each cluster's processes should get
 # consecutive numbers (a recalled token waits for the clients that just
 # started: docs/dsm.md "Locks"); without that about one run in two on
-# 8+8+8+8 failed, so three runs.
+# 8+8+8+8 failed.  The rule cannot wait for a worker whose work has not
+# reached its lemuriad yet, and once in a clean-clone CI run (2026-11-29)
+# a cluster's first two workers took their numbers before the other six
+# had work ("2 2 1 1 1 1 1 1 1 1 0 ... 2 2 2 2 2 2 3 ..."); so ten runs,
+# of which at least nine must number by cluster.  Without the rule 13
+# runs in 58 split a cluster (a scratch build, 2026-11-29): this check
+# then fails about two times in three (three runs that all had to pass:
+# one in two), and with it, splitting one run in 70 or so, about once in
+# a hundred (three runs: once in 25).
 mkdir -p "$tmp/numbering"
 lay=$(private_layout conf/8+8+8+8.ini "$tmp/numbering" 31)
 echo "dsm: the SPLASH-2 start numbers each cluster's processes together"
-for r in 1 2 3; do
-	run_expect "numbers by cluster on 8+8+8+8, run $r" "$lay" 60 "PASSED" \
-		"$build/tests/dsmtest" numbering 1
+together=0
+for r in 1 2 3 4 5 6 7 8 9 10; do
+	timeout -k 5 60 "$bin/lemuria-run" -c "$lay" --start-daemons \
+		--timeout 60 -- "$build/tests/dsmtest" numbering 1 >"$tmp/out" 2>&1
+	st=$?
+	if [ $st -eq 0 ] && grep -q PASSED "$tmp/out"; then
+		together=$((together + 1))
+	else
+		echo "       run $r (status $st):"
+		tail -n 4 "$tmp/out" | sed 's/^/       /'
+	fi
 done
+checks=$((checks + 1))
+if [ $together -ge 9 ]; then
+	echo "  ok   numbers by cluster on 8+8+8+8 in $together of 10 runs (9 needed)"
+else
+	failures=$((failures + 1))
+	echo "  FAIL numbers by cluster on 8+8+8+8 in $together of 10 runs (9 needed)"
+fi
 
 # Lazy relay at work, through the counters: every process rewrites a
 # slice nobody else reads, 10 rounds x 2 KiB x 8 processes = 160 KiB of
