@@ -31,7 +31,7 @@
 set -u
 
 me=bench/floors.sh
-. "$(dirname "$0")/lib.sh" # is_count absolute layout_file layout_size stats timed seconds why
+. "$(dirname "$0")/lib.sh" # is_count absolute layout_file layout_size stats timed seconds why sample_start idle_share
 rounds=5
 layout=4+4
 prog=lu
@@ -148,7 +148,7 @@ echo "$me: building the patched copy in $tmp"
 if ! timed 900 "$tmp/build.log" make -C "$tmp/src" BUILD="$build" \
 	-j"$(nproc)" "$build/bin/lemuria-run" "$build/bin/lemuriad" \
 	"$build/bin/reflector" "$build/splash2/$prog" \
-	"$build/splash2/$prog-pthread"; then
+	"$build/splash2/$prog-pthread" "$build/bench/cpuidle"; then
 	echo "$me: the patched copy does not build" >&2
 	tail -n 15 "$tmp/build.log" | sed 's/^/  | /' >&2
 	exit 1
@@ -161,12 +161,15 @@ rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
 stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
 echo "$me: $prog $args on $label ($procs processes), $rounds rounds; $stamp"
 
-# run STAGE: one run; appends "ROUND,STAGE,SECONDS,TEST,FAILURE" to the
-# CSV, TEST being the program's own check of its answer (passed, failed,
-# or - for the pthreads build, run without it): an oracle's must fail
+# run STAGE: one run; appends "ROUND,STAGE,SECONDS,TEST,FAILURE,IDLE" to
+# the CSV, TEST being the program's own check of its answer (passed,
+# failed, or - for the pthreads build, run without it): an oracle's must
+# fail; IDLE the share of the CPUs left idle in the timed part (bench/lib.sh
+# idle_share; empty for runs too short to say)
 failed=0
 run() {
 	log=$tmp/log
+	sample_start "$build/bench/cpuidle" "$tmp/idle" "$limit"
 	if [ "$1" = pthreads ]; then
 		timed "$limit" "$log" "$build/splash2/$prog-pthread" -p"$procs" $args
 	else
@@ -178,6 +181,8 @@ run() {
 			"$build/splash2/$prog" -p"$procs" $args -t
 	fi
 	st=$?
+	sample_stop
+	idle=$(idle_share "$tmp/idle" "$log")
 	t=$(seconds "$log")
 	failure=""
 	case $1 in
@@ -196,7 +201,7 @@ run() {
 		test=failed
 		grep -q "TEST PASSED" "$log" && test=passed
 	fi
-	echo "$r,$1,$t,$test,$failure" >>"$tmp/runs.csv"
+	echo "$r,$1,$t,$test,$failure,$idle" >>"$tmp/runs.csv"
 }
 # rotate N WORDS...: the words with the first N moved to the end
 rotate() {
@@ -210,7 +215,7 @@ rotate() {
 	done
 	echo "$*"
 }
-echo "round,stage,time_s,test,failure" >"$tmp/runs.csv"
+echo "round,stage,time_s,test,failure,idle_pct" >"$tmp/runs.csv"
 r=0
 while [ $r -lt "$rounds" ]; do
 	r=$((r + 1))
@@ -224,10 +229,12 @@ while [ $r -lt "$rounds" ]; do
 done
 cp "$tmp/runs.csv" "$outdir/floors-runs.csv" || exit 1
 
-# median_of STAGE: "MEDIAN MIN MAX" of the stage's good runs, or nothing
-# shellcheck disable=SC2046 # one time per word
+# median_of STAGE [COLUMN]: "MEDIAN MIN MAX" of the stage's good runs'
+# times (or COLUMN's non-empty values), or nothing
+# shellcheck disable=SC2046 # one value per word
 median_of() {
-	stats $(awk -F, -v s="$1" '$2 == s && $5 == "" { print $3 }' "$tmp/runs.csv")
+	stats $(awk -F, -v s="$1" -v c="${2:-3}" \
+		'$2 == s && $5 == "" && $c != "" { print $c }' "$tmp/runs.csv")
 }
 base=$(median_of pthreads)
 full=$(median_of full)
@@ -236,17 +243,17 @@ full=$(median_of full)
 	echo "medians (min-max), ratios to the pthreads build's median in the"
 	echo "same rounds; $stamp.  bench/floors.sh describes the stages."
 	echo
-	echo "| stage | time | ratio to pthreads | share of full |"
-	echo "| --- | --- | --- | --- |"
+	echo "| stage | time | ratio to pthreads | share of full | CPUs idle |"
+	echo "| --- | --- | --- | --- | --- |"
 	for s in pthreads $stages; do
-		m=$(median_of "$s")
-		echo "$s|$m|$base|$full"
+		echo "$s|$(median_of "$s")|$base|$full|$(median_of "$s" 6)"
 	done | awk -F'|' '{
 		split($2, m, " "); split($3, b, " "); split($4, f, " ")
-		if (m[1] == "") { printf "| %s | - | - | - |\n", $1; next }
+		idle = $5 == "" ? "-" : sprintf("%.1f %%", $5)
+		if (m[1] == "") { printf "| %s | - | - | - | - |\n", $1; next }
 		ratio = b[1] > 0 ? sprintf("%.2f×", m[1] / b[1]) : "-"
 		share = f[1] > 0 ? sprintf("%.0f %%", 100 * m[1] / f[1]) : "-"
-		printf "| %s | %.3f s (%.3f-%.3f) | %s | %s |\n", $1, m[1], m[2], m[3], ratio, share
+		printf "| %s | %.3f s (%.3f-%.3f) | %s | %s | %s |\n", $1, m[1], m[2], m[3], ratio, share, idle
 	}'
 } >"$tmp/floors.md"
 cp "$tmp/floors.md" "$outdir/floors.md" || exit 1
