@@ -157,7 +157,13 @@ fi
 lay=$(private_layout "$lf" "$tmp" 63) || exit 1
 mkdir -p "$outdir" || exit 1
 
-rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
+# the tree's commit, "-dirty" when its sources differ (results written by
+# an earlier run of this script do not count)
+rev=$(git -C "$root" describe --always 2>/dev/null || echo unknown)
+if [ "$rev" != unknown ] && [ -n "$(git -C "$root" status --porcelain \
+	--untracked-files=no -- . ':(exclude)bench/results' 2>/dev/null)" ]; then
+	rev=$rev-dirty
+fi
 stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
 echo "$me: $prog $args on $label ($procs processes), $rounds rounds; $stamp"
 
