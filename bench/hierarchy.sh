@@ -76,11 +76,7 @@ while getopts qUl:R:r:a:o:T:B:h opt; do
 	esac
 done
 shift $((OPTIND - 1))
-if [ $# -ne 0 ]; then
-	echo "$me: unexpected argument '$1'" >&2
-	usage >&2
-	exit 2
-fi
+no_operands "$@"
 set -f # ARGS, LAYOUTS and RELAYS are split into words, never expanded
 if [ $quick -eq 1 ]; then
 	[ $given_l -eq 1 ] || layouts="4+4"

@@ -1,4 +1,4 @@
-# shellcheck shell=sh disable=SC2154 # caller, root and limit are the caller's
+# shellcheck shell=sh disable=SC2154 # caller, root, limit and me are the caller's
 # Shell helpers shared by the benchmark drivers bench/splash.sh,
 # bench/hierarchy.sh, bench/targets.sh, bench/micro.sh and bench/pairs.sh
 # (sourced, not run).  layout_file uses the caller's $caller (its starting
@@ -6,6 +6,15 @@
 # callers' interrupt traps stop; why and report_failure use $limit
 # (seconds per run).  A caller may define a function of the same name
 # after sourcing this file to replace one.
+
+# no_operands ARGS...: what getopts left; a usage error (status 2, naming
+# the first and printing the caller's usage) unless there is none.
+no_operands() {
+	[ $# -eq 0 ] && return 0
+	echo "$me: unexpected argument '$1'" >&2
+	usage >&2
+	exit 2
+}
 
 is_count() { # a positive decimal integer
 	case $1 in '' | *[!0-9]* | 0*) return 1 ;; esac

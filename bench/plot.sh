@@ -60,11 +60,7 @@ while getopts mp:i:I:o:h opt; do
 	esac
 done
 shift $((OPTIND - 1))
-if [ $# -ne 0 ]; then
-	echo "$me: unexpected argument '$1'" >&2
-	usage >&2
-	exit 2
-fi
+no_operands "$@"
 set -f
 [ "$progs" = all ] && progs=$all_programs
 if [ -z "$progs" ]; then

@@ -108,11 +108,7 @@ while getopts qPUp:a:r:l:o:O:T:B:h opt; do
 	esac
 done
 shift $((OPTIND - 1))
-if [ $# -ne 0 ]; then
-	echo "$me: unexpected argument '$1'" >&2
-	usage >&2
-	exit 2
-fi
+no_operands "$@"
 set -f # ARGS and LAYOUTS are split into words, never expanded as patterns
 [ "$progs" = all ] && progs=$all_programs
 if [ $quick -eq 1 ]; then

@@ -89,11 +89,7 @@ while getopts qUr:a:f:O:T:B:h opt; do
 	esac
 done
 shift $((OPTIND - 1))
-if [ $# -ne 0 ]; then
-	echo "$me: unexpected argument '$1'" >&2
-	usage >&2
-	exit 2
-fi
+no_operands "$@"
 set -f
 if [ $quick -eq 1 ]; then
 	[ $given_a -eq 1 ] || args="-n256 -b16"
