@@ -37,6 +37,16 @@
  *                              cluster's processes must have consecutive
  *                              numbers (docs/dsm.md "Locks": a recalled
  *                              token waits for the fresh clients)
+ *   dsmtest counters K GAP     two counters GAP bytes apart (GAP 8: one
+ *                              page), each under a lock of its own; every
+ *                              process adds 1 to each K times, checking
+ *                              that the value it finds under the lock
+ *                              never goes back; then the totals must be
+ *                              exact (lost releases across reflectors)
+ *   dsmtest created PAGES      rank 0 writes PAGES pages (every home) and
+ *                              a global, then CREATEs every other rank,
+ *                              each of which must read them all without
+ *                              any barrier in between (CREATE's data)
  *   dsmtest private R BYTES    R barrier rounds; each process rewrites
  *                              BYTES bytes of a slice of its own that no
  *                              other process ever reads, and checks them
@@ -95,6 +105,104 @@ static int run_counter(long k)
 			"%ld\n", rank, s->counter, k * nprocs);
 		return 1;
 	}
+	return 0;
+}
+
+/* counters: two counters `gap` bytes apart, lock ids alternate. */
+static int run_counters(long k, long gap)
+{
+	struct shared {
+		int lock[2];
+		unsigned char *area;
+	} *s = NULL;
+	long last[2] = { -1, -1 };
+
+	if (gap < 8 || gap > 65536 || gap % 8) {
+		fprintf(stderr, "dsmtest: GAP must be a multiple of 8 in "
+			"8..65536\n");
+		return 2;
+	}
+	if (rank == 0) {
+		s = lm_malloc(sizeof(*s));
+		if (!s || !(s->area = lm_malloc((size_t)gap + 8)))
+			die("lm_malloc", -2);
+		s->lock[0] = lm_id_alloc(2);
+		check(s->lock[0], "lm_id_alloc");
+		s->lock[1] = s->lock[0] + 1;
+	}
+	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	for (long i = 0; i < k; i++) {
+		for (int c = 0; c < 2; c++) {
+			long *ctr = (long *)(s->area + c * gap);
+
+			check(lm_lock(s->lock[c]), "lm_lock");
+			if (*ctr <= last[c] && last[c] >= 0) {
+				fprintf(stderr, "dsmtest: rank %d: counter %d "
+					"went backwards under its lock: %ld "
+					"after %ld\n", rank, c, *ctr, last[c]);
+				return 1;
+			}
+			last[c] = ++*ctr;
+			check(lm_unlock(s->lock[c]), "lm_unlock");
+		}
+	}
+	check(lm_barrier(13), "lm_barrier");
+	for (int c = 0; c < 2; c++) {
+		long v = *(long *)(s->area + c * gap);
+
+		if (v != k * nprocs) {
+			fprintf(stderr, "dsmtest: rank %d: counter %d is %ld, "
+				"expected %ld\n", rank, c, v, k * nprocs);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* created: what rank 0 writes before CREATE, and the workers read. */
+static struct created {
+	long pages;
+	uint64_t *data;
+	int failed;
+} created;
+
+static uint64_t created_word(long p, long w)
+{
+	return 0x9e3779b97f4a7c15ull * (uint64_t)(p * 512 + w + 1);
+}
+
+static void check_created(void)
+{
+	for (long p = 0; p < created.pages; p++)
+		for (long w = 0; w < 512; w += 61) {
+			uint64_t v = created.data[p * 512 + w];
+
+			if (v != created_word(p, w)) {
+				fprintf(stderr, "dsmtest: rank %d: page %ld "
+					"word %ld is %#" PRIx64 ", expected %#"
+					PRIx64 " (written before CREATE)\n",
+					lm_rank(), p, w, v, created_word(p, w));
+				exit(1);
+			}
+		}
+}
+
+static int run_created(long pages)
+{
+	if (pages < 1 || pages > 4096) {
+		fprintf(stderr, "dsmtest: PAGES must be 1..4096\n");
+		return 2;
+	}
+	created.pages = pages;
+	created.data = lm_malloc((size_t)pages * 4096);
+	if (!created.data)
+		die("lm_malloc", -2);
+	for (long p = 0; p < pages; p++)
+		for (long w = 0; w < 512; w++)
+			created.data[p * 512 + w] = created_word(p, w);
+	for (int p = 1; p < nprocs; p++)
+		check(lm_create(check_created), "lm_create");
+	check(lm_wait_for_end(nprocs - 1), "lm_wait_for_end");
 	return 0;
 }
 
@@ -414,16 +522,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"private ROUNDS BYTES | sleep SECONDS | "
-				"misuse 1 | numbering 1\n");
+				"misuse 1 | numbering 1 | counters K GAP | "
+				"created PAGES\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
 	rank = lm_rank();
 	nprocs = lm_nprocs();
-	if (strcmp(argv[1], "numbering") == 0 && rank != 0)
+	if ((strcmp(argv[1], "numbering") == 0 ||
+	     strcmp(argv[1], "created") == 0) && rank != 0)
 		return lm_worker_serve(); /* finalizes */
 	if (strcmp(argv[1], "numbering") == 0)
 		failed = run_numbering();
+	else if (strcmp(argv[1], "created") == 0)
+		failed = run_created(atol(argv[2]));
+	else if (strcmp(argv[1], "counters") == 0 && argc == 4)
+		failed = run_counters(atol(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "counter") == 0)
 		failed = run_counter(atol(argv[2]));
 	else if (strcmp(argv[1], "barriers") == 0)
