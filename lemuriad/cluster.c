@@ -1178,6 +1178,19 @@ void lm_cluster_fetch_again(lm_cluster *c, struct upreq *up)
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
 }
 
+/* Our registrations' versions: a copy older than one of them may lack
+ * data of ours that has left (sent with its registration, pushed or
+ * pulled) and that we can no longer write on top of it, so no FETCH of
+ * ours may be answered with one, not even from a reflector's cache of
+ * another home's pages (docs/dsm.md, "Own data that left"). */
+static void know_registered(lm_cluster *c, const struct lm_notice *n,
+			    uint32_t count)
+{
+	for (uint32_t i = 0; i < count; i++)
+		if (n[i].page < c->npages && c->known[n[i].page] < n[i].version)
+			c->known[n[i].page] = n[i].version;
+}
+
 static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 			    const struct lm_msg *m)
 {
@@ -1232,6 +1245,7 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 					     lm_strerror(m->status));
 			lm_deltas_registered(c->deltas, m->notices,
 					     m->nnotices);
+			know_registered(c, m->notices, m->nnotices);
 			if (batch)
 				lm_token_note_registered(c, m->notices,
 							 m->nnotices);

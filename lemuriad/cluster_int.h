@@ -269,8 +269,10 @@ struct lm_cluster {
 	struct parked *parked;
 	size_t nparked, parked_cap;
 	uint8_t *pagebuf;       /* a fetched page with our deltas on top */
-	uint32_t *known;        /* per page: the newest notice seen, which
-				   a FETCH asks the reflector's cache for */
+	uint32_t *known;        /* per page: the newest version a copy
+				   here must reflect (notices seen, our own
+				   registrations), which a FETCH asks the
+				   reflector's cache for */
 	uint8_t *deltabuf;      /* one encoded delta, for PULL */
 	uint8_t *fetchv_buf;    /* the pages of a PAGES to a client */
 	size_t fetchv_cap;
