@@ -26,7 +26,8 @@
  *   ALLOC      id (kind of id reservation, 0 for memory), size, align
  *   ALLOC_OK   status, offset
  *   FREE       offset
- *   CREATE     rank (target), offset (function), data (data-segment image)
+ *   CREATE     rank (target), offset (function), notices (empty unless R
+ *              forwards it), data (data-segment image)
  *   WAIT_WORK  (nothing)
  *   END        status, rank, notices (empty unless R forwards it)
  *   WAIT_END   id (the count)
@@ -202,7 +203,8 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_ALLOC_OK] = { "ALLOC_OK", F_STATUS | F_OFFSET, true },
 	[LM_MSG_FREE] = { "FREE", F_OFFSET, true },
 	[LM_MSG_FREE_OK] = { "FREE_OK", F_STATUS, true },
-	[LM_MSG_CREATE] = { "CREATE", F_RANK | F_OFFSET | F_DATA, true },
+	[LM_MSG_CREATE] = { "CREATE", F_RANK | F_OFFSET | F_NOTICES | F_DATA,
+			    true },
 	[LM_MSG_CREATE_OK] = { "CREATE_OK", F_STATUS, true },
 	[LM_MSG_WAIT_WORK] = { "WAIT_WORK", 0, true },
 	[LM_MSG_END] = { "END", F_STATUS | F_RANK | F_NOTICES, true },

@@ -93,8 +93,11 @@ static void reply_status(lm_cluster *c, uint16_t node, uint32_t req_id,
 static void free_client_work(struct client *cl)
 {
 	free(cl->work_data);
+	free(cl->work_notices);
 	cl->work_data = NULL;
+	cl->work_notices = NULL;
 	cl->work_len = 0;
+	cl->work_nnotices = 0;
 	cl->has_work = false;
 }
 
@@ -234,6 +237,9 @@ void lm_cluster_apply_notices(lm_cluster *c, const struct lm_notice *n,
 		if (up && up->min_version < n[i].version)
 			up->min_version = n[i].version;
 	}
+	/* what we learn, our clients may learn from us: local GRANTs pass
+	 * it on */
+	lm_token_note_epoch(c, n, count);
 }
 
 /* ---- deltas and parked messages ------------------------------------ */
@@ -888,6 +894,8 @@ static void handle_wait_work(lm_cluster *c, int slot, uint16_t from,
 	w.offset = cl->work_offset;
 	w.data = cl->work_data;
 	w.data_len = cl->work_len;
+	w.notices = cl->work_notices;
+	w.nnotices = cl->work_nnotices;
 	reply_work(c, slot, &w);
 	free_client_work(cl);
 }
@@ -1247,8 +1255,8 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 					     m->nnotices);
 			know_registered(c, m->notices, m->nnotices);
 			if (batch)
-				lm_token_note_registered(c, m->notices,
-							 m->nnotices);
+				lm_token_note_epoch(c, m->notices,
+						    m->nnotices);
 		}
 		lm_upreq_free(c, up);
 		if (batch && c->batch_parts && --c->batch_parts == 0)
@@ -1282,15 +1290,6 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 		t->recalled = false;
 		t->handoffs = 0;
 		t->granted = up->rank;
-		free(t->notes);
-		t->notes = NULL;
-		t->nnotes = 0;
-		if (m->nnotices &&
-		    (t->notes = malloc(m->nnotices * sizeof(*t->notes)))) {
-			memcpy(t->notes, m->notices,
-			       m->nnotices * sizeof(*t->notes));
-			t->nnotes = m->nnotices;
-		}
 		lm_upreq_free(c, up);
 		lm_token_next(c, t);
 		return;
@@ -1347,6 +1346,9 @@ static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
 	}
 	slot = (int)(m->rank - c->cfg->first_rank);
 	cl = &c->clients[slot];
+	/* what rank 0 published before it: our copies and FETCHes must be
+	 * at least as new, and the worker's (I2, I3) */
+	lm_cluster_apply_notices(c, m->notices, m->nnotices);
 	if (cl->wants_work) {
 		reply_work(c, slot, m);
 		return;
@@ -1365,6 +1367,21 @@ static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
 			return;
 		}
 		memcpy(cl->work_data, m->data, m->data_len);
+	}
+	if (m->nnotices) {
+		size_t sz = m->nnotices * sizeof(*m->notices);
+
+		cl->work_notices = malloc(sz);
+		if (!cl->work_notices) {
+			free_client_work(cl);
+			lm_log_warn("cluster %s: no memory to keep the "
+				    "CREATE of rank %u", c->cfg->name,
+				    m->rank);
+			count_bad(c, c->reflector, m, "no memory");
+			return;
+		}
+		memcpy(cl->work_notices, m->notices, sz);
+		cl->work_nnotices = m->nnotices;
 	}
 	cl->work_len = m->data_len;
 	cl->work_offset = m->offset;
@@ -1547,7 +1564,7 @@ void lm_cluster_destroy(lm_cluster *c)
 	free(c->up_by_page);
 	free(c->clients);
 	free(c->tokens);
-	free(c->reg_notes);
+	free(c->epoch_notes);
 	free(c);
 }
 

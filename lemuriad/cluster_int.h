@@ -109,6 +109,8 @@ struct client {
 	int32_t work_status;
 	uint8_t *work_data;     /* owned copy of the image */
 	size_t work_len;
+	struct lm_notice *work_notices; /* what rank 0 published (owned) */
+	uint32_t work_nnotices;
 	bool wants_end;         /* its WAIT_END waits for `end_count` ENDs */
 	uint32_t end_count;
 	uint32_t end_req;
@@ -141,8 +143,6 @@ struct token {
 	uint32_t wait_ticks; /* ticks it has waited (LM_CLUSTER_FRESH_TICKS) */
 	struct lwaiter *q;  /* local clients waiting, FIFO */
 	size_t nq, qcap;
-	struct lm_notice *notes; /* what the GRANT bringing it carried */
-	uint32_t nnotes;
 };
 
 /* A synchronisation message for the reflector (cluster barrier arrival,
@@ -255,9 +255,10 @@ struct lm_cluster {
 
 	struct token *tokens;   /* locks our clients hold or want */
 	size_t ntokens, tokens_cap;
-	struct lm_notice *reg_notes; /* notices of our registrations since
-					the last barrier */
-	size_t nreg_notes, reg_notes_cap;
+	struct lm_notice *epoch_notes; /* since the last barrier: the
+					  notices of our registrations and
+					  every notice we applied */
+	size_t nepoch_notes, epoch_notes_cap;
 
 	/* cluster deltas (docs/dsm.md "Lazy, adaptive and eager relay") */
 	lm_deltas *deltas;
@@ -367,8 +368,8 @@ void lm_tokens_recheck(lm_cluster *c);
 void lm_tokens_tick(lm_cluster *c);
 void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
 			  uint32_t req_id);
-void lm_token_note_registered(lm_cluster *c, const struct lm_notice *n,
-			      uint32_t count);
+void lm_token_note_epoch(lm_cluster *c, const struct lm_notice *n,
+			 uint32_t count);
 
 /* cluster.c: messages parked behind the registration of our deltas,
  * and write notices applied to the cache */

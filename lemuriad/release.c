@@ -574,12 +574,7 @@ void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
 	lm_cluster_apply_notices(c, m->notices, m->nnotices);
 	/* every process passed the barrier: older notices are known to all
 	 * and need not ride on local GRANTs any more */
-	c->nreg_notes = 0;
-	for (size_t i = 0; i < c->ntokens; i++) {
-		free(c->tokens[i].notes);
-		c->tokens[i].notes = NULL;
-		c->tokens[i].nnotes = 0;
-	}
+	c->nepoch_notes = 0;
 	if (!expected) {
 		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
 		return;

@@ -44,11 +44,8 @@ struct token *lm_token_get(lm_cluster *c, uint32_t id)
 static void token_free(struct token *t)
 {
 	free(t->q);
-	free(t->notes);
 	t->q = NULL;
-	t->notes = NULL;
 	t->nq = t->qcap = 0;
-	t->nnotes = 0;
 }
 
 void lm_tokens_clear(lm_cluster *c)
@@ -56,7 +53,7 @@ void lm_tokens_clear(lm_cluster *c)
 	for (size_t i = 0; i < c->ntokens; i++)
 		token_free(&c->tokens[i]);
 	c->ntokens = 0;
-	c->nreg_notes = 0;
+	c->nepoch_notes = 0;
 }
 
 /* Drops the entry of a lock nobody here holds, wants or has the token of. */
@@ -129,9 +126,6 @@ static void token_return(lm_cluster *c, struct token *t)
 	t->recalled = false;
 	t->waited = false;
 	t->wait_ticks = 0;
-	free(t->notes);
-	t->notes = NULL;
-	t->nnotes = 0;
 	c->stats.tokens_returned++;
 }
 
@@ -239,60 +233,50 @@ void lm_tokens_tick(lm_cluster *c)
 	next_each(c, tick_ends_wait);
 }
 
-/* Answers a local LOCK: the notices of the GRANT that brought the token
- * and of our registrations since the last barrier, a superset of what
- * the lock's earlier holders wrote. */
+/* Answers a local LOCK with every notice of the epoch we know of: our
+ * registrations (what earlier holders here wrote) and every notice we
+ * applied (the GRANTs that brought tokens here, the ENDs and CREATEs).
+ * The token's own notices are not enough: a holder here may have taken
+ * another lock first, whose GRANT named a change that its release of
+ * this one now passes on (release consistency is transitive), and the
+ * next holder's copy of that page may be older. */
 void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
 			  uint32_t req_id)
 {
-	struct token *t = lm_token_find(c, id);
-	size_t n = (t ? t->nnotes : 0) + c->nreg_notes;
-	struct lm_notice *v = n ? malloc(n * sizeof(*v)) : NULL;
 	struct lm_msg r;
 
 	msg_init(c, &r, LM_MSG_GRANT);
 	r.id = id;
-	if (n && !v) {
-		/* without the notices the holder could read stale data */
-		lm_log_error("cluster %s: no memory for the notices of lock "
-			     "%u", c->cfg->name, id);
-		return;
-	}
-	if (n) {
-		if (t && t->nnotes)
-			memcpy(v, t->notes, t->nnotes * sizeof(*v));
-		if (c->nreg_notes)
-			memcpy(v + (t ? t->nnotes : 0), c->reg_notes,
-			       c->nreg_notes * sizeof(*v));
-		n = lm_notices_merge(v, n);
-	}
-	r.notices = v;
-	r.nnotices = (uint32_t)n;
+	r.notices = c->epoch_notes;
+	r.nnotices = (uint32_t)c->nepoch_notes;
 	c->stats.locks++;
 	c->out.reply(c->ctx, node, req_id, &r);
-	free(v);
 }
 
-/* Keeps the notices our registrations got back, for local GRANTs. */
-void lm_token_note_registered(lm_cluster *c, const struct lm_notice *n,
-			      uint32_t count)
+/* Keeps notices of the epoch, merged (the latest version of each page),
+ * for local GRANTs. */
+void lm_token_note_epoch(lm_cluster *c, const struct lm_notice *n,
+			 uint32_t count)
 {
-	if (c->nreg_notes + count > c->reg_notes_cap) {
-		size_t cap = c->nreg_notes + count + 64;
-		struct lm_notice *nv = realloc(c->reg_notes,
+	if (!n || !count)
+		return;
+	if (c->nepoch_notes + count > c->epoch_notes_cap) {
+		size_t cap = c->nepoch_notes + count + 64;
+		struct lm_notice *nv = realloc(c->epoch_notes,
 					       cap * sizeof(*nv));
 
 		if (!nv) {
+			/* a later local holder could read stale data */
 			lm_log_error("cluster %s: no memory to keep notices",
 				     c->cfg->name);
 			return;
 		}
-		c->reg_notes = nv;
-		c->reg_notes_cap = cap;
+		c->epoch_notes = nv;
+		c->epoch_notes_cap = cap;
 	}
-	memcpy(c->reg_notes + c->nreg_notes, n, count * sizeof(*n));
-	c->nreg_notes = lm_notices_merge(c->reg_notes,
-					 c->nreg_notes + count);
+	memcpy(c->epoch_notes + c->nepoch_notes, n, count * sizeof(*n));
+	c->nepoch_notes = lm_notices_merge(c->epoch_notes,
+					   c->nepoch_notes + count);
 	/* a client that joins a FETCH of ours from now on may hold a GRANT
 	 * naming these versions: an older reply is not for it (I3) */
 	for (uint32_t i = 0; i < count; i++) {

@@ -849,6 +849,10 @@ int lm_worker_serve(void)
 	}
 	fn = lm_segment_fn_from_offset(reply.offset);
 	rc = fn ? lm_segment_apply(reply.data, reply.data_len) : LM_EINVAL;
+	/* what rank 0 published before CREATE: copies older go (I3) */
+	if (rc == 0)
+		rc = lm_region_apply_notices(reply.notices, reply.nnotices,
+					     (uint32_t)lm_self.rank);
 	lm_client_buf_free(buf);
 	if (rc) {
 		lm_client_fail("installing the creator's variables", rc);

@@ -571,17 +571,21 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		break;
 	case LM_MSG_CREATE:
 		c = rank_under(h, m->rank, h->self_index);
-		if (!c || m->rank == 0)
+		if (!c || m->rank == 0) {
 			drop_bad(h, from, m, "target rank not a worker here");
-		else
+		} else {
+			set_learn(&h->epoch_set, m->notices, m->nnotices);
 			h->out.send(h->ctx, c->id, m);
+		}
 		break;
 	case LM_MSG_END:
 		c = rank_under(h, 0, h->self_index);
-		if (!c)
+		if (!c) {
 			drop_bad(h, from, m, "rank 0 is not served here");
-		else
+		} else {
+			set_learn(&h->epoch_set, m->notices, m->nnotices);
 			h->out.send(h->ctx, c->id, m);
+		}
 		break;
 	case LM_MSG_ABORT:
 		spread_abort(h, from, m, false);

@@ -221,7 +221,8 @@ struct lm_home {
 
 	/* ---- router */
 	uint32_t epoch;            /* barriers released to our clusters */
-	struct notice_set epoch_set; /* our clusters' changes this epoch */
+	struct notice_set epoch_set; /* this epoch: our clusters' changes
+					and the notices they were sent */
 	struct router_barrier barriers[LM_HOME_BARRIERS_MAX];
 	struct forward *fwd;
 	size_t nfwd, fwd_cap;
@@ -280,6 +281,16 @@ static inline const struct lm_cluster_cfg *rank_under(const lm_home *h,
 	return c;
 }
 
+/* Whether node id `node` is a cluster this reflector serves. */
+static inline bool node_is_our_cluster(const lm_home *h, uint16_t node)
+{
+	for (size_t i = 0; i < h->layout->nclusters; i++)
+		if (h->layout->clusters[i].id == node)
+			return (uint32_t)h->layout->clusters[i]
+				       .reflector_index == h->self_index;
+	return false;
+}
+
 static inline bool serves_clusters(const lm_home *h, uint32_t index)
 {
 	for (size_t i = 0; i < h->layout->nclusters; i++)
@@ -328,6 +339,17 @@ static inline void set_put(struct notice_set *s, const struct lm_notice *n)
 	} else if (n->version > s->v[at - 1].version) {
 		s->v[at - 1] = *n;
 	}
+}
+
+/* Notices passing down to one of our clusters (a GRANT, an END, a
+ * CREATE) join the epoch set: what a cluster of ours learned, its later
+ * releases pass on (release consistency is transitive), and those carry
+ * the epoch set.  The notices must name pages of the region. */
+static inline void set_learn(struct notice_set *s, const struct lm_notice *v,
+			     uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		set_put(s, &v[i]);
 }
 
 static inline void set_clear(struct notice_set *s)

@@ -638,7 +638,10 @@ static void held_send(lm_home *h, const struct held_msg *hm)
 			    &r);
 		break;
 	case LM_MSG_CREATE:
+		/* the worker must see what rank 0 published (I2, I3) */
 		r.epoch = 0;
+		r.notices = s->v;
+		r.nnotices = s->n;
 		r.offset = hm->offset;
 		r.data = hm->data;
 		r.data_len = hm->data_len;
@@ -808,6 +811,8 @@ void lm_router_reply(lm_home *h, uint16_t from, uint32_t req_id,
 		lm_router_held_release(h);
 		return;
 	}
+	if (done.type == LM_MSG_LOCK)
+		set_learn(&h->epoch_set, m->notices, m->nnotices);
 	if (done.type != LM_MSG_FLUSH) {
 		h->out.reply(h->ctx, done.node, done.node_req, m);
 		return;

@@ -159,6 +159,8 @@ static size_t make_samples(struct lm_msg *s)
 	ADD(.type = LM_MSG_CREATE, .rank = 3, .offset = 0x1234,
 	    .data = image, .data_len = sizeof(image));
 	ADD(.type = LM_MSG_CREATE, .rank = 1, .offset = 8);
+	ADD(.type = LM_MSG_CREATE, .rank = 2, .offset = 8, .notices = notices5,
+	    .nnotices = 4, .data = image, .data_len = sizeof(image));
 	ADD(.type = LM_MSG_CREATE_OK, .status = 0);
 	ADD(.type = LM_MSG_WAIT_WORK);
 	ADD(.type = LM_MSG_END, .rank = 5, .status = LM_EIO);
@@ -321,7 +323,7 @@ static unsigned used_fields(int type)
 	case LM_MSG_ALLOC: return U_ID | U_SIZE | U_ALIGN;
 	case LM_MSG_ALLOC_OK: return U_STATUS | U_OFFSET;
 	case LM_MSG_FREE: return U_OFFSET;
-	case LM_MSG_CREATE: return U_RANK | U_OFFSET | U_DATA;
+	case LM_MSG_CREATE: return U_RANK | U_OFFSET | U_NOTICES | U_DATA;
 	case LM_MSG_WAIT_WORK: return 0;
 	case LM_MSG_END: return U_STATUS | U_RANK | U_NOTICES;
 	case LM_MSG_WAIT_END: return U_ID;

@@ -43,6 +43,15 @@
  *                              that the value it finds under the lock
  *                              never goes back; then the totals must be
  *                              exact (lost releases across reflectors)
+ *   dsmtest chain ROUNDS       visibility through a chain of two locks:
+ *                              a writer sets x under lock A; a second
+ *                              process, in another cluster, sees it
+ *                              under A and then sets y under lock B; a
+ *                              third (another cluster in even rounds,
+ *                              the second's own cluster in odd ones)
+ *                              sees y under B and must then see x,
+ *                              though every process held a copy of x's
+ *                              page from before
  *   dsmtest created PAGES      rank 0 writes PAGES pages (every home) and
  *                              a global, then CREATEs every other rank,
  *                              each of which must read them all without
@@ -155,6 +164,138 @@ static int run_counters(long k, long gap)
 				"expected %ld\n", rank, c, v, k * nprocs);
 			return 1;
 		}
+	}
+	return 0;
+}
+
+/* The first rank after `from` (cyclically) whose cluster is not `a` or
+ * `b` (-1: any); `from` itself when there is none. */
+static int rank_after(const int *cluster, int from, int a, int b)
+{
+	for (int k = 1; k < nprocs; k++) {
+		int q = (from + k) % nprocs;
+
+		if (cluster[q] != a && cluster[q] != b)
+			return q;
+	}
+	return from;
+}
+
+/* Spins on lock `id` until *word == want: at most `limit_us`. */
+static int await_under(int id, volatile long *word, long want, long r,
+		       const char *what)
+{
+	uint64_t end = lm_clock_us() + 20u * 1000 * 1000;
+
+	for (;;) {
+		long v;
+
+		check(lm_lock(id), "lm_lock");
+		v = *word;
+		if (v == want)
+			return 0; /* still holding the lock */
+		check(lm_unlock(id), "lm_unlock");
+		if (lm_clock_us() > end) {
+			fprintf(stderr, "dsmtest: rank %d, round %ld: %s "
+				"still %ld after 20 s, expected %ld\n", rank,
+				r, what, v, want);
+			return 1;
+		}
+		usleep(200);
+	}
+}
+
+static int run_chain(long rounds)
+{
+	struct shared {
+		int lock_a, lock_b;
+		int cluster[1024];
+		volatile long *x, *y; /* a page each, apart */
+	} *s = NULL;
+
+	if (nprocs < 3 || nprocs > 1024) {
+		fprintf(stderr, "dsmtest: chain needs 3..1024 processes\n");
+		return 2;
+	}
+	if (rank == 0) {
+		unsigned char *area = lm_malloc(3 * 4096);
+
+		s = lm_malloc(sizeof(*s));
+		if (!s || !area)
+			die("lm_malloc", -2);
+		s->x = (volatile long *)area;
+		s->y = (volatile long *)(area + 2 * 4096);
+		s->lock_a = lm_id_alloc(2);
+		check(s->lock_a, "lm_id_alloc");
+		s->lock_b = s->lock_a + 1;
+	}
+	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	s->cluster[rank] = lm_cluster();
+	check(lm_barrier(14), "lm_barrier");
+	for (long r = 1; r <= rounds; r++) {
+		int w = (int)(r % nprocs);
+		int m = rank_after(s->cluster, w, s->cluster[w], -1);
+		int z = r % 2 ? rank_after(s->cluster, m, s->cluster[w], -2)
+			      : rank_after(s->cluster, m, s->cluster[w],
+					   s->cluster[m]);
+		long seen;
+
+		if (r % 2 && s->cluster[z] != s->cluster[m])
+			for (int k = 1; k < nprocs; k++) /* m's cluster-mate */
+				if (s->cluster[(m + k) % nprocs] ==
+				    s->cluster[m] && (m + k) % nprocs != w) {
+					z = (m + k) % nprocs;
+					break;
+				}
+		/* every process caches both pages as of the last round */
+		seen = *s->x + *s->y;
+		if (seen != 2 * (r - 1)) {
+			fprintf(stderr, "dsmtest: rank %d, round %ld: x + y "
+				"is %ld after the barrier, expected %ld\n",
+				rank, r, seen, 2 * (r - 1));
+			return 1;
+		}
+		check(lm_barrier(15), "lm_barrier");
+		if (w == m || m == z || z == w) {
+			/* one cluster: no chain to test this round */
+		} else if (rank == w) {
+			check(lm_lock(s->lock_a), "lm_lock");
+			*s->x = r;
+			check(lm_unlock(s->lock_a), "lm_unlock");
+		} else if (rank == m) {
+			if (await_under(s->lock_a, s->x, r, r, "x"))
+				return 1;
+			check(lm_lock(s->lock_b), "lm_lock");
+			*s->y = r;
+			check(lm_unlock(s->lock_b), "lm_unlock");
+			check(lm_unlock(s->lock_a), "lm_unlock");
+		} else if (rank == z) {
+			if (await_under(s->lock_b, s->y, r, r, "y"))
+				return 1;
+			seen = *s->x; /* ordered by the chain: no race */
+			check(lm_unlock(s->lock_b), "lm_unlock");
+			if (seen != r) {
+				fprintf(stderr, "dsmtest: rank %d (cluster %d), "
+					"round %ld: x is %ld after y, expected "
+					"%ld (written by rank %d of cluster %d, "
+					"passed on by rank %d of cluster %d)\n",
+					rank, s->cluster[rank], r, seen, r, w,
+					s->cluster[w], m, s->cluster[m]);
+				return 1;
+			}
+		}
+		check(lm_barrier(16), "lm_barrier");
+		if (rank == 0 && (*s->x != r || *s->y != r)) {
+			/* a round without a chain sets both too, so that
+			 * the next round's check holds */
+			check(lm_lock(s->lock_a), "lm_lock");
+			*s->x = r;
+			check(lm_unlock(s->lock_a), "lm_unlock");
+			check(lm_lock(s->lock_b), "lm_lock");
+			*s->y = r;
+			check(lm_unlock(s->lock_b), "lm_unlock");
+		}
+		check(lm_barrier(17), "lm_barrier");
 	}
 	return 0;
 }
@@ -523,7 +664,7 @@ int main(int argc, char **argv)
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | numbering 1 | counters K GAP | "
-				"created PAGES\n");
+				"created PAGES | chain ROUNDS\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
@@ -536,6 +677,8 @@ int main(int argc, char **argv)
 		failed = run_numbering();
 	else if (strcmp(argv[1], "created") == 0)
 		failed = run_created(atol(argv[2]));
+	else if (strcmp(argv[1], "chain") == 0)
+		failed = run_chain(atol(argv[2]));
 	else if (strcmp(argv[1], "counters") == 0 && argc == 4)
 		failed = run_counters(atol(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "counter") == 0)
