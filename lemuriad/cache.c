@@ -216,6 +216,10 @@ void lm_upreq_set_page(lm_cluster *c, struct upreq *up, uint32_t page)
 	up->page = page;
 	up->page_next = *b;
 	*b = up;
+	/* data of ours on its way up: a reply may predate it (the `left`
+	 * rule of lm_cluster_reply_page) */
+	if (page < c->npages && c->leaving[page])
+		up->left = UINT32_MAX;
 }
 
 /* The FETCH of `page` on its way to the reflector, or NULL. */

@@ -127,6 +127,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 	if (c->updates)
 		lm_updates_reset(c->updates);
 	memset(c->known, 0, c->npages * sizeof(*c->known));
+	memset(c->leaving, 0, c->npages);
 	for (size_t i = 0; i < c->nparked; i++)
 		free(c->parked[i].data);
 	c->nparked = 0;
@@ -261,6 +262,10 @@ static void mark_data_left(lm_cluster *c, uint32_t page, uint32_t version)
 {
 	struct upreq *up = lm_upreq_fetch_of(c, page);
 
+	/* and any FETCH started before its version is known (a reflector's
+	 * cache may answer it with a copy from before the data) */
+	if (version == UINT32_MAX && page < c->npages)
+		c->leaving[page] = 1;
 	if (up && up->left < version)
 		up->left = version;
 }
@@ -1178,7 +1183,9 @@ void lm_cluster_fetch_again(lm_cluster *c, struct upreq *up)
 	struct lm_msg r;
 
 	lm_upreq_renumber(c, up);
-	up->left = 0; /* the new request follows all that left so far */
+	/* the new request follows all that left so far, and asks for their
+	 * versions once known (`known`) */
+	up->left = c->leaving[up->page] ? UINT32_MAX : 0;
 	msg_init(c, &r, LM_MSG_FETCH);
 	r.page = up->page;
 	r.version = up->min_version > c->known[up->page] ? up->min_version :
@@ -1194,9 +1201,13 @@ void lm_cluster_fetch_again(lm_cluster *c, struct upreq *up)
 static void know_registered(lm_cluster *c, const struct lm_notice *n,
 			    uint32_t count)
 {
-	for (uint32_t i = 0; i < count; i++)
-		if (n[i].page < c->npages && c->known[n[i].page] < n[i].version)
+	for (uint32_t i = 0; i < count; i++) {
+		if (n[i].page >= c->npages)
+			continue;
+		if (c->known[n[i].page] < n[i].version)
 			c->known[n[i].page] = n[i].version;
+		c->leaving[n[i].page] = 0;
+	}
 }
 
 static void handle_up_reply(lm_cluster *c, uint32_t req_id,
@@ -1520,6 +1531,7 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 		lm_deltas_keep_spares(c->deltas, c->cache_max / 8);
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
+	c->leaving = calloc(c->npages ? c->npages : 1, 1);
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + LM_MSG_DIFFS_ENTRY_HDR);
 	c->fetchv_cap = LM_CLUSTER_FETCHV_MAX *
 		((size_t)c->page_size + LM_MSG_DIFFS_ENTRY_HDR);
@@ -1533,7 +1545,7 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	if (!c->by_page || !c->clients || (c->nclients && c->first_node == 0) ||
 	    !c->up_by_id || !c->up_by_page ||
 	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->fetchv_buf ||
-	    !c->known ||
+	    !c->known || !c->leaving ||
 	    (layout->updates && !c->updates))
 		goto err;
 	return c;
@@ -1559,6 +1571,7 @@ void lm_cluster_destroy(lm_cluster *c)
 	free(c->deltabuf);
 	free(c->fetchv_buf);
 	free(c->known);
+	free(c->leaving);
 	free(c->by_page);
 	free(c->up_by_id);
 	free(c->up_by_page);

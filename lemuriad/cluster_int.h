@@ -274,6 +274,9 @@ struct lm_cluster {
 				   here must reflect (notices seen, our own
 				   registrations), which a FETCH asks the
 				   reflector's cache for */
+	uint8_t *leaving;       /* per page: 1 while data of ours is on its
+				   way up with a registration whose version
+				   we do not know yet */
 	uint8_t *deltabuf;      /* one encoded delta, for PULL */
 	uint8_t *fetchv_buf;    /* the pages of a PAGES to a client */
 	size_t fetchv_cap;

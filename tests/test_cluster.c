@@ -2718,6 +2718,102 @@ static void test_lock_token_handed_off_locally(void)
 	teardown(c);
 }
 
+/* Release consistency is transitive: rank 1 takes lock 3, whose GRANT
+ * names page 20 at version 9, then lock 4 (its token here already) and
+ * gives lock 4 to rank 2 locally.  Rank 2 must learn of page 20 too: it
+ * may hold a copy older than 9 (dsmtest chain). */
+static void test_local_grant_passes_on_what_other_grants_named(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice named[1] = { NOTE(20, 9) };
+	struct lm_msg m;
+	uint32_t up;
+	bool seen = false;
+
+	join_all(c, RUN);
+	token_arrives(c, 4); /* rank 1 holds lock 4 */
+	unlock_req(c, 1, 310, 4);
+	clear_outs();
+	lock_req(c, 1, 311, 3);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up = outs[0].req_id;
+	clear_outs();
+	m = msg(LM_MSG_GRANT, RUN);
+	m.id = 3;
+	m.notices = named;
+	m.nnotices = 1;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	clear_outs();
+	lock_req(c, 1, 312, 4);  /* rank 1 holds 3 and 4 */
+	lock_req(c, 2, 313, 4);  /* rank 2 waits for 4 */
+	unlock_req(c, 1, 314, 4);
+	for (size_t i = 0; i < nouts; i++) {
+		if (outs[i].req_id != 313 || outs[i].m.type != LM_MSG_GRANT)
+			continue;
+		for (uint32_t k = 0; k < outs[i].m.nnotices; k++)
+			seen |= outs[i].notices[k].page == 20 &&
+				outs[i].notices[k].version == 9;
+	}
+	CU_ASSERT(seen);
+	teardown(c);
+}
+
+/* Deltas sent with their data (eager relay) are no longer here to be
+ * written on top of a copy: a FETCH must ask for their versions, so that
+ * no reflector's cache answers with a copy from before them
+ * (dsmtest counters on several reflectors). */
+static lm_cluster *setup_eager(void)
+{
+	char text[1024];
+	const char *at = strstr(small_layout, "auth = off\n");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	snprintf(text, sizeof(text), "%.*srelay = eager\n%s",
+		 (int)(at - small_layout), small_layout, at);
+	return setup_text(text);
+}
+
+static void test_fetch_asks_for_our_registered_versions(void)
+{
+	lm_cluster *c = setup_eager();
+
+	join_all(c, RUN);
+	flush_page(c, 1, 5, 0, 4, 0x66);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 1);
+	answer_registers(c, true, 7); /* the data left; the page is at 7 */
+	clear_outs();
+	fetch(c, 2, 900, 5);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FETCH);
+	CU_ASSERT(outs[0].m.version >= 7);
+	teardown(c);
+}
+
+/* A FETCH that starts while our data is on its way up, before we know
+ * its version, may be answered from before it: the waiter gets that
+ * reply (it asked before our data was published to it), but the copy is
+ * not cached, else later readers here would miss the data. */
+static void test_reply_from_before_our_data_is_not_cached(void)
+{
+	lm_cluster *c = setup_eager();
+	uint32_t up;
+
+	join_all(c, RUN);
+	flush_page(c, 1, 5, 0, 4, 0x66);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 1); /* REGISTER with the data, unanswered */
+	clear_outs();
+	fetch(c, 2, 901, 5);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	up = outs[0].req_id;
+	clear_outs();
+	r_page(c, up, 5, 3, 0x00); /* a cached copy from before ours */
+	CU_ASSERT_EQUAL(nouts, 1);  /* the waiter is answered */
+	CU_ASSERT(!is_cached(c, 5));
+	teardown(c);
+}
+
 /* A recalled token makes at most LM_CLUSTER_HANDOFFS_MAX more local
  * hand-offs, then goes back, and the cluster asks for it again for the
  * clients still waiting: no cluster starves the others. */
@@ -3074,6 +3170,9 @@ LM_TEST_SUITE("cluster",
 	      LM_TEST(test_recalled_token_waits_for_a_fresh_client),
 	      LM_TEST(test_fresh_wait_ends_after_its_ticks),
 	LM_TEST(test_lock_token_handed_off_locally),
+	LM_TEST(test_local_grant_passes_on_what_other_grants_named),
+	LM_TEST(test_fetch_asks_for_our_registered_versions),
+	LM_TEST(test_reply_from_before_our_data_is_not_cached),
 	LM_TEST(test_recalled_token_bounded_handoffs),
 	LM_TEST(test_alloc_free_relay),
 	LM_TEST(test_create_routing),

@@ -512,6 +512,65 @@ static void test_lock_across_reflectors_carries_notices(void)
 	teardown();
 }
 
+/* A chain of locks across reflectors: c0 (under r0) writes page 24
+ * under lock 1; c1 (under r1) takes lock 1, then releases lock 2; c3
+ * (under r1 too) and c2 (under r0), taking lock 2 after it, must learn
+ * of page 24 although neither r1's clusters nor lock 2's releases
+ * wrote it: r1 passes on what its clusters were sent (dsmtest chain). */
+static void test_lock_chain_passes_notices_on(void)
+{
+	const struct net_msg *g = NULL;
+	struct lm_msg m = msg(LM_MSG_LOCK);
+
+	setup("conf/2x2-two-reflectors.ini");
+	m.id = 1; /* managed by r1 */
+	m.rank = 0;
+	from_cluster(C0, REQUEST, 5, &m);
+	pump();
+	flush1(C0, 0, 24, 0, "data"); /* home r1 */
+	oneway(C0, LM_MSG_UNLOCK, 1, 0);
+	pump();
+	m.rank = 2;
+	from_cluster(C1, REQUEST, 6, &m); /* c1 takes lock 1 ... */
+	m.id = 2; /* managed by r0 */
+	from_cluster(C1, REQUEST, 7, &m); /* ... and lock 2 */
+	pump();
+	CU_ASSERT_FATAL(down_to(C1, LM_MSG_GRANT, &g) == 2);
+	oneway(C1, LM_MSG_UNLOCK, 2, 2);
+	pump();
+	m.rank = 4;
+	from_cluster(C2, REQUEST, 8, &m);
+	pump();
+	CU_ASSERT_FATAL(down_to(C2, LM_MSG_GRANT, &g) == 1);
+	CU_ASSERT(notice_of(g, 24) != NULL);
+	teardown();
+}
+
+/* What rank 0 wrote before CREATE reaches the worker's cluster as
+ * notices, under its own reflector (whose cache may hold an old copy)
+ * and under the other one. */
+static void test_create_carries_what_rank0_wrote(void)
+{
+	const struct net_msg *d = NULL;
+	struct lm_msg m;
+
+	setup("conf/2x2-two-reflectors.ini");
+	flush1(C0, 0, 8, 0, "init"); /* home r1 */
+	flush1(C0, 0, 3, 0, "init"); /* home r0 */
+	for (uint32_t rank = 4; rank <= 6; rank += 2) { /* c2, c3 */
+		m = msg(LM_MSG_CREATE);
+		m.rank = rank;
+		m.offset = 0x40;
+		from_cluster(C0, SEND, 0, &m);
+	}
+	pump();
+	CU_ASSERT_FATAL(down_to(C2, LM_MSG_CREATE, &d) == 1);
+	CU_ASSERT(notice_of(d, 8) != NULL && notice_of(d, 3) != NULL);
+	CU_ASSERT_FATAL(down_to(C3, LM_MSG_CREATE, &d) == 1);
+	CU_ASSERT(notice_of(d, 8) != NULL && notice_of(d, 3) != NULL);
+	teardown();
+}
+
 /* The token of a lock managed by r1 and held in c0 (under r0) is
  * recalled through r0 when a client of c3 asks for it. */
 static void test_recall_routed_to_holder_cluster(void)
@@ -994,6 +1053,8 @@ LM_TEST_SUITE("root",
 	      LM_TEST(test_flush_split_and_barrier_notices),
 	      LM_TEST(test_arrival_held_until_flush_acked),
 	      LM_TEST(test_lock_across_reflectors_carries_notices),
+	LM_TEST(test_lock_chain_passes_notices_on),
+	LM_TEST(test_create_carries_what_rank0_wrote),
 	      LM_TEST(test_recall_routed_to_holder_cluster),
 	      LM_TEST(test_alloc_at_first_reflector),
 	      LM_TEST(test_create_and_end_across_reflectors),
