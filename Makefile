@@ -156,6 +156,7 @@ check: all
 	@sh tests/run-bench.sh $(BUILD)
 	@sh tests/run-integration.sh $(BUILD)
 	@sh tests/run-dsm.sh $(BUILD)
+	@sh tests/run-litmus.sh $(BUILD)
 	@sh tests/run-memory.sh $(BUILD)
 	@sh tests/run-netns.sh $(BUILD)
 	@sh tests/soak.sh $(BUILD) 30
@@ -174,6 +175,12 @@ lint-sh:
 # Every program with injected loss on every layout: about 2 minutes.
 check-loss: all
 	@sh tests/run-loss.sh $(BUILD)
+
+# The lost-write litmus programs 50 times on each layout with several
+# reflectors and each relay mode, every other run with loss (long).
+.PHONY: check-litmus
+check-litmus: all
+	@sh tests/run-litmus.sh $(BUILD) 50 "2x2-two-reflectors 3-reflectors"
 
 $(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,82 @@
+#!/bin/sh
+# Litmus programs for lost writes (issue 38), each on every layout and
+# relay mode given, several runs apiece, every other run with loss
+# injected:
+#   counters  two counters 8 bytes apart on one page, each under a lock of
+#             its own (lost when a lemuriad's FETCH was answered by a
+#             reflector's cache from before its own delta)
+#   chain     visibility through a chain of two locks, to another cluster
+#             and within one (lost when notices stopped at a lock)
+#   created   what rank 0 writes before CREATE, read by every worker
+#             (stale when CREATE carried no notices)
+#   tests/run-litmus.sh [BUILD_DIR] [RUNS] [LAYOUTS]
+# RUNS (default 2) runs of counters per layout and relay, RUNS / 5 + 1 of
+# the others.  make check runs the default; make check-litmus 50 runs on
+# the layouts with several reflectors.
+set -u
+build=${1:-build}
+runs=${2:-2}
+layouts=${3:-"4+4 2x2-two-reflectors 3-reflectors"}
+bin=$build/bin
+tmp=$(mktemp -d /tmp/lm-litmus.XXXXXX)
+failures=0
+checks=0
+trap 'rm -rf "$tmp"' EXIT INT TERM
+. tests/lib.sh
+
+case $runs in
+''|*[!0-9]*|0) echo "run-litmus: RUNS must be a whole number > 0" >&2; exit 2 ;;
+esac
+for f in "$bin/lemuria-run" "$build/tests/dsmtest"; do
+	if [ ! -x "$f" ]; then
+		echo "run-litmus: $f is missing: run make all first" >&2
+		exit 2
+	fi
+done
+
+# litmus LAYOUT_FILE N WHAT ARGS...: N runs of dsmtest ARGS, every
+# second one with loss (its seed in the name, so that a failure can be
+# replayed).  (run_expect owns the variable `name`.)
+litmus() {
+	lay=$1; count=$2; what=$3; shift 3
+	i=0
+	while [ $i -lt "$count" ]; do
+		i=$((i + 1))
+		seed=$((seed + 1))
+		if [ $((i % 2)) -eq 0 ]; then
+			LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$seed" \
+				run_expect "$what, run $i with loss (seed $seed)" \
+				"$lay" 120 PASSED "$build/tests/dsmtest" "$@"
+		else
+			run_expect "$what, run $i" "$lay" 120 PASSED \
+				"$build/tests/dsmtest" "$@"
+		fi
+	done
+}
+
+n=70
+seed=500
+for l in $layouts; do
+	if [ ! -f "conf/$l.ini" ]; then
+		echo "run-litmus: no layout conf/$l.ini" >&2
+		exit 2
+	fi
+	for relay in lazy adaptive eager; do
+		n=$((n + 1))
+		mkdir -p "$tmp/$n"
+		lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
+		sed -i "s/^relay = .*/relay = $relay/" "$lay"
+		if ! grep -q "^relay = $relay\$" "$lay"; then
+			echo "run-litmus: cannot set relay = $relay in $lay" >&2
+			exit 2
+		fi
+		echo "litmus: $l, relay = $relay"
+		litmus "$lay" "$runs" "two counters on one page" counters 100 8
+		litmus "$lay" $((runs / 5 + 1)) "a chain of two locks" chain 20
+		litmus "$lay" $((runs / 5 + 1)) "data written before CREATE" \
+			created 64
+	done
+done
+
+echo "litmus: $((checks - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]
