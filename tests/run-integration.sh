@@ -10,7 +10,8 @@
 # flood of bad datagrams is counted and logged rate-limited; a reflector
 # and a lemuriad started from different layout files find it out and a
 # run on them fails at once; a layout with slow client-level timeouts
-# starts and runs.
+# starts and runs; a lemuria-run killed by SIGKILL takes the ranks and
+# daemons it started with it.
 #   tests/run-integration.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -382,6 +383,44 @@ c0cpus=$(sed -n 's/^lemuria-run: cluster c0 on CPUs //p' "$tmp/out")
 if [ -n "$c0cpus" ] && grep -q "^rank 0 cluster c0 cpus " "$tmp/out"; then
 	ok "lemuria-run -v names each cluster's CPUs ($c0cpus for c0)"; else
 	fail "no CPU placement lines from lemuria-run -v"; sed 's/^/       /' "$tmp/out"; fi
+
+echo "integration: lemuria-run killed (SIGKILL) leaves no rank or daemon behind"
+# The launcher cannot clean up after SIGKILL: what it started must die
+# with it.  -v names every pid it starts; the ranks then sit in a barrier
+# (rank 0 sleeps) until killed.
+mkdir -p "$tmp/orphans"
+olay=$(private_layout conf/4+4.ini "$tmp/orphans" 5)
+: >"$tmp/orphans/out"
+"$bin/lemuria-run" -c "$olay" --start-daemons --verbose --timeout 60 -- \
+	"$build/tests/dsmtest" sleep 30 >"$tmp/orphans/out" 2>&1 &
+lrpid=$!
+# live PID: the process exists and is not a zombie (whoever adopts an
+# orphan may never reap it)
+live() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+i=0
+until [ "$(grep -c '^lemuria-run: rank [0-9]* is pid' "$tmp/orphans/out")" -ge 8 ]; do
+	i=$((i + 1)); [ $i -ge 100 ] && break; sleep 0.1
+done
+sleep 0.5 # the ranks join and reach their barrier
+opids=$(sed -n 's/^lemuria-run: started .* (pid \([0-9]*\))$/\1/p; s/^lemuria-run: rank [0-9]* is pid \([0-9]*\)$/\1/p' "$tmp/orphans/out")
+nlive=0
+for p in $opids; do live "$p" && nlive=$((nlive + 1)); done
+kill -KILL "$lrpid"; wait "$lrpid" 2>/dev/null
+i=0
+while :; do
+	left=""
+	for p in $opids; do live "$p" && left="$left $p"; done
+	[ -z "$left" ] && break
+	i=$((i + 1)); [ $i -ge 50 ] && break; sleep 0.1
+done
+if [ "$nlive" -eq 11 ] && [ -z "$left" ]; then
+	ok "the 3 daemons and 8 ranks die with lemuria-run"
+else
+	fail "after SIGKILL of lemuria-run, $nlive of 11 were running, left after 5 s:${left:- none}"
+	for p in $left; do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null; echo; done | sed 's/^/       /'
+	sed 's/^/       /' "$tmp/orphans/out"
+fi
+for p in $left; do kill -KILL "$p" 2>/dev/null; done
 
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]
