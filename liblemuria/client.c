@@ -6,6 +6,7 @@
 #include "lemuria.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,8 @@ struct lm_client {
 	uint32_t next_create;      /* rank 0: next rank lm_create starts */
 	int held[LM_CLIENT_MAX_HELD];
 	int nheld;
+	pid_t pid;                 /* the process that joined, not a fork */
+	bool lost;                 /* a call failed: the run is over for us */
 	struct lm_client_profile prof;
 };
 
@@ -147,6 +150,7 @@ static int lm_client_finish(struct lm_rpc_pending *call, uint16_t want,
 	if (rc) {
 		lm_client_buf_free(*buf);
 		*buf = NULL;
+		lm_self.lost = true;
 	}
 	return rc;
 }
@@ -506,6 +510,7 @@ int lm_init(int *argc, char ***argv)
 		goto fail;
 	}
 	lm_self.next_create = 1;
+	lm_self.pid = getpid();
 	lm_self.ready = 1;
 	lm_self.prof.start_us = lm_clock_us();
 	return 0;
@@ -535,6 +540,54 @@ static void lm_client_release_idle(void)
 			return;
 		lm_client_buf_free(buf);
 	}
+}
+
+/* Whether the lemuriad sent an ABORT that nobody has read (it came while
+ * no call waited), or the endpoint found it gone: an aborted run's
+ * requests are dropped unanswered, and a call would wait for ever. */
+static bool lm_client_run_over(void)
+{
+	void *m;
+	size_t len;
+
+	/* the queue is bounded; so is this */
+	for (int i = 0; i < 64; i++) {
+		int rc = lm_rpc_recv(lm_self.rpc, &m, &len, 1);
+		bool aborted;
+
+		if (rc)
+			return rc != LM_ETIMEDOUT;
+		aborted = lm_msg_type(m, len) == LM_MSG_ABORT;
+		lm_client_buf_free(m);
+		if (aborted)
+			return true;
+	}
+	return false;
+}
+
+/* Rank 0 exits with status 0 without lm_finalize (exit(0) or a return
+ * from main; a SPLASH-2 main that stops on bad input): the ranks it never
+ * created would wait for work for ever, so it finalizes here, which
+ * releases them (lm_client_release_idle).  Only rank 0's process knows
+ * which ranks it never created: lemuria-run cannot tell a worker waiting
+ * for work from an SPMD rank still computing, and is not the parent of
+ * other hosts' ranks; a lemuriad knows its waiting workers, but nothing
+ * tells it that rank 0's process exited.  Not for a failed run (others
+ * end it) nor in a forked child of rank 0. */
+static void lm_client_at_exit(int status, void *arg)
+{
+	(void)arg;
+	if (!lm_self.ready || lm_self.rank != 0 || status != 0 ||
+	    lm_self.pid != getpid() || lm_self.lost || lm_client_run_over())
+		return;
+	lm_finalize();
+}
+
+/* Installed as the library loads, before main runs, so that it runs after
+ * every exit handler of the program's (those may still use the region). */
+__attribute__((constructor)) static void lm_client_hook_exit(void)
+{
+	on_exit(lm_client_at_exit, NULL);
 }
 
 /* One line on stderr: the process's time in the calls that wait. */

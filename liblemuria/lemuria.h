@@ -52,7 +52,9 @@ uint64_t lm_clock_us(void);
 int lm_init(int *argc, char ***argv);
 
 /* Publishes this process's last writes, leaves the run and unmaps the
- * region.  Safe to call when lm_init failed or was not called. */
+ * region.  Safe to call when lm_init failed or was not called.  Rank 0
+ * that exits with status 0 without calling it is finalized on its way
+ * out, so that the ranks it never created stop waiting for work. */
 void lm_finalize(void);
 
 int lm_rank(void);    /* 0 .. lm_nprocs() - 1; -1 before lm_init */

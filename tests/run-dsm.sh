@@ -65,6 +65,18 @@ run_expect "computing 3 s after read faults (replies given up on after 0.4 s)" \
 # A SPLASH-2 main that ends before creating its workers (-h) must not
 # leave them waiting for work: rank 0 releases them (status 0, at once).
 run_expect "LU -h ends every rank" "$lay" 20 "Usage: lu" "$build/splash2/lu" -h
+# The same with exit(0) and no lm_finalize, as the original SPLASH-2
+# sources do: the library's exit handler releases them (the old tree
+# waited for --timeout).  Ranks that run SPMD go on meanwhile.
+run_expect "exit(0) of rank 0 before any CREATE ends every rank" "$lay" 30 \
+	"rank 0 exits" "$build/tests/dsmtest" exit0 serve
+checks=$((checks + 1))
+verdict "$([ "$secs" -le 10 ] && echo y)" "... within 10 s, daemons included (${secs}s)"
+run_expect "exit(0) of rank 0 leaves SPMD ranks computing" "$lay" 30 \
+	"exit0: rank 7 PASSED" "$build/tests/dsmtest" exit0 2000
+passed=$(grep -c "^dsmtest exit0: rank [1-7] PASSED" "$tmp/out")
+checks=$((checks + 1))
+verdict "$([ "$passed" = 7 ] && echo y)" "... and all 7 of them finish ($passed)"
 
 mkdir -p "$tmp/loss"
 lay=$(private_layout conf/4+4.ini "$tmp/loss" 9)

@@ -10,7 +10,9 @@
 # flood of bad datagrams is counted and logged rate-limited; a reflector
 # and a lemuriad started from different layout files find it out and a
 # run on them fails at once; a layout with slow client-level timeouts
-# starts and runs.
+# starts and runs; a lemuriad and a reflector killed (SIGKILL) and
+# started again serve the very next run; a lemuria-run killed by SIGKILL
+# takes the ranks and daemons it started with it.
 #   tests/run-integration.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -249,12 +251,13 @@ for i in range(50):
     s.sendto(dg(2), ('127.0.0.1', port))
 PY
 flood_at=$(date +%s)
-# r0_counter NAME: the reflector's counter NAME at level "-" (or -1)
-r0_counter() {
+# counter_of DAEMON NAME: DAEMON's counter NAME at level "-" (or -1)
+counter_of() {
 	$bin/lemuriactl -c "$tmp/mm/a.ini" -t 500 stats --json 2>/dev/null | python3 -c 'import json, sys
 d = json.load(sys.stdin)
-print([x["counters"]["-"].get(sys.argv[1], -1) for x in d["daemons"] if x["name"] == "r0"][0])' "$1" 2>/dev/null || echo -1
+print([x["counters"]["-"].get(sys.argv[2], -1) for x in d["daemons"] if x["name"] == sys.argv[1]][0])' "$1" "$2" 2>/dev/null || echo -1
 }
+r0_counter() { counter_of r0 "$1"; }
 i=0
 until [ "$(r0_counter dropped_malformed)" -ge 300 ] 2>/dev/null; do
 	i=$((i + 1)); [ $i -ge 20 ] && break; sleep 0.25
@@ -313,10 +316,14 @@ if [ -n "$h1" ] && [ "${h1#* }" = "${h2% *}" ] && [ "${h1% *}" = "${h2#* }" ]; t
 else
 	fail "hashes do not match up: r0 says \"$h1\", c0 says \"$h2\""
 fi
-if [ "$(r0_counter layout_mismatches)" = 1 ] && [ "$(r0_counter msgs_refused_layout)" -ge 1 ]; then
+# The daemons PING each other with their hashes as they start, so the
+# run's messages are refused where they would leave (c0) rather than
+# where they arrive (r0).
+refused=$(($(r0_counter msgs_refused_layout) + $(counter_of c0 msgs_refused_layout)))
+if [ "$(r0_counter layout_mismatches)" = 1 ] && [ "$refused" -ge 1 ]; then
 	ok "the mismatch and the refused messages are counted"
 else
-	fail "layout_mismatches $(r0_counter layout_mismatches), msgs_refused_layout $(r0_counter msgs_refused_layout)"
+	fail "layout_mismatches $(r0_counter layout_mismatches), msgs_refused_layout $refused (r0 and c0)"
 fi
 # A second run fails the same way: the mismatch is remembered.
 expect "a second run fails too" 1 timeout -k 5 40 $bin/lemuria-run -c "$tmp/mm/b.ini" --cluster c0 \
@@ -382,6 +389,83 @@ c0cpus=$(sed -n 's/^lemuria-run: cluster c0 on CPUs //p' "$tmp/out")
 if [ -n "$c0cpus" ] && grep -q "^rank 0 cluster c0 cpus " "$tmp/out"; then
 	ok "lemuria-run -v names each cluster's CPUs ($c0cpus for c0)"; else
 	fail "no CPU placement lines from lemuria-run -v"; sed 's/^/       /' "$tmp/out"; fi
+
+echo "integration: a daemon killed and restarted serves the very next run"
+# Its peers kept the transport state of the dead incarnation: the first
+# run after a restart was aborted ("lemuriad c1 lost", "reflector lost")
+# although the daemon was up again.
+mkdir -p "$tmp/restart"
+rlay=$(private_layout conf/4+4.ini "$tmp/restart" 6)
+start_daemon() { # start_daemon NAME: by hand, its pid in $rpid_NAME
+	prog=$bin/lemuriad; [ "$1" = r0 ] && prog=$bin/reflector
+	"$prog" -c "$rlay" -n "$1" -l warn 2>>"$tmp/restart/$1.log" &
+	eval "rpid_$1=$!"; pids="$pids $!"
+}
+answers() { # answers: up to 5 s until every daemon answers
+	i=0
+	until $bin/lemuriactl -c "$rlay" -t 300 status >/dev/null 2>&1; do
+		i=$((i + 1)); [ $i -ge 10 ] && return 1; sleep 0.2
+	done
+}
+for n in r0 c0 c1; do start_daemon $n; done
+answers
+expect "a first run on hand-started daemons" 0 timeout -k 5 60 \
+	$bin/lemuria-run -c "$rlay" --timeout 50 -- "$build/tests/dsmtest" counter 5
+for victim in c1 r0; do
+	eval "vpid=\$rpid_$victim"
+	# shellcheck disable=SC2154 # set by the eval above
+	kill -KILL "$vpid"; wait "$vpid" 2>/dev/null
+	pids=$(echo "$pids" | tr ' ' '\n' | grep -vx "$vpid" | tr '\n' ' ')
+	start_daemon $victim
+	answers
+	expect "the run right after $victim was killed and restarted" 0 timeout -k 5 60 \
+		$bin/lemuria-run -c "$rlay" --timeout 50 -- "$build/tests/dsmtest" counter 5
+done
+# shellcheck disable=SC2154 # set by start_daemon's eval
+for p in $rpid_r0 $rpid_c0 $rpid_c1; do kill -TERM "$p" 2>/dev/null; done
+clean=0
+for p in $rpid_r0 $rpid_c0 $rpid_c1; do wait "$p" || clean=1; done
+pids=""
+if [ $clean -eq 0 ]; then ok "the daemons, restarted or not, stop cleanly"; else
+	fail "a daemon exited non-zero on SIGTERM"; cat "$tmp"/restart/*.log; fi
+
+echo "integration: lemuria-run killed (SIGKILL) leaves no rank or daemon behind"
+# The launcher cannot clean up after SIGKILL: what it started must die
+# with it.  -v names every pid it starts; the ranks then sit in a barrier
+# (rank 0 sleeps) until killed.
+mkdir -p "$tmp/orphans"
+olay=$(private_layout conf/4+4.ini "$tmp/orphans" 5)
+: >"$tmp/orphans/out"
+"$bin/lemuria-run" -c "$olay" --start-daemons --verbose --timeout 60 -- \
+	"$build/tests/dsmtest" sleep 30 >"$tmp/orphans/out" 2>&1 &
+lrpid=$!
+# live PID: the process exists and is not a zombie (whoever adopts an
+# orphan may never reap it)
+live() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+i=0
+until [ "$(grep -c '^lemuria-run: rank [0-9]* is pid' "$tmp/orphans/out")" -ge 8 ]; do
+	i=$((i + 1)); [ $i -ge 100 ] && break; sleep 0.1
+done
+sleep 0.5 # the ranks join and reach their barrier
+opids=$(sed -n 's/^lemuria-run: started .* (pid \([0-9]*\))$/\1/p; s/^lemuria-run: rank [0-9]* is pid \([0-9]*\)$/\1/p' "$tmp/orphans/out")
+nlive=0
+for p in $opids; do live "$p" && nlive=$((nlive + 1)); done
+kill -KILL "$lrpid"; wait "$lrpid" 2>/dev/null
+i=0
+while :; do
+	left=""
+	for p in $opids; do live "$p" && left="$left $p"; done
+	[ -z "$left" ] && break
+	i=$((i + 1)); [ $i -ge 50 ] && break; sleep 0.1
+done
+if [ "$nlive" -eq 11 ] && [ -z "$left" ]; then
+	ok "the 3 daemons and 8 ranks die with lemuria-run"
+else
+	fail "after SIGKILL of lemuria-run, $nlive of 11 were running, left after 5 s:${left:- none}"
+	for p in $left; do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null; echo; done | sed 's/^/       /'
+	sed 's/^/       /' "$tmp/orphans/out"
+fi
+for p in $left; do kill -KILL "$p" 2>/dev/null; done
 
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -92,11 +93,17 @@ struct spawn_how {
 
 /* fork + exec in a new process group, as `how` says.  `envp` NULL:
  * inherit and run the program at `argv[0]` as a path; else search PATH
- * (execvpe). */
+ * (execvpe).
+ *
+ * The child dies with the launcher (PR_SET_PDEATHSIG, kept across exec):
+ * a launcher killed by SIGKILL runs none of its clean-up, and a rank or
+ * daemon it leaves behind would wait for ever, or hold its port against
+ * the next run.  SIGKILL, since nobody is left to follow a SIGTERM up. */
 static pid_t spawn(char *const *argv, char *const *envp,
 		   const struct spawn_how *how)
 {
 	static const struct sched_param batch_param = { 0 };
+	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid != 0) {
@@ -104,6 +111,10 @@ static pid_t spawn(char *const *argv, char *const *envp,
 			setpgid(pid, pid); /* also in the child: no race */
 		return pid;
 	}
+	/* a launcher that died before the prctl took effect sends nothing:
+	 * the child has been adopted by then */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		_exit(127);
 	setpgid(0, 0);
 	/* a placement or policy that cannot be had costs speed, not the
 	 * run */

@@ -81,7 +81,8 @@ struct lm_launch_daemon_opts {
 };
 
 /* Starts `reflector -c LAYOUT -n NAME` / `lemuriad -c LAYOUT -n NAME`, each
- * in its own process group, and waits until every one answers a PING.  On
+ * in its own process group and killed when the calling thread ends (as
+ * the ranks are), and waits until every one answers a PING.  On
  * failure everything started is stopped, err names the daemon and the
  * cause, and the result is LM_ETIMEDOUT (no answer), LM_EIO (it exited or
  * could not be started) or LM_ENOMEM.  `l` and the strings in `o` are
@@ -124,7 +125,8 @@ struct lm_launch_result {
 };
 
 /* Starts every rank as PROGRAM ARGS in its own process group, with the
- * environment of lm_launch_env; the lowest rank keeps stdin, the others
+ * environment of lm_launch_env, to be killed (SIGKILL) when the calling
+ * thread ends (PR_SET_PDEATHSIG); the lowest rank keeps stdin, the others
  * read /dev/null.  Waits for all of them.  The first rank that exits with
  * a non-zero status or by a signal fails the run: the others get SIGTERM,
  * then SIGKILL after grace_ms, and the status is the rank's exit status,

@@ -56,6 +56,15 @@
  *                              a global, then CREATEs every other rank,
  *                              each of which must read them all without
  *                              any barrier in between (CREATE's data)
+ *   dsmtest exit0 serve        rank 0 exits with exit(0) before any CREATE
+ *                              and without lm_finalize, as a SPLASH-2
+ *                              main does on bad input; the others wait
+ *                              for work (lm_worker_serve) and must be
+ *                              released at once
+ *   dsmtest exit0 MS           the same exit of rank 0 while the others
+ *                              run SPMD: they compute MS milliseconds,
+ *                              then take and release a lock, and must not
+ *                              be stopped meanwhile
  *   dsmtest private R BYTES    R barrier rounds; each process rewrites
  *                              BYTES bytes of a slice of its own that no
  *                              other process ever reads, and checks them
@@ -644,6 +653,20 @@ static int run_misuse(void)
 	return 0;
 }
 
+/* The others of "exit0 MS", after rank 0 has exited: locks need no
+ * rank 0. */
+static int run_exit0_spmd(long ms)
+{
+	uint64_t end = lm_clock_us() + (uint64_t)ms * 1000u;
+	volatile unsigned sum = 0;
+
+	while (lm_clock_us() < end)
+		sum++;
+	check(lm_lock(5), "lm_lock");
+	check(lm_unlock(5), "lm_unlock");
+	return 0;
+}
+
 static int run_die(int victim)
 {
 	check(lm_barrier(6), "lm_barrier");
@@ -664,12 +687,19 @@ int main(int argc, char **argv)
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | numbering 1 | counters K GAP | "
-				"created PAGES | chain ROUNDS\n");
+				"created PAGES | chain ROUNDS | "
+				"exit0 serve|MS\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
 	rank = lm_rank();
 	nprocs = lm_nprocs();
+	if (strcmp(argv[1], "exit0") == 0 && rank == 0) {
+		printf("dsmtest exit0: rank 0 exits\n");
+		exit(0); /* no lm_finalize */
+	}
+	if (strcmp(argv[1], "exit0") == 0 && strcmp(argv[2], "serve") == 0)
+		return lm_worker_serve(); /* finalizes */
 	if ((strcmp(argv[1], "numbering") == 0 ||
 	     strcmp(argv[1], "created") == 0) && rank != 0)
 		return lm_worker_serve(); /* finalizes */
@@ -681,6 +711,8 @@ int main(int argc, char **argv)
 		failed = run_chain(atol(argv[2]));
 	else if (strcmp(argv[1], "counters") == 0 && argc == 4)
 		failed = run_counters(atol(argv[2]), atol(argv[3]));
+	else if (strcmp(argv[1], "exit0") == 0)
+		failed = run_exit0_spmd(atol(argv[2]));
 	else if (strcmp(argv[1], "counter") == 0)
 		failed = run_counter(atol(argv[2]));
 	else if (strcmp(argv[1], "barriers") == 0)
