@@ -527,12 +527,21 @@ static void lm_client_release_idle(void)
 {
 	while (lm_self.next_create < lm_self.layout->nprocs) {
 		struct lm_msg req = lm_client_msg(LM_MSG_CREATE), reply;
+		char what[64];
 		void *buf;
+		int rc;
 
 		req.rank = lm_self.next_create++;
 		req.offset = LM_CREATE_NO_WORK;
-		if (lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf) != 0)
+		rc = lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf);
+		if (rc) {
+			/* the ranks left wait until lemuria-run stops them */
+			snprintf(what, sizeof(what),
+				 "releasing ranks %u.. that got no work",
+				 req.rank);
+			lm_client_fail(what, rc);
 			return;
+		}
 		lm_client_buf_free(buf);
 	}
 }
