@@ -293,6 +293,28 @@ ok=$([ $st -eq 0 ] && grep -q PASSED "$tmp/out" && [ "${failed:-x}" = 0 ] &&
 	echo y)
 verdict "$ok" "15 CREATEs of 10 MiB on 8+8: status $st, ${waited:-no} messages waited for a full send queue, ${failed:-no} not sent"
 
+# Lock and barrier ids out of range (issue 38, finding 7): lm_lock,
+# lm_unlock and lm_barrier of 0, negative ids and the runtime's own fail
+# with a message naming the id, the range and the rank, and the run goes
+# on, lm_distribute's barrier in the runtime's range included; on two
+# reflectors, where an id's manager is the id mod 2.
+mkdir -p "$tmp/ids"
+lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/ids" 34)
+echo "dsm: lock and barrier ids out of range"
+run_expect "bad ids refused and the run goes on" "$lay" 60 "PASSED" \
+	"$build/tests/dsmtest" ids 1
+checks=$((checks + 1))
+missing=""
+[ "$(grep -c "dsmtest ids: rank [0-7] PASSED" "$tmp/out")" -eq 8 ] ||
+	missing="; not every rank passed"
+for msg in "lm_barrier(0): barrier ids are 1..2147483391; 0 is not one" \
+	"lm_lock(-1): lock ids are 1..2147483391; -1 is not one" \
+	"lm_unlock(2147483392): lock ids are 1..2147483391; 2147483392 is the runtime's own"; do
+	[ "$(grep -cF "$msg" "$tmp/out")" -eq 8 ] || missing="$missing; $msg"
+done
+verdict "$([ -z "$missing" ] && echo y)" \
+	"each bad id named by every rank${missing:+; missing:$missing}"
+
 # API misuse (docs/operations.md, "What each error means"): each call fails
 # with a message naming the cause, and the run goes on.
 mkdir -p "$tmp/misuse"
