@@ -57,6 +57,7 @@ BENCH_TRANSPORT := $(BUILD)/bench/transport
 BENCH_DIFF := $(BUILD)/bench/diff
 BENCH_MAC := $(BUILD)/bench/mac
 DSMTEST := $(BUILD)/tests/dsmtest
+BIGBSS := $(BUILD)/tests/bigbss
 SPLASH2_BINS :=
 -include splash2/splash2.mk
 include tests/fuzz/fuzz.mk
@@ -72,7 +73,8 @@ all: check-deps
 .PHONY: build-all
 build-all: $(LIB_A) $(LIB_SO) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
 	$(BENCH_DIFF) $(BENCH_MAC) $(BUILD)/bench/region $(BUILD)/bench/pages \
-	$(BUILD)/bench/micro $(BUILD)/bench/cpuidle $(SPLASH2_BINS) $(DSMTEST)
+	$(BUILD)/bench/micro $(BUILD)/bench/cpuidle $(SPLASH2_BINS) $(DSMTEST) \
+	$(BIGBSS)
 
 # Installs the Debian packages when pkg-config cannot find them.
 check-deps:
@@ -208,6 +210,13 @@ $(BUILD)/bench/cpuidle: $(call obj,bench/cpuidle.c)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL)
 
 $(DSMTEST): tests/dsm/dsmtest.c $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
+		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) $(PKG_LIBS)
+
+# CREATE with a large .bss: a program of its own, so that dsmtest's
+# segment stays small.
+$(BIGBSS): tests/dsm/bigbss.c $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
 		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) $(PKG_LIBS)

@@ -51,6 +51,19 @@ enum lm_daemon_layout_state {
 	LM_DAEMON_LAYOUT_STATE_COUNT
 };
 
+/* A message waiting for room in its peer's send queue (the backlog,
+ * daemon.h), encoded. */
+struct lm_daemon_held {
+	struct lm_daemon_held *next;
+	uint16_t node;
+	uint16_t type;
+	enum lm_rel_msg_kind kind;
+	uint32_t req_id;
+	uint64_t run;
+	size_t len;
+	uint8_t data[];
+};
+
 struct lm_daemon_peer {
 	bool hash_sent;       /* ours went to this session of it */
 	enum lm_daemon_layout_state layout;
@@ -90,6 +103,19 @@ struct lm_daemon {
 	struct lm_daemon_peer *peers;
 	size_t ndaemons;
 	struct event *abort_ev;   /* runs lm_daemon_on_abort_ev */
+	/* The backlog, oldest first, and per node id (up to the last
+	 * client's) how many of its messages are in it. */
+	struct lm_daemon_held *held, *held_tail;
+	size_t held_bytes;
+	uint32_t *held_of;
+	size_t held_nodes;        /* entries of held_of */
+	size_t held_peers;        /* nodes with messages in the backlog */
+	struct event *held_ev;    /* retries the backlog */
+	/* A message that could not be sent aborts its run (daemon.h): the
+	 * run, the node it was for and why, for abort_ev. */
+	uint64_t lost_run, lost_aborted_run;
+	uint16_t lost_node;
+	char lost_reason[LM_MSG_REASON_MAX];
 	struct event *background_ev; /* runs proto->background */
 	bool background_armed;
 };
@@ -429,6 +455,14 @@ static void lm_daemon_on_abort_ev(evutil_socket_t fd, short what, void *arg)
 		lm_daemon_see_run(d, a.run);
 		d->proto->handle(d->machine, node, LM_REL_ONEWAY, 0, &a);
 	}
+	if (d->lost_run > d->lost_aborted_run) {
+		struct lm_msg a = { .type = LM_MSG_ABORT, .rank = UINT32_MAX };
+
+		a.run = d->lost_aborted_run = d->lost_run;
+		a.data = (const uint8_t *)d->lost_reason;
+		a.data_len = strlen(d->lost_reason);
+		d->proto->handle(d->machine, d->lost_node, LM_REL_ONEWAY, 0, &a);
+	}
 }
 
 /* A PING from `peer` showed its layout hash. */
@@ -490,17 +524,14 @@ static void lm_daemon_on_ping(lm_daemon *d, const struct lm_rel_msg *m)
 		lm_evnode_reply(d->node, m->peer, m->req_id, buf, (size_t)len);
 }
 
-/* Grows the scratch buffer to `need` bytes; NULL when out of memory
- * (counted). */
+/* Grows the scratch buffer to `need` bytes; NULL when out of memory. */
 static uint8_t *lm_daemon_scratch(lm_daemon *d, size_t need)
 {
 	if (need > d->scratch_cap) {
 		uint8_t *grown = realloc(d->scratch, need);
 
-		if (!grown) {
-			d->stats.sends_failed++;
+		if (!grown)
 			return NULL;
-		}
 		d->scratch = grown;
 		d->scratch_cap = need;
 	}
@@ -546,6 +577,10 @@ void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out)
 	lm_stats_add(out, LM_STAT_NONE, "msgs_undecodable",
 		     d->stats.msgs_undecodable);
 	lm_stats_add(out, LM_STAT_NONE, "sends_failed", d->stats.sends_failed);
+	lm_stats_add(out, LM_STAT_NONE, "sends_backlogged",
+		     d->stats.sends_backlogged);
+	lm_stats_add(out, LM_STAT_NONE, "backlog_peak_bytes",
+		     d->stats.backlog_peak_bytes);
 	{
 		const struct lm_rel_stats *st = lm_rel_stats(rel);
 		struct lm_evnode_drop_stats ev;
@@ -625,8 +660,10 @@ static void lm_daemon_on_stats(lm_daemon *d, const struct lm_rel_msg *m)
 	}
 	lm_daemon_collect_stats(d, d->reply_set);
 	buf = lm_daemon_scratch(d, lm_stats_reply_len(d->reply_set));
-	if (!buf)
+	if (!buf) {
+		d->stats.sends_failed++;
 		return;
+	}
 	len = lm_stats_encode_reply(d->reply_set, buf, d->scratch_cap);
 	if (len < 0 ||
 	    lm_evnode_reply(d->node, m->peer, m->req_id, buf, (size_t)len))
@@ -731,6 +768,169 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 	lm_mem_follow_heap(); /* what the heap gained, before it is used */
 }
 
+/* ------------------------------------------------------------------ */
+/* Backlog (daemon.h).  A channel delivers in order and the protocols
+ * count on it, so once a message to a node waits, every later one to
+ * that node waits behind it; messages to other nodes go on. */
+
+/* A message of `run` to `node` (of type `type`) is lost: counted, logged
+ * and, when the run is the newest, the run is aborted (once). */
+static void lm_daemon_send_lost(lm_daemon *d, uint16_t node, uint16_t type,
+				uint64_t run, const char *why)
+{
+	char who[LM_NAME_MAX + 32];
+
+	d->stats.sends_failed++;
+	lm_daemon_node_name(d, node, who, sizeof(who));
+	lm_log_limited("messages not sent", LM_LOG_ERROR,
+		       "%s: %s to %s not sent: %s", d->name, lm_msg_name(type),
+		       who, why);
+	if (!d->machine || run == 0 || run < d->run ||
+	    run <= d->lost_aborted_run || run <= d->lost_run)
+		return;
+	d->lost_run = run;
+	d->lost_node = node;
+	snprintf(d->lost_reason, sizeof(d->lost_reason),
+		 "%s %s: %s to %s not sent: %s",
+		 d->role == LM_ROLE_REFLECTOR ? "reflector" : "lemuriad",
+		 d->name, lm_msg_name(type), who, why);
+	event_active(d->abort_ev, 0, 0);
+}
+
+static bool lm_daemon_backlogged(const lm_daemon *d, uint16_t node)
+{
+	return node < d->held_nodes && d->held_of[node] > 0;
+}
+
+static void lm_daemon_arm_backlog(lm_daemon *d)
+{
+	static const struct timeval every = {
+		LM_DAEMON_BACKLOG_RETRY_US / 1000000,
+		LM_DAEMON_BACKLOG_RETRY_US % 1000000 };
+
+	if (d->held && !evtimer_pending(d->held_ev, NULL))
+		evtimer_add(d->held_ev, &every);
+}
+
+/* Puts the message (parts, len bytes) at the end of the backlog.
+ * 0, or LM_ENOBUFS (no room within the bound) / LM_ENOMEM. */
+static int lm_daemon_backlog_add(lm_daemon *d, uint16_t node,
+				 enum lm_rel_msg_kind kind, uint32_t req_id,
+				 const struct lm_msg *m,
+				 const struct lm_rel_part parts[3], size_t len)
+{
+	const struct lm_layout *l = d->layout;
+	struct lm_daemon_held *h;
+	size_t at = 0;
+
+	if (m->type != LM_MSG_ABORT &&
+	    len > LM_DAEMON_BACKLOG_BYTES - d->held_bytes)
+		return LM_ENOBUFS;
+	if (!d->held_of) {
+		d->held_nodes = l->nreflectors + l->nclusters + l->nprocs + 1;
+		d->held_of = calloc(d->held_nodes, sizeof(*d->held_of));
+		if (!d->held_of) {
+			d->held_nodes = 0;
+			return LM_ENOMEM;
+		}
+	}
+	if (node >= d->held_nodes)
+		return LM_ENOBUFS; /* not a node of the layout */
+	h = malloc(sizeof(*h) + len);
+	if (!h)
+		return LM_ENOMEM;
+	*h = (struct lm_daemon_held){ .node = node, .type = m->type,
+				      .kind = kind, .req_id = req_id,
+				      .run = m->run, .len = len };
+	for (int i = 0; i < 3; i++) {
+		if (parts[i].len)
+			memcpy(h->data + at, parts[i].data, parts[i].len);
+		at += parts[i].len;
+	}
+	if (d->held_tail)
+		d->held_tail->next = h;
+	else
+		d->held = h;
+	d->held_tail = h;
+	d->held_bytes += len;
+	if (d->held_bytes > d->stats.backlog_peak_bytes)
+		d->stats.backlog_peak_bytes = d->held_bytes;
+	if (d->held_of[node]++ == 0)
+		d->held_peers++;
+	d->stats.sends_backlogged++;
+	lm_daemon_arm_backlog(d);
+	return 0;
+}
+
+/* Takes h (whose predecessor's link is *pp) out of the backlog. */
+static void lm_daemon_backlog_unlink(lm_daemon *d, struct lm_daemon_held **pp,
+				     struct lm_daemon_held *prev,
+				     struct lm_daemon_held *h)
+{
+	*pp = h->next;
+	if (d->held_tail == h)
+		d->held_tail = prev;
+	d->held_bytes -= h->len;
+	if (--d->held_of[h->node] == 0)
+		d->held_peers--;
+	free(h);
+}
+
+/* Hands the transport what it has room for now, oldest first, each
+ * node's messages in order. */
+static void lm_daemon_backlog_retry(evutil_socket_t fd, short what, void *arg)
+{
+	lm_daemon *d = arg;
+	uint8_t full[(UINT16_MAX + 1) / 8] = { 0 }; /* nodes still full */
+	struct lm_daemon_held **pp = &d->held, *h, *prev = NULL;
+	size_t nfull = 0;
+
+	(void)fd;
+	(void)what;
+	lm_evnode_cork(d->node);
+	while ((h = *pp) && nfull < d->held_peers) {
+		struct lm_rel_part part = { h->data, h->len };
+		int rc;
+
+		if (full[h->node / 8] & (1u << (h->node % 8))) {
+			prev = h;
+			pp = &h->next;
+			continue;
+		}
+		rc = lm_evnode_queue(d->node, h->node, h->kind, h->req_id,
+				     &part, 1);
+		if (rc == LM_ENOBUFS) {
+			full[h->node / 8] |= (uint8_t)(1u << (h->node % 8));
+			nfull++;
+			prev = h;
+			pp = &h->next;
+			continue;
+		}
+		if (rc)
+			lm_daemon_send_lost(d, h->node, h->type, h->run,
+					    lm_strerror(rc));
+		lm_daemon_backlog_unlink(d, pp, prev, h);
+	}
+	lm_evnode_uncork(d->node);
+	lm_daemon_arm_backlog(d);
+}
+
+/* The transport dropped what it had for `node` (lost, or restarted):
+ * what waits for it goes too. */
+static void lm_daemon_backlog_drop(lm_daemon *d, uint16_t node)
+{
+	struct lm_daemon_held **pp = &d->held, *h, *prev = NULL;
+
+	while (lm_daemon_backlogged(d, node) && (h = *pp)) {
+		if (h->node != node) {
+			prev = h;
+			pp = &h->next;
+			continue;
+		}
+		lm_daemon_backlog_unlink(d, pp, prev, h);
+	}
+}
+
 static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 				 enum lm_rel_peer_event ev)
 {
@@ -744,6 +944,7 @@ static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 	/* Its next session shows its layout again. */
 	if (lm_daemon_is_peer_daemon(d, peer))
 		memset(&d->peers[peer], 0, sizeof(d->peers[peer]));
+	lm_daemon_backlog_drop(d, peer);
 	lm_daemon_attach(d, peer, false);
 	lm_log_info("%s: node %u %s", d->name, peer,
 		    ev == LM_REL_PEER_UNREACHABLE ? "is unreachable"
@@ -755,7 +956,8 @@ static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 /* Encodes m as head, bulk and tail (*parts, total *len): the head and
  * tail in the scratch buffer, the bulk (a PAGE's data, a RELEASE's
  * updates) left where it is, so that the transport's copy into the
- * datagrams is its only one.  False on failure (counted). */
+ * datagrams is its only one.  False on failure (logged when m does not
+ * encode). */
 static bool lm_daemon_encode(lm_daemon *d, const struct lm_msg *m,
 			     struct lm_rel_part parts[3], size_t *len)
 {
@@ -766,7 +968,6 @@ static bool lm_daemon_encode(lm_daemon *d, const struct lm_msg *m,
 		return false;
 	rc = lm_msg_encode_split(m, d->scratch, d->scratch_cap, &s);
 	if (rc < 0) {
-		d->stats.sends_failed++;
 		lm_log_error("%s: cannot encode %s: %s", d->name,
 			     lm_msg_name(m->type), lm_strerror(rc));
 		return false;
@@ -778,8 +979,9 @@ static bool lm_daemon_encode(lm_daemon *d, const struct lm_msg *m,
 	return true;
 }
 
-/* Encodes m and hands it to the transport as `kind`; failures are
- * logged and counted (the protocol's own time-outs take it from there). */
+/* Encodes m and hands it to the transport as `kind`, or to the backlog
+ * while the transport has no room for it; a message that cannot be sent
+ * aborts its run (lm_daemon_send_lost). */
 static void lm_daemon_emit(lm_daemon *d, uint16_t node,
 			   enum lm_rel_msg_kind kind, uint32_t req_id,
 			   const struct lm_msg *m)
@@ -788,8 +990,11 @@ static void lm_daemon_emit(lm_daemon *d, uint16_t node,
 	size_t len;
 	int rc;
 
-	if (!lm_daemon_encode(d, m, parts, &len))
+	if (!lm_daemon_encode(d, m, parts, &len)) {
+		lm_daemon_send_lost(d, node, m->type, m->run,
+				    "cannot encode it");
 		return;
+	}
 	if (lm_daemon_refused(d, node)) {
 		/* the peer would refuse it: the run cannot go on */
 		d->stats.msgs_refused_layout++;
@@ -802,11 +1007,25 @@ static void lm_daemon_emit(lm_daemon *d, uint16_t node,
 			lm_daemon_send_hash(d, node);
 		d->peers[node].sent_run = m->run;
 	}
-	rc = lm_evnode_queue(d->node, node, kind, req_id, parts, 3);
+	rc = lm_daemon_backlogged(d, node)
+		     ? LM_ENOBUFS
+		     : lm_evnode_queue(d->node, node, kind, req_id, parts, 3);
+	if (rc == LM_ENOBUFS) {
+		rc = lm_daemon_backlog_add(d, node, kind, req_id, m, parts,
+					   len);
+		if (rc == LM_ENOBUFS) {
+			char why[96];
+
+			snprintf(why, sizeof(why),
+				 "its send queue is full and %zu bytes wait "
+				 "already (at most %u)",
+				 d->held_bytes, LM_DAEMON_BACKLOG_BYTES);
+			lm_daemon_send_lost(d, node, m->type, m->run, why);
+			return;
+		}
+	}
 	if (rc) {
-		d->stats.sends_failed++;
-		lm_log_error("%s: %s to node %u not sent: %s", d->name,
-			     lm_msg_name(m->type), node, lm_strerror(rc));
+		lm_daemon_send_lost(d, node, m->type, m->run, lm_strerror(rc));
 		return;
 	}
 	lm_daemon_count(d, node, true, len);
@@ -1032,7 +1251,8 @@ lm_daemon *lm_daemon_create(struct event_base *base,
 	d->peers = calloc(d->ndaemons + 1, sizeof(*d->peers));
 	d->abort_ev = event_new(base, -1, 0, lm_daemon_on_abort_ev, d);
 	d->background_ev = evtimer_new(base, lm_daemon_on_background, d);
-	if (!d->peers || !d->abort_ev || !d->background_ev) {
+	d->held_ev = evtimer_new(base, lm_daemon_backlog_retry, d);
+	if (!d->peers || !d->abort_ev || !d->background_ev || !d->held_ev) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -1079,6 +1299,15 @@ void lm_daemon_destroy(lm_daemon *d)
 		event_free(d->abort_ev);
 	if (d->background_ev)
 		event_free(d->background_ev);
+	if (d->held_ev)
+		event_free(d->held_ev);
+	while (d->held) {
+		struct lm_daemon_held *h = d->held;
+
+		d->held = h->next;
+		free(h);
+	}
+	free(d->held_of);
 	if (d->machine)
 		d->proto->destroy(d->machine);
 	free(d->scratch);

@@ -119,9 +119,23 @@ int lm_daemon_start_protocol(lm_daemon *d,
  * (tests/run-memory.sh counts it). */
 #define LM_DAEMON_HEAP_PAD (4u << 20)
 
+/* A message the protocol emits while the transport's send queue to its
+ * peer is full (a burst of large CREATEs, say) waits, with every later
+ * one to that peer, in the daemon's backlog until the queue has room
+ * (tried again every LM_DAEMON_BACKLOG_RETRY_US).  The backlog holds at
+ * most LM_DAEMON_BACKLOG_BYTES in all (I5); a message that would go
+ * beyond it, or that the transport refuses for good, is not sent, and
+ * the run it belongs to is aborted, with a reason that names the
+ * message, the peer and the cause, as though the peer had sent ABORT:
+ * never dropped silently.  ABORTs themselves always wait. */
+#define LM_DAEMON_BACKLOG_BYTES (64u << 20)
+#define LM_DAEMON_BACKLOG_RETRY_US 1000u
+
 /* Counters of the shell itself. */
 struct lm_daemon_stats {
 	uint64_t msgs_handled, msgs_undecodable, sends_failed;
+	/* Messages that waited in the backlog, and its largest size. */
+	uint64_t sends_backlogged, backlog_peak_bytes;
 	/* Peer daemons found running a different layout (one per session
 	 * of the peer), and messages to or from them refused. */
 	uint64_t layout_mismatches, msgs_refused_layout;

@@ -532,12 +532,21 @@ static void lm_client_release_idle(void)
 {
 	while (lm_self.next_create < lm_self.layout->nprocs) {
 		struct lm_msg req = lm_client_msg(LM_MSG_CREATE), reply;
+		char what[64];
 		void *buf;
+		int rc;
 
 		req.rank = lm_self.next_create++;
 		req.offset = LM_CREATE_NO_WORK;
-		if (lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf) != 0)
+		rc = lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf);
+		if (rc) {
+			/* the ranks left wait until lemuria-run stops them */
+			snprintf(what, sizeof(what),
+				 "releasing ranks %u.. that got no work",
+				 req.rank);
+			lm_client_fail(what, rc);
 			return;
+		}
 		lm_client_buf_free(buf);
 	}
 }
@@ -747,7 +756,27 @@ int lm_id_alloc(int n)
 	rc = lm_client_alloc_call(&req, LM_MSG_ALLOC_OK, &reply);
 	if (rc)
 		return rc;
-	return reply.offset > INT32_MAX ? LM_ENOBUFS : (int)reply.offset;
+	if (reply.offset < LM_ID_MIN ||
+	    reply.offset > (uint64_t)LM_ID_MAX - (uint64_t)(n - 1)) {
+		lm_log_error("rank %d: lm_id_alloc(%d): the run's lock and "
+			     "barrier ids (%d..%d) are used up", lm_rank(), n,
+			     LM_ID_MIN, LM_ID_MAX);
+		return LM_ENOBUFS;
+	}
+	return (int)reply.offset;
+}
+
+/* Whether `id` is a lock or barrier id a program may use (lemuria.h);
+ * else logged ("rank R: lm_lock(0): lock ids are 1..N; 0 is not one"). */
+static bool lm_client_id_ok(const char *call, const char *kind, int id)
+{
+	if (id >= LM_ID_MIN && id <= LM_ID_MAX)
+		return true;
+	lm_log_error("rank %d: %s(%d): %s ids are %d..%d; %d is %s", lm_rank(),
+		     call, id, kind, LM_ID_MIN, LM_ID_MAX, id,
+		     id >= LM_RUNTIME_BARRIER ? "the runtime's own"
+					      : "not one");
+	return false;
 }
 
 static int lm_client_sync(uint16_t type, uint16_t want, int id,
@@ -788,7 +817,8 @@ static int lm_client_sync(uint16_t type, uint16_t want, int id,
 	return rc ? lm_client_fail(label, rc) : 0;
 }
 
-int lm_barrier(int id)
+/* Any barrier id, the runtime's own included. */
+static int lm_client_barrier(int id)
 {
 	/* alone in the run, every process has arrived: nothing to wait for
 	 * and, the region being private, nothing to publish */
@@ -797,10 +827,19 @@ int lm_barrier(int id)
 	return lm_client_sync(LM_MSG_BARRIER, LM_MSG_RELEASE, id, "barrier");
 }
 
+int lm_barrier(int id)
+{
+	if (!lm_client_id_ok("lm_barrier", "barrier", id))
+		return LM_EINVAL;
+	return lm_client_barrier(id);
+}
+
 int lm_lock(int id)
 {
 	int rc;
 
+	if (!lm_client_id_ok("lm_lock", "lock", id))
+		return LM_EINVAL;
 	if (lm_self.nheld == LM_CLIENT_MAX_HELD) {
 		lm_log_error("rank %d: lm_lock(%d): more than %d locks held",
 			     lm_rank(), id, LM_CLIENT_MAX_HELD);
@@ -814,6 +853,8 @@ int lm_lock(int id)
 
 int lm_unlock(int id)
 {
+	if (!lm_client_id_ok("lm_unlock", "lock", id))
+		return LM_EINVAL;
 	for (int i = 0; i < lm_self.nheld; i++) {
 		if (lm_self.held[i] != id)
 			continue;
@@ -941,12 +982,12 @@ int lm_distribute(void *var, size_t len)
 
 		if (lm_self.rank == 0)
 			memcpy(slot, (uint8_t *)var + done, n);
-		rc = lm_barrier(LM_RUNTIME_BARRIER);
+		rc = lm_client_barrier(LM_RUNTIME_BARRIER);
 		if (rc == 0 && lm_self.rank != 0)
 			memcpy((uint8_t *)var + done, slot, n);
 		/* Nobody overwrites the slot before everyone has read it. */
 		if (rc == 0)
-			rc = lm_barrier(LM_RUNTIME_BARRIER);
+			rc = lm_client_barrier(LM_RUNTIME_BARRIER);
 	}
 	return rc;
 }

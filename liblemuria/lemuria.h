@@ -73,8 +73,19 @@ int lm_free(void *p);
  * Uses the region's last page, which the allocator never hands out. */
 int lm_distribute(void *var, size_t len);
 
-/* Reserves `n` consecutive ids for locks or barriers, unique in the run;
- * returns the first (>= 0) or a negative error. */
+/* Lock and barrier ids are LM_ID_MIN..LM_ID_MAX (1..2147483391), for
+ * locks and barriers alike; ids from LM_RUNTIME_BARRIER up are the
+ * runtime's own (lm_distribute's barrier).  lm_lock, lm_unlock and
+ * lm_barrier refuse an id outside the range (0 used by accident, say)
+ * with LM_EINVAL, logged with the id, the range and the rank, and the
+ * run goes on. */
+#define LM_RUNTIME_BARRIER 0x7fffff00
+#define LM_ID_MIN 1
+#define LM_ID_MAX (LM_RUNTIME_BARRIER - 1)
+
+/* Reserves `n` consecutive ids for locks or barriers, unique in the run
+ * and within the range above (the first reserved is 1); returns the
+ * first or a negative error (LM_ENOBUFS when the range is used up). */
 int lm_id_alloc(int n);
 
 /* Locks: acquire and release.  lm_unlock of a lock this process does not
@@ -82,9 +93,7 @@ int lm_id_alloc(int n);
 int lm_lock(int id);
 int lm_unlock(int id);
 
-/* Barrier `id`: every process of the run takes part.  Ids from
- * LM_RUNTIME_BARRIER up are the runtime's own. */
-#define LM_RUNTIME_BARRIER 0x7fffff00
+/* Barrier `id`: every process of the run takes part. */
 int lm_barrier(int id);
 
 /* SPLASH-2 CREATE: starts fn on the next idle rank (1, 2, ...), which sees

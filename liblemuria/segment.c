@@ -7,6 +7,11 @@
  *  - the image starts with a 32-byte header (magic, sender's load base,
  *    segment offset from the base, segment length) so a receiver can
  *    refuse an image from another executable and can move pointers;
+ *  - only the blocks that hold a byte other than zero travel, as runs:
+ *    a program's large zeroed .bss would otherwise go to every worker,
+ *    through every daemon's send queue, in every CREATE; the receiver
+ *    zeroes the rest, writing only the words that are not zero already,
+ *    so that .bss pages it never wrote are not made private copies;
  *  - slots that the dynamic linker filled from a *symbol* (R_X86_64_64,
  *    GLOB_DAT ... against library symbols) are excluded like copy
  *    relocations: their value is an address in another process's
@@ -43,7 +48,7 @@
 #define SEG_R_IRELATIVE R_AARCH64_IRELATIVE
 #endif
 
-#define SEG_MAGIC 0x3147455344534d4cull /* "LMSDSEG1" little-endian */
+#define SEG_MAGIC 0x3247455344534d4cull /* "LMSDSEG2" little-endian */
 #define SEG_MAX_TEXT 8
 
 /* crt1.o defines it at the start of .data; weak so that a program
@@ -96,6 +101,51 @@ __attribute__((no_sanitize_address)) static void raw_copy(uint8_t *dst,
 	}
 	for (; i < n; i++)
 		d[i] = s[i];
+}
+
+/* Whether [a, a + n) holds a byte other than zero. */
+__attribute__((no_sanitize_address)) static int raw_nonzero(const uint8_t *a,
+							     size_t n)
+{
+	const volatile uint8_t *p = a;
+	size_t i = 0;
+
+	for (; i < n && ((uintptr_t)(a + i) & 7); i++)
+		if (p[i])
+			return 1;
+	for (; i + 32 <= n; i += 32) {
+		const volatile uint64_t *w =
+			(const volatile uint64_t *)(a + i);
+
+		if (w[0] | w[1] | w[2] | w[3])
+			return 1;
+	}
+	for (; i < n; i++)
+		if (p[i])
+			return 1;
+	return 0;
+}
+
+/* Zeroes [a, a + n), writing only what is not zero: a page of .bss that
+ * was never written stays the shared zero page. */
+__attribute__((no_sanitize_address)) static void raw_clear(uint8_t *a,
+							    size_t n)
+{
+	volatile uint8_t *p = a;
+	size_t i = 0;
+
+	for (; i < n && ((uintptr_t)(a + i) & 7); i++)
+		if (p[i])
+			p[i] = 0;
+	for (; i + 8 <= n; i += 8) {
+		volatile uint64_t *w = (volatile uint64_t *)(a + i);
+
+		if (*w)
+			*w = 0;
+	}
+	for (; i < n; i++)
+		if (p[i])
+			p[i] = 0;
 }
 
 /* ---- description ------------------------------------------------------- */
@@ -379,13 +429,81 @@ int lm_segment_exclude(const void *addr, size_t len)
 	return rc;
 }
 
+/* The first piece of [a, b) outside the excluded ranges, as [*pa, *pb);
+ * 0 when there is none.  *e is the first exclusion that may still
+ * matter: it only moves forward, so calls must come in address order. */
+static int seg_piece(uintptr_t a, uintptr_t b, size_t *e, uintptr_t *pa,
+		     uintptr_t *pb)
+{
+	while (a < b) {
+		while (*e < seg.nexcl && seg.excl[*e].end <= a)
+			(*e)++;
+		if (*e < seg.nexcl && seg.excl[*e].start <= a) {
+			a = seg.excl[*e].end;
+			continue;
+		}
+		*pa = a;
+		*pb = *e < seg.nexcl && seg.excl[*e].start < b
+			      ? seg.excl[*e].start
+			      : b;
+		return 1;
+	}
+	return 0;
+}
+
+struct seg_run {
+	uintptr_t start, end;
+};
+
+/* The runs of the image: the blocks of the segment that hold a byte
+ * other than zero outside the excluded ranges, neighbours merged.  On
+ * success *runs is malloc'd (NULL when there are none). */
+static int find_runs(struct seg_run **runs, size_t *nruns)
+{
+	struct seg_run *v = NULL;
+	size_t n = 0, cap = 0, e = 0;
+
+	for (uintptr_t a = seg.start, b; a < seg.end; a = b) {
+		uintptr_t pa, pb;
+		int nz = 0;
+
+		b = (a & ~(uintptr_t)(LM_SEGMENT_BLOCK - 1)) + LM_SEGMENT_BLOCK;
+		if (b > seg.end)
+			b = seg.end;
+		for (uintptr_t x = a; !nz && seg_piece(x, b, &e, &pa, &pb);
+		     x = pb)
+			nz = raw_nonzero((const uint8_t *)pa, pb - pa);
+		if (!nz)
+			continue;
+		if (n && v[n - 1].end == a) {
+			v[n - 1].end = b;
+			continue;
+		}
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 64;
+			void *p = realloc(v, c * sizeof(*v));
+
+			if (!p) {
+				free(v);
+				return LM_ENOMEM;
+			}
+			v = p;
+			cap = c;
+		}
+		v[n++] = (struct seg_run){ a, b };
+	}
+	*runs = v;
+	*nruns = n;
+	return 0;
+}
+
 int lm_segment_capture(uint8_t **image, size_t *len, char *err,
 		       size_t errlen)
 {
 	struct seg_header h;
-	uintptr_t at;
-	uint8_t *img;
-	size_t n;
+	struct seg_run *runs = NULL;
+	size_t nruns = 0, total = LM_SEGMENT_HEADER_BYTES, e = 0;
+	uint8_t *img, *out;
 	int rc;
 
 	pthread_mutex_lock(&seg.lock);
@@ -394,34 +512,44 @@ int lm_segment_capture(uint8_t **image, size_t *len, char *err,
 		set_err(err, errlen, seg.why);
 		goto out;
 	}
-	n = seg.end - seg.start;
-	img = calloc(1, LM_SEGMENT_HEADER_BYTES + n);
+	rc = find_runs(&runs, &nruns);
+	for (size_t i = 0; rc == 0 && i < nruns; i++)
+		total += LM_SEGMENT_RUN_BYTES + (runs[i].end - runs[i].start);
+	img = rc == 0 ? malloc(total) : NULL;
 	if (!img) {
 		set_err(err, errlen, "no memory for the data segment image");
 		rc = LM_ENOMEM;
 		goto out;
 	}
-	h = (struct seg_header){ SEG_MAGIC, seg.base, seg.start - seg.base, n };
+	h = (struct seg_header){ SEG_MAGIC, seg.base, seg.start - seg.base,
+				 seg.end - seg.start };
 	memcpy(img, &h, sizeof(h));
-	at = seg.start;
-	for (size_t i = 0; i <= seg.nexcl; i++) {
-		uintptr_t stop = i < seg.nexcl ? seg.excl[i].start : seg.end;
+	out = img + LM_SEGMENT_HEADER_BYTES;
+	for (size_t i = 0; i < nruns; i++) {
+		uint64_t rh[2] = { runs[i].start - seg.start,
+				   runs[i].end - runs[i].start };
+		uintptr_t pa, pb;
 
-		raw_copy(img + LM_SEGMENT_HEADER_BYTES + (at - seg.start),
-			 (const uint8_t *)at, stop - at);
-		if (i < seg.nexcl)
-			at = seg.excl[i].end;
+		memcpy(out, rh, sizeof(rh));
+		out += LM_SEGMENT_RUN_BYTES;
+		memset(out, 0, rh[1]); /* excluded bytes read as zero */
+		for (uintptr_t x = runs[i].start;
+		     seg_piece(x, runs[i].end, &e, &pa, &pb); x = pb)
+			raw_copy(out + (pa - runs[i].start),
+				 (const uint8_t *)pa, pb - pa);
+		out += rh[1];
 	}
 	*image = img;
-	*len = LM_SEGMENT_HEADER_BYTES + n;
+	*len = total;
 out:
 	pthread_mutex_unlock(&seg.lock);
+	free(runs);
 	return rc;
 }
 
-/* Moves the relative pointer slots that the image holds for a sender
- * loaded elsewhere.  Slots in excluded ranges were not written. */
-static void relocate(const uint8_t *body, uint64_t sender_base)
+/* Moves the relative pointer slots, as applied, for a sender loaded
+ * elsewhere.  Slots in excluded ranges were not written. */
+static void relocate(uint64_t sender_base)
 {
 	uintptr_t delta = seg.base - (uintptr_t)sender_base;
 	size_t e = 0;
@@ -433,7 +561,7 @@ static void relocate(const uint8_t *body, uint64_t sender_base)
 			e++;
 		if (e < seg.nexcl && seg.excl[e].start < slot + sizeof(v))
 			continue;
-		memcpy(&v, body + (slot - seg.start), sizeof(v));
+		raw_copy((uint8_t *)&v, (const uint8_t *)slot, sizeof(v));
 		if (v < sender_base + seg.lo || v >= sender_base + seg.hi)
 			continue; /* reassigned to something else: keep */
 		v += delta;
@@ -441,37 +569,77 @@ static void relocate(const uint8_t *body, uint64_t sender_base)
 	}
 }
 
+/* The run at image[*pos] (its bytes at image + *pos after the call). */
+static void read_run(const uint8_t *image, size_t *pos, uint64_t *off,
+		     uint64_t *n)
+{
+	memcpy(off, image + *pos, sizeof(*off));
+	memcpy(n, image + *pos + 8, sizeof(*n));
+	*pos += LM_SEGMENT_RUN_BYTES;
+}
+
+/* 0 when the runs of image[0, len) are in order, apart, not empty and
+ * inside a segment of seg_len bytes and the image; else LM_EINVAL. */
+static int check_runs(const uint8_t *image, size_t len, uint64_t seg_len)
+{
+	size_t pos = LM_SEGMENT_HEADER_BYTES;
+	uint64_t at = 0, off, n;
+
+	while (pos < len) {
+		if (len - pos < LM_SEGMENT_RUN_BYTES)
+			return LM_EINVAL;
+		read_run(image, &pos, &off, &n);
+		if (n == 0 || off < at || off > seg_len || n > seg_len - off ||
+		    n > len - pos)
+			return LM_EINVAL;
+		at = off + n;
+		pos += n;
+	}
+	return 0;
+}
+
 int lm_segment_apply(const uint8_t *image, size_t len)
 {
-	const uint8_t *body = image + LM_SEGMENT_HEADER_BYTES;
 	struct seg_header h;
-	uintptr_t at;
+	size_t pos = LM_SEGMENT_HEADER_BYTES, e = 0;
+	uintptr_t at, pa, pb;
 	int rc;
 
 	pthread_mutex_lock(&seg.lock);
 	rc = describe();
 	if (rc)
 		goto out;
-	if (!image || len != LM_SEGMENT_HEADER_BYTES + (seg.end - seg.start)) {
+	if (!image || len < LM_SEGMENT_HEADER_BYTES) {
 		rc = LM_EINVAL;
 		goto out;
 	}
 	memcpy(&h, image, sizeof(h));
 	if (h.magic != SEG_MAGIC || h.start != seg.start - seg.base ||
-	    h.len != seg.end - seg.start) {
+	    h.len != seg.end - seg.start ||
+	    check_runs(image, len, h.len) != 0) {
 		rc = LM_EINVAL;
 		goto out;
 	}
 	at = seg.start;
-	for (size_t i = 0; i <= seg.nexcl; i++) {
-		uintptr_t stop = i < seg.nexcl ? seg.excl[i].start : seg.end;
+	while (pos < len) {
+		uint64_t off, n;
+		uintptr_t ra;
 
-		raw_copy((uint8_t *)at, body + (at - seg.start), stop - at);
-		if (i < seg.nexcl)
-			at = seg.excl[i].end;
+		read_run(image, &pos, &off, &n);
+		ra = seg.start + (uintptr_t)off;
+		for (uintptr_t x = at; seg_piece(x, ra, &e, &pa, &pb); x = pb)
+			raw_clear((uint8_t *)pa, pb - pa);
+		for (uintptr_t x = ra; seg_piece(x, ra + n, &e, &pa, &pb);
+		     x = pb)
+			raw_copy((uint8_t *)pa, image + pos + (pa - ra),
+				 pb - pa);
+		at = ra + n;
+		pos += n;
 	}
+	for (uintptr_t x = at; seg_piece(x, seg.end, &e, &pa, &pb); x = pb)
+		raw_clear((uint8_t *)pa, pb - pa);
 	if (h.base != seg.base)
-		relocate(body, h.base);
+		relocate(h.base);
 out:
 	pthread_mutex_unlock(&seg.lock);
 	return rc;

@@ -23,8 +23,17 @@ struct lm_segment_range {
 };
 
 /* An image is this header (magic, the sender's load base and the
- * segment's position and length) followed by the segment's bytes. */
+ * segment's position and length) followed by runs: each a u64 offset
+ * from the segment's start, a u64 length (not 0) and that many bytes of
+ * the segment, in address order and apart.  Together the runs hold
+ * every block of LM_SEGMENT_BLOCK bytes (aligned in memory) that has a
+ * byte other than zero; the rest of the segment is zero, so that a
+ * large .bss the program has not written costs nothing to ship.  Fields
+ * are in the host's byte order (sender and receiver run one
+ * executable). */
 #define LM_SEGMENT_HEADER_BYTES 32
+#define LM_SEGMENT_RUN_BYTES 16
+#define LM_SEGMENT_BLOCK 4096
 
 /* Describes the segment and its exclusions (sorted, disjoint, each inside
  * [start, end)).  Computed once and cached; *excl points into the cache
@@ -39,17 +48,20 @@ int lm_segment_layout(uintptr_t *start, uintptr_t *end,
  * LM_EINVAL when the range is not inside the segment, LM_ENOMEM, LM_EIO. */
 int lm_segment_exclude(const void *addr, size_t len);
 
-/* Captures the image: header + segment bytes, excluded ranges zero, so two
- * captures of unchanged memory are byte-identical.  On success *image is
- * malloc'd and owned by the caller (free it), *len its length.  Returns 0,
- * LM_ENOMEM or LM_EIO (reason in err). */
+/* Captures the image: header + runs, excluded ranges read as zero, so
+ * two captures of unchanged memory are byte-identical.  On success *image
+ * is malloc'd and owned by the caller (free it), *len its length.
+ * Returns 0, LM_ENOMEM or LM_EIO (reason in err). */
 int lm_segment_capture(uint8_t **image, size_t *len, char *err,
 		       size_t errlen);
 
-/* Copies an image (borrowed; any alignment) into this process's segment,
- * skipping excluded ranges.  Returns 0, LM_EINVAL when the image does not
- * come from this executable (length, magic or segment position differ),
- * LM_EIO when the segment cannot be described. */
+/* Makes this process's segment what the image says (borrowed; any
+ * alignment): the runs' bytes, zero elsewhere, excluded ranges left as
+ * they are.  The image is checked whole before anything is written.
+ * Returns 0, LM_EINVAL when the image does not come from this executable
+ * (magic, segment position or length differ) or its runs are malformed
+ * (out of order, overlapping, beyond the segment or the image), LM_EIO
+ * when the segment cannot be described. */
 int lm_segment_apply(const uint8_t *image, size_t len);
 
 /* A function of the executable as an offset from its load base (what

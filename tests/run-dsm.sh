@@ -272,6 +272,61 @@ for r in 1 2; do
 	verdict "$ok" "LU n=256 on 4+4, run $r: status $st, ${bytes:-no} bytes between clusters (< 8000000)"
 done
 
+# CREATE of a program with a 32 MiB .bss, zero but for a few words rank 0
+# sets (issue 38, finding 3): the image carries only the blocks that are
+# not zero, so fifteen CREATEs (seven to rank 0's own cluster) move little
+# between the clusters and the run is quick; a whole-segment image was
+# larger than the transport's largest message, and 15 MiB ones filled the
+# reflector's send queue until a CREATE was dropped and its worker waited
+# for ever.  With 10 MiB of it filled, the CREATEs overfill the send
+# queues: they wait in the daemons' backlogs and still all arrive.
+echo "dsm: CREATE of a program with a large .bss"
+for l in 8+8 2x2-two-reflectors; do
+	mkdir -p "$tmp/bss-$l"
+	lay=$(private_layout "conf/$l.ini" "$tmp/bss-$l" 33)
+	checks=$((checks + 1))
+	start=$(date +%s)
+	timeout -k 5 60 "$bin/lemuria-run" -c "$lay" --start-daemons --stats \
+		--timeout 50 -- "$build/tests/bigbss" >"$tmp/out" 2>&1
+	st=$?
+	secs=$(( $(date +%s) - start ))
+	bytes=$(stat_cluster bytes_sent "$tmp/out")
+	ok=$([ $st -eq 0 ] && grep -q PASSED "$tmp/out" &&
+		[ "${bytes:-99999999}" -lt 4000000 ] 2>/dev/null && echo y)
+	verdict "$ok" "32 MiB .bss on $l: status $st, ${secs}s, ${bytes:-no} bytes between the clusters (< 4000000)"
+done
+checks=$((checks + 1))
+timeout -k 5 120 "$bin/lemuria-run" -c "$tmp/bss-8+8/8+8.ini" --start-daemons \
+	--stats --timeout 110 -- "$build/tests/bigbss" 10 >"$tmp/out" 2>&1
+st=$?
+waited=$(awk '$2 == "sends_backlogged" { print $NF; exit }' "$tmp/out")
+failed=$(awk '$2 == "sends_failed" { print $NF; exit }' "$tmp/out")
+ok=$([ $st -eq 0 ] && grep -q PASSED "$tmp/out" && [ "${failed:-x}" = 0 ] &&
+	echo y)
+verdict "$ok" "15 CREATEs of 10 MiB on 8+8: status $st, ${waited:-no} messages waited for a full send queue, ${failed:-no} not sent"
+
+# Lock and barrier ids out of range (issue 38, finding 7): lm_lock,
+# lm_unlock and lm_barrier of 0, negative ids and the runtime's own fail
+# with a message naming the id, the range and the rank, and the run goes
+# on, lm_distribute's barrier in the runtime's range included; on two
+# reflectors, where an id's manager is the id mod 2.
+mkdir -p "$tmp/ids"
+lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/ids" 34)
+echo "dsm: lock and barrier ids out of range"
+run_expect "bad ids refused and the run goes on" "$lay" 60 "PASSED" \
+	"$build/tests/dsmtest" ids 1
+checks=$((checks + 1))
+missing=""
+[ "$(grep -c "dsmtest ids: rank [0-7] PASSED" "$tmp/out")" -eq 8 ] ||
+	missing="; not every rank passed"
+for msg in "lm_barrier(0): barrier ids are 1..2147483391; 0 is not one" \
+	"lm_lock(-1): lock ids are 1..2147483391; -1 is not one" \
+	"lm_unlock(2147483392): lock ids are 1..2147483391; 2147483392 is the runtime's own"; do
+	[ "$(grep -cF "$msg" "$tmp/out")" -eq 8 ] || missing="$missing; $msg"
+done
+verdict "$([ -z "$missing" ] && echo y)" \
+	"each bad id named by every rank${missing:+; missing:$missing}"
+
 # API misuse (docs/operations.md, "What each error means"): each call fails
 # with a message naming the cause, and the run goes on.
 mkdir -p "$tmp/misuse"

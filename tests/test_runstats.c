@@ -412,8 +412,40 @@ static void test_run_report_sums_then_lists(void)
 	lm_layout_free(l);
 }
 
+/* The backlog's peak (common/daemon.h) is a high-water mark: a run that
+ * came near it shows it, even when an earlier run went as high. */
+static void test_diff_keeps_backlog_peak(void)
+{
+	const struct c peak[] = {
+		{ LM_STAT_NONE, "backlog_peak_bytes", 4096 },
+	};
+	struct lm_layout *l = layout_44();
+	lm_runstats *before, *after, *d;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+	before = lm_runstats_create(l);
+	after = lm_runstats_create(l);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(after);
+	put(before, 0, answer(LM_ROLE_REFLECTOR, "r0", 10, 1, 0xffffffffu,
+			      peak, 1));
+	put(after, 0, answer(LM_ROLE_REFLECTOR, "r0", 12, 2, 0xffffffffu,
+			     peak, 1));
+	d = lm_runstats_diff(before, after);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL_FATAL(lm_runstats_daemon(d, 0)->rc, 0);
+	CU_ASSERT_EQUAL(val(lm_runstats_daemon(d, 0)->set, LM_STAT_NONE,
+			    "backlog_peak_bytes"),
+			4096);
+	lm_runstats_destroy(d);
+	lm_runstats_destroy(before);
+	lm_runstats_destroy(after);
+	lm_layout_free(l);
+}
+
 LM_TEST_SUITE("runstats", LM_TEST(test_create_lists_reflectors_then_clusters),
 	      LM_TEST(test_diff_subtracts_per_daemon),
+	      LM_TEST(test_diff_keeps_backlog_peak),
 	      LM_TEST(test_diff_of_restarted_daemon_counts_from_zero),
 	      LM_TEST(test_diff_refuses_other_daemons),
 	      LM_TEST(test_sum_adds_per_level_over_answering_daemons),

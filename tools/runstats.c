@@ -22,7 +22,8 @@ struct lm_runstats {
 
 /* Counters that say how much there is now, not how often something
  * happened: a run's difference shows their value after the run. */
-static const char *const lm_runstats_gauges[] = { "cached_bytes" };
+static const char *const lm_runstats_gauges[] = { "cached_bytes",
+						   "backlog_peak_bytes" };
 
 static bool lm_runstats_is_gauge(const char *name)
 {

@@ -59,8 +59,8 @@ lm_runstats *lm_runstats_snapshot(const struct lm_layout *l, uint16_t self_id,
 /* What happened between two snapshots of the same layout, daemon by
  * daemon: each counter of `after` minus the same counter of `before`
  * (0 when absent there).  A daemon that restarted in between (its uptime
- * went down) counts from zero; a gauge (cached_bytes) keeps its value
- * after.  A daemon down in either snapshot is down in the result.
+ * went down) counts from zero; a gauge (cached_bytes,
+ * backlog_peak_bytes) keeps its value after.  A daemon down in either snapshot is down in the result.
  * Returns a new object (caller destroys), or NULL when out of memory or
  * the snapshots are not of the same daemons. */
 lm_runstats *lm_runstats_diff(const lm_runstats *before,

@@ -31,6 +31,13 @@
  *                              address freed twice), lm_malloc beyond the
  *                              region: each must fail with an error, and
  *                              the run must go on working after them
+ *   dsmtest ids 1              lock and barrier ids out of range (issue
+ *                              38): lm_lock, lm_unlock and lm_barrier of
+ *                              0, negative ids and the runtime's own must
+ *                              each fail with LM_EINVAL; then the ends of
+ *                              the range, lm_id_alloc's ids and
+ *                              lm_distribute (the runtime's barrier)
+ *                              must still work
  *   dsmtest numbering 1        the SPLASH-2 start: rank 0 CREATEs every
  *                              other process, then each (rank 0 last)
  *                              takes a number under a lock; each
@@ -81,6 +88,7 @@
 #include <unistd.h>
 
 #include "lemuria.h"
+#include "lm_error.h" /* LM_EINVAL */
 
 static int rank, nprocs;
 
@@ -667,6 +675,58 @@ static int run_exit0_spmd(long ms)
 	return 0;
 }
 
+static int run_ids(void)
+{
+	static const int bad[] = { 0, -1, INT32_MIN, LM_RUNTIME_BARRIER,
+				   LM_RUNTIME_BARRIER + 5, INT32_MAX };
+	static const char *const name[] = { "lm_lock", "lm_unlock",
+					    "lm_barrier" };
+	struct shared {
+		int lock;
+		long counter;
+	} *s = NULL;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc[3];
+
+		rc[0] = lm_lock(bad[i]);
+		rc[1] = lm_unlock(bad[i]);
+		rc[2] = lm_barrier(bad[i]);
+		for (int k = 0; k < 3; k++)
+			if (rc[k] != LM_EINVAL) {
+				fprintf(stderr, "dsmtest: rank %d: %s(%d) "
+					"returned %d, not LM_EINVAL\n", rank,
+					name[k], bad[i], rc[k]);
+				return 1;
+			}
+	}
+	/* the run goes on: the ends of the range, allocated ids, and
+	 * lm_distribute's barrier of the runtime's own range */
+	check(lm_lock(LM_ID_MIN), "lm_lock(LM_ID_MIN)");
+	check(lm_unlock(LM_ID_MIN), "lm_unlock(LM_ID_MIN)");
+	check(lm_lock(LM_ID_MAX), "lm_lock(LM_ID_MAX)");
+	check(lm_unlock(LM_ID_MAX), "lm_unlock(LM_ID_MAX)");
+	check(lm_barrier(LM_ID_MAX), "lm_barrier(LM_ID_MAX)");
+	if (rank == 0) {
+		s = lm_malloc(sizeof(*s));
+		if (!s)
+			die("lm_malloc", -2);
+		s->lock = lm_id_alloc(1);
+		check(s->lock, "lm_id_alloc");
+	}
+	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	check(lm_lock(s->lock), "lm_lock");
+	s->counter++;
+	check(lm_unlock(s->lock), "lm_unlock");
+	check(lm_barrier(LM_ID_MIN), "lm_barrier(LM_ID_MIN)");
+	if (s->counter != nprocs) {
+		fprintf(stderr, "dsmtest: rank %d: counter is %ld, expected "
+			"%d\n", rank, s->counter, nprocs);
+		return 1;
+	}
+	return 0;
+}
+
 static int run_die(int victim)
 {
 	check(lm_barrier(6), "lm_barrier");
@@ -686,9 +746,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"private ROUNDS BYTES | sleep SECONDS | "
-				"misuse 1 | numbering 1 | counters K GAP | "
-				"created PAGES | chain ROUNDS | "
-				"exit0 serve|MS\n");
+				"misuse 1 | ids 1 | numbering 1 | "
+				"counters K GAP | created PAGES | "
+				"chain ROUNDS | exit0 serve|MS\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
@@ -725,6 +785,8 @@ int main(int argc, char **argv)
 		failed = run_sleep(atoi(argv[2]));
 	else if (strcmp(argv[1], "misuse") == 0)
 		failed = run_misuse();
+	else if (strcmp(argv[1], "ids") == 0)
+		failed = run_ids();
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
 		failed = run_private(atol(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "stress") == 0 && argc == 5)
