@@ -204,6 +204,28 @@ static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
 	c->aborted = true;
 }
 
+/* Something of the run was lost here (no memory to keep a message or
+ * notices, deltas refused): a worker, a WAIT_END or a lock's next holder
+ * would wait for it for ever, or read stale data, so the run ends at
+ * once, everywhere, naming the cause. */
+static void lose_run(lm_cluster *c, const char *why)
+{
+	char reason[160];
+	struct lm_msg a;
+
+	snprintf(reason, sizeof(reason), "lemuriad %s: %s", c->cfg->name,
+		 why);
+	lm_log_error("cluster %s: %s", c->cfg->name, reason);
+	if (c->active && !c->aborted) {
+		msg_init(c, &a, LM_MSG_ABORT);
+		a.rank = LM_CLUSTER_ABORT_REFLECTOR;
+		a.data = (const uint8_t *)reason;
+		a.data_len = strlen(reason);
+		c->out.send(c->ctx, c->reflector, &a);
+	}
+	abort_run(c, LM_CLUSTER_ABORT_REFLECTOR, reason, -1);
+}
+
 /* Write notices (I3): a copy is dropped only when older than its notice.
  * A pending FETCH remembers the notice so that its reply, if older, is
  * not cached and does not answer clients that asked after the notice.
@@ -406,8 +428,8 @@ void lm_cluster_park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
 		struct parked *np = realloc(c->parked, cap * sizeof(*np));
 
 		if (!np) {
-			lm_log_error("cluster %s: no memory to send %s up",
-				     c->cfg->name, lm_msg_name(type));
+			lose_run(c, "out of memory for a message to send "
+				 "up");
 			return;
 		}
 		c->parked = np;
@@ -418,8 +440,8 @@ void lm_cluster_park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
 	if (data_len) {
 		p->data = malloc(data_len);
 		if (!p->data) {
-			lm_log_error("cluster %s: no memory to send %s up",
-				     c->cfg->name, lm_msg_name(type));
+			lose_run(c, "out of memory for a message to send "
+				 "up");
 			return;
 		}
 		memcpy(p->data, data, data_len);
@@ -1258,10 +1280,17 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 		if (m->type != LM_MSG_REGISTER_OK) {
 			count_bad(c, c->reflector, m, "reply of the wrong type");
 		} else {
-			if (m->status)
-				lm_log_error("cluster %s: homes refused deltas "
-					     "of ours: %s", c->cfg->name,
-					     lm_strerror(m->status));
+			if (m->status) {
+				/* writes of ours are lost */
+				char what[80];
+
+				snprintf(what, sizeof(what), "its deltas were "
+					 "refused by their homes (%s)",
+					 lm_strerror(m->status));
+				lm_upreq_free(c, up);
+				lose_run(c, what);
+				return;
+			}
 			lm_deltas_registered(c->deltas, m->notices,
 					     m->nnotices);
 			know_registered(c, m->notices, m->nnotices);
@@ -1371,10 +1400,7 @@ static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
 	if (m->data_len) {
 		cl->work_data = malloc(m->data_len);
 		if (!cl->work_data) {
-			lm_log_warn("cluster %s: no memory to keep the "
-				    "CREATE of rank %u", c->cfg->name,
-				    m->rank);
-			count_bad(c, c->reflector, m, "no memory");
+			lose_run(c, "out of memory for a CREATE");
 			return;
 		}
 		memcpy(cl->work_data, m->data, m->data_len);
@@ -1385,10 +1411,7 @@ static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
 		cl->work_notices = malloc(sz);
 		if (!cl->work_notices) {
 			free_client_work(cl);
-			lm_log_warn("cluster %s: no memory to keep the "
-				    "CREATE of rank %u", c->cfg->name,
-				    m->rank);
-			count_bad(c, c->reflector, m, "no memory");
+			lose_run(c, "out of memory for a CREATE");
 			return;
 		}
 		memcpy(cl->work_notices, m->notices, sz);
@@ -1411,10 +1434,8 @@ static void handle_end_down(lm_cluster *c, const struct lm_msg *m)
 					      n * sizeof(*v));
 
 		if (!v) {
-			/* WAIT_END would go without them: refuse loudly */
-			lm_log_error("cluster %s: no memory for the notices "
-				     "of an END", c->cfg->name);
-			count_bad(c, c->reflector, m, "no memory");
+			/* WAIT_END would go without them */
+			lose_run(c, "out of memory for the notices of an END");
 			return;
 		}
 		memcpy(v + c->end_nnotices, m->notices,
@@ -1532,6 +1553,8 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
 	c->leaving = calloc(c->npages ? c->npages : 1, 1);
+	if (lm_notice_set_init(&c->epoch_notes, c->npages) < 0)
+		goto err;
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + LM_MSG_DIFFS_ENTRY_HDR);
 	c->fetchv_cap = LM_CLUSTER_FETCHV_MAX *
 		((size_t)c->page_size + LM_MSG_DIFFS_ENTRY_HDR);
@@ -1577,7 +1600,7 @@ void lm_cluster_destroy(lm_cluster *c)
 	free(c->up_by_page);
 	free(c->clients);
 	free(c->tokens);
-	free(c->epoch_notes);
+	lm_notice_set_free(&c->epoch_notes);
 	free(c);
 }
 

@@ -15,6 +15,7 @@
 #include "cluster.h"
 #include "deltas.h"
 #include "log.h"
+#include "notice_set.h"
 #include "updates.h"
 
 /* One cached copy of a page.  `version` is the home version it reflects
@@ -255,10 +256,9 @@ struct lm_cluster {
 
 	struct token *tokens;   /* locks our clients hold or want */
 	size_t ntokens, tokens_cap;
-	struct lm_notice *epoch_notes; /* since the last barrier: the
-					  notices of our registrations and
-					  every notice we applied */
-	size_t nepoch_notes, epoch_notes_cap;
+	struct lm_notice_set epoch_notes; /* since the last barrier: the
+					     notices of our registrations
+					     and every notice we applied */
 
 	/* cluster deltas (docs/dsm.md "Lazy, adaptive and eager relay") */
 	lm_deltas *deltas;

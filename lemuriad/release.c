@@ -574,7 +574,7 @@ void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
 	lm_cluster_apply_notices(c, m->notices, m->nnotices);
 	/* every process passed the barrier: older notices are known to all
 	 * and need not ride on local GRANTs any more */
-	c->nepoch_notes = 0;
+	lm_notice_set_clear(&c->epoch_notes);
 	if (!expected) {
 		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
 		return;

@@ -53,7 +53,7 @@ void lm_tokens_clear(lm_cluster *c)
 	for (size_t i = 0; i < c->ntokens; i++)
 		token_free(&c->tokens[i]);
 	c->ntokens = 0;
-	c->nepoch_notes = 0;
+	lm_notice_set_clear(&c->epoch_notes);
 }
 
 /* Drops the entry of a lock nobody here holds, wants or has the token of. */
@@ -247,39 +247,21 @@ void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
 
 	msg_init(c, &r, LM_MSG_GRANT);
 	r.id = id;
-	r.notices = c->epoch_notes;
-	r.nnotices = (uint32_t)c->nepoch_notes;
+	r.notices = c->epoch_notes.v;
+	r.nnotices = c->epoch_notes.n;
 	c->stats.locks++;
 	c->out.reply(c->ctx, node, req_id, &r);
 }
 
-/* Keeps notices of the epoch, merged (the latest version of each page),
- * for local GRANTs. */
+/* Keeps notices of the epoch (the latest version of each page) for
+ * local GRANTs. */
 void lm_token_note_epoch(lm_cluster *c, const struct lm_notice *n,
 			 uint32_t count)
 {
-	if (!n || !count)
-		return;
-	if (c->nepoch_notes + count > c->epoch_notes_cap) {
-		size_t cap = c->nepoch_notes + count + 64;
-		struct lm_notice *nv = realloc(c->epoch_notes,
-					       cap * sizeof(*nv));
-
-		if (!nv) {
-			/* a later local holder could read stale data */
-			lm_log_error("cluster %s: no memory to keep notices",
-				     c->cfg->name);
-			return;
-		}
-		c->epoch_notes = nv;
-		c->epoch_notes_cap = cap;
-	}
-	memcpy(c->epoch_notes + c->nepoch_notes, n, count * sizeof(*n));
-	c->nepoch_notes = lm_notices_merge(c->epoch_notes,
-					   c->nepoch_notes + count);
+	lm_notice_set_add(&c->epoch_notes, n, count);
 	/* a client that joins a FETCH of ours from now on may hold a GRANT
 	 * naming these versions: an older reply is not for it (I3) */
-	for (uint32_t i = 0; i < count; i++) {
+	for (uint32_t i = 0; n && i < count; i++) {
 		struct upreq *up = lm_upreq_fetch_of(c, n[i].page);
 
 		if (up && up->min_version < n[i].version)

@@ -139,7 +139,7 @@ static void run_reset(lm_home *h)
 	memset(h->versions, 0, (size_t)h->npages * sizeof(*h->versions));
 	memset(h->pe, 0, (size_t)h->npages * sizeof(*h->pe));
 	h->epoch = 0;
-	set_clear(&h->epoch_set);
+	lm_notice_set_clear(&h->epoch_set);
 	barriers_clear(h);
 	lm_mgr_locks_clear(h);
 	lm_router_held_clear(h);
@@ -193,8 +193,6 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	h->em_union = calloc((layout->page_size + 63) / 64, sizeof(uint64_t));
 	h->zero = calloc(1, layout->page_size);
 	h->flush_mark = calloc(npages, sizeof(*h->flush_mark));
-	h->epoch_set.v = calloc(npages, sizeof(*h->epoch_set.v));
-	h->epoch_set.at = calloc(npages, sizeof(*h->epoch_set.at));
 	h->scratch = calloc(npages, sizeof(*h->scratch));
 	h->split_notices = calloc(npages, sizeof(*h->split_notices));
 	h->pend = calloc(npages, sizeof(*h->pend));
@@ -211,7 +209,8 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	h->fwait = calloc(npages, sizeof(*h->fwait));
 	if (!h->pages || !h->versions || !h->pe || !h->em || !h->em_union ||
 	    !h->zero ||
-	    !h->flush_mark || !h->epoch_set.v || !h->epoch_set.at ||
+	    !h->flush_mark ||
+	    lm_notice_set_init(&h->epoch_set, npages) < 0 ||
 	    !h->scratch || !h->split_notices || !h->pend || !h->fwait ||
 	    !h->rbuckets)
 		goto err;
@@ -248,8 +247,7 @@ void lm_home_destroy(lm_home *h)
 	free(h->em_union);
 	free(h->zero);
 	free(h->flush_mark);
-	free(h->epoch_set.v);
-	free(h->epoch_set.at);
+	lm_notice_set_free(&h->epoch_set);
 	free(h->scratch);
 	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
 		free(h->barriers[i].seen);
@@ -299,19 +297,10 @@ int lm_home_page(const lm_home *h, uint32_t page, const uint8_t **data,
 static void spread_abort(lm_home *h, uint16_t from, const struct lm_msg *m,
 			 bool to_reflectors)
 {
-	const struct lm_layout *l = h->layout;
-
 	lm_log_warn("home: ABORT from node %u (rank %u): %.*s", from,
 		    m->rank, (int)(m->data_len > 200 ? 200 : m->data_len),
 		    m->data ? (const char *)m->data : "");
-	for (size_t i = 0; i < l->nclusters; i++)
-		if ((uint32_t)l->clusters[i].reflector_index ==
-		    h->self_index && l->clusters[i].id != from)
-			h->out.send(h->ctx, l->clusters[i].id, m);
-	if (to_reflectors)
-		for (uint32_t k = 0; k < h->nrefl; k++)
-			if (k != h->self_index)
-				h->out.send(h->ctx, refl_node(h, k), m);
+	send_abort(h, from, m, to_reflectors);
 }
 
 /* Whether `type` from a cluster is a request (answered by a reply) or
@@ -574,7 +563,8 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		if (!c || m->rank == 0) {
 			drop_bad(h, from, m, "target rank not a worker here");
 		} else {
-			set_learn(&h->epoch_set, m->notices, m->nnotices);
+			lm_notice_set_add(&h->epoch_set, m->notices,
+					  m->nnotices);
 			h->out.send(h->ctx, c->id, m);
 		}
 		break;
@@ -583,7 +573,8 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		if (!c) {
 			drop_bad(h, from, m, "rank 0 is not served here");
 		} else {
-			set_learn(&h->epoch_set, m->notices, m->nnotices);
+			lm_notice_set_add(&h->epoch_set, m->notices,
+					  m->nnotices);
 			h->out.send(h->ctx, c->id, m);
 		}
 		break;

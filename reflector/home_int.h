@@ -8,9 +8,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "home.h"
+#include "notice_set.h"
 #include "log.h"
 
 /* Active lock entries (held, waited for, or carrying notices); beyond
@@ -92,12 +94,6 @@ struct epoch_masks {
 						kept for reuse */
 };
 
-/* A set of notices, one per page, latest version kept. */
-struct notice_set {
-	struct lm_notice *v; /* npages entries */
-	uint32_t n;
-	uint32_t *at;        /* per page: index + 1 in v, 0 when absent */
-};
 
 /* A request of ours to another reflector or to a cluster of ours,
  * matched by req_id. */
@@ -221,7 +217,7 @@ struct lm_home {
 
 	/* ---- router */
 	uint32_t epoch;            /* barriers released to our clusters */
-	struct notice_set epoch_set; /* this epoch: our clusters' changes
+	struct lm_notice_set epoch_set; /* this epoch: our clusters' changes
 					and the notices they were sent */
 	struct router_barrier barriers[LM_HOME_BARRIERS_MAX];
 	struct forward *fwd;
@@ -320,6 +316,40 @@ static inline struct lm_msg msg_new(const lm_home *h, enum lm_msg_type type)
 	return m;
 }
 
+/* ABORT m to our clusters but `from` and, with to_reflectors, to every
+ * other reflector, which pass it on to theirs. */
+static inline void send_abort(lm_home *h, uint16_t from,
+			      const struct lm_msg *m, bool to_reflectors)
+{
+	const struct lm_layout *l = h->layout;
+
+	for (size_t i = 0; i < l->nclusters; i++)
+		if ((uint32_t)l->clusters[i].reflector_index ==
+		    h->self_index && l->clusters[i].id != from)
+			h->out.send(h->ctx, l->clusters[i].id, m);
+	if (to_reflectors)
+		for (uint32_t k = 0; k < h->nrefl; k++)
+			if (k != h->self_index)
+				h->out.send(h->ctx, refl_node(h, k), m);
+}
+
+/* Something of the run was lost here (a limit or no memory): whoever
+ * waits for it would wait for ever, so the run ends everywhere, naming
+ * the cause. */
+static inline void lose_run(lm_home *h, const char *what)
+{
+	struct lm_msg a = msg_new(h, LM_MSG_ABORT);
+	char reason[160];
+
+	snprintf(reason, sizeof(reason), "reflector %s: %s",
+		 h->layout->reflectors[h->self_index].name, what);
+	lm_log_error("home: %s; the run is aborted", reason);
+	a.rank = LM_HOME_ABORT_PEER;
+	a.data = (const uint8_t *)reason;
+	a.data_len = strlen(reason);
+	send_abort(h, 0, &a, true);
+}
+
 /* Notices from another reflector must name pages of the region. */
 static inline bool notices_valid(const lm_home *h, const struct lm_msg *m)
 {
@@ -329,35 +359,6 @@ static inline bool notices_valid(const lm_home *h, const struct lm_msg *m)
 	return true;
 }
 
-static inline void set_put(struct notice_set *s, const struct lm_notice *n)
-{
-	uint32_t at = s->at[n->page];
-
-	if (!at) {
-		s->v[s->n] = *n;
-		s->at[n->page] = ++s->n;
-	} else if (n->version > s->v[at - 1].version) {
-		s->v[at - 1] = *n;
-	}
-}
-
-/* Notices passing down to one of our clusters (a GRANT, an END, a
- * CREATE) join the epoch set: what a cluster of ours learned, its later
- * releases pass on (release consistency is transitive), and those carry
- * the epoch set.  The notices must name pages of the region. */
-static inline void set_learn(struct notice_set *s, const struct lm_notice *v,
-			     uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		set_put(s, &v[i]);
-}
-
-static inline void set_clear(struct notice_set *s)
-{
-	for (uint32_t i = 0; i < s->n; i++)
-		s->at[s->v[i].page] = 0;
-	s->n = 0;
-}
 
 /* home_pages.c: the home of a share of the pages */
 void lm_home_serve_page(lm_home *h, uint16_t node, uint32_t req_id,

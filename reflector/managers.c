@@ -190,7 +190,7 @@ static void lock_grant(lm_home *h, struct home_lock *lk, uint16_t node,
 	r.notices = h->scratch;
 	r.nnotices = n;
 	if (node_is_our_cluster(h, node))
-		set_learn(&h->epoch_set, r.notices, n);
+		lm_notice_set_add(&h->epoch_set, r.notices, n);
 	h->stats.lock_grants++;
 	lk->recalled = false;
 	h->out.reply(h->ctx, node, req_id, &r);

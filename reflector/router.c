@@ -61,9 +61,8 @@ void lm_router_forward(lm_home *h, uint32_t to, const struct lm_msg *m,
 					      node_req);
 
 	if (!f) {
-		lm_log_error("home: too many requests in flight; %s of "
-			     "node %u dropped", lm_msg_name(m->type), node);
-		h->stats.dropped_bad++;
+		/* its sender would wait for the answer for ever */
+		lose_run(h, "too many requests in flight to forward one more");
 		return;
 	}
 	h->out.request(h->ctx, f->to, f->req_id, m);
@@ -340,7 +339,7 @@ static void flush_part(lm_home *h, uint32_t home, uint32_t writer,
 		long n = lm_home_apply(h, h->self_id, h->epoch, writer, part);
 
 		for (long i = 0; i < n; i++)
-			set_put(&h->epoch_set, &h->scratch[i]);
+			lm_notice_set_put(&h->epoch_set, &h->scratch[i]);
 		return;
 	}
 	r = msg_new(h, LM_MSG_FLUSH);
@@ -349,9 +348,8 @@ static void flush_part(lm_home *h, uint32_t home, uint32_t writer,
 	r.diffs = *part;
 	f = lm_router_fwd_add(h, LM_MSG_FLUSH, refl_node(h, home), 0, 0);
 	if (!f) {
-		lm_log_error("home: too many requests in flight; diffs of "
-			     "rank %u lost", writer);
 		h->stats.diffs_rejected += part->count;
+		lose_run(h, "too many requests in flight to forward diffs");
 		return;
 	}
 	f->seq = ++h->flush_sent;
@@ -477,16 +475,15 @@ static void register_part(lm_home *h, struct reg_agg *a, uint32_t home,
 			return;
 		}
 		for (long i = 0; i < n; i++)
-			set_put(&h->epoch_set, &h->scratch[i]);
+			lm_notice_set_put(&h->epoch_set, &h->scratch[i]);
 		if (agg_add_notices(a, h->scratch, (size_t)n) < 0)
 			a->status = LM_ENOMEM;
 		return;
 	}
 	f = lm_router_fwd_add(h, LM_MSG_REGISTER, refl_node(h, home), 0, 0);
 	if (!f) {
-		lm_log_error("home: too many requests in flight; deltas of "
-			     "cluster %u lost", ci);
 		a->status = LM_ENOBUFS;
+		lose_run(h, "too many requests in flight to register deltas");
 		return;
 	}
 	f->seq = ++h->flush_sent;
@@ -589,7 +586,7 @@ void lm_router_release(lm_home *h, uint32_t id,
 		if ((uint32_t)l->clusters[i].reflector_index == h->self_index)
 			h->out.send(h->ctx, l->clusters[i].id, &r);
 	h->epoch++;
-	set_clear(&h->epoch_set);
+	lm_notice_set_clear(&h->epoch_set);
 	h->stats.releases++;
 }
 
@@ -597,7 +594,7 @@ void lm_router_release(lm_home *h, uint32_t id,
  * superset of what the sender's changes were. */
 static void held_send(lm_home *h, const struct held_msg *hm)
 {
-	const struct notice_set *s = &h->epoch_set;
+	const struct lm_notice_set *s = &h->epoch_set;
 	const struct lm_cluster_cfg *c;
 	struct lm_msg r = msg_new(h, hm->type);
 	uint32_t mgr;
@@ -687,6 +684,7 @@ void lm_router_hold(lm_home *h, uint16_t from, const struct lm_msg *m)
 		if (h->nheld >= LM_HOME_HELD_MAX ||
 		    !(nh = realloc(h->held, cap * sizeof(*nh)))) {
 			drop_bad(h, from, m, "too many messages held");
+			lose_run(h, "too many synchronisation messages held");
 			return;
 		}
 		h->held = nh;
@@ -704,6 +702,7 @@ void lm_router_hold(lm_home *h, uint16_t from, const struct lm_msg *m)
 		hm->data = malloc(m->data_len);
 		if (!hm->data) {
 			drop_bad(h, from, m, "out of memory");
+			lose_run(h, "out of memory for a CREATE");
 			return;
 		}
 		memcpy(hm->data, m->data, m->data_len);
@@ -799,7 +798,7 @@ void lm_router_reply(lm_home *h, uint16_t from, uint32_t req_id,
 		struct reg_agg *a = agg_find(h, done.agg);
 
 		for (uint32_t i = 0; i < m->nnotices; i++)
-			set_put(&h->epoch_set, &m->notices[i]);
+			lm_notice_set_put(&h->epoch_set, &m->notices[i]);
 		if (a) {
 			if (m->status)
 				a->status = m->status;
@@ -812,7 +811,7 @@ void lm_router_reply(lm_home *h, uint16_t from, uint32_t req_id,
 		return;
 	}
 	if (done.type == LM_MSG_LOCK)
-		set_learn(&h->epoch_set, m->notices, m->nnotices);
+		lm_notice_set_add(&h->epoch_set, m->notices, m->nnotices);
 	if (done.type != LM_MSG_FLUSH) {
 		h->out.reply(h->ctx, done.node, done.node_req, m);
 		return;
@@ -821,7 +820,7 @@ void lm_router_reply(lm_home *h, uint16_t from, uint32_t req_id,
 		lm_log_error("home: node %u refused diffs of ours: %s", from,
 			     lm_strerror(m->status));
 	for (uint32_t i = 0; i < m->nnotices; i++)
-		set_put(&h->epoch_set, &m->notices[i]);
+		lm_notice_set_put(&h->epoch_set, &m->notices[i]);
 	lm_router_held_release(h);
 }
 

@@ -2814,6 +2814,40 @@ static void test_reply_from_before_our_data_is_not_cached(void)
 	teardown(c);
 }
 
+/* Deltas the homes refused are writes lost: the run cannot be right, so
+ * it ends at once, at every client here and (through R) everywhere,
+ * naming the cause, instead of a log line and a wrong answer. */
+static void test_refused_deltas_abort_the_run(void)
+{
+	lm_cluster *c = setup();
+	struct lm_notice v[4];
+	struct lm_msg r = msg(LM_MSG_REGISTER_OK, RUN);
+	struct out *up;
+	int to_clients = 0;
+
+	join_all(c, RUN);
+	flush_page(c, 1, 5, 0, 4, 0x66);
+	for (uint32_t k = 0; k < 4; k++)
+		barrier(c, k, 1);
+	up = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(up);
+	CU_ASSERT_FATAL(up->m.nnotices <= 4);
+	memcpy(v, up->notices, up->m.nnotices * sizeof(*v));
+	r.status = LM_EBADMSG;
+	r.notices = v;
+	r.nnotices = 0;
+	lm_cluster_handle(c, refl, LM_REL_REPLY, up->req_id, &r);
+	up = find_out(SENT, refl, LM_MSG_ABORT);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(up);
+	CU_ASSERT(up->m.data_len > 0 &&
+		  memmem(up->m.data, up->m.data_len, "refused", 7) != NULL);
+	for (size_t i = 0; i < nouts; i++)
+		to_clients += outs[i].m.type == LM_MSG_ABORT &&
+			      outs[i].node != refl;
+	CU_ASSERT(to_clients >= 4); /* each waits in the barrier */
+	teardown(c);
+}
+
 /* A recalled token makes at most LM_CLUSTER_HANDOFFS_MAX more local
  * hand-offs, then goes back, and the cluster asks for it again for the
  * clients still waiting: no cluster starves the others. */
@@ -3173,6 +3207,7 @@ LM_TEST_SUITE("cluster",
 	LM_TEST(test_local_grant_passes_on_what_other_grants_named),
 	LM_TEST(test_fetch_asks_for_our_registered_versions),
 	LM_TEST(test_reply_from_before_our_data_is_not_cached),
+	LM_TEST(test_refused_deltas_abort_the_run),
 	LM_TEST(test_recalled_token_bounded_handoffs),
 	LM_TEST(test_alloc_free_relay),
 	LM_TEST(test_create_routing),
