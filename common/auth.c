@@ -1,35 +1,28 @@
-/* Datagram MAC with libsodium, OpenSSL and gmac.c (construction described
- * in auth.h).
+/* Datagram MAC with OpenSSL's libcrypto (construction in auth.h).
  *
- * GMAC (AES-256-GCM with an empty message, the datagram as associated data)
- * runs at about twice the speed of Poly1305 on CPUs with AES-NI, which
- * matters when every 4 KiB page crosses the MAC four times per round trip.
- * GCM's nonce is 12 bytes, too short to hold sender, session and stamp, so
- * each (sender, session) gets its own key derived from the layout key and
- * the nonce is the stamp alone.  Expanded keys are kept in a small
- * direct-mapped cache so that derivation happens once per peer session.
- *
- * All three compute the same tag.  Where the CPU has VPCLMULQDQ, gmac.c
- * hashes 32 blocks per reduction at 27-34 GB/s from 4 KiB and costs
- * about 40 ns a short datagram, so it takes every datagram.  Elsewhere
- * libsodium 1.0.18 hashes at about 3.6 GB/s whatever the length, and
- * OpenSSL's GHASH, eight blocks at a time, reaches 7 GB/s on a 64 KB
- * datagram but spends about 0.4 us per call getting there, so it takes
- * the datagrams of LM_AUTH_BULK bytes and more (docs/performance.md has
- * the figures). */
+ * GCM's nonce is 12 bytes, too short to hold sender, session and stamp,
+ * so each (sender, session) gets its own key, derived from the layout key
+ * with HKDF, and the nonce is the stamp alone.  A key lives in a slot of a
+ * small direct-mapped cache as an EVP_CIPHER_CTX keyed once: libcrypto
+ * expands the AES key and computes GHASH's key then, and a datagram only
+ * sets the nonce, feeds the datagram as associated data and reads the tag.
+ * Derivation happens once per peer session.  Tags are compared with
+ * CRYPTO_memcmp (constant time) and keys wiped with OPENSSL_cleanse. */
 #include "auth.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 #include <pthread.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "gmac.h"
 #include "lm_error.h"
 #include "wire.h"
 
@@ -37,48 +30,41 @@
 #define LM_AUTH_SECRET_MAX 4096
 #define LM_AUTH_CACHE_SLOTS 64 /* power of two */
 #define LM_AUTH_NONCE_BYTES 12
-#define LM_AUTH_BULK 4096 /* where OpenSSL starts to be the faster */
+#define LM_AUTH_KEY_SALT "lemuria layout key v2"
+#define LM_AUTH_SALT_LEN (sizeof(LM_AUTH_KEY_SALT) - 1) /* no NUL */
+#define LM_AUTH_KEY_INFO "lemuria datagram mac v2"
+#define LM_AUTH_INFO_LEN (sizeof(LM_AUTH_KEY_INFO) - 1)
 
 struct lm_auth_slot {
 	uint16_t sender;
 	uint64_t session;
 	int used;
-	uint8_t key[32];
-	crypto_aead_aes256gcm_state gcm;
-	EVP_CIPHER_CTX *bulk; /* the same key in OpenSSL; NULL until needed */
-	int bulk_keyed;
-	struct lm_gmac_key own; /* the same key for gmac.c, when it is used */
+	EVP_CIPHER_CTX *gcm; /* keyed with the slot's key; NULL until needed */
 };
 
 struct lm_auth {
 	uint8_t master[LM_KEY_BYTES];
-	int use_gcm; /* else ChaCha20-Poly1305 (no AES-NI) */
-	int use_own; /* gmac.c for every datagram */
-	size_t bulk_min; /* datagrams this long go to OpenSSL */
+	EVP_CIPHER *aes_gcm; /* fetched once, not per key */
+	EVP_KDF *hkdf;
 	pthread_mutex_t lock;
 	struct lm_auth_slot slots[LM_AUTH_CACHE_SLOTS];
 };
 
-/* Whether gmac.c can compute this auth's tags (AES-NI and VPCLMULQDQ). */
-static bool own_possible(const struct lm_auth *auth)
-{
-	return auth->use_gcm && lm_gmac_available();
-}
-
 lm_auth *lm_auth_create(const uint8_t key[LM_KEY_BYTES])
 {
-	lm_auth *auth;
+	lm_auth *auth = calloc(1, sizeof(*auth));
 
-	if (sodium_init() < 0)
-		return NULL;
-	auth = sodium_malloc(sizeof(*auth));
 	if (!auth)
 		return NULL;
-	memset(auth, 0, sizeof(*auth));
+	auth->aes_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+	auth->hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	if (!auth->aes_gcm || !auth->hkdf) {
+		EVP_CIPHER_free(auth->aes_gcm);
+		EVP_KDF_free(auth->hkdf);
+		free(auth);
+		return NULL;
+	}
 	memcpy(auth->master, key, sizeof(auth->master));
-	auth->use_gcm = crypto_aead_aes256gcm_is_available();
-	auth->use_own = own_possible(auth);
-	auth->bulk_min = LM_AUTH_BULK;
 	pthread_mutex_init(&auth->lock, NULL);
 	return auth;
 }
@@ -89,22 +75,54 @@ void lm_auth_destroy(lm_auth *auth)
 		return;
 	pthread_mutex_destroy(&auth->lock);
 	for (int i = 0; i < LM_AUTH_CACHE_SLOTS; i++)
-		EVP_CIPHER_CTX_free(auth->slots[i].bulk); /* cleanses */
-	sodium_free(auth); /* zeroes the keys */
+		EVP_CIPHER_CTX_free(auth->slots[i].gcm); /* cleanses the key */
+	EVP_CIPHER_free(auth->aes_gcm);
+	EVP_KDF_free(auth->hkdf);
+	OPENSSL_cleanse(auth->master, sizeof(auth->master));
+	free(auth);
+}
+
+/* One HKDF-SHA256 step into out[0..outlen): mode
+ * EVP_KDF_HKDF_MODE_EXTRACT_ONLY takes key as the input keying material
+ * and `extra` as the salt, EVP_KDF_HKDF_MODE_EXPAND_ONLY key as the
+ * pseudorandom key and `extra` as the info.  0, or -1 when libcrypto
+ * fails. */
+static int lm_auth_hkdf(EVP_KDF *hkdf, int mode, const uint8_t *key,
+			size_t keylen, const void *extra, size_t extralen,
+			uint8_t *out, size_t outlen)
+{
+	EVP_KDF_CTX *ctx = EVP_KDF_CTX_new(hkdf);
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
+						 (char *)"SHA256", 0),
+		OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode),
+		OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+						  (void *)key, keylen),
+		OSSL_PARAM_construct_octet_string(
+			mode == EVP_KDF_HKDF_MODE_EXTRACT_ONLY
+				? OSSL_KDF_PARAM_SALT
+				: OSSL_KDF_PARAM_INFO,
+			(void *)extra, extralen),
+		OSSL_PARAM_END
+	};
+	int ok;
+
+	if (!ctx)
+		return -1;
+	ok = EVP_KDF_derive(ctx, out, outlen, params) == 1;
+	EVP_KDF_CTX_free(ctx);
+	return ok ? 0 : -1;
 }
 
 int lm_auth_key_from_file(const char *path, uint8_t key[LM_KEY_BYTES],
 			  char *err, size_t errlen)
 {
 	uint8_t secret[LM_AUTH_SECRET_MAX + 1];
+	EVP_KDF *hkdf;
 	size_t got = 0;
 	ssize_t n;
-	int fd;
+	int fd, rc;
 
-	if (sodium_init() < 0) {
-		snprintf(err, errlen, "libsodium failed to initialise");
-		return LM_EIO;
-	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "secret file \"%s\": %s", path,
@@ -119,6 +137,7 @@ int lm_auth_key_from_file(const char *path, uint8_t key[LM_KEY_BYTES],
 			snprintf(err, errlen, "secret file \"%s\": %s", path,
 				 strerror(errno));
 			close(fd);
+			OPENSSL_cleanse(secret, got);
 			return LM_EIO;
 		}
 		got += (size_t)n;
@@ -128,154 +147,142 @@ int lm_auth_key_from_file(const char *path, uint8_t key[LM_KEY_BYTES],
 		snprintf(err, errlen,
 			 "secret file \"%s\" holds %zu bytes; it needs %d to %d",
 			 path, got, LM_AUTH_SECRET_MIN, LM_AUTH_SECRET_MAX);
-		sodium_memzero(secret, sizeof(secret));
+		OPENSSL_cleanse(secret, got);
 		return LM_EINVAL;
 	}
-	crypto_generichash(key, LM_KEY_BYTES, secret, got, NULL, 0);
-	sodium_memzero(secret, sizeof(secret));
+	hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	rc = hkdf ? lm_auth_hkdf(hkdf, EVP_KDF_HKDF_MODE_EXTRACT_ONLY, secret,
+				 got, LM_AUTH_KEY_SALT, LM_AUTH_SALT_LEN, key,
+				 LM_KEY_BYTES)
+		  : -1;
+	EVP_KDF_free(hkdf);
+	OPENSSL_cleanse(secret, got);
+	if (rc) {
+		snprintf(err, errlen,
+			 "secret file \"%s\": libcrypto's HKDF-SHA256 failed",
+			 path);
+		return LM_EIO;
+	}
 	return 0;
 }
 
-/* Finds or derives the key of (sender, session); caller holds the lock. */
+/* Finds the slot of (sender, session), deriving its key and keying its
+ * context when the slot held another; NULL when libcrypto fails.  Caller
+ * holds the lock. */
 static struct lm_auth_slot *lm_auth_slot_locked(struct lm_auth *auth,
 						uint16_t sender,
 						uint64_t session)
 {
-	static const char label[] = "lemuria datagram mac v1";
 	uint64_t mix = session * 0x9e3779b97f4a7c15ull ^ sender;
 	struct lm_auth_slot *s =
 		&auth->slots[(mix >> 58) & (LM_AUTH_CACHE_SLOTS - 1)];
-	uint8_t info[sizeof(label) + 10];
+	uint8_t info[LM_AUTH_INFO_LEN + 2 + 8];
+	const EVP_CIPHER *cipher;
+	uint8_t key[32];
+	int ok;
 
 	if (s->used && s->sender == sender && s->session == session)
 		return s;
-	memcpy(info, label, sizeof(label));
-	lm_put16(info + sizeof(label), sender);
-	lm_put64(info + sizeof(label) + 2, session);
-	crypto_generichash(s->key, sizeof(s->key), info, sizeof(info),
-			   auth->master, sizeof(auth->master));
-	if (auth->use_gcm)
-		crypto_aead_aes256gcm_beforenm(&s->gcm, s->key);
-	if (auth->use_own)
-		lm_gmac_init(&s->own, s->key);
-	s->bulk_keyed = 0;
+	s->used = 0;
+	if (!s->gcm && !(s->gcm = EVP_CIPHER_CTX_new()))
+		return NULL;
+	memcpy(info, LM_AUTH_KEY_INFO, LM_AUTH_INFO_LEN);
+	lm_put16(info + LM_AUTH_INFO_LEN, sender);
+	lm_put64(info + LM_AUTH_INFO_LEN + 2, session);
+	/* a context keyed before keeps libcrypto's state and takes the new
+	 * key alone */
+	cipher = EVP_CIPHER_CTX_get0_cipher(s->gcm) ? NULL : auth->aes_gcm;
+	ok = lm_auth_hkdf(auth->hkdf, EVP_KDF_HKDF_MODE_EXPAND_ONLY,
+			  auth->master, sizeof(auth->master), info,
+			  sizeof(info), key, sizeof(key)) == 0 &&
+	     EVP_EncryptInit_ex2(s->gcm, cipher, key, NULL, NULL) == 1;
+	OPENSSL_cleanse(key, sizeof(key));
+	if (!ok)
+		return NULL;
 	s->sender = sender;
 	s->session = session;
 	s->used = 1;
 	return s;
 }
 
-/* The GMAC of dg[0..len) by OpenSSL into tag; -1 when OpenSSL fails (out of
- * memory), and the caller falls back on libsodium. */
-static int lm_auth_bulk_tag(struct lm_auth_slot *s, const uint8_t *dg,
-			    size_t len, const uint8_t *nonce, uint8_t *tag)
+/* The GMAC of dg[0..len) under the slot's key into tag: only the nonce is
+ * set anew.  0, or -1 when libcrypto fails. */
+static int lm_auth_tag(EVP_CIPHER_CTX *gcm, const uint8_t *nonce,
+		       const uint8_t *dg, size_t len, uint8_t *tag)
 {
+	OSSL_PARAM get[2] = {
+		OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+						  tag, LM_WIRE_MAC_SIZE),
+		OSSL_PARAM_END
+	};
+	uint8_t none[1]; /* GCM's final step writes no ciphertext */
 	int outl;
 
-	if (!s->bulk && !(s->bulk = EVP_CIPHER_CTX_new()))
-		return -1;
-	if (!s->bulk_keyed) {
-		if (EVP_EncryptInit_ex(s->bulk, EVP_aes_256_gcm(), NULL, s->key,
-				       NULL) != 1)
-			return -1;
-		s->bulk_keyed = 1;
-	}
-	if (EVP_EncryptInit_ex(s->bulk, NULL, NULL, NULL, nonce) != 1 ||
-	    EVP_EncryptUpdate(s->bulk, NULL, &outl, dg, (int)len) != 1 ||
-	    EVP_EncryptFinal_ex(s->bulk, tag, &outl) != 1 ||
-	    EVP_CIPHER_CTX_ctrl(s->bulk, EVP_CTRL_GCM_GET_TAG,
-				LM_WIRE_MAC_SIZE, tag) != 1)
+	if (EVP_EncryptInit_ex2(gcm, NULL, NULL, nonce, NULL) != 1 ||
+	    EVP_EncryptUpdate(gcm, NULL, &outl, dg, (int)len) != 1 ||
+	    EVP_EncryptFinal_ex(gcm, none, &outl) != 1 ||
+	    EVP_CIPHER_CTX_get_params(gcm, get) != 1)
 		return -1;
 	return 0;
 }
 
-/* Computes the MAC of dg[0..len) into mac, or checks it against mac. */
+/* The MAC of dg[0..len) (at most LM_WIRE_MAX_DATAGRAM bytes) into tag.
+ * 0, or -1 when libcrypto fails. */
 static int lm_auth_run(const lm_auth *cauth, const uint8_t *dg, size_t len,
-		       uint8_t *mac_out, const uint8_t *mac_in)
+		       uint8_t *tag)
 {
 	struct lm_auth *auth = (struct lm_auth *)cauth;
 	uint8_t nonce[LM_AUTH_NONCE_BYTES] = { 0 };
-	uint8_t none = 0; /* the empty plaintext and ciphertext */
-	uint8_t tag[LM_WIRE_MAC_SIZE];
-	unsigned long long maclen;
 	struct lm_auth_slot *s;
-	int rc;
+	int rc = -1;
 
 	memcpy(nonce, dg + 28, 8); /* the stamp (wire.h) */
 	pthread_mutex_lock(&auth->lock);
 	s = lm_auth_slot_locked(auth, lm_get16(dg + 6), lm_get64(dg + 12));
-	if (auth->use_own) {
-		lm_gmac_tag(&s->own, nonce, dg, len, tag);
-		if (mac_out)
-			memcpy(mac_out, tag, LM_WIRE_MAC_SIZE);
-		rc = mac_out ? 0
-			     : sodium_memcmp(tag, mac_in, LM_WIRE_MAC_SIZE);
-	} else if (auth->use_gcm && len >= auth->bulk_min &&
-	    lm_auth_bulk_tag(s, dg, len, nonce, tag) == 0) {
-		if (mac_out)
-			memcpy(mac_out, tag, LM_WIRE_MAC_SIZE);
-		rc = mac_out ? 0
-			     : sodium_memcmp(tag, mac_in, LM_WIRE_MAC_SIZE);
-	} else if (auth->use_gcm) {
-		rc = mac_out ? crypto_aead_aes256gcm_encrypt_detached_afternm(
-				       &none, mac_out, &maclen, &none, 0, dg,
-				       len, NULL, nonce, &s->gcm)
-			     : crypto_aead_aes256gcm_decrypt_detached_afternm(
-				       &none, NULL, &none, 0, mac_in, dg, len,
-				       nonce, &s->gcm);
-	} else {
-		rc = mac_out ? crypto_aead_chacha20poly1305_ietf_encrypt_detached(
-				       &none, mac_out, &maclen, &none, 0, dg,
-				       len, NULL, nonce, s->key)
-			     : crypto_aead_chacha20poly1305_ietf_decrypt_detached(
-				       &none, NULL, &none, 0, mac_in, dg, len,
-				       nonce, s->key);
-	}
+	if (s && lm_auth_tag(s->gcm, nonce, dg, len, tag) == 0)
+		rc = 0;
+	else if (s)
+		s->used = 0; /* key the context afresh next time */
 	pthread_mutex_unlock(&auth->lock);
 	return rc;
 }
 
 void lm_auth_sign(const lm_auth *auth, uint8_t *dg, size_t len)
 {
-	lm_auth_run(auth, dg, len, dg + len, NULL);
+	if (lm_auth_run(auth, dg, len, dg + len))
+		memset(dg + len, 0, LM_WIRE_MAC_SIZE);
 }
 
 int lm_auth_verify(const lm_auth *auth, const uint8_t *dg, size_t len)
 {
+	uint8_t tag[LM_WIRE_MAC_SIZE];
 	size_t body;
 
 	if (len < LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE)
 		return LM_EAUTH;
 	body = len - LM_WIRE_MAC_SIZE;
-	return lm_auth_run(auth, dg, body, NULL, dg + body) ? LM_EAUTH : 0;
+	if (lm_auth_run(auth, dg, body, tag) ||
+	    CRYPTO_memcmp(tag, dg + body, LM_WIRE_MAC_SIZE) != 0)
+		return LM_EAUTH;
+	return 0;
 }
 
-bool lm_auth_set_engine(lm_auth *auth, enum lm_auth_engine engine)
+int lm_auth_gmac(const uint8_t key[32], const uint8_t nonce[12],
+		 const uint8_t *data, size_t len, uint8_t tag[16])
 {
-	bool own = own_possible(auth);
-	bool ok = engine == LM_AUTH_AUTO || engine == LM_AUTH_SODIUM ||
-		  (engine == LM_AUTH_OPENSSL && auth->use_gcm) ||
-		  (engine == LM_AUTH_OWN && own);
+	EVP_CIPHER *aes_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+	EVP_CIPHER_CTX *gcm = EVP_CIPHER_CTX_new();
+	int ok = aes_gcm && gcm &&
+		 EVP_EncryptInit_ex2(gcm, aes_gcm, key, NULL, NULL) == 1 &&
+		 lm_auth_tag(gcm, nonce, data, len, tag) == 0;
 
-	if (!ok)
-		return false;
-	pthread_mutex_lock(&auth->lock);
-	/* keys derived before have no gmac.c expansion: derive them again */
-	if (!auth->use_own && (engine == LM_AUTH_AUTO || engine == LM_AUTH_OWN))
-		for (int i = 0; i < LM_AUTH_CACHE_SLOTS; i++)
-			auth->slots[i].used = 0;
-	auth->use_own = engine == LM_AUTH_OWN || (engine == LM_AUTH_AUTO && own);
-	auth->bulk_min = engine == LM_AUTH_SODIUM    ? SIZE_MAX
-			 : engine == LM_AUTH_OPENSSL ? 0
-						     : LM_AUTH_BULK;
-	pthread_mutex_unlock(&auth->lock);
-	return true;
+	EVP_CIPHER_CTX_free(gcm);
+	EVP_CIPHER_free(aes_gcm);
+	return ok ? 0 : LM_ENOMEM;
 }
 
 const char *lm_auth_construction(const lm_auth *auth)
 {
-	if (!auth->use_gcm)
-		return "ChaCha20-Poly1305";
-	return auth->use_own ? "AES-256-GCM (GMAC, VPCLMULQDQ)"
-			     : "AES-256-GCM (GMAC)";
+	(void)auth;
+	return "AES-256-GCM (GMAC), OpenSSL libcrypto";
 }

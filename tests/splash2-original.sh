@@ -85,8 +85,8 @@ compile() {
 	ok "$name: built with $mfile"
 }
 
-libs=$(pkg-config --libs libevent inih libsodium 2>/dev/null) ||
-	libs="-levent -linih -lsodium"
+libs=$(pkg-config --libs libevent inih libcrypto 2>/dev/null) ||
+	libs="-levent -linih -lcrypto"
 libdir=$(cd "$build/lib" && pwd)
 build_pt() { # NAME SRC OUT [extra cc flags]
 	n=$1; s=$2; o=$3; shift 3

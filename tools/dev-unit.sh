@@ -16,7 +16,7 @@ mkdir -p "$(dirname "$out")"
 # shellcheck disable=SC2086,SC2046 # flags and sources split into words
 cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -fno-strict-aliasing -D_GNU_SOURCE $san \
-	-Icommon -Iliblemuria $(pkg-config --cflags libevent inih cunit libsodium) \
+	-Icommon -Iliblemuria $(pkg-config --cflags libevent inih cunit libcrypto) \
 	$srcs tests/unit_main.c common/error.c common/log.c -o "$out" \
-	$(pkg-config --libs libevent inih cunit libsodium) -lpthread
+	$(pkg-config --libs libevent inih cunit libcrypto) -lpthread
 "$out" "$@"

@@ -21,8 +21,8 @@ FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_HARNESSES := fuzz_wire fuzz_msg fuzz_engine fuzz_home fuzz_cluster
 
-FUZZ_PKG_CFLAGS = $(shell pkg-config --cflags inih libsodium libcrypto 2>/dev/null)
-FUZZ_PKG_LIBS = $(shell pkg-config --libs inih libsodium libcrypto 2>/dev/null)
+FUZZ_PKG_CFLAGS = $(shell pkg-config --cflags inih libcrypto 2>/dev/null)
+FUZZ_PKG_LIBS = $(shell pkg-config --libs inih libcrypto 2>/dev/null)
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wshadow \
@@ -33,13 +33,12 @@ FUZZ_RUN_FLAGS = -timeout=30 -rss_limit_mb=2048 -print_final_stats=1
 
 FUZZ_BASE_SRC := common/error.c common/log.c common/wire.c
 FUZZ_MACHINE_SRC := tests/fuzz/fuzz_machine.c common/proto.c common/diff.c \
-	common/config.c common/auth.c common/gmac.c $(FUZZ_BASE_SRC)
-FUZZ_SRC_fuzz_wire := tests/fuzz/fuzz_wire.c common/auth.c common/gmac.c \
-	$(FUZZ_BASE_SRC)
+	common/config.c common/auth.c $(FUZZ_BASE_SRC)
+FUZZ_SRC_fuzz_wire := tests/fuzz/fuzz_wire.c common/auth.c $(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_msg := tests/fuzz/fuzz_msg.c common/proto.c common/diff.c \
 	$(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_engine := tests/fuzz/fuzz_engine.c common/reliable.c \
-	common/mem.c common/auth.c common/gmac.c $(FUZZ_BASE_SRC)
+	common/mem.c common/auth.c $(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
 	reflector/home_pages.c reflector/router.c reflector/managers.c \
 	reflector/alloc.c \
@@ -119,7 +118,7 @@ fuzz-smoke-run: fuzz-build
 
 # The seed generator is ordinary code: the project's compiler, no fuzzer.
 $(FUZZ_GEN): tests/fuzz/gen_corpus.c common/proto.c common/diff.c \
-		common/config.c common/auth.c common/gmac.c common/reliable.c \
+		common/config.c common/auth.c common/reliable.c \
 		common/mem.c $(FUZZ_BASE_SRC) $(FUZZ_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wshadow \
