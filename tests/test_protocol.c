@@ -203,6 +203,7 @@ static struct sim {
 static char trace_ring[TRACE_RING][TRACE_LINE];
 
 static void describe_run(void);
+static void sim_start(void);
 
 static uint64_t rng_state;
 
@@ -1294,12 +1295,48 @@ static void gen_programs(void)
 
 /* ---- quiescent checks ------------------------------------------------ */
 
+/* The first offset where `page`'s bytes differ from the writes, and the
+ * slot there, for a message. */
+static const char *first_diff(uint32_t page, const uint8_t *data,
+			      char *buf, size_t cap)
+{
+	uint32_t off = 0;
+	char d[96];
+	int s;
+
+	while (data[off] == ref_page(page)[off])
+		off++;
+	s = slot_at(page, off);
+	snprintf(buf, cap, "+%u (%s)", off,
+		 s >= 0 ? slot_desc((uint32_t)s, d, sizeof(d)) : "no slot");
+	return buf;
+}
+
 /* The network is quiet after a barrier every client passed and none has
- * gone on from: each valid copy must be at its home's version (the
- * barrier's notices reached every copy, I3) and hold every write (I2: the
- * data of each one is at its home or pulled from where it is pending). */
+ * gone on from.  Each valid copy must be at its home's version (the
+ * barrier's notices reached every copy, I3) and hold every write (I2:
+ * the data of each is at its home or pulled from where it is pending).
+ * With eager relay every registration carried its data, so each home's
+ * own copy must hold every write too. */
 static void check_quiet(uint32_t k)
 {
+	char d[160];
+
+	for (uint32_t pg = 0; pg < S.npages && S.relay == LM_RELAY_EAGER;
+	     pg++) {
+		const uint8_t *data;
+		uint32_t v;
+
+		lm_home_page(S.home[lm_home_of_page(S.layout, pg) + 1], pg,
+			     &data, &v);
+		if (memcmp(data ? data : S.zero, ref_page(pg), S.ps)) {
+			failf("after barrier #%u page %u at its home (version "
+			      "%u) differs from the writes at %s", k, pg, v,
+			      first_diff(pg, data ? data : S.zero, d,
+					 sizeof(d)));
+			return;
+		}
+	}
 	for (uint32_t r = 0; r < S.nprocs && !S.failed; r++) {
 		struct proc *p = &S.proc[r];
 
@@ -1320,20 +1357,12 @@ static void check_quiet(uint32_t k)
 				return;
 			}
 			if (memcmp(c->data, ref_page(pg), S.ps)) {
-				uint32_t off = 0;
-				char d[96];
-				int s;
-
-				while (c->data[off] == ref_page(pg)[off])
-					off++;
-				s = slot_at(pg, off);
 				failf("after barrier #%u rank %u's copy of page %u "
 				      "at version %u (%c at step %llu) differs "
-				      "from the writes at +%u (%s)", k, r, pg,
+				      "from the writes at %s", k, r, pg,
 				      c->version, c->how,
-				      (unsigned long long)c->since, off,
-				      s >= 0 ? slot_desc((uint32_t)s, d, sizeof(d))
-					     : "no slot");
+				      (unsigned long long)c->since,
+				      first_diff(pg, c->data, d, sizeof(d)));
 				return;
 			}
 		}
@@ -1551,6 +1580,27 @@ static bool sim_run(struct lm_layout *l, const struct saved_layout *orig,
 	S.create = S.nprocs >= 3 && rnd(10) < 3;
 	S.p_net = (uint32_t[]){ 25, 50, 80 }[rnd(3)];
 
+	sim_start();
+	gen_data();
+	gen_programs();
+	if (S.trace_all)
+		describe_run();
+
+	lm_log_set_sink(log_sink, NULL);
+	lm_log_set_level(S.tracing ? LM_LOG_WARN : LM_LOG_ERROR);
+	run_loop();
+	lm_log_set_sink(NULL, NULL);
+	lm_log_set_level(LM_LOG_ERROR);
+	ok = !S.failed;
+	sim_free();
+	return ok;
+}
+
+/* The machines and the clients of S.layout as it is set now. */
+static void sim_start(void)
+{
+	const struct lm_layout *layout = S.layout;
+
 	S.zero = calloc(1, S.ps);
 	S.flushcap = (size_t)SIM_PAGES *
 		     (lm_diff_bound(S.ps) + LM_MSG_DIFFS_ENTRY_HDR);
@@ -1585,19 +1635,6 @@ static bool sim_run(struct lm_layout *l, const struct saved_layout *orig,
 		p->cluster = (uint32_t)(c - layout->clusters);
 		CU_ASSERT_FATAL(proc_of(p->node) == p);
 	}
-	gen_data();
-	gen_programs();
-	if (S.trace_all)
-		describe_run();
-
-	lm_log_set_sink(log_sink, NULL);
-	lm_log_set_level(S.tracing ? LM_LOG_WARN : LM_LOG_ERROR);
-	run_loop();
-	lm_log_set_sink(NULL, NULL);
-	lm_log_set_level(LM_LOG_ERROR);
-	ok = !S.failed;
-	sim_free();
-	return ok;
 }
 
 static const char *relay_name(enum lm_relay_mode r)
