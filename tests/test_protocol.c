@@ -25,10 +25,11 @@
  * LM_PROTO_SEEDS (seeds per layout and relay mode, default 200, 50 under
  * ASan), LM_PROTO_FIRST (the first seed, default 1), LM_PROTO_SEED (that
  * seed alone), LM_PROTO_LAYOUT (a substring of the layout's path),
- * LM_PROTO_RELAY (lazy, adaptive or eager), LM_PROTO_TRACE=1 (print every
- * event as it happens), LM_PROTO_VERBOSE (a summary per layout and relay
- * mode).  A failing seed is run again with its trace kept, and the
- * trace's end is printed. */
+ * LM_PROTO_RELAY (lazy, adaptive or eager), LM_PROTO_SCALE (1-4: programs
+ * up to that many times longer), LM_PROTO_TRACE=1 (print every event as
+ * it happens), LM_PROTO_VERBOSE (a summary per layout and relay mode).
+ * A failing seed is run again with its trace kept, and the trace's end is
+ * printed. */
 #include "unit.h"
 
 #include <stdarg.h>
@@ -55,7 +56,8 @@
 #define SIM_DPAGES 6u   /* pages the programs use */
 #define SIM_LOCKS 5u
 #define SIM_SLOTS 48u
-#define SIM_BARS 16u
+#define SIM_SCALE_MAX 4u
+#define SIM_BARS (2u + 6u * SIM_SCALE_MAX)
 #define SIM_NOTICES 4096u
 #define SIM_STEPS_MAX 2000000u
 #define SIM_FETCH_MAX 8u
@@ -177,6 +179,7 @@ static struct sim {
 	/* the run's choices */
 	bool create, tiny, updates;
 	uint32_t prefetch, p_net;
+	uint32_t scale;            /* programs this many times longer */
 	/* the model */
 	struct proc proc[SIM_PROCS];
 	uint32_t dpage[SIM_DPAGES], ndpages;
@@ -204,6 +207,7 @@ static char trace_ring[TRACE_RING][TRACE_LINE];
 
 static void describe_run(void);
 static void sim_start(void);
+static uint64_t env_u64(const char *name, uint64_t def);
 
 static uint64_t rng_state;
 
@@ -1250,9 +1254,9 @@ static void gen_data(void)
 
 static void gen_programs(void)
 {
-	uint32_t maxep = 1 + rnd(6);
+	uint32_t maxep = 1 + rnd(6 * S.scale);
 
-	S.nbars = 2 + rnd(6);
+	S.nbars = 2 + rnd(6 * S.scale);
 	for (uint32_t k = 0; k < S.nbars; k++) {
 		memset(&S.bar[k], 0, sizeof(S.bar[k]));
 		S.bar[k].id = 1 + rnd(6);
@@ -1552,6 +1556,9 @@ static bool sim_run(struct lm_layout *l, const struct saved_layout *orig,
 	S.trace_all = tracing && getenv("LM_PROTO_TRACE") &&
 		      strcmp(getenv("LM_PROTO_TRACE"), "1") == 0;
 	rng_state = seed * 0x2545f4914f6cdd1dull + relay;
+	S.scale = (uint32_t)env_u64("LM_PROTO_SCALE", 1);
+	if (S.scale < 1 || S.scale > SIM_SCALE_MAX)
+		S.scale = 1;
 	S.nrefl = (uint32_t)layout->nreflectors;
 	S.nclus = (uint32_t)layout->nclusters;
 	S.nprocs = layout->nprocs;
@@ -1746,9 +1753,10 @@ static void run_layout(const char *path)
 			}
 			fprintf(stderr, "protocol: the end of its trace "
 				"(LM_PROTO_LAYOUT=%s LM_PROTO_RELAY=%s "
-				"LM_PROTO_SEED=%llu LM_PROTO_TRACE=1 for all "
-				"of it):\n", path, relay_name(relays[ri]),
-				(unsigned long long)s);
+				"LM_PROTO_SEED=%llu LM_PROTO_SCALE=%u "
+				"LM_PROTO_TRACE=1 for all of it):\n", path,
+				relay_name(relays[ri]), (unsigned long long)s,
+				S.scale);
 			print_trace();
 		}
 		if (failed || getenv("LM_PROTO_VERBOSE"))
