@@ -1218,7 +1218,8 @@ static void gen_data(void)
 	}
 	if (S.nrefl > 1 && lm_home_of_page(S.layout, S.dpage[0]) ==
 			   lm_home_of_page(S.layout, S.dpage[1])) {
-		uint32_t pg = (S.dpage[1] + LM_HOME_PAGE_BLOCK) % (S.npages - 1);
+		uint32_t pg = (S.dpage[1] + LM_HOME_PAGE_BLOCK) %
+			      (S.npages - 1);
 
 		while (dpage_has(pg))
 			pg = (pg + 1) % (S.npages - 1);
@@ -1354,16 +1355,16 @@ static void check_quiet(uint32_t k)
 				continue;
 			v = home_version(pg);
 			if (c->version != v) {
-				failf("after barrier #%u rank %u holds page %u "
-				      "at version %u (%c at step %llu), its "
-				      "home at %u", k, r, pg, c->version, c->how,
-				      (unsigned long long)c->since, v);
+				failf("after barrier #%u rank %u holds page "
+				      "%u at version %u (%c at step %llu), "
+				      "its home at %u", k, r, pg, c->version,
+				      c->how, (unsigned long long)c->since, v);
 				return;
 			}
 			if (memcmp(c->data, ref_page(pg), S.ps)) {
-				failf("after barrier #%u rank %u's copy of page %u "
-				      "at version %u (%c at step %llu) differs "
-				      "from the writes at %s", k, r, pg,
+				failf("after barrier #%u rank %u's copy of "
+				      "page %u at version %u (%c at step %llu) "
+				      "differs from the writes at %s", k, r, pg,
 				      c->version, c->how,
 				      (unsigned long long)c->since,
 				      first_diff(pg, c->data, d, sizeof(d)));
@@ -1492,7 +1493,8 @@ static void run_loop(void)
 			uint16_t n = bgs[pick - nrun];
 
 			S.bg[n] = false;
-			tracef("%6llu %s background", (unsigned long long)S.step,
+			tracef("%6llu %s background",
+			       (unsigned long long)S.step,
 			       S.layout->clusters[n - S.nrefl - 1].name);
 			if (lm_cluster_background(S.clus[n]))
 				S.bg[n] = true;
@@ -1748,8 +1750,8 @@ static void run_layout(const char *path)
 				memcpy(why, S.why, sizeof(why));
 				sim_run(l, &orig, relays[ri], s, true);
 				if (strcmp(why, S.why))
-					fprintf(stderr, "protocol: not the same "
-						"again: %s\n", S.why);
+					fprintf(stderr, "protocol: not the "
+						"same again: %s\n", S.why);
 			}
 			fprintf(stderr, "protocol: the end of its trace "
 				"(LM_PROTO_LAYOUT=%s LM_PROTO_RELAY=%s "
