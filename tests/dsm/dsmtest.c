@@ -864,8 +864,8 @@ static void ch_sync_from_model(void)
  * stale whole, or a few records on it). */
 static void ch_compare(const char *when)
 {
-	size_t first = ch.len, count = 0, n = 0, run = 0;
-	char pages[160] = "";
+	size_t first = ch.len, count = 0, n = 0, run = 0, npages = 0;
+	char pages[160] = "", diff[224];
 
 	for (size_t pg = 0; pg <= ch.len / CH_PAGE; pg++) {
 		size_t d = 0;
@@ -875,6 +875,7 @@ static void ch_compare(const char *when)
 			if (ch.area[i] != ch.model[i] && d++ == 0 && !count)
 				first = i;
 		count += d;
+		npages += d > 0;
 		if (d && run++ == 0 && n < sizeof(pages) - 32)
 			n += (size_t)snprintf(pages + n, sizeof(pages) - n,
 					      "%s%zu", n ? ", " : "", pg);
@@ -886,6 +887,9 @@ static void ch_compare(const char *when)
 	}
 	if (!count)
 		return;
+	snprintf(diff, sizeof(diff), "%zu byte%s of the area differ%s, on "
+		 "page%s %s", count, count == 1 ? "" : "s",
+		 count == 1 ? "s" : "", npages == 1 ? "" : "s", pages);
 	if (!ch.gapw[first / 8]) {
 		int lo = 0, hi = ch.nrec - 1;
 		size_t k;
@@ -912,19 +916,17 @@ static void ch_compare(const char *when)
 			role = "a rank's slot";
 		}
 		ch_fail("%s: %s word %zu (%s) is %#" PRIx64 ", expected %#"
-			PRIx64 " (%zu bytes of the area differ, on pages "
-			"%s of the area)", when, ch_where(lo), k, role,
+			PRIx64 " (%s)", when, ch_where(lo), k, role,
 			*ch_word(ch.area, lo, k), *ch_word(ch.model, lo, k),
-			count, pages);
+			diff);
 	}
 	ch_fail("%s: gap byte at area offset %zu (page %zu of the area, %p) "
-		"is %u, expected %u, %s (%zu bytes of the area differ, on "
-		"pages %s of the area)", when, first, first / CH_PAGE,
+		"is %u, expected %u, %s (%s)", when, first, first / CH_PAGE,
 		(void *)(ch.area + first), ch.area[first], ch.model[first],
 		ch.r < 0 ? "written before CREATE" :
 		ch.gowner[first] == CH_NOBODY ? "not written since the barrier"
 					       : "written since the barrier",
-		count, pages);
+		diff);
 }
 
 /* A segment: the rounds between two barriers, either one barrier phase
