@@ -174,7 +174,8 @@ lint-sh:
 	@shellcheck -S warning $(SHELL_SCRIPTS)
 	@echo "lint-sh: $(words $(SHELL_SCRIPTS)) shell scripts, no warnings"
 
-# Every program with injected loss on every layout: about 2 minutes.
+# Every program with injected loss on every layout: about 2 minutes, and
+# some 5 more for the chaos test.
 check-loss: all
 	@sh tests/run-loss.sh $(BUILD)
 

@@ -37,6 +37,21 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 		"$build/tests/dsmtest" barriers 1000
 	run_expect "race-free stress on $l" "$lay" 240 "PASSED" \
 		"$build/tests/dsmtest" stress 6 8 7
+	# The chaos test (docs/testing.md): two seeds with the layout's
+	# adaptive relay and two with eager, a few seconds a run (fewer
+	# rounds where more processes share the two cores).
+	mkdir -p "$tmp/$n/eager"
+	elay=$(private_layout "conf/$l.ini" "$tmp/$n/eager" "$n")
+	sed -i 's/^relay = .*/relay = eager/' "$elay"
+	rounds=30
+	[ "$l" = 4+4 ] && rounds=20
+	[ "$l" = 4+4+4+4 ] && rounds=12
+	for k in 1 2 3 4; do
+		seed=$((n * 10 + k)) relay=adaptive rlay=$lay
+		[ $k -gt 2 ] && relay=eager rlay=$elay
+		run_expect "chaos $rounds $seed on $l, $relay" "$rlay" 120 \
+			"PASSED" "$build/tests/dsmtest" chaos $rounds $seed
+	done
 done
 
 mkdir -p "$tmp/progs"
@@ -84,6 +99,9 @@ echo "dsm: 4+4 with 5% loss, duplication and reordering injected (every program)
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=11" run_expect \
 	"race-free stress on 4+4 with loss" "$lay" 240 "PASSED" \
 	"$build/tests/dsmtest" stress 4 8 3
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=20" run_expect \
+	"chaos 20 71 on 4+4 with loss" "$lay" 240 "PASSED" \
+	"$build/tests/dsmtest" chaos 20 71
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=12" run_expect \
 	"LU n=128 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t
@@ -106,6 +124,9 @@ echo "dsm: two reflectors with 5% loss, duplication and reordering injected"
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=13" run_expect \
 	"race-free stress on 2x2-two-reflectors with loss" "$lay" 240 "PASSED" \
 	"$build/tests/dsmtest" stress 4 8 3
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=21" run_expect \
+	"chaos 20 72 on 2x2-two-reflectors with loss" "$lay" 240 "PASSED" \
+	"$build/tests/dsmtest" chaos 20 72
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=14" run_expect \
 	"LU n=128 on 2x2-two-reflectors with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t

@@ -1,10 +1,12 @@
 #!/bin/sh
 # Every program under injected loss on every multi-process layout of
 # conf/ (issue 7's acceptance: "the race-free stress test and all
-# SPLASH-2 programs still pass on every layout, with loss injected").
+# SPLASH-2 programs still pass on every layout, with loss injected"),
+# and the chaos test with three seeds.
 # make check runs the same programs with loss on 4+4 and
 # 2x2-two-reflectors; this goes through the larger layouts too, which
-# takes about 2 minutes here, so it is its own target: make check-loss.
+# takes about 2 minutes here (and some 5 more for the chaos runs), so it
+# is its own target: make check-loss.
 #   tests/run-loss.sh [BUILD_DIR] [LAYOUTS]
 # LAYOUTS defaults to every layout below; each run has its own seed, so a
 # failure can be replayed with the LM_FAULTS seed it prints.  FFT and
@@ -46,6 +48,11 @@ for l in $layouts; do
 		p=$((p * 2))
 	done
 	echo "loss: layout $l ($procs processes)"
+	# the chaos test (docs/testing.md), three plans a layout; fewer
+	# rounds for more processes, so that a run stays within seconds
+	cr=20
+	[ "$procs" -gt 8 ] && cr=12
+	[ "$procs" -gt 16 ] && cr=8
 	while read -r name pattern pow2_only args; do
 		if [ "$pow2_only" = pow2 ] && [ $pow2 = n ]; then
 			skipped=$((skipped + 1))
@@ -59,6 +66,9 @@ for l in $layouts; do
 			"$lay" 290 "$pattern" $args
 	done <<EOF
 race-free-stress PASSED any $build/tests/dsmtest stress 4 8 3
+chaos-$cr-$((n * 10 + 1)) PASSED any $build/tests/dsmtest chaos $cr $((n * 10 + 1))
+chaos-$cr-$((n * 10 + 2)) PASSED any $build/tests/dsmtest chaos $cr $((n * 10 + 2))
+chaos-$cr-$((n * 10 + 3)) PASSED any $build/tests/dsmtest chaos $cr $((n * 10 + 3))
 LU-n256 TEST.PASSED any $build/splash2/lu -n256 -b16 -t
 LU-contiguous-n258 TEST.PASSED any $build/splash2/lucontig -n258 -b16 -t
 Radix-n65536 TEST.PASSED any $build/splash2/radix -n65536 -t

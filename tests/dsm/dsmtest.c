@@ -72,6 +72,16 @@
  *                              run SPMD: they compute MS milliseconds,
  *                              then take and release a lock, and must not
  *                              be stopped meanwhile
+ *   dsmtest chaos R SEED [PAGES]
+ *                              R rounds of a random race-free program
+ *                              from SEED over a PAGES-page area (40):
+ *                              records of 8 locks side by side on
+ *                              shared pages, lock phases several in a
+ *                              row between barriers, barrier phases
+ *                              with false sharing, chains of locks,
+ *                              data written before CREATE; checked
+ *                              under the locks and against a model
+ *                              after each barrier (below, "chaos")
  *   dsmtest private R BYTES    R barrier rounds; each process rewrites
  *                              BYTES bytes of a slice of its own that no
  *                              other process ever reads, and checks them
@@ -82,6 +92,7 @@
  * difference otherwise. */
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +173,7 @@ static int run_counters(long k, long gap)
 			long *ctr = (long *)(s->area + c * gap);
 
 			check(lm_lock(s->lock[c]), "lm_lock");
+			/* equal is fine: nobody took the lock in between */
 			if (*ctr < last[c]) {
 				fprintf(stderr, "dsmtest: rank %d: counter %d "
 					"went backwards under its lock: %ld "
@@ -547,6 +559,1169 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 	return 0;
 }
 
+/* chaos: a randomized race-free program that every process derives from
+ * one seed, checked against a reference model of the shared area.  The
+ * area holds records of CH_LOCKS locks packed next to each other (so
+ * records of different locks share pages, on every home), with gaps
+ * between them that every rank writes with false sharing.  Rounds are
+ * lock phases, several in a row between two barriers, or barrier
+ * phases; updates commute (sums, a rank's own slot), so the model does
+ * not depend on the order in which processes take the locks, and what
+ * only that order decides (a log's entries) is checked for what it
+ * cannot change.  Under a lock a process checks what it sees against
+ * what it saw before (never older) and each record's own consistency;
+ * after each barrier every process compares the whole area with the
+ * model.  Rank 0 writes the area and ordinary globals before it CREATEs
+ * the workers, which check them first.
+ * Records:
+ *   counter  w0 counts updates (never goes back under its lock), w1 sums
+ *            their values, w2.. follow w1 (a torn update shows)
+ *   vector   a slot per rank, written only by that rank (it knows its
+ *            value exactly); grows
+ *   shadow   a slot per rank: the rank's vector slot as it published it
+ *            under another lock (chains V -> S1 [-> S2]), so V >= S1 >= S2
+ *   log      per lock: a count and a ring of (round, rank, ordinal), one
+ *            entry per critical section of the lock */
+#define CH_LOCKS 8
+#define CH_OPS_MAX 24
+#define CH_STEPS (3 * CH_OPS_MAX + 3) /* an op takes up to 3 sections */
+#define CH_MAGIC UINT64_C(0x736f616863) /* "chaos" */
+#define CH_NOBODY 0xff
+#define CH_PAGE 4096
+
+enum { CH_COUNTER, CH_VECTOR, CH_SHADOW, CH_LOG };
+static const char *const ch_kind[] = { "counter", "vector", "shadow", "log" };
+enum { CH_ADD, CH_VADD, CH_SET, CH_VER };
+/* hash tags: each draw of the plan has its own */
+enum { T_LAYOUT = 1, T_INIT, T_KIND, T_LOCK, T_CHAIN, T_HOT, T_GAP, T_STEPS,
+       T_BW, T_BV, T_VA, T_VP, T_GLOBAL, T_CMUL, T_CCONST, T_EXTRA };
+
+struct ch_rec {
+	size_t off, size; /* in the area, 8-aligned */
+	int kind;
+	int vec;  /* vector, shadow: the chain's vector */
+	int next; /* vector, shadow: the chain's next shadow, or -1 */
+	int lock; /* log: its lock for good */
+};
+
+struct ch_act {
+	int what, rec;
+	uint64_t v;
+};
+
+/* A critical section (lock[1] >= 0: nested) or, lock[0] < 0, a chunk of
+ * this rank's gap bytes. */
+struct ch_step {
+	int lock[2];
+	int nact;
+	struct ch_act act[3];
+	int chunk, chunks;
+	int verify; /* a chain check starts here */
+	int spin_us;
+	int unlock_first;
+};
+
+/* What rank 0 sets before CREATE and the workers get with it. */
+static struct chaos_globals {
+	uint64_t magic, seed;
+	long rounds, pages;
+	int lock0;
+	uint8_t *area;
+	uint64_t pattern[256];
+} chaos_g;
+static uint64_t chaos_word = 1; /* .data, not .bss */
+
+/* A process's own state, made afresh in every process. */
+static struct ch {
+	long r; /* round; -1 at CREATE, rounds at the end */
+	const char *phase;
+	int step;
+	size_t len;
+	uint8_t *area, *model;
+	uint64_t *seen;  /* per word: the newest value seen under its lock */
+	uint8_t *gapw;   /* per word: 1 between records */
+	struct ch_rec *rec;
+	int nrec, ncounters, nchain, *counters, *chains;
+	int log[CH_LOCKS];
+	size_t cap;      /* entries of a log's ring */
+	int loggroup;    /* logs side by side */
+	uint64_t *own;   /* per record: this rank's slot (vector, shadow) */
+	uint64_t *logcopy; /* [lock][cap]: the ring as this rank last saw it */
+	uint64_t logn[CH_LOCKS];
+	uint64_t *ord, *ord0; /* [lock][rank]: sections so far, at the barrier */
+	uint64_t myord[CH_LOCKS];
+	uint64_t *need;  /* [rank]: a chain check's slots at the later link */
+	/* this segment (rounds seg0..seg1 since the last barrier) and round */
+	long seg0, seg1;
+	int lockphase;
+	int *lockof, *bylock[CH_LOCKS], nbylock[CH_LOCKS];
+	int *cbylock[CH_LOCKS], ncbylock[CH_LOCKS], *hot, nhot;
+	unsigned focus; /* the locks this round's sections take */
+	int *pool, npool, *fchains, nfchain, maxops;
+	int uneven;     /* 0 to maxops operations a rank, not maxops / 2 up */
+	uint8_t *gowner, *gvalue;
+	struct ch_step steps[CH_STEPS];
+	int nsteps;
+	long sections, lockrounds, barriers;
+} ch;
+
+static uint64_t ch_mix(uint64_t x)
+{
+	return next_rand(&x);
+}
+
+static uint64_t ch_h(int tag, uint64_t a, uint64_t b)
+{
+	return ch_mix(ch_mix(ch_mix(chaos_g.seed ^ (uint64_t)tag << 56) ^ a) ^
+		      b);
+}
+
+static void ch_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+							 noreturn));
+static void ch_fail(const char *fmt, ...)
+{
+	char msg[1024], nth[48] = "", step[24] = "";
+	long k = ch.r - ch.seg0 + 1;
+	size_t n;
+	va_list ap;
+
+	if (k > 1)
+		snprintf(nth, sizeof(nth), ", the %ld%s since the barrier", k,
+			 k == 2 ? "nd" : k == 3 ? "rd" : "th");
+	if (ch.step >= 0)
+		snprintf(step, sizeof(step), ", step %d", ch.step);
+	n = (size_t)snprintf(msg, sizeof(msg), "dsmtest chaos: seed %" PRIu64
+			     ": rank %d, ", chaos_g.seed, lm_rank());
+	if (ch.r < 0)
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "at CREATE: ");
+	else if (ch.r >= chaos_g.rounds)
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "at the end: ");
+	else
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n,
+				      "round %ld (%s%s%s): ", ch.r, ch.phase,
+				      nth, step);
+	va_start(ap, fmt);
+	if (n < sizeof(msg))
+		vsnprintf(msg + n, sizeof(msg) - n, fmt, ap);
+	va_end(ap);
+	/* one write, so that ranks failing at once do not mix their lines */
+	fprintf(stderr, "%s\ndsmtest chaos: replay with: dsmtest chaos %ld %"
+		PRIu64 " %ld\n", msg, chaos_g.rounds, chaos_g.seed,
+		chaos_g.pages);
+	exit(1);
+}
+
+static uint64_t *ch_word(uint8_t *mem, int rec, size_t i)
+{
+	return (uint64_t *)(mem + ch.rec[rec].off) + i;
+}
+
+/* "record 12 (counter, 48 bytes at area offset 4072, pages 0-1 of the
+ * area, 0x..., lock 3)" */
+static const char *ch_where(int rec)
+{
+	static char buf[2][192];
+	static int which;
+	const struct ch_rec *rc = &ch.rec[rec];
+	char *b = buf[which ^= 1], pages[48], lock[24] = "";
+	size_t p0 = rc->off / CH_PAGE, p1 = (rc->off + rc->size - 1) / CH_PAGE;
+
+	if (p0 == p1)
+		snprintf(pages, sizeof(pages), "page %zu", p0);
+	else
+		snprintf(pages, sizeof(pages), "pages %zu-%zu", p0, p1);
+	if (rc->kind == CH_LOG || ch.r >= 0)
+		snprintf(lock, sizeof(lock), ", lock %d",
+			 rc->kind == CH_LOG ? rc->lock : ch.lockof[rec]);
+	snprintf(b, sizeof(buf[0]), "record %d (%s, %zu bytes at area offset "
+		 "%zu, %s of the area, %p%s)", rec, ch_kind[rc->kind],
+		 rc->size, rc->off, pages, (void *)(ch.area + rc->off), lock);
+	return b;
+}
+
+static uint64_t ch_cmul(int rec, size_t i)
+{
+	return ch_h(T_CMUL, (uint64_t)rec, i) | 1;
+}
+
+static uint64_t ch_cconst(int rec, size_t i)
+{
+	return ch_h(T_CCONST, (uint64_t)rec, i);
+}
+
+/* counter update: the same arithmetic on the area and on the model */
+static void ch_counter_add(uint8_t *mem, int rec, uint64_t v)
+{
+	uint64_t *w = ch_word(mem, rec, 0);
+	size_t n = ch.rec[rec].size / 8;
+
+	w[0]++;
+	if (n < 2)
+		return;
+	w[1] += v;
+	for (size_t i = 2; i < n; i++)
+		w[i] = ch_cconst(rec, i) + ch_cmul(rec, i) * w[1];
+}
+
+static int ch_add_record(size_t off, size_t size, int kind)
+{
+	struct ch_rec *rc = &ch.rec[ch.nrec];
+
+	rc->off = off;
+	rc->size = size;
+	rc->kind = kind;
+	rc->vec = rc->next = rc->lock = -1;
+	for (size_t w = off / 8; w < (off + size) / 8; w++)
+		ch.gapw[w] = 0;
+	if (kind == CH_COUNTER)
+		ch.counters[ch.ncounters++] = ch.nrec;
+	return ch.nrec++;
+}
+
+static size_t ch_gap(uint64_t *s)
+{
+	unsigned k = (unsigned)(next_rand(s) % 32);
+
+	if (k < 14)
+		return 0;
+	if (k < 22)
+		return 8;
+	if (k < 27)
+		return 16;
+	if (k < 30)
+		return 8 * (3 + next_rand(s) % 6);
+	if (k < 31)
+		return 8 * (16 + next_rand(s) % 112);
+	return 8 * (128 + next_rand(s) % 640); /* pages that only barriers write */
+}
+
+static size_t ch_counter_size(uint64_t *s)
+{
+	switch (next_rand(s) % 3) {
+	case 0:
+		return 8;
+	case 1:
+		return 8 * (2 + next_rand(s) % 7);
+	default:
+		return 8 * (9 + next_rand(s) % 40);
+	}
+}
+
+/* Places the logs, the chains and the counters over the area, the
+ * special records at random among the counters. */
+static void ch_layout(void)
+{
+	struct spec {
+		int kind, lock, chain, link, logs;
+		size_t size;
+	} *sp;
+	uint64_t s = ch_h(T_LAYOUT, 0, 0);
+	size_t vsize = 8 * (size_t)nprocs, lsize = 8 + 8 * ch.cap;
+	size_t need = 0, off = 0;
+	int nsp = 0, *order, *recof, *placed, si = 0;
+	long guard = 0;
+
+	ch.nchain = CH_LOCKS + (int)(next_rand(&s) % CH_LOCKS);
+	sp = calloc((size_t)(CH_LOCKS + 3 * ch.nchain), sizeof(*sp));
+	order = calloc((size_t)(CH_LOCKS + 3 * ch.nchain), sizeof(int));
+	recof = calloc((size_t)(CH_LOCKS + 3 * ch.nchain), sizeof(int));
+	ch.chains = calloc((size_t)ch.nchain, sizeof(int));
+	placed = calloc((size_t)ch.nchain * 3, sizeof(int));
+	if (!sp || !order || !recof || !ch.chains || !placed)
+		die("malloc", -2);
+	/* the logs of 1, 2, 4 or 8 locks side by side (a lock table):
+	 * every section then writes a page other locks' sections write */
+	ch.loggroup = 1 << (next_rand(&s) % 4);
+	for (int l = 0; l < CH_LOCKS; l += ch.loggroup)
+		sp[nsp++] = (struct spec){ CH_LOG, l, -1, 0, ch.loggroup,
+					   (size_t)ch.loggroup * lsize };
+	for (int c = 0; c < ch.nchain; c++) {
+		int links = 2 + (int)(next_rand(&s) % 2);
+
+		for (int k = 0; k < links; k++)
+			sp[nsp++] = (struct spec){ k ? CH_SHADOW : CH_VECTOR, -1,
+						   c, k, 0, vsize };
+	}
+	for (int i = 0; i < nsp; i++) {
+		int j = (int)(next_rand(&s) % (uint64_t)(i + 1));
+
+		order[i] = order[j];
+		order[j] = i;
+		need += sp[i].size;
+	}
+	if (need > ch.len / 2) {
+		fprintf(stderr, "dsmtest chaos: %zu bytes of logs and chains "
+			"do not fit in half of %ld pages\n", need,
+			chaos_g.pages);
+		exit(2);
+	}
+	while (off < ch.len) {
+		size_t g = ch_gap(&s), left = ch.len - off;
+		int left_sp = nsp - si;
+
+		if (++guard > 10000000)
+			die("chaos layout", -5);
+		if (left_sp &&
+		    (left <= need + g + 400 ||
+		     next_rand(&s) % (left / 150 + 1) < (uint64_t)left_sp)) {
+			struct spec *p = &sp[order[si]];
+
+			if (off + g + need > ch.len)
+				g = 0; /* the others must still fit */
+			for (int q = 0; q < p->logs; q++) {
+				int rl = ch_add_record(off + g + (size_t)q * lsize,
+						       lsize, CH_LOG);
+
+				ch.rec[rl].lock = p->lock + q;
+				ch.log[p->lock + q] = rl;
+			}
+			if (p->kind != CH_LOG)
+				recof[order[si]] = ch_add_record(off + g,
+								 p->size,
+								 p->kind);
+			si++;
+			need -= p->size;
+			off += g + p->size;
+		} else {
+			size_t size = ch_counter_size(&s);
+
+			if (off + g + size + need > ch.len) {
+				if (!left_sp)
+					break;
+				continue;
+			}
+			ch_add_record(off + g, size, CH_COUNTER);
+			off += g + size;
+		}
+	}
+	if (si < nsp)
+		die("chaos layout", -5);
+	/* link the chains */
+	for (int i = 0; i < nsp; i++)
+		if (sp[i].kind != CH_LOG)
+			placed[sp[i].chain * 3 + sp[i].link] = recof[i] + 1;
+	for (int c = 0; c < ch.nchain; c++) {
+		int v = placed[c * 3] - 1;
+
+		ch.chains[c] = v;
+		for (int k = 0; k < 3 && placed[c * 3 + k]; k++) {
+			int me = placed[c * 3 + k] - 1;
+
+			ch.rec[me].vec = v;
+			ch.rec[me].next = k < 2 && placed[c * 3 + k + 1] ?
+						  placed[c * 3 + k + 1] - 1 : -1;
+		}
+	}
+	free(sp);
+	free(order);
+	free(recof);
+	free(placed);
+}
+
+/* The area as rank 0 writes it before CREATE. */
+static void ch_initial(void)
+{
+	uint64_t s = ch_h(T_INIT, 0, 0);
+
+	for (size_t i = 0; i < ch.len; i++)
+		ch.model[i] = (uint8_t)next_rand(&s);
+	for (int i = 0; i < ch.nrec; i++) {
+		const struct ch_rec *rc = &ch.rec[i];
+		uint64_t *w = ch_word(ch.model, i, 0);
+		size_t n = rc->size / 8;
+
+		switch (rc->kind) {
+		case CH_COUNTER:
+			w[0] = next_rand(&s) >> 24;
+			if (n > 1)
+				w[1] = next_rand(&s);
+			for (size_t k = 2; k < n; k++)
+				w[k] = ch_cconst(i, k) + ch_cmul(i, k) * w[1];
+			break;
+		case CH_VECTOR:
+			for (size_t k = 0; k < n; k++)
+				w[k] = 2000 + (next_rand(&s) >> 24);
+			break;
+		case CH_LOG:
+			w[0] = next_rand(&s) % 100000;
+			break;
+		}
+	}
+	/* shadows below their vector, link after link */
+	for (int c = 0; c < ch.nchain; c++) {
+		int prev = ch.chains[c];
+
+		for (int sh = ch.rec[prev].next; sh >= 0;
+		     prev = sh, sh = ch.rec[sh].next)
+			for (int x = 0; x < nprocs; x++)
+				*ch_word(ch.model, sh, (size_t)x) =
+					*ch_word(ch.model, prev, (size_t)x) -
+					next_rand(&s) % 1000;
+	}
+}
+
+static void ch_setup(void)
+{
+	memset(&ch, 0, sizeof(ch));
+	ch.r = -1;
+	ch.step = -1;
+	ch.phase = "CREATE";
+	ch.area = chaos_g.area;
+	ch.len = (size_t)chaos_g.pages * CH_PAGE;
+	ch.cap = 4 * (size_t)nprocs < 16 ? 16 : 4 * (size_t)nprocs;
+	ch.model = malloc(ch.len);
+	ch.seen = malloc(ch.len);
+	ch.gapw = malloc(ch.len / 8);
+	ch.rec = calloc(ch.len / 8 + 4 * CH_LOCKS, sizeof(*ch.rec));
+	ch.counters = calloc(ch.len / 8, sizeof(int));
+	ch.own = calloc(ch.len / 8 + 4 * CH_LOCKS, sizeof(uint64_t));
+	ch.logcopy = calloc(CH_LOCKS * ch.cap, sizeof(uint64_t));
+	ch.ord = calloc(CH_LOCKS * (size_t)nprocs, sizeof(uint64_t));
+	ch.ord0 = calloc(CH_LOCKS * (size_t)nprocs, sizeof(uint64_t));
+	ch.need = calloc((size_t)nprocs, sizeof(uint64_t));
+	ch.lockof = calloc(ch.len / 8 + 4 * CH_LOCKS, sizeof(int));
+	ch.hot = calloc(ch.len / 8, sizeof(int));
+	ch.pool = calloc(ch.len / 8, sizeof(int));
+	ch.fchains = calloc(ch.len / 8, sizeof(int));
+	ch.gowner = malloc(ch.len);
+	ch.gvalue = malloc(ch.len);
+	if (!ch.model || !ch.seen || !ch.gapw || !ch.rec || !ch.counters ||
+	    !ch.own || !ch.logcopy || !ch.ord || !ch.ord0 || !ch.need ||
+	    !ch.lockof || !ch.hot || !ch.pool || !ch.fchains || !ch.gowner ||
+	    !ch.gvalue)
+		die("malloc", -2);
+	for (int l = 0; l < CH_LOCKS; l++) {
+		ch.bylock[l] = calloc(ch.len / 8 + 4 * CH_LOCKS, sizeof(int));
+		ch.cbylock[l] = calloc(ch.len / 8, sizeof(int));
+		if (!ch.bylock[l] || !ch.cbylock[l])
+			die("malloc", -2);
+	}
+	memset(ch.gapw, 1, ch.len / 8);
+	memset(ch.gowner, CH_NOBODY, ch.len);
+	ch_layout();
+	ch_initial();
+}
+
+/* After a check passed: what this rank has seen is the model. */
+static void ch_sync_from_model(void)
+{
+	memcpy(ch.seen, ch.model, ch.len);
+	for (int i = 0; i < ch.nrec; i++)
+		if (ch.rec[i].kind == CH_VECTOR || ch.rec[i].kind == CH_SHADOW)
+			ch.own[i] = *ch_word(ch.model, i, (size_t)rank);
+	for (int l = 0; l < CH_LOCKS; l++) {
+		ch.logn[l] = *ch_word(ch.model, ch.log[l], 0);
+		memcpy(&ch.logcopy[l * ch.cap], ch_word(ch.model, ch.log[l], 1),
+		       ch.cap * 8);
+		ch.myord[l] = ch.ord[l * nprocs + rank];
+	}
+}
+
+/* Every difference between the area and the model; fails on the first,
+ * naming what the byte belongs to and the pages that differ (a page
+ * stale whole, or a few records on it). */
+static void ch_compare(const char *when)
+{
+	size_t first = ch.len, count = 0, n = 0, run = 0, npages = 0;
+	char pages[160] = "", diff[224];
+
+	for (size_t pg = 0; pg <= ch.len / CH_PAGE; pg++) {
+		size_t d = 0;
+
+		for (size_t i = pg * CH_PAGE; i < (pg + 1) * CH_PAGE &&
+					      i < ch.len; i++)
+			if (ch.area[i] != ch.model[i] && d++ == 0 && !count)
+				first = i;
+		count += d;
+		npages += d > 0;
+		if (d && run++ == 0 && n < sizeof(pages) - 32)
+			n += (size_t)snprintf(pages + n, sizeof(pages) - n,
+					      "%s%zu", n ? ", " : "", pg);
+		if (!d && run > 1 && n < sizeof(pages) - 32)
+			n += (size_t)snprintf(pages + n, sizeof(pages) - n,
+					      "-%zu", pg - 1);
+		if (!d)
+			run = 0;
+	}
+	if (!count)
+		return;
+	snprintf(diff, sizeof(diff), "%zu byte%s of the area differ%s, on "
+		 "page%s %s", count, count == 1 ? "" : "s",
+		 count == 1 ? "s" : "", npages == 1 ? "" : "s", pages);
+	if (!ch.gapw[first / 8]) {
+		int lo = 0, hi = ch.nrec - 1;
+		size_t k;
+		const char *role;
+
+		while (lo < hi) { /* the last record at or before first */
+			int mid = (lo + hi + 1) / 2;
+
+			if (ch.rec[mid].off <= first)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		k = (first - ch.rec[lo].off) / 8;
+		switch (ch.rec[lo].kind) {
+		case CH_COUNTER:
+			role = k == 0 ? "updates" : k == 1 ? "sum" :
+							     "follows the sum";
+			break;
+		case CH_LOG:
+			role = k == 0 ? "count" : "ring entry";
+			break;
+		default:
+			role = "a rank's slot";
+		}
+		ch_fail("%s: %s word %zu (%s) is %#" PRIx64 ", expected %#"
+			PRIx64 " (%s)", when, ch_where(lo), k, role,
+			*ch_word(ch.area, lo, k), *ch_word(ch.model, lo, k),
+			diff);
+	}
+	ch_fail("%s: gap byte at area offset %zu (page %zu of the area, %p) "
+		"is %u, expected %u, %s (%s)", when, first, first / CH_PAGE,
+		(void *)(ch.area + first), ch.area[first], ch.model[first],
+		ch.r < 0 ? "written before CREATE" :
+		ch.gowner[first] == CH_NOBODY ? "not written since the barrier"
+					       : "written since the barrier",
+		diff);
+}
+
+/* A segment: the rounds between two barriers, either one barrier phase
+ * or 1 to 8 lock phases in a row (lost lock releases grew with the
+ * length of the epoch: dsmtest counters 60 8 on 3-reflectors, eager,
+ * lost updates in 7 runs of 8, and in none of 8 with a barrier every
+ * 10 sections).  Records take their locks for a segment (they change
+ * locks only across a barrier), and the gap bytes their writers. */
+static void ch_plan_segment(long r)
+{
+	uint64_t s = ch_h(T_KIND, (uint64_t)r, 0);
+	size_t i = 0;
+	int k;
+
+	ch.seg0 = r;
+	ch.lockphase = next_rand(&s) % 3 != 0;
+	ch.seg1 = r + (ch.lockphase ? (long)(next_rand(&s) % 8) : 0);
+	if (ch.seg1 >= chaos_g.rounds)
+		ch.seg1 = chaos_g.rounds - 1;
+	ch.phase = ch.lockphase ? "lock phase" : "barrier phase";
+	memset(ch.nbylock, 0, sizeof(ch.nbylock));
+	memset(ch.ncbylock, 0, sizeof(ch.ncbylock));
+	for (k = 0; k < ch.nrec; k++)
+		if (ch.rec[k].kind == CH_COUNTER)
+			ch.lockof[k] = (int)(ch_h(T_LOCK, (uint64_t)k,
+						  (uint64_t)r) % CH_LOCKS);
+		else if (ch.rec[k].kind == CH_LOG)
+			ch.lockof[k] = ch.rec[k].lock;
+	/* a chain's links under distinct locks */
+	for (int c = 0; c < ch.nchain; c++) {
+		int v = ch.chains[c], prev = -1, prev2 = -1;
+
+		for (k = v; k >= 0; k = ch.rec[k].next) {
+			int l = (int)(ch_h(T_CHAIN, (uint64_t)k, (uint64_t)r) %
+				      CH_LOCKS);
+
+			while (l == prev || l == prev2)
+				l = (l + 1) % CH_LOCKS;
+			ch.lockof[k] = l;
+			prev2 = prev;
+			prev = l;
+		}
+	}
+	for (k = 0; k < ch.nrec; k++) {
+		int l = ch.lockof[k];
+
+		if (ch.rec[k].kind == CH_LOG)
+			continue;
+		ch.bylock[l][ch.nbylock[l]++] = k;
+		if (ch.rec[k].kind == CH_COUNTER)
+			ch.cbylock[l][ch.ncbylock[l]++] = k;
+	}
+	/* gap bytes: runs of one writer each (or none), as in stress */
+	s = ch_h(T_GAP, (uint64_t)r, 0);
+	while (i < ch.len) {
+		size_t run = 1 + next_rand(&s) % 1024;
+		int who = (int)(next_rand(&s) % (uint64_t)(nprocs + 1)) - 1;
+
+		for (size_t j = i; j < ch.len && j < i + run; j++) {
+			ch.gowner[j] = who < 0 || !ch.gapw[j / 8] ?
+					       CH_NOBODY : (uint8_t)who;
+			ch.gvalue[j] = (uint8_t)next_rand(&s);
+		}
+		i += run;
+	}
+	memcpy(ch.ord0, ch.ord, CH_LOCKS * (size_t)nprocs * sizeof(uint64_t));
+}
+
+/* A lock phase's contention varies: its sections take 1 to 8 of the
+ * locks (two, like dsmtest counters, one time in three); each rank
+ * runs from half the phase's most (4 to CH_OPS_MAX) up to it, or from
+ * none one phase in four (on 3-reflectors, eager, 12 seeds: updates
+ * lost in 6 runs with 0 to the most always, in 10 with half up); they
+ * go mostly to 2 to 16 records of one to three pages, records of
+ * different locks on one page, now and then across a home's boundary.
+ * The locks and those records stay for the segment, or three phases in
+ * four, so that a page's writes pile up in one epoch (two 8-byte
+ * records of two locks on one page, 20 phases without a barrier, on
+ * 3-reflectors, eager: 2 runs of 8 lost updates when each phase took
+ * another page, 5 of 8 when the page stayed). */
+static void ch_plan_phase(long r)
+{
+	uint64_t s = ch_h(T_HOT, (uint64_t)r, 0);
+	size_t hot0, hot1;
+	int k;
+
+	ch.r = r;
+	ch.maxops = 4 + (int)(next_rand(&s) % (CH_OPS_MAX - 3));
+	ch.uneven = next_rand(&s) % 4 == 0;
+	if (r != ch.seg0 && next_rand(&s) % 4)
+		return;
+	k = next_rand(&s) % 3 ? 1 + (int)(next_rand(&s) % CH_LOCKS) : 2;
+	for (ch.focus = 0; k > 0; k--) {
+		int l = (int)(next_rand(&s) % CH_LOCKS);
+
+		while (ch.focus & 1u << l)
+			l = (l + 1) % CH_LOCKS;
+		ch.focus |= 1u << l;
+	}
+	hot0 = (size_t)(next_rand(&s) % (uint64_t)chaos_g.pages) * CH_PAGE;
+	hot1 = hot0 + (1 + next_rand(&s) % 3) * CH_PAGE;
+	ch.nhot = ch.npool = ch.nfchain = 0;
+	for (k = 0; k < ch.ncounters; k++) {
+		const struct ch_rec *rc = &ch.rec[ch.counters[k]];
+
+		if (!(ch.focus & 1u << ch.lockof[ch.counters[k]]))
+			continue;
+		ch.pool[ch.npool++] = ch.counters[k];
+		if (rc->off < hot1 && rc->off + rc->size > hot0)
+			ch.hot[ch.nhot++] = ch.counters[k];
+	}
+	for (int n = 2 + (int)(next_rand(&s) % 15); ch.nhot > n; ch.nhot--)
+		ch.hot[next_rand(&s) % (uint64_t)ch.nhot] = ch.hot[ch.nhot - 1];
+	for (int c = 0; c < ch.nchain; c++) {
+		int in = 1;
+
+		for (k = ch.chains[c]; k >= 0; k = ch.rec[k].next)
+			in &= !!(ch.focus & 1u << ch.lockof[k]);
+		if (in)
+			ch.fchains[ch.nfchain++] = ch.chains[c];
+	}
+}
+
+/* A counter, most often one of the hot ones, of lock `lock` (-1: any
+ * of the round's). */
+static int ch_pick(uint64_t *s, int lock)
+{
+	if (lock < 0) {
+		if (ch.nhot && next_rand(s) % 8)
+			return ch.hot[next_rand(s) % (uint64_t)ch.nhot];
+		return ch.pool[next_rand(s) % (uint64_t)ch.npool];
+	}
+	if (!ch.ncbylock[lock])
+		return -1;
+	for (int t = 0; t < 8 && ch.nhot; t++) {
+		int c = ch.hot[next_rand(s) % (uint64_t)ch.nhot];
+
+		if (ch.lockof[c] == lock)
+			return c;
+	}
+	return ch.cbylock[lock][next_rand(s) % (uint64_t)ch.ncbylock[lock]];
+}
+
+static struct ch_step *ch_new_step(int l0, int l1)
+{
+	struct ch_step *st = &ch.steps[ch.nsteps++];
+
+	memset(st, 0, sizeof(*st));
+	st->lock[0] = l0;
+	st->lock[1] = l1;
+	return st;
+}
+
+static void ch_act(struct ch_step *st, int what, int rec, uint64_t v)
+{
+	st->act[st->nact++] = (struct ch_act){ what, rec, v };
+}
+
+/* Rank p's lock phase of this round, into ch.steps. */
+static void ch_plan_steps(int p)
+{
+	uint64_t s = ch_h(T_STEPS, (uint64_t)ch.r, (uint64_t)p);
+	int ops = ch.npool ? (int)(next_rand(&s) % (uint64_t)(ch.maxops + 1)) : 0;
+	int chunks = 1 + (int)(next_rand(&s) % 3), chunk = 0;
+
+	if (!ch.uneven) /* every rank busy: more hand-offs between clusters */
+		ops = ch.maxops / 2 + ops / 2;
+	ch.nsteps = 0;
+	for (int o = 0; o <= ops; o++) {
+		unsigned t = (unsigned)(next_rand(&s) % 100);
+		int spin = next_rand(&s) % 8 ? 0 : 1 + (int)(next_rand(&s) % 100);
+		int first, a, b = -1, c;
+		uint64_t d = next_rand(&s);
+		struct ch_step *st;
+
+		while (chunk < chunks &&
+		       (o == ops || next_rand(&s) % (uint64_t)(ops - o + 1) <
+					    (uint64_t)(chunks - chunk))) {
+			st = ch_new_step(-1, -1);
+			st->chunk = chunk++;
+			st->chunks = chunks;
+		}
+		if (o == ops)
+			break;
+		first = ch.nsteps;
+		a = ch_pick(&s, -1);
+		if (t >= 40 && t < 66) /* another lock's counter */
+			for (int k = 0; k < 16 && b < 0; k++) {
+				b = ch_pick(&s, -1);
+				if (ch.lockof[b] == ch.lockof[a])
+					b = -1;
+			}
+		if (t < 40 || (t < 66 && b < 0) || (t >= 66 && !ch.nfchain)) {
+			/* one to three counters of one lock */
+			st = ch_new_step(ch.lockof[a], -1);
+			ch_act(st, CH_ADD, a, d);
+			for (int k = (int)(next_rand(&s) % 3); k > 0; k--) {
+				b = ch_pick(&s, ch.lockof[a]);
+				if (b != a && b != st->act[st->nact - 1].rec)
+					ch_act(st, CH_ADD, b, next_rand(&s));
+			}
+		} else if (t < 52) {
+			/* move a value: under a's lock, then under b's */
+			ch_act(ch_new_step(ch.lockof[a], -1), CH_ADD, a, -d);
+			ch_act(ch_new_step(ch.lockof[b], -1), CH_ADD, b, d);
+		} else if (t < 66) {
+			/* the same, both locks held (taken in id order) */
+			int lo = ch.lockof[a] < ch.lockof[b];
+
+			st = ch_new_step(lo ? ch.lockof[a] : ch.lockof[b],
+					 lo ? ch.lockof[b] : ch.lockof[a]);
+			st->unlock_first = (int)(next_rand(&s) % 2);
+			ch_act(st, CH_ADD, a, -d);
+			ch_act(st, CH_ADD, b, d);
+		} else if (t < 83 && ch.nfchain) {
+			/* publish: grow my slot of a vector, then copy it
+			 * into its shadows, each under its own lock */
+			c = ch.fchains[next_rand(&s) % (uint64_t)ch.nfchain];
+			ch_act(ch_new_step(ch.lockof[c], -1), CH_VADD, c,
+			       1 + d % 1000);
+			for (int k = ch.rec[c].next; k >= 0; k = ch.rec[k].next)
+				ch_act(ch_new_step(ch.lockof[k], -1), CH_SET, k,
+				       0);
+		} else if (ch.nfchain) {
+			/* check a chain from its last shadow back to the
+			 * vector: each link at least what the later one
+			 * showed (transitive visibility through locks) */
+			int link[3], n = 0;
+
+			c = ch.fchains[next_rand(&s) % (uint64_t)ch.nfchain];
+			for (int k = c; k >= 0 && n < 3; k = ch.rec[k].next)
+				link[n++] = k;
+			while (n-- > 0)
+				ch_act(ch_new_step(ch.lockof[link[n]], -1),
+				       CH_VER, link[n], 0);
+			ch.steps[first].verify = 1;
+		}
+		ch.steps[first].spin_us = spin;
+	}
+}
+
+/* Rank p's effect on the model of a step (the same arithmetic). */
+static void ch_model_step(const struct ch_step *st, int p)
+{
+	for (int i = 0; i < st->nact; i++) {
+		const struct ch_act *a = &st->act[i];
+
+		switch (a->what) {
+		case CH_ADD:
+			ch_counter_add(ch.model, a->rec, a->v);
+			break;
+		case CH_VADD:
+			*ch_word(ch.model, a->rec, (size_t)p) += a->v;
+			break;
+		case CH_SET:
+			*ch_word(ch.model, a->rec, (size_t)p) =
+				*ch_word(ch.model, ch.rec[a->rec].vec,
+					 (size_t)p);
+			break;
+		}
+	}
+	for (int k = 0; k < 2; k++)
+		if (st->lock[k] >= 0) {
+			++*ch_word(ch.model, ch.log[st->lock[k]], 0);
+			ch.ord[st->lock[k] * nprocs + p]++;
+		}
+}
+
+static void ch_check_rec(int rec, const char *what)
+{
+	const struct ch_rec *rc = &ch.rec[rec];
+	uint64_t *w = ch_word(ch.area, rec, 0);
+	uint64_t *seen = (uint64_t *)ch.seen + rc->off / 8;
+	size_t n = rc->size / 8;
+
+	switch (rc->kind) {
+	case CH_COUNTER:
+		if (w[0] < seen[0])
+			ch_fail("%s: %s has %" PRIu64 " updates, fewer than "
+				"the %" PRIu64 " this rank saw before", what,
+				ch_where(rec), w[0], seen[0]);
+		seen[0] = w[0];
+		for (size_t k = 2; k < n; k++)
+			if (w[k] != ch_cconst(rec, k) + ch_cmul(rec, k) * w[1])
+				ch_fail("%s: %s word %zu is %#" PRIx64 ", not "
+					"what its sum %#" PRIx64 " makes it "
+					"(%#" PRIx64 "): a torn update", what,
+					ch_where(rec), k, w[k], w[1],
+					ch_cconst(rec, k) +
+						ch_cmul(rec, k) * w[1]);
+		break;
+	case CH_VECTOR:
+	case CH_SHADOW:
+		if (w[rank] != ch.own[rec])
+			ch_fail("%s: %s holds %" PRIu64 " in this rank's own "
+				"slot, which it last set to %" PRIu64, what,
+				ch_where(rec), w[rank], ch.own[rec]);
+		for (int x = 0; x < nprocs; x++) {
+			if (w[x] < seen[x])
+				ch_fail("%s: %s slot of rank %d went back: "
+					"%" PRIu64 " after %" PRIu64, what,
+					ch_where(rec), x, w[x], seen[x]);
+			seen[x] = w[x];
+		}
+		break;
+	}
+}
+
+static uint64_t ch_entry(long r, int p, uint64_t ord)
+{
+	return ((uint64_t)r & 0xfffff) << 44 | (uint64_t)(p & 0xfff) << 32 |
+	       (ord & 0xffffffff);
+}
+
+/* Under lock l: its log has not lost what this rank saw of it. */
+static void ch_check_log(int l)
+{
+	uint64_t *w = ch_word(ch.area, ch.log[l], 0), n = w[0];
+	uint64_t lo = n >= ch.cap ? n - ch.cap : 0;
+
+	if (n < ch.logn[l])
+		ch_fail("under lock %d: its log's count went back: %" PRIu64
+			" after %" PRIu64 " (%s)", l, n, ch.logn[l],
+			ch_where(ch.log[l]));
+	if (ch.logn[l] >= ch.cap && ch.logn[l] - ch.cap > lo)
+		lo = ch.logn[l] - ch.cap;
+	for (uint64_t i = lo; i < ch.logn[l]; i++) {
+		uint64_t e = w[1 + i % ch.cap],
+			 was = ch.logcopy[l * ch.cap + i % ch.cap];
+
+		if (e != was)
+			ch_fail("under lock %d: entry %" PRIu64 " of its log "
+				"changed from round %" PRIu64 " rank %" PRIu64
+				" section %" PRIu64 " to round %" PRIu64 " rank "
+				"%" PRIu64 " section %" PRIu64 " (%s)", l, i,
+				was >> 44, was >> 32 & 0xfff, was & 0xffffffff,
+				e >> 44, e >> 32 & 0xfff, e & 0xffffffff,
+				ch_where(ch.log[l]));
+	}
+}
+
+static void ch_append_log(int l)
+{
+	uint64_t *w = ch_word(ch.area, ch.log[l], 0), n = w[0];
+
+	w[1 + n % ch.cap] = ch_entry(ch.r, rank, ch.myord[l]++);
+	w[0] = n + 1;
+	ch.logn[l] = n + 1;
+	memcpy(&ch.logcopy[l * ch.cap], w + 1, ch.cap * 8);
+}
+
+static void ch_gap_write(size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		if (ch.gowner[i] == rank)
+			ch.area[i] = ch.gvalue[i];
+}
+
+static void ch_run_step(const struct ch_step *st)
+{
+	uint64_t s = ch_h(T_EXTRA, (uint64_t)ch.r,
+			  (uint64_t)(rank * CH_STEPS + ch.step));
+	int held = st->lock[1] >= 0 ? 2 : 1;
+
+	if (st->lock[0] < 0) {
+		ch_gap_write(ch.len * (size_t)st->chunk / (size_t)st->chunks,
+			     ch.len * (size_t)(st->chunk + 1) /
+				     (size_t)st->chunks);
+		return;
+	}
+	for (int k = 0; k < held; k++)
+		check(lm_lock(chaos_g.lock0 + st->lock[k]), "lm_lock");
+	ch.sections++;
+	for (int k = 0; k < held; k++) {
+		int l = st->lock[k];
+
+		ch_check_log(l);
+		/* two more records of the lock, at random */
+		for (int e = 0; e < 2 && ch.nbylock[l]; e++)
+			ch_check_rec(ch.bylock[l][next_rand(&s) %
+						  (uint64_t)ch.nbylock[l]],
+				     "under its lock");
+	}
+	if (st->verify)
+		memset(ch.need, 0, (size_t)nprocs * sizeof(uint64_t));
+	for (int i = 0; i < st->nact; i++) {
+		const struct ch_act *a = &st->act[i];
+		uint64_t *w = ch_word(ch.area, a->rec, 0);
+
+		ch_check_rec(a->rec, "under its lock");
+		switch (a->what) {
+		case CH_ADD:
+			ch_counter_add(ch.area, a->rec, a->v);
+			break;
+		case CH_VADD:
+			w[rank] = ch.own[a->rec] += a->v;
+			break;
+		case CH_SET:
+			w[rank] = ch.own[a->rec] = ch.own[ch.rec[a->rec].vec];
+			break;
+		case CH_VER:
+			for (int x = 0; x < nprocs; x++) {
+				if (w[x] < ch.need[x])
+					ch_fail("chain check: %s holds %" PRIu64
+						" for rank %d, but a later link "
+						"of its chain, taken before "
+						"under another lock, showed %"
+						PRIu64, ch_where(a->rec), w[x],
+						x, ch.need[x]);
+				ch.need[x] = w[x];
+			}
+			break;
+		}
+	}
+	for (int k = 0; k < held; k++)
+		ch_append_log(st->lock[k]);
+	if (st->spin_us) {
+		uint64_t end = lm_clock_us() + (uint64_t)st->spin_us;
+
+		while (lm_clock_us() < end)
+			;
+	}
+	if (held == 2 && !st->unlock_first)
+		check(lm_unlock(chaos_g.lock0 + st->lock[1]), "lm_unlock");
+	check(lm_unlock(chaos_g.lock0 + st->lock[0]), "lm_unlock");
+	if (held == 2 && st->unlock_first)
+		check(lm_unlock(chaos_g.lock0 + st->lock[1]), "lm_unlock");
+}
+
+/* Rank p's record writes of a barrier phase, without locks (one rank
+ * per counter, every rank its own slots), on the model or, real, on the
+ * area (p is this rank). */
+static void ch_unlocked(int p, int real)
+{
+	uint8_t *mem = real ? ch.area : ch.model;
+
+	for (int k = 0; k < ch.ncounters; k++) {
+		int c = ch.counters[k];
+
+		if (ch_h(T_BW, (uint64_t)ch.r, (uint64_t)c) %
+			    (uint64_t)(4 * nprocs) != (uint64_t)p)
+			continue;
+		if (real)
+			ch_check_rec(c, "before its barrier-phase update");
+		ch_counter_add(mem, c, ch_h(T_BV, (uint64_t)ch.r, (uint64_t)c));
+	}
+	for (int c = 0; c < ch.nchain; c++) {
+		int v = ch.chains[c];
+		uint64_t key = (uint64_t)c << 16 | (uint64_t)p;
+		uint64_t grow = ch_h(T_VA, (uint64_t)ch.r, key);
+
+		if (real && ch_word(ch.area, v, 0)[rank] != ch.own[v])
+			ch_fail("%s holds %" PRIu64 " in this rank's own slot, "
+				"which it last set to %" PRIu64, ch_where(v),
+				ch_word(ch.area, v, 0)[rank], ch.own[v]);
+		if (grow % 2) {
+			if (real)
+				ch.own[v] += 1 + grow / 2 % 1000;
+			*ch_word(mem, v, (size_t)p) =
+				real ? ch.own[v] :
+				       *ch_word(mem, v, (size_t)p) + 1 +
+					       grow / 2 % 1000;
+		}
+		if (ch_h(T_VP, (uint64_t)ch.r, key) % 3)
+			continue;
+		for (int k = ch.rec[v].next; k >= 0; k = ch.rec[k].next) {
+			if (real)
+				ch.own[k] = ch.own[v];
+			*ch_word(mem, k, (size_t)p) = *ch_word(mem, v, (size_t)p);
+		}
+	}
+}
+
+/* Semantic check of lock l's log after the round, then the model takes
+ * its entries (their order is the run's). */
+static void ch_check_log_round(int l)
+{
+	uint64_t *w = ch_word(ch.area, ch.log[l], 0),
+		 *m = ch_word(ch.model, ch.log[l], 0);
+	uint64_t n = w[0], all = 0, window;
+	uint64_t *last = ch.need; /* scratch: a rank's last ordinal + 1 */
+
+	if (n != m[0])
+		ch_fail("after the barrier: the log of lock %d counts %" PRIu64
+			" sections, expected %" PRIu64 " (%s)", l, n, m[0],
+			ch_where(ch.log[l]));
+	for (int p = 0; p < nprocs; p++) {
+		all += ch.ord[l * nprocs + p] - ch.ord0[l * nprocs + p];
+		last[p] = 0;
+	}
+	window = all < ch.cap ? all : ch.cap;
+	for (uint64_t i = n - window; i < n; i++) {
+		uint64_t e = w[1 + i % ch.cap], o = e & 0xffffffff;
+		int p = (int)(e >> 32 & 0xfff);
+
+		if ((e >> 44) - ((uint64_t)ch.seg0 & 0xfffff) >
+			    (uint64_t)(ch.r - ch.seg0) ||
+		    p >= nprocs ||
+		    o < ch.ord0[l * nprocs + p] ||
+		    o >= ch.ord[l * nprocs + p] ||
+		    (last[p] ? o != last[p] : all <= ch.cap &&
+					      o != ch.ord0[l * nprocs + p]))
+			ch_fail("after the barrier: entry %" PRIu64 " of the "
+				"log of lock %d is %#" PRIx64 " (round %" PRIu64
+				", rank %d, section %" PRIu64 "): not the next "
+				"of a section taken since the barrier (%s)", i, l, e,
+				e >> 44, p, o, ch_where(ch.log[l]));
+		last[p] = o + 1;
+	}
+	for (int p = 0; p < nprocs; p++)
+		if (last[p] ? last[p] != ch.ord[l * nprocs + p] :
+			      all <= ch.cap && ch.ord[l * nprocs + p] !=
+						       ch.ord0[l * nprocs + p])
+			ch_fail("after the barrier: the log of lock %d lacks "
+				"sections of rank %d: it ends at %" PRIu64
+				", expected %" PRIu64 " (%s)", l, p,
+				last[p] ? last[p] : ch.ord0[l * nprocs + p],
+				ch.ord[l * nprocs + p], ch_where(ch.log[l]));
+	memcpy(m + 1, w + 1, ch.cap * 8);
+}
+
+static void ch_round(long r)
+{
+	if (r == 0 || r > ch.seg1)
+		ch_plan_segment(r);
+	ch.r = r;
+	if (ch.lockphase)
+		ch_plan_phase(r);
+	/* the model: every rank's round, in any order */
+	for (int p = 0; p < nprocs; p++) {
+		if (!ch.lockphase) {
+			ch_unlocked(p, 0);
+			continue;
+		}
+		ch_plan_steps(p);
+		for (int i = 0; i < ch.nsteps; i++)
+			ch_model_step(&ch.steps[i], p);
+	}
+	for (size_t i = 0; i < ch.len; i++)
+		if (ch.gowner[i] != CH_NOBODY)
+			ch.model[i] = ch.gvalue[i];
+	/* this rank's round */
+	if (ch.lockphase) {
+		ch.lockrounds++;
+		ch_plan_steps(rank);
+		for (ch.step = 0; ch.step < ch.nsteps; ch.step++)
+			ch_run_step(&ch.steps[ch.step]);
+		ch.step = -1;
+	} else {
+		ch_gap_write(0, ch.len / 2);
+		ch_unlocked(rank, 1);
+		ch_gap_write(ch.len / 2, ch.len);
+	}
+	if (r < ch.seg1)
+		return;
+	ch.barriers++;
+	check(lm_barrier(20), "lm_barrier");
+	for (int l = 0; l < CH_LOCKS; l++)
+		ch_check_log_round(l);
+	ch_compare("after the barrier");
+	ch_sync_from_model();
+	check(lm_barrier(21), "lm_barrier");
+}
+
+static void chaos_body(void)
+{
+	rank = lm_rank(); /* the globals came from rank 0 */
+	nprocs = lm_nprocs();
+	if (rank != 0) {
+		ch.r = -1;
+		ch.step = -1;
+		if (chaos_g.magic != CH_MAGIC ||
+		    chaos_word != ch_h(T_GLOBAL, 1u << 20, 0))
+			ch_fail("ordinary globals set before CREATE: magic %#"
+				PRIx64 ", word %#" PRIx64 ", expected %#" PRIx64
+				", %#" PRIx64, chaos_g.magic, chaos_word,
+				CH_MAGIC, ch_h(T_GLOBAL, 1u << 20, 0));
+		for (int i = 0; i < 256; i++)
+			if (chaos_g.pattern[i] != ch_h(T_GLOBAL, (uint64_t)i, 0))
+				ch_fail("global word %d set before CREATE is "
+					"%#" PRIx64 ", expected %#" PRIx64, i,
+					chaos_g.pattern[i],
+					ch_h(T_GLOBAL, (uint64_t)i, 0));
+		ch_setup();
+		ch_compare("written by rank 0 before CREATE");
+	}
+	ch_sync_from_model();
+	check(lm_barrier(21), "lm_barrier"); /* all checked before rank 0 writes */
+	for (long r = 0; r < chaos_g.rounds; r++)
+		ch_round(r);
+	/* gap bytes written after the last barrier reach rank 0 through
+	 * the END of each worker (and its own WAIT_FOR_END) */
+	ch_plan_segment(chaos_g.rounds);
+	ch.r = chaos_g.rounds;
+	ch_gap_write(0, ch.len);
+	for (size_t i = 0; i < ch.len; i++)
+		if (ch.gowner[i] != CH_NOBODY)
+			ch.model[i] = ch.gvalue[i];
+}
+
+static int run_chaos(long rounds, uint64_t seed, long pages)
+{
+	if (rounds < 1 || rounds > 100000 || pages < 8 || pages > 4096 ||
+	    nprocs > 254) {
+		fprintf(stderr, "dsmtest: chaos needs ROUNDS 1..100000, PAGES "
+			"8..4096 and at most 254 processes\n");
+		return 2;
+	}
+	chaos_g.magic = CH_MAGIC;
+	chaos_g.seed = seed;
+	chaos_g.rounds = rounds;
+	chaos_g.pages = pages;
+	chaos_g.area = lm_malloc((size_t)pages * CH_PAGE);
+	if (!chaos_g.area)
+		die("lm_malloc", -2);
+	chaos_g.lock0 = lm_id_alloc(CH_LOCKS);
+	check(chaos_g.lock0, "lm_id_alloc");
+	for (int i = 0; i < 256; i++)
+		chaos_g.pattern[i] = ch_h(T_GLOBAL, (uint64_t)i, 0);
+	chaos_word = ch_h(T_GLOBAL, 1u << 20, 0);
+	ch_setup();
+	memcpy(chaos_g.area, ch.model, ch.len);
+	for (int p = 1; p < nprocs; p++)
+		check(lm_create(chaos_body), "lm_create");
+	chaos_body();
+	check(lm_wait_for_end(nprocs - 1), "lm_wait_for_end");
+	ch_compare("after WAIT_FOR_END");
+	printf("dsmtest chaos: seed %" PRIu64 ": %ld rounds (%ld with locks, "
+	       "%ld checked barriers), "
+	       "%d records (%d counters, %d chains, %d logs in groups of %d) "
+	       "on %ld pages, %d locks; rank 0 took %ld sections\n", seed,
+	       rounds, ch.lockrounds, ch.barriers, ch.nrec, ch.ncounters,
+	       ch.nchain, CH_LOCKS, ch.loggroup, pages, CH_LOCKS,
+	       ch.sections);
+	return 0;
+}
+
 /* Slices are page aligned and apart, so that no page is shared. */
 #define PRIVATE_SLICE (64 * 1024)
 
@@ -748,7 +1923,8 @@ int main(int argc, char **argv)
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
-				"chain ROUNDS | exit0 serve|MS\n");
+				"chain ROUNDS | exit0 serve|MS | "
+				"chaos ROUNDS SEED [PAGES]\n");
 		return 2;
 	}
 	check(lm_init(&argc, &argv), "lm_init");
@@ -761,7 +1937,8 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "exit0") == 0 && strcmp(argv[2], "serve") == 0)
 		return lm_worker_serve(); /* finalizes */
 	if ((strcmp(argv[1], "numbering") == 0 ||
-	     strcmp(argv[1], "created") == 0) && rank != 0)
+	     strcmp(argv[1], "created") == 0 ||
+	     strcmp(argv[1], "chaos") == 0) && rank != 0)
 		return lm_worker_serve(); /* finalizes */
 	if (strcmp(argv[1], "numbering") == 0)
 		failed = run_numbering();
@@ -769,6 +1946,9 @@ int main(int argc, char **argv)
 		failed = run_created(atol(argv[2]));
 	else if (strcmp(argv[1], "chain") == 0)
 		failed = run_chain(atol(argv[2]));
+	else if (strcmp(argv[1], "chaos") == 0 && (argc == 4 || argc == 5))
+		failed = run_chaos(atol(argv[2]), strtoull(argv[3], NULL, 10),
+				   argc == 5 ? atol(argv[4]) : 40);
 	else if (strcmp(argv[1], "counters") == 0 && argc == 4)
 		failed = run_counters(atol(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "exit0") == 0)
