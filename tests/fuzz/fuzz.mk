@@ -33,19 +33,19 @@ FUZZ_RUN_FLAGS = -timeout=30 -rss_limit_mb=2048 -print_final_stats=1
 
 FUZZ_BASE_SRC := common/error.c common/log.c common/wire.c
 FUZZ_MACHINE_SRC := tests/fuzz/fuzz_machine.c common/proto.c common/diff.c \
+	common/notice_set.c \
 	common/config.c common/auth.c $(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_wire := tests/fuzz/fuzz_wire.c common/auth.c $(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_msg := tests/fuzz/fuzz_msg.c common/proto.c common/diff.c \
 	$(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_engine := tests/fuzz/fuzz_engine.c common/reliable.c \
 	common/mem.c common/auth.c $(FUZZ_BASE_SRC)
-FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
-	reflector/home_pages.c reflector/router.c reflector/managers.c \
-	reflector/alloc.c \
+# Each daemon's modules, whatever their files (not its main).
+FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c \
+	$(filter-out %/main.c %_stats.c,$(wildcard reflector/*.c)) \
 	$(FUZZ_MACHINE_SRC)
-FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c lemuriad/cluster.c \
-	lemuriad/cache.c lemuriad/tokens.c lemuriad/release.c \
-	lemuriad/deltas.c lemuriad/updates.c \
+FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c \
+	$(filter-out %/main.c %_stats.c,$(wildcard lemuriad/*.c)) \
 	$(FUZZ_MACHINE_SRC)
 FUZZ_HDRS = $(wildcard common/*.h lemuriad/*.h reflector/*.h tests/fuzz/*.h)
 
