@@ -14,7 +14,6 @@
 
 #include "auth.h"
 #include "config.h"
-#include "daemon.h"
 #include "fault.h"
 #include "lm_error.h"
 #include "log.h"
@@ -459,9 +458,11 @@ int lm_init(int *argc, char ***argv)
 		rc = LM_ENOMEM;
 		goto fail;
 	}
-	lm_daemon_rel_config(lm_self.layout, LM_LEVEL_CLIENT,
-			     lm_layout_client_id(lm_self.layout, lm_self.rank),
-			     lm_self.auth, &rcfg);
+	/* the client level's transport, as the daemons configure theirs */
+	lm_rel_config_default(&rcfg, lm_layout_client_id(lm_self.layout,
+							 lm_self.rank));
+	rcfg.transport = lm_self.layout->transport[LM_LEVEL_CLIENT];
+	rcfg.auth = lm_self.auth;
 	/* Replies are acked at once unless LEMURIA_ACK_DELAY_US asks them to
 	 * ride on the next request within that delay, with the endpoint's
 	 * timer thread sending those that none carries, well before the
