@@ -31,13 +31,18 @@ for f in "$lib/liblemuria.so" "$lib/liblemuria.a"; do
 done
 
 echo "lib: exports"
-# every function the public headers mark LM_API, one per line
-sed -n 's/^LM_API [^(]*[ *]\(lm_[a-z_0-9]*\)(.*/\1/p' \
+# every function the public headers declare, one per line, and those
+# they mark LM_API: a prototype without it would be missing from the .so
+sed -n 's/^[A-Za-z_][A-Za-z_0-9 *]*[ *]\(lm_[a-z_0-9]*\)(.*/\1/p' \
 	liblemuria/lemuria.h liblemuria/lemuria_error.h | sort >"$tmp/api"
+sed -n 's/^LM_API [^(]*[ *]\(lm_[a-z_0-9]*\)(.*/\1/p' \
+	liblemuria/lemuria.h liblemuria/lemuria_error.h | sort >"$tmp/marked"
 nm -D --defined-only "$lib/liblemuria.so" | awk '{ print $NF }' |
 	sort >"$tmp/exported"
 check "$(yes_if test "$(wc -l <"$tmp/api")" -ge 18)" \
 	"lemuria.h declares $(wc -l <"$tmp/api") functions"
+check "$(yes_if cmp -s "$tmp/api" "$tmp/marked")" \
+	"each marked LM_API ($(wc -l <"$tmp/marked"))"
 if cmp -s "$tmp/api" "$tmp/exported"; then
 	check y "liblemuria.so exports exactly them"
 else
