@@ -34,6 +34,10 @@ CUNIT_LIBS = $(shell pkg-config --libs cunit 2>/dev/null)
 
 INCLUDES := -Icommon -Iliblemuria -Ilemuriad -Ireflector -Itools
 CFLAGS_ALL = $(CFLAGS_BASE) $(INCLUDES) $(PKG_CFLAGS) $(CFLAGS)
+# Programs that use the library as its users do: lemuria.h alone.
+CFLAGS_API = $(CFLAGS_BASE) -Iliblemuria $(CFLAGS)
+# The shared library's own dependencies (the daemons' are PKG_LIBS).
+LIB_LIBS = $(shell pkg-config --libs inih libcrypto 2>/dev/null) -lpthread
 LDFLAGS_ALL = $(LDFLAGS_SAN) $(LDFLAGS)
 
 # Modules: every .c except the mains.
@@ -43,13 +47,25 @@ LEMURIAD_SRC := $(filter-out %/main.c,$(wildcard lemuriad/*.c))
 REFLECTOR_SRC := $(filter-out %/main.c,$(wildcard reflector/*.c))
 TOOLS_SRC := $(filter-out tools/lemuriactl.c tools/lemuria-run.c,$(wildcard tools/*.c))
 TEST_SRC := $(wildcard tests/*.c)
-LIB_SRC := $(COMMON_SRC) $(CLIENT_SRC)
+# The library is its API: the client runtime and the shared modules it
+# uses, no daemon code and no libevent.  A module the client comes to need
+# must be added here (the .so is linked with --no-undefined, so a missing
+# one fails the build).
+LIB_COMMON_SRC := $(addprefix common/,auth.c config.c diff.c error.c \
+	fault.c log.c mem.c proto.c reliable.c rpc.c udp.c wire.c)
+LIB_SRC := $(LIB_COMMON_SRC) $(CLIENT_SRC)
+# Everything else is linked by the daemons, tools, unit tests and benches
+# from an internal archive that is never installed.
+INTERNAL_SRC := $(COMMON_SRC) $(CLIENT_SRC)
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
-pic = $(patsubst %.c,$(BUILD)/pic/%.o,$(1))
+# (a directory of their own: objects built before hidden visibility are
+# not reused)
+pic = $(patsubst %.c,$(BUILD)/so/%.o,$(1))
 
 LIB_A := $(BUILD)/lib/liblemuria.a
 LIB_SO := $(BUILD)/lib/liblemuria.so
+INTERNAL_A := $(BUILD)/lib/liblemuria-internal.a
 BINS := $(BUILD)/bin/reflector $(BUILD)/bin/lemuriad $(BUILD)/bin/lemuriactl \
 	$(BUILD)/bin/lemuria-run
 UNIT := $(BUILD)/tests/unit
@@ -71,7 +87,7 @@ all: check-deps
 	@$(MAKE) --no-print-directory build-all
 
 .PHONY: build-all
-build-all: $(LIB_A) $(LIB_SO) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
+build-all: $(LIB_A) $(LIB_SO) $(INTERNAL_A) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
 	$(BENCH_DIFF) $(BENCH_MAC) $(BUILD)/bench/region $(BUILD)/bench/pages \
 	$(BUILD)/bench/micro $(BUILD)/bench/cpuidle $(SPLASH2_BINS) $(DSMTEST) \
 	$(BIGBSS)
@@ -89,41 +105,48 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
-$(BUILD)/pic/%.o: %.c
+# Objects of the shared library: only what lemuria.h marks LM_API is
+# exported.
+$(BUILD)/so/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ALL) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
 
 $(LIB_A): $(call obj,$(LIB_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(INTERNAL_A): $(call obj,$(INTERNAL_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(LIB_SO): $(call pic,$(LIB_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,liblemuria.so.0 -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+	$(CC) -shared -Wl,-soname,liblemuria.so.0 -Wl,--no-undefined -o $@ \
+		$^ $(LDFLAGS_ALL) $(LIB_LIBS)
 	ln -sf liblemuria.so $(dir $@)liblemuria.so.0
 
-$(BUILD)/bin/reflector: $(call obj,reflector/main.c $(REFLECTOR_SRC)) $(LIB_A)
+$(BUILD)/bin/reflector: $(call obj,reflector/main.c $(REFLECTOR_SRC)) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
-$(BUILD)/bin/lemuriad: $(call obj,lemuriad/main.c $(LEMURIAD_SRC)) $(LIB_A)
+$(BUILD)/bin/lemuriad: $(call obj,lemuriad/main.c $(LEMURIAD_SRC)) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
-$(BUILD)/bin/lemuriactl: $(call obj,tools/lemuriactl.c tools/runstats.c) $(LIB_A)
+$(BUILD)/bin/lemuriactl: $(call obj,tools/lemuriactl.c tools/runstats.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
-$(BUILD)/bin/lemuria-run: $(call obj,tools/lemuria-run.c $(TOOLS_SRC)) $(LIB_A)
+$(BUILD)/bin/lemuria-run: $(call obj,tools/lemuria-run.c $(TOOLS_SRC)) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
 # The test binary links the modules, never a main.
-$(UNIT): $(call obj,$(TEST_SRC) $(LEMURIAD_SRC) $(REFLECTOR_SRC) $(TOOLS_SRC)) $(LIB_A)
+$(UNIT): $(call obj,$(TEST_SRC) $(LEMURIAD_SRC) $(REFLECTOR_SRC) $(TOOLS_SRC)) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(CUNIT_LIBS) $(PKG_LIBS)
 
-$(BENCH_TRANSPORT): $(call obj,bench/transport.c) $(LIB_A)
+$(BENCH_TRANSPORT): $(call obj,bench/transport.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
@@ -153,6 +176,7 @@ asan-unit: asan
 check: all
 	@$(MAKE) --no-print-directory lint-sh
 	@$(MAKE) --no-print-directory unit
+	@sh tests/run-lib.sh $(BUILD)
 	@$(MAKE) --no-print-directory asan-unit
 	@$(MAKE) --no-print-directory splash2-check
 	@sh tests/run-bench.sh $(BUILD)
@@ -185,26 +209,26 @@ check-loss: all
 check-litmus: all
 	@sh tests/run-litmus.sh $(BUILD) 50 "2x2-two-reflectors 3-reflectors"
 
-$(BENCH_DIFF): $(call obj,bench/diff.c) $(LIB_A)
+$(BENCH_DIFF): $(call obj,bench/diff.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
-$(BENCH_MAC): $(call obj,bench/mac.c) $(LIB_A)
+$(BENCH_MAC): $(call obj,bench/mac.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
-$(BUILD)/bench/region: $(call obj,bench/region.c) $(LIB_A)
+$(BUILD)/bench/region: $(call obj,bench/region.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
-$(BUILD)/bench/pages: $(call obj,bench/pages.c) $(LIB_A)
+$(BUILD)/bench/pages: $(call obj,bench/pages.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
 $(BUILD)/bench/micro: bench/micro.c $(LIB_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
-		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) $(PKG_LIBS)
+	$(CC) $(CFLAGS_API) -o $@ $< -L$(BUILD)/lib -llemuria \
+		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 
 $(BUILD)/bench/cpuidle: $(call obj,bench/cpuidle.c)
 	@mkdir -p $(dir $@)
@@ -212,15 +236,15 @@ $(BUILD)/bench/cpuidle: $(call obj,bench/cpuidle.c)
 
 $(DSMTEST): tests/dsm/dsmtest.c $(LIB_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
-		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) $(PKG_LIBS)
+	$(CC) $(CFLAGS_API) -o $@ $< -L$(BUILD)/lib -llemuria \
+		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 
 # CREATE with a large .bss: a program of its own, so that dsmtest's
 # segment stays small.
 $(BIGBSS): tests/dsm/bigbss.c $(LIB_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< -L$(BUILD)/lib -llemuria \
-		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL) $(PKG_LIBS)
+	$(CC) $(CFLAGS_API) -o $@ $< -L$(BUILD)/lib -llemuria \
+		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 
 bench-transport: all
 	$(BENCH_TRANSPORT) -o bench/results/transport.csv
@@ -299,7 +323,8 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/liblemuria.so.0
 	ln -sf liblemuria.so.0 $(DESTDIR)$(PREFIX)/lib/liblemuria.so
-	install -m 644 liblemuria/lemuria.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 liblemuria/lemuria.h liblemuria/lemuria_error.h \
+		$(DESTDIR)$(PREFIX)/include/
 	install -d $(DESTDIR)$(PREFIX)/share/lemuria
 	install -m 644 splash2/macros/lemuria.m4 splash2/macros/pthread.m4 \
 		$(DESTDIR)$(PREFIX)/share/lemuria/

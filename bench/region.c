@@ -1,5 +1,5 @@
 /* Micro-benchmark of write notices in the client's region
- * (liblemuria/region.c): lm_region_apply_notices invalidating 2048 valid
+ * (liblemuria/region.c, protect.c): lm_region_apply_notices invalidating 2048 valid
  * pages, with one mprotect per page (as before batching) and with one per
  * run of adjacent pages, for page sets of different shapes.
  *

@@ -1,4 +1,4 @@
-/* Text for the LM_E* codes of lm_error.h. */
+/* Text for the LM_E* codes of lemuria.h. */
 #include "lm_error.h"
 
 static const char *const lm_error_text[] = {

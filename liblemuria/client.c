@@ -1,8 +1,8 @@
 /* The client runtime: lemuria.h's calls over one blocking transport
  * endpoint to this cluster's lemuriad (docs/dsm.md).  Memory faults are
- * handled by region.c, which asks us for pages through a backend callback;
- * releases flush region.c's diffs, acquires apply the write notices that
- * come back. */
+ * handled by the region (region.h), which asks us for pages through a
+ * backend callback; releases flush the region's diffs, acquires apply
+ * the write notices that come back. */
 #include "lemuria.h"
 
 #include <errno.h>
@@ -14,7 +14,6 @@
 
 #include "auth.h"
 #include "config.h"
-#include "daemon.h"
 #include "fault.h"
 #include "lm_error.h"
 #include "log.h"
@@ -182,7 +181,7 @@ static struct lm_msg lm_client_msg(uint16_t type)
 	return m;
 }
 
-/* region.c's backend: runs in the SIGSEGV handler of the faulting thread,
+/* the region's backend: runs in the SIGSEGV handler of the faulting thread,
  * which is blocked in an access to the region, so plain calls are safe. */
 /* Takes page `page` out of a PAGE reply: 0 or LM_EBADMSG. */
 static int lm_client_take_page(const struct lm_msg *reply, uint32_t page,
@@ -216,9 +215,9 @@ static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
 }
 
 _Static_assert(LM_CFG_PREFETCH_MAX <= LM_REGION_PREFETCH_MAX,
-	       "a layout's prefetch must fit region.c's window");
+	       "a layout's prefetch must fit the region's window");
 
-/* region.c's fetch_list (docs/dsm.md, "Neighbour pages"): a FETCHV of
+/* The region's fetch_list (docs/dsm.md, "Neighbour pages"): a FETCHV of
  * the pages, the faulting one first.  The lemuriad answers with PAGES
  * (the first page, then those of the others it holds, in the order
  * asked) or, when it must fetch the first page itself, with its PAGE
@@ -363,7 +362,7 @@ static int lm_client_flush(void)
 	return lm_client_flush_end(&last);
 }
 
-/* Our rank lets region.c keep the pages the notices name us the only
+/* Our rank lets the region keep the pages the notices name us the only
  * writer of (docs/dsm.md "Sole writers"); a RELEASE's updates keep the
  * copies they bring up to date ("Updates"). */
 static int lm_client_acquire(const struct lm_msg *reply)
@@ -459,9 +458,11 @@ int lm_init(int *argc, char ***argv)
 		rc = LM_ENOMEM;
 		goto fail;
 	}
-	lm_daemon_rel_config(lm_self.layout, LM_LEVEL_CLIENT,
-			     lm_layout_client_id(lm_self.layout, lm_self.rank),
-			     lm_self.auth, &rcfg);
+	/* the client level's transport, as the daemons configure theirs */
+	lm_rel_config_default(&rcfg, lm_layout_client_id(lm_self.layout,
+							 lm_self.rank));
+	rcfg.transport = lm_self.layout->transport[LM_LEVEL_CLIENT];
+	rcfg.auth = lm_self.auth;
 	/* Replies are acked at once unless LEMURIA_ACK_DELAY_US asks them to
 	 * ride on the next request within that delay, with the endpoint's
 	 * timer thread sending those that none carries, well before the

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lemuria_error.h" /* LM_API, the LM_E* codes, lm_strerror */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,41 +39,40 @@ extern "C" {
 #define LEMURIA_VERSION_MINOR 1
 
 /* "MAJOR.MINOR" of the library actually linked. */
-const char *lm_version(void);
-
-/* A short English phrase for an error code (0 or negative).  Never NULL. */
-const char *lm_strerror(int err);
+LM_API const char *lm_version(void);
 
 /* Monotonic time in microseconds (SPLASH-2's CLOCK). */
-uint64_t lm_clock_us(void);
+LM_API uint64_t lm_clock_us(void);
 
 /* Joins the run: reads the layout, connects to this cluster's lemuriad
  * and maps the shared region.  argc/argv may be NULL (they are not
  * consumed today).  Returns 0, LM_EINVAL (environment or layout missing or
  * wrong), LM_EUNREACH (lemuriad does not answer), LM_EIO. */
-int lm_init(int *argc, char ***argv);
+LM_API int lm_init(int *argc, char ***argv);
 
 /* Publishes this process's last writes, leaves the run and unmaps the
  * region.  Safe to call when lm_init failed or was not called.  Rank 0
  * that exits with status 0 without calling it is finalized on its way
  * out, so that the ranks it never created stop waiting for work. */
-void lm_finalize(void);
+LM_API void lm_finalize(void);
 
-int lm_rank(void);    /* 0 .. lm_nprocs() - 1; -1 before lm_init */
-int lm_nprocs(void);
-int lm_cluster(void); /* index of this process's cluster in the layout */
+/* 0 .. lm_nprocs() - 1; -1 before lm_init */
+LM_API int lm_rank(void);
+LM_API int lm_nprocs(void);
+/* index of this process's cluster in the layout */
+LM_API int lm_cluster(void);
 
 /* Shared memory: the same address in every process.  NULL when the region
  * is exhausted (logged).  Memory is zero-filled the first time it is
  * used. */
-void *lm_malloc(size_t size);
+LM_API void *lm_malloc(size_t size);
 /* Returns 0, or LM_EINVAL for a pointer lm_malloc did not return. */
-int lm_free(void *p);
+LM_API int lm_free(void *p);
 
 /* SPMD programs: every process calls it with the same len; afterwards
  * every process's `var` holds rank 0's bytes.  It includes a barrier.
  * Uses the region's last page, which the allocator never hands out. */
-int lm_distribute(void *var, size_t len);
+LM_API int lm_distribute(void *var, size_t len);
 
 /* Lock and barrier ids are LM_ID_MIN..LM_ID_MAX (1..2147483391), for
  * locks and barriers alike; ids from LM_RUNTIME_BARRIER up are the
@@ -86,32 +87,32 @@ int lm_distribute(void *var, size_t len);
 /* Reserves `n` consecutive ids for locks or barriers, unique in the run
  * and within the range above (the first reserved is 1); returns the
  * first or a negative error (LM_ENOBUFS when the range is used up). */
-int lm_id_alloc(int n);
+LM_API int lm_id_alloc(int n);
 
 /* Locks: acquire and release.  lm_unlock of a lock this process does not
  * hold returns LM_EINVAL and changes nothing. */
-int lm_lock(int id);
-int lm_unlock(int id);
+LM_API int lm_lock(int id);
+LM_API int lm_unlock(int id);
 
 /* Barrier `id`: every process of the run takes part. */
-int lm_barrier(int id);
+LM_API int lm_barrier(int id);
 
 /* SPLASH-2 CREATE: starts fn on the next idle rank (1, 2, ...), which sees
  * this process's ordinary global variables as they are now and the shared
  * memory as published by this call.  Only rank 0 creates.  Needs liblemuria
  * linked as a shared library (the variables travel as an image of the
  * executable's data segment).  Returns the rank started, or an error. */
-int lm_create(void (*fn)(void));
+LM_API int lm_create(void (*fn)(void));
 
 /* SPLASH-2 WAIT_FOR_END: waits until n created functions have returned;
  * their writes are then visible. */
-int lm_wait_for_end(int n);
+LM_API int lm_wait_for_end(int n);
 
 /* Worker side of lm_create, for ranks other than 0: waits for the CREATE
  * addressed to this rank, runs the function, publishes its writes, reports
  * its end and finalizes.  Returns the process exit status to use (0 on
  * success).  SPLASH-2's MAIN_INITENV calls it and exits. */
-int lm_worker_serve(void);
+LM_API int lm_worker_serve(void);
 
 #ifdef __cplusplus
 }

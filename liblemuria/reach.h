@@ -13,8 +13,9 @@
  * shallower, down to none.  A kind at none brings a single page now and
  * then, as a probe.
  *
- * Pure bookkeeping: liblemuria/region.c installs, watches and reports
- * the samples.  Not thread-safe (the region's lock guards it). */
+ * Pure bookkeeping: liblemuria/pagefault.c installs and watches the
+ * samples, region.c settles them at releases and reports them.  Not
+ * thread-safe (the region's lock guards it). */
 #ifndef LM_REACH_H
 #define LM_REACH_H
 

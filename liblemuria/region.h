@@ -3,7 +3,10 @@
  * mprotect + SIGSEGV, pages fetched through a backend, twins kept for
  * written pages, diffs built at release and copies invalidated by write
  * notices.  It sends no messages: the client runtime supplies the backend
- * and sends what the region builds.
+ * and sends what the region builds.  Four files, each calling only those
+ * below it: region.c (releases, acquires, set-up), pagefault.c (the
+ * handler) and protect.c (protection changes in batches), mapping.c (the
+ * memory); region_state.h holds what they share.
  *
  * One region per process (the SIGSEGV handler needs a global).
  *
@@ -65,10 +68,10 @@ struct lm_region_backend {
  * memory file (pwrite), which allocates it with the data in it; copied
  * through the mapping it would be cleared first and then cost a fault at
  * the copy, or after MADV_POPULATE_WRITE the host's first touch of the
- * mapping (5 us a page on the hosts of 2026-11-28, docs/performance.md
- * "Page faults").  A page the mapping has touched already, one the write
- * fails for, and any dst or len that is not a whole page of the mapping
- * are copied with memcpy.  Safe in the SIGSEGV handler. */
+ * mapping (docs/performance.md, "Page faults").  A page the mapping has
+ * touched already, one the write fails for, and any dst or len that is
+ * not a whole page of the mapping are copied with memcpy.  Safe in the
+ * SIGSEGV handler. */
 void lm_region_fill(void *dst, const void *src, size_t len);
 
 /* Maps `size` bytes at the fixed address `base`, cut into pages of

@@ -52,8 +52,8 @@ $(BUILD)/splash2/gen/$(1).c: $(2) splash2/macros/lemuria.m4
 $(BUILD)/splash2/$(1): $(BUILD)/splash2/gen/$(1).c $(LIB_SO) \
 		splash2/common/splash_util.h
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS_ALL) -Isplash2/common -o $$@ $$< -L$(BUILD)/lib -llemuria \
-		-Wl,-rpath,'$$$$ORIGIN/../lib' $$(LDFLAGS_ALL) $$(PKG_LIBS) -lm
+	$$(CC) $$(CFLAGS_API) -Isplash2/common -o $$@ $$< -L$(BUILD)/lib -llemuria \
+		-Wl,-rpath,'$$$$ORIGIN/../lib' $$(LDFLAGS_ALL) -lm
 
 SPLASH2_BINS += $(BUILD)/splash2/$(1)
 endef

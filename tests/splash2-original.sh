@@ -85,8 +85,6 @@ compile() {
 	ok "$name: built with $mfile"
 }
 
-libs=$(pkg-config --libs libevent inih libcrypto 2>/dev/null) ||
-	libs="-levent -linih -lcrypto"
 libdir=$(cd "$build/lib" && pwd)
 build_pt() { # NAME SRC OUT [extra cc flags]
 	n=$1; s=$2; o=$3; shift 3
@@ -94,7 +92,7 @@ build_pt() { # NAME SRC OUT [extra cc flags]
 }
 build_lm() { # NAME SRC OUT
 	compile "$1" "$2" lemuria.m4 "$3" -Iliblemuria "$3.c" -o "$3" \
-		-L"$libdir" -llemuria -Wl,-rpath,"$libdir" $libs -lpthread -lm
+		-L"$libdir" -llemuria -Wl,-rpath,"$libdir" -lpthread -lm
 }
 
 . tests/lib.sh

@@ -1,5 +1,6 @@
-/* The client's shared region (liblemuria/region.c), driven through a fake
- * backend that serves pages from a local array: fetches on first access
+/* The client's shared region (liblemuria/region.h: region.c,
+ * pagefault.c, protect.c, mapping.c), driven through a fake backend that
+ * serves pages from a local array: fetches on first access
  * only, twins on write, diffs holding exactly the changed bytes, notices
  * invalidating only older copies, and faults that are not the region's
  * (or fetches that fail) ending the process as they should.

@@ -99,7 +99,6 @@
 #include <unistd.h>
 
 #include "lemuria.h"
-#include "lm_error.h" /* LM_EINVAL */
 
 static int rank, nprocs;
 

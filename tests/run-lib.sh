@@ -1,0 +1,126 @@
+#!/bin/sh
+# The library is its API (issue 39): liblemuria.so exports exactly the
+# functions lemuria.h declares (LM_API), needs no libevent (no daemon code
+# inside), and a program that includes lemuria.h alone, error codes
+# included, builds against it, as built and as `make install` installs it
+# (headers, lemuria.pc for shared and static linking).
+#   tests/run-lib.sh BUILD_DIR
+set -u
+build=${1:-build}
+lib=$build/lib
+tmp=$(mktemp -d /tmp/lm-lib.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+failures=0
+checks=0
+check() { # check OK TEXT
+	checks=$((checks + 1))
+	if [ "$1" = y ]; then
+		echo "  ok   $2"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $2"
+	fi
+}
+yes_if() { if "$@"; then echo y; else echo n; fi; }
+
+for f in "$lib/liblemuria.so" "$lib/liblemuria.a"; do
+	if [ ! -e "$f" ]; then
+		echo "run-lib: $f is missing: run make all first" >&2
+		exit 2
+	fi
+done
+
+echo "lib: exports"
+# every function the public headers declare, one per line, and those
+# they mark LM_API: a prototype without it would be missing from the .so
+sed -n 's/^[A-Za-z_][A-Za-z_0-9 *]*[ *]\(lm_[a-z_0-9]*\)(.*/\1/p' \
+	liblemuria/lemuria.h liblemuria/lemuria_error.h | sort >"$tmp/api"
+sed -n 's/^LM_API [^(]*[ *]\(lm_[a-z_0-9]*\)(.*/\1/p' \
+	liblemuria/lemuria.h liblemuria/lemuria_error.h | sort >"$tmp/marked"
+nm -D --defined-only "$lib/liblemuria.so" | awk '{ print $NF }' |
+	sort >"$tmp/exported"
+check "$(yes_if test "$(wc -l <"$tmp/api")" -ge 18)" \
+	"lemuria.h declares $(wc -l <"$tmp/api") functions"
+check "$(yes_if cmp -s "$tmp/api" "$tmp/marked")" \
+	"each marked LM_API ($(wc -l <"$tmp/marked"))"
+if cmp -s "$tmp/api" "$tmp/exported"; then
+	check y "liblemuria.so exports exactly them"
+else
+	check n "liblemuria.so exports exactly them (< lemuria.h, > .so):"
+	diff "$tmp/api" "$tmp/exported" | sed -n 's/^[<>]/       &/p'
+fi
+readelf -d "$lib/liblemuria.so" >"$tmp/dynamic"
+check "$(yes_if test -s "$tmp/dynamic")" "readelf reads liblemuria.so"
+check "$(yes_if sh -c "! grep -q 'NEEDED.*libevent' '$tmp/dynamic'")" \
+	"liblemuria.so needs no libevent"
+nm "$lib/liblemuria.a" >"$tmp/static"
+check "$(yes_if sh -c "! grep -Eq ' T lm_(daemon|evnode|pidfile)_' '$tmp/static'")" \
+	"liblemuria.a holds no daemon code"
+
+# A program that uses the error codes and lm_strerror, as a user writes it.
+cat >"$tmp/user.c" <<'EOF'
+#include <lemuria.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+	const char *s = lm_strerror(LM_EINVAL);
+
+	if (strcmp(s, "invalid argument") != 0 || lm_rank() != -1 ||
+	    LM_EUNREACH >= 0 || LM_EIO >= 0) {
+		printf("wrong: %s\n", s);
+		return 1;
+	}
+	printf("%s %s\n", lm_version(), s);
+	return 0;
+}
+EOF
+cc=${CC:-cc}
+
+echo "lib: a user's program"
+# -Iliblemuria only: lemuria.h must not need anything of common/
+"$cc" -std=c99 -Wall -Wextra -Werror -Iliblemuria -o "$tmp/user" \
+	"$tmp/user.c" -L"$lib" -llemuria -Wl,-rpath,"$(cd "$lib" && pwd)" \
+	>"$tmp/cc.log" 2>&1
+check "$(yes_if test $? -eq 0)" "builds with lemuria.h alone and -llemuria"
+sed 's/^/       /' "$tmp/cc.log"
+out=$("$tmp/user" 2>&1)
+check "$(yes_if test "$out" = "0.1 invalid argument")" \
+	"runs and prints \"$out\" (lm_version, lm_strerror(LM_EINVAL))"
+
+echo "lib: make install"
+make --no-print-directory install BUILD="$build" DESTDIR="$tmp/root" \
+	PREFIX=/usr/local >"$tmp/install.log" 2>&1
+check "$(yes_if test $? -eq 0)" "make install DESTDIR=..."
+root=$tmp/root/usr/local
+for f in include/lemuria.h include/lemuria_error.h lib/liblemuria.so.0 \
+	lib/liblemuria.a lib/pkgconfig/lemuria.pc; do
+	check "$(yes_if test -e "$root/$f")" "installs $f"
+done
+pc() { PKG_CONFIG_PATH=$root/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$tmp/root \
+	pkg-config "$@" lemuria; }
+libs=$(pc --libs | sed 's/ *$//')
+check "$(yes_if test "$libs" = "-L$root/lib -llemuria")" \
+	"lemuria.pc: Libs without the private ones ($libs)"
+pc --print-requires-private >"$tmp/requires"
+check "$(yes_if grep -q libcrypto "$tmp/requires")" \
+	"lemuria.pc: Requires.private $(tr '\n' ' ' <"$tmp/requires")"
+check "$(yes_if sh -c "! grep -q libevent '$tmp/requires'")" \
+	"lemuria.pc: no libevent"
+# shellcheck disable=SC2046 # pkg-config's output is a list of flags
+"$cc" -std=c99 -Werror $(pc --cflags) -o "$tmp/user-installed" \
+	"$tmp/user.c" $(pc --libs) -Wl,-rpath,"$root/lib" >"$tmp/cc.log" 2>&1
+check "$(yes_if test $? -eq 0)" "a program builds with pkg-config --cflags --libs"
+sed 's/^/       /' "$tmp/cc.log"
+out=$("$tmp/user-installed" 2>&1)
+check "$(yes_if test "$out" = "0.1 invalid argument")" "and runs"
+# shellcheck disable=SC2046
+"$cc" -std=c99 -Werror $(pc --cflags) -o "$tmp/user-static" "$tmp/user.c" \
+	-Wl,-Bstatic $(pc --libs-only-L) -llemuria -Wl,-Bdynamic \
+	$(pc --static --libs-only-l | sed 's/-llemuria//') >"$tmp/cc.log" 2>&1
+check "$(yes_if test $? -eq 0)" "and links statically with pkg-config --static"
+sed 's/^/       /' "$tmp/cc.log"
+
+echo "lib: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
