@@ -20,7 +20,7 @@
 
 #include "auth.h"
 #include "clock.h"
-#include "fault.h"
+#include "loss.h"
 #include "lm_error.h"
 #include "mem.h"
 #include "pidfile.h"
@@ -1267,7 +1267,7 @@ lm_daemon *lm_daemon_create(struct event_base *base,
 						       : LM_LEVEL_CLIENT,
 			     d->id, d->auth, &rcfg);
 	d->node = lm_evnode_create(base, &d->addr, &rcfg,
-				   lm_fault_cfg_active(&layout->faults)
+				   lm_loss_active(&layout->faults)
 					   ? &layout->faults
 					   : NULL,
 				   &cbs, d, err, errlen);

@@ -15,7 +15,7 @@
 #include "auth.h"
 #include "config.h"
 #include "daemon.h"
-#include "fault.h"
+#include "loss.h"
 #include "lm_error.h"
 #include "log.h"
 #include "mem.h"
@@ -473,7 +473,7 @@ int lm_init(int *argc, char ***argv)
 		rcfg.transport.ack_delay_us = rcfg.transport.rto_min_us / 4;
 	lm_self.rpc = lm_rpc_create(
 		&lm_self.cluster->addr, lm_self.cluster->id, &rcfg,
-		lm_fault_cfg_active(&lm_self.layout->faults)
+		lm_loss_active(&lm_self.layout->faults)
 			? &lm_self.layout->faults
 			: NULL,
 		err, sizeof(err));
