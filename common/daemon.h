@@ -1,16 +1,21 @@
-/* The shell shared by the reflector and lemuriad programs: options, layout,
- * transport endpoint, control requests (PING), signals and the event loop,
- * and what a service needs: detaching, a pidfile, a log file or syslog.
+/* The shell shared by the reflector and lemuriad programs: layout,
+ * transport endpoint, control requests (PING, STATS), the layout check,
+ * keepalives, emission with its backlog, signals and the event loop, and
+ * what a service needs: detaching, a pidfile, a log file or syslog.
  *
  * A daemon finds its own section of the layout by name, binds the address
  * given there, declares the peers it may talk to and answers control tools.
- * The role-specific protocol plugs in through lm_daemon_set_handler. */
+ * The role-specific protocol plugs in through lm_daemon_start_protocol.
+ *
+ * Files, each calling only those below it: daemon_main.c (the program),
+ * daemon.c (the object, receiving), keepalive.c, control.c, emit.c,
+ * handshake.c, daemon_nodes.c; beside them daemon_opts.c, detach.c,
+ * logsink.c and link_config.c, which know nothing of the object. */
 #ifndef LM_DAEMON_H
 #define LM_DAEMON_H
 
 #include <event2/event.h>
 #include <stdbool.h>
-#include <stdio.h>
 
 #include "config.h"
 #include "evnode.h"
@@ -19,45 +24,6 @@
 #include "stats.h"
 
 typedef struct lm_daemon lm_daemon;
-
-/* The strings point into argv. */
-struct lm_daemon_opts {
-	const char *layout;        /* -c FILE */
-	const char *name;          /* -n NAME */
-	enum lm_log_level level;   /* -l LEVEL (default info) */
-	bool detach;               /* -d: run in the background */
-	const char *pidfile;       /* -p FILE, or NULL */
-	const char *log_file;      /* --log-file FILE, or NULL */
-	bool syslog;               /* --syslog (implied by -d without
-				    * --log-file) */
-};
-
-/* Parses argv for `prog`.  Returns 0 when the daemon should run, 1 when
- * help was printed to `out`, 2 on a usage error (message on `out`). */
-int lm_daemon_parse_args(int argc, char **argv, const char *prog,
-			 struct lm_daemon_opts *opts, FILE *out);
-
-/* Log destinations of a daemon; they replace the default stderr sink of
- * log.h for the whole process.  Each line names `ident` (copied).
- *
- * Appends to `path` (created 0644), one timestamped line per message.
- * `path` is copied and should be absolute, since lm_daemon_log_reopen
- * opens it again after a detached daemon has changed to "/" (where its
- * stdout and stderr follow the file).  0 or LM_EIO with the reason in
- * err (the previous destination stays). */
-int lm_daemon_log_to_file(const char *path, const char *ident, char *err,
-			  size_t errlen);
-/* Opens the file of lm_daemon_log_to_file again (after logrotate has
- * moved it away).  0; LM_EIO with the reason in err (logging goes on to
- * the old file); LM_ENOENT when not logging to a file. */
-int lm_daemon_log_reopen(char *err, size_t errlen);
-/* Sends messages to syslog(3), facility daemon, ident `prog` (copied),
- * each prefixed with `name` as on stderr. */
-void lm_daemon_log_to_syslog(const char *prog, const char *name);
-/* The syslog priority of a level. */
-int lm_daemon_syslog_priority(enum lm_log_level level);
-/* Closes the file or syslog and restores the stderr sink. */
-void lm_daemon_log_close(void);
 
 /* Creates the daemon of `role` named `name` in `layout` (borrowed; must
  * outlive the daemon).  NULL with the reason in err. */
@@ -157,18 +123,5 @@ void lm_daemon_collect_stats(lm_daemon *d, lm_stats_set *out);
  * runs (0) or why it could not start (1, message on stderr). */
 int lm_daemon_main(int argc, char **argv, enum lm_role role,
 		   const struct lm_daemon_protocol *proto);
-
-/* Transport settings of `level` from the layout for node `self_id`. */
-void lm_daemon_rel_config(const struct lm_layout *layout, enum lm_level level,
-			  uint16_t self_id, const lm_auth *auth,
-			  struct lm_rel_config *cfg);
-
-/* Transport settings for a control tool (lemuriactl, lemuria-run) at the
- * client level: a silent daemon is given up on quickly (4 retries, a first
- * timeout of 50 ms kept within the layout's rto_min..rto_max, which the
- * transport insists on), acks sent at once. */
-void lm_daemon_tool_rel_config(const struct lm_layout *layout,
-			       uint16_t self_id, const lm_auth *auth,
-			       struct lm_rel_config *cfg);
 
 #endif

@@ -14,10 +14,10 @@
 
 #include "auth.h"
 #include "config.h"
-#include "daemon.h"
-#include "loss.h"
+#include "link_config.h"
 #include "lm_error.h"
 #include "log.h"
+#include "loss.h"
 #include "mem.h"
 #include "proto.h"
 #include "region.h"
@@ -459,9 +459,9 @@ int lm_init(int *argc, char ***argv)
 		rc = LM_ENOMEM;
 		goto fail;
 	}
-	lm_daemon_rel_config(lm_self.layout, LM_LEVEL_CLIENT,
-			     lm_layout_client_id(lm_self.layout, lm_self.rank),
-			     lm_self.auth, &rcfg);
+	lm_link_config(lm_self.layout, LM_LEVEL_CLIENT,
+		       lm_layout_client_id(lm_self.layout, lm_self.rank),
+		       lm_self.auth, &rcfg);
 	/* Replies are acked at once unless LEMURIA_ACK_DELAY_US asks them to
 	 * ride on the next request within that delay, with the endpoint's
 	 * timer thread sending those that none carries, well before the

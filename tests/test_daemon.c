@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "daemon_opts.h"
 #include "lm_error.h"
+#include "logsink.h"
 #include "pidfile.h"
 #include "udp.h"
 #include "unit.h"
@@ -449,16 +451,16 @@ static void test_log_file_reopened_after_move(void)
 	dir_path(moved, sizeof(moved), "d.log.1");
 	put(path, "kept from before\n");
 	lm_log_set_level(LM_LOG_INFO);
-	CU_ASSERT_EQUAL_FATAL(lm_daemon_log_to_file(path, "t0", err,
+	CU_ASSERT_EQUAL_FATAL(lm_logsink_to_file(path, "t0", err,
 						    sizeof(err)),
 			      0);
 	lm_log_info("first %d", 1);
 	lm_log_debug("not at this level");
 	CU_ASSERT_EQUAL(rename(path, moved), 0);
 	lm_log_warn("still to the moved file");
-	CU_ASSERT_EQUAL(lm_daemon_log_reopen(err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(lm_logsink_reopen(err, sizeof(err)), 0);
 	lm_log_error("after the reopen");
-	lm_daemon_log_close();
+	lm_logsink_close();
 	lm_log_set_level(saved);
 
 	get(moved, text, sizeof(text));
@@ -480,27 +482,27 @@ static void test_log_reopen_without_file(void)
 {
 	char err[256] = "";
 
-	lm_daemon_log_close();
-	CU_ASSERT_EQUAL(lm_daemon_log_reopen(err, sizeof(err)), LM_ENOENT);
+	lm_logsink_close();
+	CU_ASSERT_EQUAL(lm_logsink_reopen(err, sizeof(err)), LM_ENOENT);
 }
 
 static void test_log_file_unopenable_named(void)
 {
 	char err[256] = "";
 
-	CU_ASSERT_EQUAL(lm_daemon_log_to_file("/nonexistent-lm-dir/d.log",
+	CU_ASSERT_EQUAL(lm_logsink_to_file("/nonexistent-lm-dir/d.log",
 					      "t0", err, sizeof(err)),
 			LM_EIO);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent-lm-dir/d.log"));
-	CU_ASSERT_EQUAL(lm_daemon_log_reopen(err, sizeof(err)), LM_ENOENT);
+	CU_ASSERT_EQUAL(lm_logsink_reopen(err, sizeof(err)), LM_ENOENT);
 }
 
 static void test_syslog_priorities(void)
 {
-	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_ERROR), LOG_ERR);
-	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_WARN), LOG_WARNING);
-	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_INFO), LOG_INFO);
-	CU_ASSERT_EQUAL(lm_daemon_syslog_priority(LM_LOG_DEBUG), LOG_DEBUG);
+	CU_ASSERT_EQUAL(lm_logsink_syslog_priority(LM_LOG_ERROR), LOG_ERR);
+	CU_ASSERT_EQUAL(lm_logsink_syslog_priority(LM_LOG_WARN), LOG_WARNING);
+	CU_ASSERT_EQUAL(lm_logsink_syslog_priority(LM_LOG_INFO), LOG_INFO);
+	CU_ASSERT_EQUAL(lm_logsink_syslog_priority(LM_LOG_DEBUG), LOG_DEBUG);
 }
 
 /* ------------------------------------------------------------------ */

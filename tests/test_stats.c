@@ -19,15 +19,16 @@
 #include "auth.h"
 #include "clock.h"
 #include "cluster_stats.h"
-#include "updates.h"
-#include "deltas.h"
 #include "daemon.h"
+#include "deltas.h"
 #include "home_stats.h"
+#include "link_config.h"
 #include "lm_error.h"
 #include "reliable.h"
 #include "rpc.h"
 #include "stats.h"
 #include "udp.h"
+#include "updates.h"
 #include "wire.h"
 
 /* ------------------------------------------------------------------ */
@@ -800,7 +801,7 @@ static lm_rpc *live_rpc(struct live *lv, uint16_t self)
 	struct lm_rel_config rcfg;
 	char err[256];
 
-	lm_daemon_rel_config(lv->l, LM_LEVEL_CLIENT, self, lv->auth, &rcfg);
+	lm_link_config(lv->l, LM_LEVEL_CLIENT, self, lv->auth, &rcfg);
 	return lm_rpc_create(&c->addr, c->id, &rcfg, NULL, err, sizeof(err));
 }
 

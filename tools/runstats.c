@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "link_config.h"
 #include "lm_error.h"
 #include "rpc.h"
 #include "udp.h"
@@ -128,7 +128,7 @@ static int lm_runstats_ask(const struct lm_layout *l, const lm_auth *auth,
 	lm_rpc *rpc;
 	int rc, len = lm_stats_encode_request(req, sizeof(req));
 
-	lm_daemon_tool_rel_config(l, self_id, auth, &rcfg);
+	lm_link_tool_config(l, self_id, auth, &rcfg);
 	rpc = lm_rpc_create(&d->addr, d->id, &rcfg, NULL, err, sizeof(err));
 	if (!rpc || len < 0) {
 		lm_rpc_destroy(rpc);
