@@ -1,7 +1,7 @@
 /* What a daemon answers control tools (lemuriactl, lemuria-run): PING with
  * who it is and its transport's totals, STATS with its counters
  * (docs/operations.md, "Counters"). */
-#include "daemon-internal.h"
+#include "control.h"
 
 #include <stdio.h>
 

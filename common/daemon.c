@@ -4,13 +4,18 @@
  * the ABORTs it makes up for the protocol, and the protocol's put-off
  * work.  It sits above the other files of the shell, which never call
  * it. */
-#include "daemon-internal.h"
+#include "daemon.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
 #include "clock.h"
+#include "control.h"
+#include "daemon_state.h"
+#include "emit.h"
+#include "handshake.h"
+#include "keepalive.h"
 #include "link_config.h"
 #include "lm_error.h"
 #include "log.h"

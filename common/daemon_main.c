@@ -1,7 +1,7 @@
 /* The daemon program (lm_daemon_main, daemon.h): options, layout, the
  * daemon object, detaching, pidfile, log destination, signals, the event
  * loop, and the clean-up, in that order.  The top of the shell. */
-#include "daemon-internal.h"
+#include "daemon.h"
 
 #include <limits.h>
 #include <malloc.h>
@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "daemon_opts.h"
+#include "daemon_state.h"
 #include "detach.h"
+#include "keepalive.h"
 #include "lm_error.h"
 #include "log.h"
 #include "logsink.h"

@@ -4,11 +4,12 @@
  * it, so once a message to a node waits, every later one to that node
  * waits behind it; messages to other nodes go on.  A message that cannot
  * be sent aborts its run, through the shell's abort_ev. */
-#include "daemon-internal.h"
+#include "emit.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "handshake.h"
 #include "lm_error.h"
 #include "log.h"
 

@@ -10,7 +10,7 @@
  * run that needs the peer, is aborted (by the shell, daemon.c, from
  * abort_ev) as though the peer had sent ABORT, so the clients fail with
  * that reason instead of waiting. */
-#include "daemon-internal.h"
+#include "handshake.h"
 
 #include "log.h"
 #include "udp.h"

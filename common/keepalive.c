@@ -1,6 +1,6 @@
 /* Keepalive and start-up PINGs to the daemons a daemon talks to
  * (docs/operations.md, "Liveness" and "A restarted daemon"). */
-#include "daemon-internal.h"
+#include "keepalive.h"
 
 #include "log.h"
 

@@ -1,13 +1,15 @@
-/* The daemon shell's own state, shared by its files (daemon.h lists them)
- * and by nobody else.  Each function is defined in the file named before
- * its group; a file calls only the groups listed after its own. */
-#ifndef LM_DAEMON_INTERNAL_H
-#define LM_DAEMON_INTERNAL_H
+/* The daemon object's state (daemon_state.c), shared by the files of the
+ * daemon shell (daemon.h lists them) and by nobody else, and what each of
+ * them asks of it: node names, the clients attached to the run, the run,
+ * the link counters and the scratch buffer.  The bottom of the shell. */
+#ifndef LM_DAEMON_STATE_H
+#define LM_DAEMON_STATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon.h"
+#include "daemon_protocol.h"
+#include "evnode.h"
 
 /* Per link level: what the protocol path moved, in whole messages. */
 enum lm_daemon_link_counter {
@@ -95,7 +97,6 @@ struct lm_daemon {
 	bool background_armed;
 };
 
-/* daemon_nodes.c */
 /* Counts one message of `len` bytes to or from `peer` (`sent` or not);
  * control tools are not counted. */
 void lm_daemon_count(lm_daemon *d, uint16_t peer, bool sent, size_t len);
@@ -115,38 +116,5 @@ const char *lm_daemon_node_name(const lm_daemon *d, uint16_t node, char *buf,
 				size_t len);
 /* Grows the scratch buffer to `need` bytes; NULL when out of memory. */
 uint8_t *lm_daemon_scratch(lm_daemon *d, size_t need);
-
-/* handshake.c */
-/* Messages to and from `node` are refused: it runs another layout. */
-bool lm_daemon_refused(const lm_daemon *d, uint16_t node);
-void lm_daemon_send_hash(lm_daemon *d, uint16_t peer);
-/* Asks for run `run` to be aborted because of `peer` (once per run). */
-void lm_daemon_mismatch_abort(lm_daemon *d, uint16_t peer, uint64_t run);
-/* A PING from `peer` showed its layout hash. */
-void lm_daemon_check_layout(lm_daemon *d, uint16_t peer, uint64_t hash);
-
-/* emit.c */
-/* Retries the backlog (the held_ev timer's callback). */
-void lm_daemon_backlog_retry(evutil_socket_t fd, short what, void *arg);
-/* The transport dropped what it had for `node`: what waits goes too. */
-void lm_daemon_backlog_drop(lm_daemon *d, uint16_t node);
-/* Frees the whole backlog (at destruction). */
-void lm_daemon_backlog_free(lm_daemon *d);
-/* The protocol's emission callbacks (struct lm_msg_out); ctx is d. */
-void lm_daemon_out_send(void *ctx, uint16_t node, const struct lm_msg *m);
-void lm_daemon_out_request(void *ctx, uint16_t node, uint32_t req_id,
-			   const struct lm_msg *m);
-void lm_daemon_out_reply(void *ctx, uint16_t node, uint32_t req_id,
-			 const struct lm_msg *m);
-
-/* control.c */
-void lm_daemon_on_ping(lm_daemon *d, const struct lm_rel_msg *m);
-void lm_daemon_on_stats(lm_daemon *d, const struct lm_rel_msg *m);
-
-/* keepalive.c */
-/* The keepalive timer's callback (every LM_DAEMON_KEEPALIVE_US). */
-void lm_daemon_keepalive(evutil_socket_t fd, short what, void *arg);
-/* The PING that starts this daemon's session with each peer daemon. */
-void lm_daemon_announce(lm_daemon *d);
 
 #endif

@@ -1,9 +1,9 @@
-/* What a daemon knows of the nodes it talks to (daemon-internal.h): which
- * are daemons and where, their names in log lines, the clients attached to
- * the run, the newest run, the traffic per link level, and the scratch
- * buffer everything above encodes into.  The bottom of the shell: it calls
- * none of the shell's other files. */
-#include "daemon-internal.h"
+/* The daemon object's state (daemon_state.h), and what a daemon knows of
+ * the nodes it talks to: which are daemons and where, their names in log
+ * lines, the clients attached to the run, the newest run, the traffic per
+ * link level, and the scratch buffer everything above encodes into.  The
+ * bottom of the shell: it calls none of the shell's other files. */
+#include "daemon_state.h"
 
 #include <stdlib.h>
 #include <string.h>
