@@ -15,7 +15,7 @@ BUILD ?= build
 SANITIZE ?=
 
 CC ?= cc
-PKGS := libevent inih cunit libcrypto
+PKGS := libevent inih cunit libcrypto jansson
 CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing \
 	-D_GNU_SOURCE
@@ -31,6 +31,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs libevent inih libcrypto 2>/dev/null) \
 	-lpthread
 CUNIT_LIBS = $(shell pkg-config --libs cunit 2>/dev/null)
+# The tools' JSON output (tools/runstats.c); not the library's.
+JSON_LIBS = $(shell pkg-config --libs jansson 2>/dev/null)
 
 INCLUDES := -Icommon -Iliblemuria -Ilemuriad -Ireflector -Itools
 CFLAGS_ALL = $(CFLAGS_BASE) $(INCLUDES) $(PKG_CFLAGS) $(CFLAGS)
@@ -52,7 +54,7 @@ TEST_SRC := $(wildcard tests/*.c)
 # must be added here (the .so is linked with --no-undefined, so a missing
 # one fails the build).
 LIB_COMMON_SRC := $(addprefix common/,auth.c config.c diff.c error.c \
-	fault.c log.c mem.c proto.c reliable.c rpc.c udp.c wire.c)
+	link_config.c log.c loss.c mem.c proto.c reliable.c rpc.c udp.c wire.c)
 LIB_SRC := $(LIB_COMMON_SRC) $(CLIENT_SRC)
 # Everything else is linked by the daemons, tools, unit tests and benches
 # from an internal archive that is never installed.
@@ -135,16 +137,16 @@ $(BUILD)/bin/lemuriad: $(call obj,lemuriad/main.c $(LEMURIAD_SRC)) $(INTERNAL_A)
 
 $(BUILD)/bin/lemuriactl: $(call obj,tools/lemuriactl.c tools/runstats.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) $(JSON_LIBS)
 
 $(BUILD)/bin/lemuria-run: $(call obj,tools/lemuria-run.c $(TOOLS_SRC)) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) $(JSON_LIBS)
 
 # The test binary links the modules, never a main.
 $(UNIT): $(call obj,$(TEST_SRC) $(LEMURIAD_SRC) $(REFLECTOR_SRC) $(TOOLS_SRC)) $(INTERNAL_A)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(CUNIT_LIBS) $(PKG_LIBS)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(CUNIT_LIBS) $(PKG_LIBS) $(JSON_LIBS)
 
 $(BENCH_TRANSPORT): $(call obj,bench/transport.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)

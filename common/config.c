@@ -1,11 +1,30 @@
 /* Layout loading: the INI file that describes a whole installation.
  *
- * inih splits "key = value" lines; a reader of our own feeds it the file one
- * physical line at a time, so we always know the line number, and it handles
- * the [section] headers itself (inih truncates long section names and does
- * not report empty sections).  Each value is parsed and range-checked when it
- * is read; checks that involve several keys run once the file is complete.
- * The first problem wins and is reported as "PATH:LINE: reason". */
+ * inih (ini_parse_stream with on_key as its handler) splits "key = value"
+ * and "key: value" lines, trims blanks, drops " ;" comments after values
+ * and reports its own syntax errors by line.  A reader of our own
+ * (read_line) hands it the file one physical line at a time and keeps
+ * the rest, because Debian's libinih 55 cannot:
+ *  - its handler gets no line number (the library is built without
+ *    INI_HANDLER_LINENO, and defining it here would break its ABI), and
+ *    every error here is "PATH:LINE: reason", a duplicate key naming its
+ *    first line too: the reader counts lines;
+ *  - it never calls the handler at a section header, cuts section names
+ *    at 50 characters and so neither sees empty, duplicate nor misspelt
+ *    sections: the reader takes the headers (and the BOM before line 1's)
+ *    itself and gives inih only key lines;
+ *  - its options (ini_allow_multiline, ini_max_line,
+ *    ini_stop_on_first_error) are globals of the shared library, and
+ *    liblemuria loads layouts inside applications that may use inih
+ *    themselves: instead of setting them, the reader strips leading blanks
+ *    (no continuation lines), refuses a line longer than inih's buffer
+ *    (which would split it silently) and a NUL byte (which would cut it),
+ *    stops at the first error, and blanks comment lines itself, so that
+ *    they may be of any length;
+ *  - the layout hash covers every byte of the file.
+ * Each value is parsed and range-checked when it is read; checks that
+ * involve several keys run once the file is complete.  The first problem
+ * wins. */
 #include "config.h"
 
 #include <arpa/inet.h>

@@ -42,7 +42,8 @@ struct lm_transport_cfg {
 	uint32_t ack_delay_us;   /* 0: acknowledge at once */
 };
 
-/* Fault injection on the transmit path (tests only; all zero = off). */
+/* Loss injection on the transmit path (loss.h; tests only; all zero =
+ * off): the layout's [faults] section, or LM_FAULTS. */
 struct lm_fault_cfg {
 	double drop;         /* probability a datagram is dropped */
 	double dup;          /* probability it is sent twice */

@@ -1,6 +1,6 @@
 /* Transport driver for the daemons: runs a reliability engine on a UDP
  * socket from a libevent loop.  Reads are batched per wake-up, one timer
- * tracks the engine's (and the fault injector's) next deadline, and peer
+ * tracks the engine's (and the loss injector's) next deadline, and peer
  * addresses come from the layout or from the first authentic datagram.
  * Datagrams produced while one event is handled (a read burst, a timer, an
  * API call) leave together as one train: one sendmmsg for all of them,
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "fault.h"
+#include "loss.h"
 #include "lm_error.h"
 #include "log.h"
 #include "udp.h"
@@ -36,7 +36,7 @@
  * socket empty, so a wake-up for one datagram costs one call, not a
  * second that fails with EAGAIN. */
 #define LM_EVNODE_RX_VLEN 8
-/* Datagrams the fault injector may hold back at once. */
+/* Datagrams the loss injector may hold back at once. */
 #define LM_EVNODE_FAULT_HOLD 4096
 /* A train: at most this many datagrams and bytes, then it leaves. */
 #define LM_EVNODE_TRAIN_DGS 64
@@ -62,7 +62,7 @@ struct lm_evnode {
 	struct event_base *base;
 	int fd;
 	lm_rel *rel;
-	lm_fault *fault; /* NULL without fault injection */
+	lm_loss *fault; /* NULL without fault injection */
 	struct event *read_ev;
 	struct event *timer_ev;
 	uint64_t timer_at; /* absolute deadline armed, UINT64_MAX: none */
@@ -83,7 +83,7 @@ struct lm_evnode {
 	struct mmsghdr rxmsgs[LM_EVNODE_RX_VLEN];
 	struct iovec rxiov[LM_EVNODE_RX_VLEN];
 	struct sockaddr_in rxsrc[LM_EVNODE_RX_VLEN];
-	uint8_t *fxbuf;    /* datagrams released by the fault injector */
+	uint8_t *fxbuf;    /* datagrams released by the loss injector */
 	/* the train being loaded while an event is handled (depth > 0) */
 	unsigned depth;
 	uint8_t *train;    /* LM_EVNODE_TRAIN_BYTES */
@@ -213,7 +213,7 @@ static void drain_faults(struct lm_evnode *node, uint64_t now)
 
 	if (!node->fault)
 		return;
-	while (lm_fault_pop(node->fault, now, &peer, node->fxbuf,
+	while (lm_loss_pop(node->fault, now, &peer, node->fxbuf,
 			    LM_EVNODE_BUF, &len))
 		send_now(node, (uint16_t)peer, node->fxbuf, len);
 }
@@ -225,7 +225,7 @@ static void arm_timer(struct lm_evnode *node)
 	struct timeval tv;
 
 	if (node->fault) {
-		uint64_t f = lm_fault_next_deadline(node->fault);
+		uint64_t f = lm_loss_next_deadline(node->fault);
 
 		if (f < when)
 			when = f;
@@ -255,7 +255,7 @@ static void on_transmit(void *ctx, uint16_t peer, const uint8_t *dg,
 		return;
 	}
 	now = lm_now_us();
-	lm_fault_push(node->fault, peer, dg, len, now);
+	lm_loss_push(node->fault, peer, dg, len, now);
 	drain_faults(node, now);
 }
 
@@ -279,7 +279,7 @@ static void on_peer_event(void *ctx, uint16_t peer,
  * the number): one rate-limited line per cause, naming the sender by
  * address and, once the header decodes, by the node id it claims.
  * Stale sessions and resource limits are part of normal operation and
- * not logged; replays are, at debug level, since the fault injector and
+ * not logged; replays are, at debug level, since the loss injector and
  * the network duplicate datagrams too. */
 static void log_refused(const struct lm_evnode *node, int rc,
 			const struct sockaddr_in *src, size_t len,
@@ -540,8 +540,8 @@ lm_evnode *lm_evnode_create(struct event_base *base, struct sockaddr_in *addr,
 		node->rxiov[k] = (struct iovec){
 			node->rxbufs + (size_t)k * LM_EVNODE_BUF, LM_EVNODE_BUF
 		};
-	if (faults && lm_fault_cfg_active(faults)) {
-		node->fault = lm_fault_create(faults, LM_EVNODE_FAULT_HOLD);
+	if (faults && lm_loss_active(faults)) {
+		node->fault = lm_loss_create(faults, LM_EVNODE_FAULT_HOLD);
 		if (!node->fault)
 			goto nomem;
 	}
@@ -580,7 +580,7 @@ void lm_evnode_destroy(lm_evnode *node)
 		event_free(node->timer_ev);
 	/* The engine goes first: it may still call back into the node. */
 	lm_rel_destroy(node->rel);
-	lm_fault_destroy(node->fault);
+	lm_loss_destroy(node->fault);
 	if (node->fd >= 0)
 		close(node->fd);
 	free(node->peers);

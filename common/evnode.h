@@ -1,7 +1,7 @@
 /* A transport endpoint driven by libevent, for the daemons.
  *
  * Owns a UDP socket (EV_READ|EV_PERSIST, recvfrom until EAGAIN), a
- * reliability engine and its timer, an optional fault injector on the
+ * reliability engine and its timer, an optional loss injector on the
  * transmit path, and the table of peer addresses.  Peers are either
  * declared (lm_evnode_add_peer) or learned from their first authentic
  * datagram (clients bind ephemeral ports). */

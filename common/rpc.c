@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "fault.h"
+#include "loss.h"
 #include "lm_error.h"
 #include "proto.h"
 #include "udp.h"
@@ -72,7 +72,7 @@ struct lm_rpc {
 	int wake_fd;          /* eventfd: interrupts the driver's poll */
 	uint16_t server_id;
 	lm_rel *rel;
-	lm_fault *fault;      /* NULL without fault injection */
+	lm_loss *fault;      /* NULL without fault injection */
 	uint32_t last_req_id;
 	bool driving;         /* a thread is driving the socket */
 	uint64_t driver_until; /* end of the driver's poll; 0: not polling */
@@ -87,7 +87,7 @@ struct lm_rpc {
 	uint64_t last_probe;  /* when the last PING (or request) left */
 	uint64_t probes;      /* PINGs sent */
 	uint8_t *rxbuf;       /* used by the driver only */
-	uint8_t *fxbuf;       /* datagrams released by the fault injector */
+	uint8_t *fxbuf;       /* datagrams released by the loss injector */
 	bool acks_delayed;    /* the ack thread and timer run */
 	timer_t ack_timer;    /* signals the ack thread alone */
 	pthread_t ack_thread;
@@ -106,7 +106,7 @@ static uint64_t next_wake_locked(const struct lm_rpc *rpc)
 	uint64_t when = lm_rel_next_deadline(rpc->rel);
 
 	if (rpc->fault) {
-		uint64_t f = lm_fault_next_deadline(rpc->fault);
+		uint64_t f = lm_loss_next_deadline(rpc->fault);
 
 		if (f < when)
 			when = f;
@@ -149,7 +149,7 @@ static void drain_faults_locked(struct lm_rpc *rpc, uint64_t now)
 
 	if (!rpc->fault)
 		return;
-	while (lm_fault_pop(rpc->fault, now, &peer, rpc->fxbuf, LM_RPC_BUF,
+	while (lm_loss_pop(rpc->fault, now, &peer, rpc->fxbuf, LM_RPC_BUF,
 			    &len))
 		send_now(rpc, rpc->fxbuf, len);
 }
@@ -171,7 +171,7 @@ static void on_transmit(void *ctx, uint16_t peer, const uint8_t *dg,
 		return;
 	}
 	now = lm_now_us();
-	lm_fault_push(rpc->fault, peer, dg, len, now);
+	lm_loss_push(rpc->fault, peer, dg, len, now);
 	drain_faults_locked(rpc, now);
 }
 
@@ -604,8 +604,8 @@ lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
 	rpc->fxbuf = malloc(LM_RPC_BUF);
 	if (!rpc->rxbuf || !rpc->fxbuf)
 		goto nomem;
-	if (faults && lm_fault_cfg_active(faults)) {
-		rpc->fault = lm_fault_create(faults, LM_RPC_FAULT_HOLD);
+	if (faults && lm_loss_active(faults)) {
+		rpc->fault = lm_loss_create(faults, LM_RPC_FAULT_HOLD);
 		if (!rpc->fault)
 			goto nomem;
 	}
@@ -673,7 +673,7 @@ void lm_rpc_destroy(lm_rpc *rpc)
 	}
 	ack_timer_stop(rpc);
 	lm_rel_destroy(rpc->rel);
-	lm_fault_destroy(rpc->fault);
+	lm_loss_destroy(rpc->fault);
 	for (q = rpc->q_head; q; q = next) {
 		next = q->next;
 		free(q->data);

@@ -14,9 +14,10 @@
 
 #include "auth.h"
 #include "config.h"
-#include "fault.h"
+#include "link_config.h"
 #include "lm_error.h"
 #include "log.h"
+#include "loss.h"
 #include "mem.h"
 #include "proto.h"
 #include "region.h"
@@ -458,11 +459,9 @@ int lm_init(int *argc, char ***argv)
 		rc = LM_ENOMEM;
 		goto fail;
 	}
-	/* the client level's transport, as the daemons configure theirs */
-	lm_rel_config_default(&rcfg, lm_layout_client_id(lm_self.layout,
-							 lm_self.rank));
-	rcfg.transport = lm_self.layout->transport[LM_LEVEL_CLIENT];
-	rcfg.auth = lm_self.auth;
+	lm_link_config(lm_self.layout, LM_LEVEL_CLIENT,
+		       lm_layout_client_id(lm_self.layout, lm_self.rank),
+		       lm_self.auth, &rcfg);
 	/* Replies are acked at once unless LEMURIA_ACK_DELAY_US asks them to
 	 * ride on the next request within that delay, with the endpoint's
 	 * timer thread sending those that none carries, well before the
@@ -474,7 +473,7 @@ int lm_init(int *argc, char ***argv)
 		rcfg.transport.ack_delay_us = rcfg.transport.rto_min_us / 4;
 	lm_self.rpc = lm_rpc_create(
 		&lm_self.cluster->addr, lm_self.cluster->id, &rcfg,
-		lm_fault_cfg_active(&lm_self.layout->faults)
+		lm_loss_active(&lm_self.layout->faults)
 			? &lm_self.layout->faults
 			: NULL,
 		err, sizeof(err));

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "auth.h"
-#include "fault.h"
+#include "loss.h"
 #include "lm_error.h"
 #include "reliable.h"
 #include "wire.h"
@@ -55,7 +55,7 @@ struct sim {
 	uint64_t now;
 	uint64_t latency; /* one way */
 	struct ep ep[2];
-	lm_fault *fault[2];	       /* on the transmit path of ep i */
+	lm_loss *fault[2];	       /* on the transmit path of ep i */
 	struct wdg *head[2], *tail[2]; /* from ep i towards the other */
 	bool block[2];		       /* drop all that ep i sends */
 	/* Returns how many copies of the datagram go on the wire. */
@@ -132,7 +132,7 @@ static void on_transmit(void *ctx, uint16_t peer, const uint8_t *dg, size_t len)
 	}
 	for (int c = 0; c < copies; c++) {
 		if (s->fault[from])
-			lm_fault_push(s->fault[from], peer, dg, len, s->now);
+			lm_loss_push(s->fault[from], peer, dg, len, s->now);
 		else
 			wire_push(&s->head[from], &s->tail[from], dg, len,
 				  s->now + s->latency);
@@ -253,7 +253,7 @@ static void sim_close(struct sim *s)
 {
 	for (int i = 0; i < 2; i++) {
 		ep_close(&s->ep[i]);
-		lm_fault_destroy(s->fault[i]);
+		lm_loss_destroy(s->fault[i]);
 		s->fault[i] = NULL;
 		wire_free(&s->head[i], &s->tail[i]);
 		wire_free(&s->rec[i], &s->rec_tail[i]);
@@ -267,7 +267,7 @@ static void drain_fault(struct sim *s, int i)
 
 	if (!s->fault[i])
 		return;
-	while (lm_fault_pop(s->fault[i], s->now, &peer, s->fxbuf,
+	while (lm_loss_pop(s->fault[i], s->now, &peer, s->fxbuf,
 			    sizeof(s->fxbuf), &len))
 		wire_push(&s->head[i], &s->tail[i], s->fxbuf, len,
 			  s->now + s->latency);
@@ -314,7 +314,7 @@ static uint64_t sim_next(const struct sim *s)
 			next = t < next ? t : next;
 		}
 		if (s->fault[i]) {
-			t = lm_fault_next_deadline(s->fault[i]);
+			t = lm_loss_next_deadline(s->fault[i]);
 			next = t < next ? t : next;
 		}
 		if (s->head[i] && s->head[i]->due < next)
@@ -416,7 +416,7 @@ static void stream_under_faults(const uint8_t *key)
 	s.latency = 300;
 	for (int d = 0; d < 2; d++) {
 		fc.seed = 77 + (uint64_t)d;
-		s.fault[d] = lm_fault_create(&fc, 256);
+		s.fault[d] = lm_loss_create(&fc, 256);
 		for (int i = 0; i < N; i++) {
 			rng = rng * 6364136223846793005ull +
 			      1442695040888963407ull;
@@ -441,8 +441,8 @@ static void stream_under_faults(const uint8_t *key)
 		CU_ASSERT_EQUAL(st(&s, d)->msgs_delivered, N);
 		CU_ASSERT(st(&s, d)->retransmits > 0);
 		CU_ASSERT(st(&s, d)->drop_duplicate > 0);
-		CU_ASSERT(lm_fault_stats(s.fault[d])->dropped > 0);
-		CU_ASSERT(lm_fault_stats(s.fault[d])->reordered > 0);
+		CU_ASSERT(lm_loss_stats(s.fault[d])->dropped > 0);
+		CU_ASSERT(lm_loss_stats(s.fault[d])->reordered > 0);
 		CU_ASSERT_EQUAL(st(&s, d)->drop_auth, 0);
 		CU_ASSERT_EQUAL(lm_rel_reasm_held(s.ep[d].rel), 0);
 	}
@@ -476,9 +476,9 @@ static void test_large_messages_with_loss(void)
 
 	sim_open(&s, key1);
 	s.latency = 200;
-	s.fault[0] = lm_fault_create(&fc, 16);
+	s.fault[0] = lm_loss_create(&fc, 16);
 	fc.seed = 6;
-	s.fault[1] = lm_fault_create(&fc, 16);
+	s.fault[1] = lm_loss_create(&fc, 16);
 	s.lens[0] = lens;
 	s.nmsgs[0] = 2;
 	s.ep[1].check_stream = true;
@@ -1634,7 +1634,7 @@ static void test_lossy_receiver_is_not_unreachable(void)
 	memset(&s, 0, sizeof(s));
 	s.now = 1000;
 	s.latency = 1000;
-	s.fault[0] = lm_fault_create(&fc, 16);
+	s.fault[0] = lm_loss_create(&fc, 16);
 	test_cfg(&c, ID_A, 1000);
 	c.transport.max_retries = 3;
 	ep_open(&s, 0, &c, NULL);
@@ -1938,7 +1938,7 @@ static void test_destroy_with_pending_state(void)
 
 	sim_open(&s, key1);
 	s.latency = 1000;
-	s.fault[0] = lm_fault_create(&fc, 16);
+	s.fault[0] = lm_loss_create(&fc, 16);
 	s.lens[0] = lens;
 	s.nmsgs[0] = 4;
 	s.ep[1].auto_reply = true;

@@ -4,6 +4,7 @@
  * (an in-process daemon) and tests/run-integration.sh. */
 #include "unit.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,8 +352,8 @@ static void test_json_lists_every_daemon(void)
 				strlen("{\"daemons\":[{\"name\":\"r0\","
 				       "\"role\":\"reflector\",")),
 			0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"up\":true,\"uptime_s\":10.000,"
-					 "\"run\":1,\"clients\":null,"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"up\":true,\"uptime_s\":10.0,"
+					 "\"run\":\"1\",\"clients\":null,"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"counters\":{\"client\":{},"
 					 "\"cluster\":{\"msgs_sent\":10,"
 					 "\"fetches\":2},\"root\":{"
@@ -361,7 +362,42 @@ static void test_json_lists_every_daemon(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"name\":\"c1\",\"role\":"
 					 "\"lemuriad\",\"address\":\"127.0.0.1:"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"up\":false,\"error\":"
-					 "\"said \\\"no\\\"\\u000a\"}]}\n"));
+					 "\"said \\\"no\\\"\\n\"}]}\n"));
+	free(j);
+	lm_runstats_destroy(rs);
+	lm_layout_free(l);
+}
+
+/* JSON numbers are doubles to most readers, exact only to 2^53: a run
+ * id comes out as a string that keeps every digit, and the whole report
+ * parses. */
+static void test_json_run_id_is_an_exact_string(void)
+{
+	struct lm_layout *l = layout_44();
+	const uint64_t run = (1ull << 63) + 1;
+	json_t *root, *d0;
+	json_error_t jerr;
+	lm_runstats *rs;
+	char *j;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+	rs = lm_runstats_create(l);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rs);
+	put(rs, 0, answer(LM_ROLE_REFLECTOR, "r0", 1.5, run, 0xffffffffu,
+			  NULL, 0));
+	j = report(lm_runstats_print_json, rs);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	root = json_loads(j, 0, &jerr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	d0 = json_array_get(json_object_get(root, "daemons"), 0);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(d0, "run")),
+			       "9223372036854775809");
+	CU_ASSERT_DOUBLE_EQUAL(
+		json_real_value(json_object_get(d0, "uptime_s")), 1.5, 1e-9);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j, "\"uptime_s\":1.5,"));
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(root, "daemons")),
+			lm_runstats_count(rs));
+	json_decref(root);
 	free(j);
 	lm_runstats_destroy(rs);
 	lm_layout_free(l);
@@ -451,4 +487,5 @@ LM_TEST_SUITE("runstats", LM_TEST(test_create_lists_reflectors_then_clusters),
 	      LM_TEST(test_sum_adds_per_level_over_answering_daemons),
 	      LM_TEST(test_table_has_a_block_per_daemon),
 	      LM_TEST(test_json_lists_every_daemon),
+	      LM_TEST(test_json_run_id_is_an_exact_string),
 	      LM_TEST(test_run_report_sums_then_lists))

@@ -19,15 +19,17 @@
 #include "auth.h"
 #include "clock.h"
 #include "cluster_stats.h"
-#include "updates.h"
-#include "deltas.h"
 #include "daemon.h"
+#include "daemon_pair.h"
+#include "deltas.h"
 #include "home_stats.h"
+#include "link_config.h"
 #include "lm_error.h"
 #include "reliable.h"
 #include "rpc.h"
 #include "stats.h"
 #include "udp.h"
+#include "updates.h"
 #include "wire.h"
 
 /* ------------------------------------------------------------------ */
@@ -690,20 +692,6 @@ struct live {
 	bool running;
 };
 
-static uint16_t free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	char err[128];
-	int fd;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = lm_udp_bind(&a, err, sizeof(err));
-	if (fd < 0)
-		return 0;
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 static void live_stop_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
@@ -722,7 +710,7 @@ static void *live_main(void *arg)
 static int live_start(struct live *lv)
 {
 	char key[4096], err[512];
-	uint16_t pr = free_port(), pc = free_port();
+	uint16_t pr = dp_free_port(), pc = dp_free_port();
 	FILE *f;
 
 	memset(lv, 0, sizeof(*lv));
@@ -800,7 +788,7 @@ static lm_rpc *live_rpc(struct live *lv, uint16_t self)
 	struct lm_rel_config rcfg;
 	char err[256];
 
-	lm_daemon_rel_config(lv->l, LM_LEVEL_CLIENT, self, lv->auth, &rcfg);
+	lm_link_config(lv->l, LM_LEVEL_CLIENT, self, lv->auth, &rcfg);
 	return lm_rpc_create(&c->addr, c->id, &rcfg, NULL, err, sizeof(err));
 }
 

@@ -40,7 +40,7 @@
 
 #include "auth.h"
 #include "clock.h"
-#include "daemon.h"
+#include "link_config.h"
 #include "lm_error.h"
 #include "proto.h"
 #include "rpc.h"
@@ -382,8 +382,8 @@ static int ping_once(const struct lm_layout *l, const lm_auth *auth,
 	lm_rpc *rpc;
 
 	/* a daemon not up yet: given up on fast */
-	lm_daemon_tool_rel_config(l, lm_stats_tool_id(l, (uint32_t)getpid()),
-				  auth, &rcfg);
+	lm_link_tool_config(l, lm_stats_tool_id(l, (uint32_t)getpid()), auth,
+			    &rcfg);
 	if (len < 0)
 		return len;
 	rpc = lm_rpc_create(&d->addr, d->id, &rcfg, NULL, err, sizeof(err));

@@ -17,7 +17,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "config.h"
-#include "daemon.h"
+#include "link_config.h"
 #include "lm_error.h"
 #include "proto.h"
 #include "rpc.h"
@@ -44,7 +44,7 @@ static int lm_ctl_ping_one(const struct lm_layout *l, const lm_auth *auth,
 	lm_rpc *rpc;
 	int rc = 0, len = lm_msg_encode_ping(req, sizeof(req));
 
-	lm_daemon_tool_rel_config(l, self, auth, &rcfg);
+	lm_link_tool_config(l, self, auth, &rcfg);
 	rpc = lm_rpc_create(t->addr, t->id, &rcfg, NULL, err, sizeof(err));
 	if (!rpc || !rtts || len < 0) {
 		*why = "cannot open a socket";

@@ -1,16 +1,16 @@
 /* Tool side of the counters (runstats.h): one STATS request per daemon
  * through a short-lived transport endpoint, snapshots kept as counter
- * sets, and the arithmetic and printing the two tools share.  Names in
- * the sets are of [A-Za-z0-9_.-] (stats.h), so only the reasons a daemon
- * is down need escaping in JSON. */
+ * sets, and the arithmetic and printing the two tools share; JSON is
+ * jansson's. */
 #include "runstats.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "link_config.h"
 #include "lm_error.h"
 #include "rpc.h"
 #include "udp.h"
@@ -128,7 +128,7 @@ static int lm_runstats_ask(const struct lm_layout *l, const lm_auth *auth,
 	lm_rpc *rpc;
 	int rc, len = lm_stats_encode_request(req, sizeof(req));
 
-	lm_daemon_tool_rel_config(l, self_id, auth, &rcfg);
+	lm_link_tool_config(l, self_id, auth, &rcfg);
 	rpc = lm_rpc_create(&d->addr, d->id, &rcfg, NULL, err, sizeof(err));
 	if (!rpc || len < 0) {
 		lm_rpc_destroy(rpc);
@@ -363,77 +363,82 @@ void lm_runstats_print_table(const lm_runstats *rs, FILE *out)
 	}
 }
 
-static void lm_runstats_json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
-static void lm_runstats_json_daemon(FILE *out,
-				    const struct lm_runstats_daemon *d)
+/* One daemon as a JSON object; NULL when out of memory.  The run id is a
+ * string: JSON readers keep numbers as doubles, exact only to 2^53, and
+ * run ids are 64-bit.  Counters are numbers (no count comes near 2^53). */
+static json_t *lm_runstats_json_daemon(const struct lm_runstats_daemon *d)
 {
 	const struct lm_stats_info *info;
-	char abuf[32];
+	json_t *o = json_object(), *counters, *level;
+	char abuf[32], run[24];
+	int bad = 0;
 
-	fputs("{\"name\":", out);
-	lm_runstats_json_string(out, d->name);
-	fputs(",\"role\":", out);
-	lm_runstats_json_string(out, lm_role_name(d->role));
-	fputs(",\"address\":", out);
-	lm_runstats_json_string(out, lm_addr_str(&d->addr, abuf,
-						 sizeof(abuf)));
+	if (!o)
+		return NULL;
+	bad |= json_object_set_new(o, "name", json_string(d->name));
+	bad |= json_object_set_new(o, "role",
+				   json_string(lm_role_name(d->role)));
+	bad |= json_object_set_new(o, "address",
+				   json_string(lm_addr_str(&d->addr, abuf,
+							   sizeof(abuf))));
 	if (d->rc) {
-		fputs(",\"up\":false,\"error\":", out);
-		lm_runstats_json_string(out, d->why);
-		fputc('}', out);
-		return;
+		bad |= json_object_set_new(o, "up", json_false());
+		bad |= json_object_set_new(o, "error", json_string(d->why));
+		goto out;
 	}
 	info = lm_stats_info(d->set);
-	fprintf(out, ",\"up\":true,\"uptime_s\":%.3f,\"run\":%" PRIu64,
-		(double)info->uptime_us / 1e6, info->run);
-	if (info->clients != LM_STATS_CLIENTS_UNKNOWN)
-		fprintf(out, ",\"clients\":%" PRIu32, info->clients);
-	else
-		fputs(",\"clients\":null", out);
-	fputs(",\"counters\":{", out);
-	for (int l = 0; l < LM_STAT_LEVEL_COUNT; l++) {
-		bool first = true;
-
-		fprintf(out, "%s\"%s\":{", l ? "," : "",
-			lm_stats_level_name(l));
-		for (size_t i = 0; i < lm_stats_count(d->set); i++) {
+	snprintf(run, sizeof(run), "%" PRIu64, info->run);
+	bad |= json_object_set_new(o, "up", json_true());
+	/* whole milliseconds, printed as such (JSON_REAL_PRECISION below) */
+	bad |= json_object_set_new(
+		o, "uptime_s",
+		json_real((double)(info->uptime_us / 1000) / 1e3));
+	bad |= json_object_set_new(o, "run", json_string(run));
+	bad |= json_object_set_new(
+		o, "clients",
+		info->clients != LM_STATS_CLIENTS_UNKNOWN
+			? json_integer(info->clients)
+			: json_null());
+	counters = json_object();
+	bad |= json_object_set_new(o, "counters", counters);
+	for (int l = 0; counters && l < LM_STAT_LEVEL_COUNT; l++) {
+		level = json_object();
+		bad |= json_object_set_new(counters, lm_stats_level_name(l),
+					   level);
+		for (size_t i = 0; level && i < lm_stats_count(d->set); i++) {
 			const struct lm_stat *st = lm_stats_at(d->set, i);
 
-			if (st->level != l)
-				continue;
-			fprintf(out, "%s\"%s\":%" PRIu64, first ? "" : ",",
-				st->name, st->value);
-			first = false;
+			if (st->level == l)
+				bad |= json_object_set_new(
+					level, st->name,
+					json_integer((json_int_t)st->value));
 		}
-		fputc('}', out);
 	}
-	fputs("}}", out);
+out:
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 void lm_runstats_print_json(const lm_runstats *rs, FILE *out)
 {
-	fputs("{\"daemons\":[", out);
-	for (size_t i = 0; i < rs->n; i++) {
-		if (i > 0)
-			fputc(',', out);
-		lm_runstats_json_daemon(out, &rs->d[i]);
-	}
-	fputs("]}\n", out);
+	json_t *root = json_object(), *daemons = json_array();
+	int bad = !root || !daemons;
+
+	for (size_t i = 0; !bad && i < rs->n; i++)
+		bad = json_array_append_new(daemons,
+					    lm_runstats_json_daemon(&rs->d[i]));
+	if (!bad)
+		bad = json_object_set(root, "daemons", daemons);
+	if (bad)
+		fputs("{\"error\":\"out of memory\"}", out);
+	else
+		json_dumpf(root, out, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	fputc('\n', out);
+	json_decref(daemons);
+	json_decref(root);
 }
 
 void lm_runstats_print_run(const lm_runstats *diff, FILE *out)

@@ -76,7 +76,7 @@ int lm_runstats_sum(const lm_runstats *rs, lm_stats_set *out);
  * level; a daemon that did not answer is one line "... down (why)". */
 void lm_runstats_print_table(const lm_runstats *rs, FILE *out);
 /* `lemuriactl stats --json`: {"daemons":[{"name":..,"role":..,
- * "address":..,"up":true,"uptime_s":..,"run":..,"clients":..,
+ * "address":..,"up":true,"uptime_s":..,"run":"DIGITS","clients":..,
  * "counters":{"client":{..},"cluster":{..},"root":{..},"-":{..}}},
  * {"name":..,"up":false,"error":".."}]} and a newline. */
 void lm_runstats_print_json(const lm_runstats *rs, FILE *out);

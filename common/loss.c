@@ -1,24 +1,24 @@
-/* Fault injector (transport layer, tests only): sits on the transmit path
+/* Loss injector (transport layer, tests only): sits on the transmit path
  * and drops, duplicates, reorders or delays datagrams with seeded
  * probabilities, so that a failing run can be replayed from its seed.
  *
  * Datagrams that pass go to a FIFO of ready ones; held ones (reordered or
  * delayed) wait in a bounded array until their time comes.  A reordered
  * datagram is released after 1 to 3 later datagrams have passed it, or
- * after LM_FAULT_REORDER_US, whichever is first.  Buffers are recycled
+ * after LM_LOSS_REORDER_US, whichever is first.  Buffers are recycled
  * through a short free list. */
-#include "fault.h"
+#include "loss.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define LM_FAULT_REORDER_US 2000
-#define LM_FAULT_FREE_MAX   64
+#define LM_LOSS_REORDER_US 2000
+#define LM_LOSS_FREE_MAX   64
 
-struct fault_dg {
-	struct fault_dg *next; /* ready FIFO or free list */
+struct loss_dg {
+	struct loss_dg *next; /* ready FIFO or free list */
 	uint64_t due;	       /* held: released at this time */
 	uint32_t peer;
 	uint32_t after; /* reordered: later datagrams still to pass it */
@@ -26,21 +26,21 @@ struct fault_dg {
 	uint8_t *data;
 };
 
-struct lm_fault {
+struct lm_loss {
 	struct lm_fault_cfg cfg;
 	uint64_t rng;
 	size_t capacity;
-	struct fault_dg **held; /* capacity entries, nheld in use */
+	struct loss_dg **held; /* capacity entries, nheld in use */
 	size_t nheld;
 	uint64_t held_due; /* earliest due among held, UINT64_MAX: none */
-	struct fault_dg *ready, *ready_tail;
-	struct fault_dg *free_list;
+	struct loss_dg *ready, *ready_tail;
+	struct loss_dg *free_list;
 	size_t nfree;
-	struct lm_fault_stats stats;
+	struct lm_loss_stats stats;
 };
 
-/* splitmix64: small, fast, and good enough for fault decisions. */
-static uint64_t rng_next(struct lm_fault *f)
+/* splitmix64: small, fast, and good enough for loss decisions. */
+static uint64_t rng_next(struct lm_loss *f)
 {
 	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ull);
 
@@ -50,22 +50,22 @@ static uint64_t rng_next(struct lm_fault *f)
 }
 
 /* True with probability p; draws nothing when p is 0. */
-static bool chance(struct lm_fault *f, double p)
+static bool chance(struct lm_loss *f, double p)
 {
 	if (p <= 0)
 		return false;
 	return (double)(rng_next(f) >> 11) * 0x1.0p-53 < p;
 }
 
-int lm_fault_cfg_active(const struct lm_fault_cfg *cfg)
+int lm_loss_active(const struct lm_fault_cfg *cfg)
 {
 	return cfg && (cfg->drop > 0 || cfg->dup > 0 || cfg->reorder > 0 ||
 		       (cfg->delay > 0 && cfg->delay_max_us > 0));
 }
 
-lm_fault *lm_fault_create(const struct lm_fault_cfg *cfg, size_t capacity)
+lm_loss *lm_loss_create(const struct lm_fault_cfg *cfg, size_t capacity)
 {
-	struct lm_fault *f;
+	struct lm_loss *f;
 	struct timespec ts;
 
 	if (!cfg)
@@ -91,10 +91,10 @@ lm_fault *lm_fault_create(const struct lm_fault_cfg *cfg, size_t capacity)
 	return f;
 }
 
-static void dg_free_chain(struct fault_dg *d)
+static void dg_free_chain(struct loss_dg *d)
 {
 	while (d) {
-		struct fault_dg *next = d->next;
+		struct loss_dg *next = d->next;
 
 		free(d->data);
 		free(d);
@@ -102,7 +102,7 @@ static void dg_free_chain(struct fault_dg *d)
 	}
 }
 
-void lm_fault_destroy(lm_fault *f)
+void lm_loss_destroy(lm_loss *f)
 {
 	if (!f)
 		return;
@@ -116,10 +116,10 @@ void lm_fault_destroy(lm_fault *f)
 	free(f);
 }
 
-static struct fault_dg *dg_new(struct lm_fault *f, uint32_t peer,
+static struct loss_dg *dg_new(struct lm_loss *f, uint32_t peer,
 			       const void *data, size_t len)
 {
-	struct fault_dg *d = f->free_list;
+	struct loss_dg *d = f->free_list;
 
 	if (d) {
 		f->free_list = d->next;
@@ -151,9 +151,9 @@ static struct fault_dg *dg_new(struct lm_fault *f, uint32_t peer,
 	return d;
 }
 
-static void dg_recycle(struct lm_fault *f, struct fault_dg *d)
+static void dg_recycle(struct lm_loss *f, struct loss_dg *d)
 {
-	if (f->nfree >= LM_FAULT_FREE_MAX) {
+	if (f->nfree >= LM_LOSS_FREE_MAX) {
 		free(d->data);
 		free(d);
 		return;
@@ -163,7 +163,7 @@ static void dg_recycle(struct lm_fault *f, struct fault_dg *d)
 	f->nfree++;
 }
 
-static void ready_append(struct lm_fault *f, struct fault_dg *d)
+static void ready_append(struct lm_loss *f, struct loss_dg *d)
 {
 	d->next = NULL;
 	if (f->ready_tail)
@@ -173,7 +173,7 @@ static void ready_append(struct lm_fault *f, struct fault_dg *d)
 	f->ready_tail = d;
 }
 
-static void hold(struct lm_fault *f, struct fault_dg *d)
+static void hold(struct lm_loss *f, struct loss_dg *d)
 {
 	f->held[f->nheld++] = d;
 	if (f->nheld > f->stats.held_max)
@@ -183,15 +183,15 @@ static void hold(struct lm_fault *f, struct fault_dg *d)
 }
 
 /* Moves held[i] to the ready FIFO; the caller revisits index i. */
-static void release(struct lm_fault *f, size_t i)
+static void release(struct lm_loss *f, size_t i)
 {
-	struct fault_dg *d = f->held[i];
+	struct loss_dg *d = f->held[i];
 
 	f->held[i] = f->held[--f->nheld];
 	ready_append(f, d);
 }
 
-static void recompute_due(struct lm_fault *f)
+static void recompute_due(struct lm_loss *f)
 {
 	f->held_due = UINT64_MAX;
 	for (size_t i = 0; i < f->nheld; i++)
@@ -200,12 +200,12 @@ static void recompute_due(struct lm_fault *f)
 }
 
 /* A datagram went straight through: reordered ones count it. */
-static void passed_one(struct lm_fault *f)
+static void passed_one(struct lm_loss *f)
 {
 	bool released = false;
 
 	for (size_t i = 0; i < f->nheld;) {
-		struct fault_dg *d = f->held[i];
+		struct loss_dg *d = f->held[i];
 
 		if (d->after && --d->after == 0) {
 			release(f, i);
@@ -218,7 +218,7 @@ static void passed_one(struct lm_fault *f)
 		recompute_due(f);
 }
 
-void lm_fault_push(lm_fault *f, uint32_t peer, const void *dg, size_t len,
+void lm_loss_push(lm_loss *f, uint32_t peer, const void *dg, size_t len,
 		   uint64_t now_us)
 {
 	int copies = 1;
@@ -235,7 +235,7 @@ void lm_fault_push(lm_fault *f, uint32_t peer, const void *dg, size_t len,
 		copies = 2;
 	}
 	for (int c = 0; c < copies; c++) {
-		struct fault_dg *d = dg_new(f, peer, dg, len);
+		struct loss_dg *d = dg_new(f, peer, dg, len);
 
 		if (!d) {
 			f->stats.dropped++;
@@ -243,7 +243,7 @@ void lm_fault_push(lm_fault *f, uint32_t peer, const void *dg, size_t len,
 		}
 		if (f->nheld < f->capacity && chance(f, f->cfg.reorder)) {
 			d->after = 1 + (uint32_t)(rng_next(f) % 3);
-			d->due = now_us + LM_FAULT_REORDER_US;
+			d->due = now_us + LM_LOSS_REORDER_US;
 			f->stats.reordered++;
 			hold(f, d);
 		} else if (f->nheld < f->capacity && chance(f, f->cfg.delay) &&
@@ -260,10 +260,10 @@ void lm_fault_push(lm_fault *f, uint32_t peer, const void *dg, size_t len,
 	}
 }
 
-int lm_fault_pop(lm_fault *f, uint64_t now_us, uint32_t *peer, void *buf,
+int lm_loss_pop(lm_loss *f, uint64_t now_us, uint32_t *peer, void *buf,
 		 size_t cap, size_t *len)
 {
-	struct fault_dg *d;
+	struct loss_dg *d;
 
 	if (!f)
 		return 0;
@@ -295,7 +295,7 @@ int lm_fault_pop(lm_fault *f, uint64_t now_us, uint32_t *peer, void *buf,
 	return 0;
 }
 
-uint64_t lm_fault_next_deadline(const lm_fault *f)
+uint64_t lm_loss_next_deadline(const lm_loss *f)
 {
 	if (!f)
 		return UINT64_MAX;
@@ -304,7 +304,7 @@ uint64_t lm_fault_next_deadline(const lm_fault *f)
 	return f->held_due;
 }
 
-const struct lm_fault_stats *lm_fault_stats(const lm_fault *f)
+const struct lm_loss_stats *lm_loss_stats(const lm_loss *f)
 {
 	return &f->stats;
 }
