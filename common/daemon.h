@@ -72,7 +72,7 @@ lm_evnode *lm_daemon_node(lm_daemon *d);
 /* The bound address (useful when the layout says port 0 in tests). */
 const struct sockaddr_in *lm_daemon_addr(const lm_daemon *d);
 
-/* The protocol a daemon runs (lemuriad/cluster.c, reflector/home.c): a
+/* The protocol a daemon runs (lemuriad/lemuriad.c, reflector/home.c): a
  * state machine fed with decoded DSM messages, emitting through `out`. */
 struct lm_daemon_protocol {
 	/* Returns the machine, or NULL with the reason in err. */
@@ -86,7 +86,7 @@ struct lm_daemon_protocol {
 	/* A peer is unreachable or restarted (optional). */
 	void (*peer_lost)(void *machine, uint16_t node);
 	/* Adds the protocol's own counters to a STATS reply (optional;
-	 * reflector/home_stats.c, lemuriad/cluster_stats.c). */
+	 * reflector/home_stats.c, lemuriad/lemuriad_stats.c). */
 	void (*stats)(void *machine, lm_stats_set *out);
 	/* Does a bounded piece of work the machine put off (optional):
 	 * called, once the machine asked for it through its out->later,

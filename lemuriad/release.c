@@ -2,7 +2,7 @@
  * from the reflector reaches our clients.  With updates on it is held
  * until the pages they hold that other clusters changed are fetched, so
  * that each client gets the new bytes with the notices. */
-#include "cluster_int.h"
+#include "lemuriad_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 /* Replies RELEASE{id, notices} to client `i` if it waits at barrier id,
  * with its updates when `updates` (lm_updates_prepare done); false when
  * it does not wait there. */
-static bool release_one(lm_cluster *c, uint32_t i, uint32_t id,
+static bool release_one(lm_lemuriad *c, uint32_t i, uint32_t id,
 			const struct lm_notice *n, uint32_t count,
 			bool updates)
 {
@@ -38,7 +38,7 @@ static bool release_one(lm_cluster *c, uint32_t i, uint32_t id,
 
 /* Releases every client waiting at barrier id at once (a RELEASE
  * without updates: its notices alone, quickly sent). */
-static void release_clients(lm_cluster *c, uint32_t id,
+static void release_clients(lm_lemuriad *c, uint32_t id,
 			    const struct lm_notice *n, uint32_t count)
 {
 	for (uint32_t i = 0; i < c->nclients; i++)
@@ -49,7 +49,7 @@ static void release_clients(lm_cluster *c, uint32_t id,
 
 /* Handles, in the order they came, the messages put off while a RELEASE
  * was staged, until another one is (a deferred reply may finish it). */
-static void replay_deferred(lm_cluster *c)
+static void replay_deferred(lm_lemuriad *c)
 {
 	if (c->replaying)
 		return; /* the loop below goes on once this staging ends */
@@ -63,7 +63,7 @@ static void replay_deferred(lm_cluster *c)
 			--c->ndeferred * sizeof(*c->deferred));
 		nb = malloc((d.nnotices ? d.nnotices : 1) * sizeof(*nb));
 		if (nb && lm_msg_decode(d.bytes, d.len, &m, nb, d.nnotices) == 0)
-			lm_cluster_handle(c, d.from, (enum lm_rel_msg_kind)d.kind,
+			lm_lemuriad_handle(c, d.from, (enum lm_rel_msg_kind)d.kind,
 					  d.req_id, &m);
 		else
 			c->stats.dropped_bad++;
@@ -73,7 +73,7 @@ static void replay_deferred(lm_cluster *c)
 	c->replaying = false;
 }
 
-bool lm_release_step(lm_cluster *c)
+bool lm_release_step(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 
@@ -93,7 +93,7 @@ bool lm_release_step(lm_cluster *c)
 }
 
 /* Whether m may be handled while a RELEASE is staged. */
-static bool may_handle(const lm_cluster *c, uint16_t from,
+static bool may_handle(const lm_lemuriad *c, uint16_t from,
 		       enum lm_rel_msg_kind kind, const struct lm_msg *m)
 {
 	uint32_t page;
@@ -111,12 +111,12 @@ static bool may_handle(const lm_cluster *c, uint16_t from,
 	else
 		return false;
 	return page < c->npages &&
-	       lm_cache_find((lm_cluster *)c, page) != NULL;
+	       lm_cache_find((lm_lemuriad *)c, page) != NULL;
 }
 
 /* Keeps m for after the staged RELEASE; false when out of memory or
  * over the bound (LM_RELEASE_DEFER_*). */
-static bool defer(lm_cluster *c, uint16_t from, enum lm_rel_msg_kind kind,
+static bool defer(lm_lemuriad *c, uint16_t from, enum lm_rel_msg_kind kind,
 		  uint32_t req_id, const struct lm_msg *m)
 {
 	size_t len = lm_msg_encoded_len(m);
@@ -153,7 +153,7 @@ static bool defer(lm_cluster *c, uint16_t from, enum lm_rel_msg_kind kind,
 	return true;
 }
 
-bool lm_release_puts_off(lm_cluster *c, uint16_t from,
+bool lm_release_puts_off(lm_lemuriad *c, uint16_t from,
 			 enum lm_rel_msg_kind kind, uint32_t req_id,
 			 const struct lm_msg *m)
 {
@@ -165,14 +165,14 @@ bool lm_release_puts_off(lm_cluster *c, uint16_t from,
 	return true;
 }
 
-void lm_release_free_deferred(lm_cluster *c)
+void lm_release_free_deferred(lm_lemuriad *c)
 {
 	for (size_t i = 0; i < c->ndeferred; i++)
 		free(c->deferred[i].bytes);
 	c->ndeferred = 0;
 }
 
-void lm_release_clear(lm_cluster *c)
+void lm_release_clear(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 
@@ -193,7 +193,7 @@ void lm_release_clear(lm_cluster *c)
 }
 
 /* Bytes of a byte mask of one page. */
-static size_t mask_bytes(const lm_cluster *c)
+static size_t mask_bytes(const lm_lemuriad *c)
 {
 	return (c->page_size + 63) / 64 * sizeof(uint64_t);
 }
@@ -207,7 +207,7 @@ static size_t mask_bytes(const lm_cluster *c)
  * taken out of it; the fetched ones go into the cache, their masks take
  * another sixty-fourth).  False when out of memory: the RELEASE then
  * goes without updates. */
-static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
+static bool rel_hold(lm_lemuriad *c, const struct lm_msg *m)
 {
 	struct held_release *h = &c->rel;
 	size_t cap = c->cache_max / 8, fetches = 0;
@@ -274,12 +274,12 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 
 /* Sends the held RELEASE's fetches (after the notices applied, so that
  * each FETCH names the newest notice of its page). */
-static void fetch_alone(lm_cluster *c, struct upreq *up);
+static void fetch_alone(lm_lemuriad *c, struct upreq *up);
 
 /* One FETCHV for the pages of `batch` (n of them), each with its own
  * UP_FETCH already in the table; the request keeps the list, so that the
  * pages its PAGES leaves out can be asked for alone. */
-static void send_batch(lm_cluster *c, const struct lm_notice *want,
+static void send_batch(lm_lemuriad *c, const struct lm_notice *want,
 		       const uint32_t *pages, uint32_t n, bool ahead)
 {
 	struct upreq *up = lm_upreq_new(c, UP_FETCHV);
@@ -307,7 +307,7 @@ static void send_batch(lm_cluster *c, const struct lm_notice *want,
 	}
 }
 
-static void rel_fetch(lm_cluster *c)
+static void rel_fetch(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 	struct lm_notice want[LM_FETCHV_MAX];
@@ -351,7 +351,7 @@ static void rel_fetch(lm_cluster *c)
 }
 
 /* Sends the page's own FETCH, for one a FETCHV did not bring. */
-static void fetch_alone(lm_cluster *c, struct upreq *up)
+static void fetch_alone(lm_lemuriad *c, struct upreq *up)
 {
 	up->batched = false;
 	lm_cluster_fetch_again(c, up);
@@ -362,7 +362,7 @@ static void fetch_alone(lm_cluster *c, struct upreq *up)
  * applied, built in the cluster's page buffer, where
  * lm_cluster_reply_page works on it before it goes into the cache.  NULL
  * when it does not fit what we asked. */
-static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
+static const uint8_t *pages_entry(lm_lemuriad *c, const struct upreq *up,
 				  const struct lm_notice *n,
 				  const uint8_t *data, size_t len)
 {
@@ -392,7 +392,7 @@ static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 	return page;
 }
 
-void lm_release_pages(lm_cluster *c, struct upreq *batch,
+void lm_release_pages(lm_lemuriad *c, struct upreq *batch,
 		      const struct lm_msg *m)
 {
 	struct {
@@ -451,7 +451,7 @@ void lm_release_pages(lm_cluster *c, struct upreq *batch,
 }
 
 /* Adds `p` to a fetch-ahead batch unless we hold it or fetch it already. */
-static void ahead_add(lm_cluster *c, uint32_t p, struct lm_notice *want,
+static void ahead_add(lm_lemuriad *c, uint32_t p, struct lm_notice *want,
 		      uint32_t *batch, uint32_t *n)
 {
 	struct upreq *up;
@@ -470,7 +470,7 @@ static void ahead_add(lm_cluster *c, uint32_t p, struct lm_notice *want,
 /* One FETCHV to the reflector: the `reach` pages after the miss first,
  * then the client's others, as many as a FETCHV holds (with `prefetch`
  * above 21 the client may name more). */
-void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page, uint32_t reach,
+void lm_cluster_fetch_ahead(lm_lemuriad *c, uint32_t page, uint32_t reach,
 			    const uint32_t *more, uint32_t nmore)
 {
 	struct lm_notice want[LM_FETCHV_MAX];
@@ -481,7 +481,7 @@ void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page, uint32_t reach,
 	for (uint32_t k = 1; k <= reach && n < LM_FETCHV_MAX; k++)
 		ahead_add(c, page + k, want, batch, &n);
 	for (uint32_t i = 0;
-	     i < nmore && i < LM_CLUSTER_FETCHV_MAX && n < LM_FETCHV_MAX; i++)
+	     i < nmore && i < LM_LEMURIAD_FETCHV_MAX && n < LM_FETCHV_MAX; i++)
 		ahead_add(c, more[i], want, batch, &n);
 	if (n)
 		send_batch(c, want, batch, n, true);
@@ -490,7 +490,7 @@ void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page, uint32_t reach,
 /* A reply for the held RELEASE's fetch of notice up->pre - 1: `data`
  * (NULL for a failed fetch) is the page at `version`, which
  * lm_cluster_reply_page put in the cache. */
-void lm_release_arrived(lm_cluster *c, struct upreq *up,
+void lm_release_arrived(lm_lemuriad *c, struct upreq *up,
 			const uint8_t *data, uint32_t version)
 {
 	struct held_release *h = &c->rel;
@@ -512,7 +512,7 @@ void lm_release_arrived(lm_cluster *c, struct upreq *up,
 }
 
 /* Every fetch answered: the updates go with the RELEASE. */
-void lm_release_finish(lm_cluster *c)
+void lm_release_finish(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 	const uint8_t **copies = calloc(h->nnotices ? h->nnotices : 1,
@@ -559,7 +559,7 @@ void lm_release_finish(lm_cluster *c)
 			;
 }
 
-void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
+void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m)
 {
 	bool expected = c->barrier_up && m->id == c->barrier_up_id;
 	bool held = false;

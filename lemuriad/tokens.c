@@ -1,7 +1,7 @@
 /* The lemuriad's lock tokens (DESIGN.md §2, Locks): a lock's token stays
  * in the cluster between local holders until its manager recalls it, so
  * that LOCKs among our own clients need no message to the reflector. */
-#include "cluster_int.h"
+#include "lemuriad_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 
 /* ---- lock tokens ---------------------------------------------------- */
 
-struct token *lm_token_find(lm_cluster *c, uint32_t id)
+struct token *lm_token_find(lm_lemuriad *c, uint32_t id)
 {
 	for (size_t i = 0; i < c->ntokens; i++)
 		if (c->tokens[i].id == id)
@@ -20,7 +20,7 @@ struct token *lm_token_find(lm_cluster *c, uint32_t id)
 	return NULL;
 }
 
-struct token *lm_token_get(lm_cluster *c, uint32_t id)
+struct token *lm_token_get(lm_lemuriad *c, uint32_t id)
 {
 	struct token *t = lm_token_find(c, id);
 
@@ -48,7 +48,7 @@ static void token_free(struct token *t)
 	t->nq = t->qcap = 0;
 }
 
-void lm_tokens_clear(lm_cluster *c)
+void lm_tokens_clear(lm_lemuriad *c)
 {
 	for (size_t i = 0; i < c->ntokens; i++)
 		token_free(&c->tokens[i]);
@@ -57,7 +57,7 @@ void lm_tokens_clear(lm_cluster *c)
 }
 
 /* Drops the entry of a lock nobody here holds, wants or has the token of. */
-void lm_token_tidy(lm_cluster *c, struct token *t)
+void lm_token_tidy(lm_lemuriad *c, struct token *t)
 {
 	if (t->here || t->asked || t->nq)
 		return;
@@ -94,7 +94,7 @@ static struct lwaiter token_pop(struct token *t)
 }
 
 /* Asks the manager for the token, for the first local waiter. */
-void lm_token_ask(lm_cluster *c, struct token *t)
+void lm_token_ask(lm_lemuriad *c, struct token *t)
 {
 	struct upreq *up;
 	struct lm_msg r;
@@ -118,7 +118,7 @@ void lm_token_ask(lm_cluster *c, struct token *t)
 
 /* Gives the token back to its manager, behind the registration of what
  * its holders wrote (I2). */
-static void token_return(lm_cluster *c, struct token *t)
+static void token_return(lm_lemuriad *c, struct token *t)
 {
 	lm_cluster_park(c, LM_MSG_UNLOCK, t->id, t->granted, 0, 0, NULL, 0);
 	t->here = false;
@@ -139,7 +139,7 @@ bool lm_client_fresh(const struct client *cl)
 	return cl->fresh || (cl->has_work && !cl->active);
 }
 
-static bool any_fresh(const lm_cluster *c)
+static bool any_fresh(const lm_lemuriad *c)
 {
 	for (uint32_t i = 0; i < c->nclients; i++)
 		if (lm_client_fresh(&c->clients[i]))
@@ -148,7 +148,7 @@ static bool any_fresh(const lm_cluster *c)
 }
 
 /* The token is here and free: the next local waiter gets it (a recalled
- * token only LM_CLUSTER_HANDOFFS_MAX more times), else it goes back if
+ * token only LM_LEMURIAD_HANDOFFS_MAX more times), else it goes back if
  * recalled, else it stays.  A recalled token nobody here waits for also
  * stays while a client is fresh: SPLASH-2 programs number their
  * processes in the order they take a lock right after CREATE (rank 0
@@ -157,18 +157,18 @@ static bool any_fresh(const lm_cluster *c)
  * next one's, and the program's data with them (LU on 8+8+8+8: a run in
  * three took 4.3 s instead of 3.1 s).  The wait ends when no client
  * here is fresh (lm_tokens_recheck). */
-void lm_token_next(lm_cluster *c, struct token *t)
+void lm_token_next(lm_lemuriad *c, struct token *t)
 {
 	if (!t->here || t->busy)
 		return;
-	if (t->recalled && !t->nq && t->wait_ticks < LM_CLUSTER_FRESH_TICKS &&
+	if (t->recalled && !t->nq && t->wait_ticks < LM_LEMURIAD_FRESH_TICKS &&
 	    any_fresh(c)) {
 		if (!t->waited)
 			c->stats.recalls_waited++;
 		t->waited = true;
 		return;
 	}
-	if (t->nq && (!t->recalled || t->handoffs < LM_CLUSTER_HANDOFFS_MAX)) {
+	if (t->nq && (!t->recalled || t->handoffs < LM_LEMURIAD_HANDOFFS_MAX)) {
 		struct lwaiter w = token_pop(t);
 
 		if (t->recalled)
@@ -187,8 +187,8 @@ void lm_token_next(lm_cluster *c, struct token *t)
 
 /* lm_token_next for each token `due` picks.  A token tidied away moves
  * another into its entry, which is then looked at in turn. */
-static void next_each(lm_cluster *c,
-		      bool (*due)(lm_cluster *c, struct token *t))
+static void next_each(lm_lemuriad *c,
+		      bool (*due)(lm_lemuriad *c, struct token *t))
 {
 	for (size_t i = 0; i < c->ntokens;) {
 		struct token *t = &c->tokens[i];
@@ -201,7 +201,7 @@ static void next_each(lm_cluster *c,
 	}
 }
 
-static bool is_recalled(lm_cluster *c, struct token *t)
+static bool is_recalled(lm_lemuriad *c, struct token *t)
 {
 	(void)c;
 	return t->recalled;
@@ -209,7 +209,7 @@ static bool is_recalled(lm_cluster *c, struct token *t)
 
 /* A client stopped being fresh: once nobody here is, the recalled
  * tokens that waited go (or serve who waits). */
-void lm_tokens_recheck(lm_cluster *c)
+void lm_tokens_recheck(lm_lemuriad *c)
 {
 	if (!any_fresh(c))
 		next_each(c, is_recalled);
@@ -217,18 +217,18 @@ void lm_tokens_recheck(lm_cluster *c)
 
 /* Counts a tick of a token kept, free and unasked, for a fresh client;
  * true when that ends its wait. */
-static bool tick_ends_wait(lm_cluster *c, struct token *t)
+static bool tick_ends_wait(lm_lemuriad *c, struct token *t)
 {
 	if (!t->waited || !t->here || t->busy || t->nq ||
-	    ++t->wait_ticks < LM_CLUSTER_FRESH_TICKS)
+	    ++t->wait_ticks < LM_LEMURIAD_FRESH_TICKS)
 		return false;
 	c->stats.recall_waits_ended++;
 	return true;
 }
 
-/* A recalled token kept for a fresh client stays LM_CLUSTER_FRESH_TICKS
+/* A recalled token kept for a fresh client stays LM_LEMURIAD_FRESH_TICKS
  * ticks at most, then goes as if nobody here were fresh. */
-void lm_tokens_tick(lm_cluster *c)
+void lm_tokens_tick(lm_lemuriad *c)
 {
 	next_each(c, tick_ends_wait);
 }
@@ -240,7 +240,7 @@ void lm_tokens_tick(lm_cluster *c)
  * another lock first, whose GRANT named a change that its release of
  * this one now passes on (release consistency is transitive), and the
  * next holder's copy of that page may be older. */
-void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
+void lm_token_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
 			  uint32_t req_id)
 {
 	struct lm_msg r;
@@ -255,7 +255,7 @@ void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
 
 /* Keeps notices of the epoch (the latest version of each page) for
  * local GRANTs. */
-void lm_token_note_epoch(lm_cluster *c, const struct lm_notice *n,
+void lm_token_note_epoch(lm_lemuriad *c, const struct lm_notice *n,
 			 uint32_t count)
 {
 	lm_notice_set_add(&c->epoch_notes, n, count);

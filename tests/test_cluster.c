@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster.h"
+#include "lemuriad.h"
 #include "config.h"
 #include "deltas.h"
 #include "diff.h"
@@ -100,7 +100,7 @@ static const struct lm_msg_out out_cbs = {
 };
 
 /* The daemon's later(), counted: a test with it drives the cluster's
- * background work itself (lm_cluster_background). */
+ * background work itself (lm_lemuriad_background). */
 static int laters;
 
 static void out_later(void *ctx)
@@ -129,10 +129,10 @@ static void clear_outs(void)
 static struct lm_layout *layout;
 static uint16_t refl;   /* node id of r0 */
 
-static lm_cluster *setup_path(const char *path)
+static lm_lemuriad *setup_path(const char *path)
 {
 	char err[256];
-	lm_cluster *c;
+	lm_lemuriad *c;
 
 	clear_outs();
 	layout = NULL;
@@ -141,12 +141,12 @@ static lm_cluster *setup_path(const char *path)
 		CU_FAIL_FATAL("layout does not load");
 	}
 	refl = lm_layout_reflector(layout, "r0")->id;
-	c = lm_cluster_create(layout, "c0", HASH, out_now, NULL);
+	c = lm_lemuriad_create(layout, "c0", HASH, out_now, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	return c;
 }
 
-static lm_cluster *setup_text(const char *text);
+static lm_lemuriad *setup_text(const char *text);
 
 /* conf/4+4.ini with the lazy relay these tests describe (the layout's
  * default is adaptive), and the fetch ahead of `prefetch = 7`. */
@@ -171,14 +171,14 @@ static const char lazy_layout[] =
 	"clients = 4\n"
 	"cache = 64M\n";
 
-static lm_cluster *setup(void)
+static lm_lemuriad *setup(void)
 {
 	return setup_text(lazy_layout);
 }
 
-static void teardown(lm_cluster *c)
+static void teardown(lm_lemuriad *c)
 {
-	lm_cluster_destroy(c);
+	lm_lemuriad_destroy(c);
 	lm_layout_free(layout);
 	layout = NULL;
 	clear_outs();
@@ -200,13 +200,13 @@ static struct lm_msg msg(uint16_t type, uint64_t run)
 }
 
 /* A request from client `rank`. */
-static void creq(lm_cluster *c, uint32_t rank, uint32_t req_id,
+static void creq(lm_lemuriad *c, uint32_t rank, uint32_t req_id,
 		 const struct lm_msg *m)
 {
-	lm_cluster_handle(c, node_of(rank), LM_REL_REQUEST, req_id, m);
+	lm_lemuriad_handle(c, node_of(rank), LM_REL_REQUEST, req_id, m);
 }
 
-static void join(lm_cluster *c, uint32_t rank, uint64_t run)
+static void join(lm_lemuriad *c, uint32_t rank, uint64_t run)
 {
 	struct lm_msg m = msg(LM_MSG_JOIN, run);
 
@@ -216,7 +216,7 @@ static void join(lm_cluster *c, uint32_t rank, uint64_t run)
 	creq(c, rank, 1, &m);
 }
 
-static void join_all(lm_cluster *c, uint64_t run)
+static void join_all(lm_lemuriad *c, uint64_t run)
 {
 	for (uint32_t r = 0; r < 4; r++)
 		join(c, r, run);
@@ -226,7 +226,7 @@ static void join_all(lm_cluster *c, uint64_t run)
 	clear_outs();
 }
 
-static void fetch(lm_cluster *c, uint32_t rank, uint32_t req_id,
+static void fetch(lm_lemuriad *c, uint32_t rank, uint32_t req_id,
 		  uint32_t page)
 {
 	struct lm_msg m = msg(LM_MSG_FETCH, RUN);
@@ -237,7 +237,7 @@ static void fetch(lm_cluster *c, uint32_t rank, uint32_t req_id,
 
 /* The reflector answers request req_id with page at version, filled with
  * byte `fill`. */
-static void r_page_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
+static void r_page_poked(lm_lemuriad *c, uint32_t req_id, uint32_t page,
 			 uint32_t version, uint8_t fill, size_t at, size_t n,
 			 uint8_t val)
 {
@@ -250,10 +250,10 @@ static void r_page_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
 	m.version = version;
 	m.data = buf;
 	m.data_len = layout->page_size;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, req_id, &m);
 }
 
-static void r_page(lm_cluster *c, uint32_t req_id, uint32_t page,
+static void r_page(lm_lemuriad *c, uint32_t req_id, uint32_t page,
 		   uint32_t version, uint8_t fill)
 {
 	r_page_poked(c, req_id, page, version, fill, 0, 0, 0);
@@ -261,7 +261,7 @@ static void r_page(lm_cluster *c, uint32_t req_id, uint32_t page,
 
 /* The reflector answers FETCHV req_id with PAGES holding one entry,
  * `entry` (len bytes) under `note`, or none when note is NULL. */
-static void r_pages_one(lm_cluster *c, uint32_t req_id,
+static void r_pages_one(lm_lemuriad *c, uint32_t req_id,
 			const struct lm_notice *note, const uint8_t *entry,
 			size_t len)
 {
@@ -278,13 +278,13 @@ static void r_pages_one(lm_cluster *c, uint32_t req_id,
 		m.nnotices = 1;
 		m.diffs = (struct lm_msg_diffs){ list, used, 1 };
 	}
-	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, req_id, &m);
 }
 
 /* The reflector answers FETCHV req_id with PAGES holding `page` at
  * version, filled with `fill` but n bytes of `val` at `at`; page
  * UINT32_MAX: with no page at all. */
-static void r_pages_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
+static void r_pages_poked(lm_lemuriad *c, uint32_t req_id, uint32_t page,
 			  uint32_t version, uint8_t fill, size_t at, size_t n,
 			  uint8_t val)
 {
@@ -300,7 +300,7 @@ static void r_pages_poked(lm_cluster *c, uint32_t req_id, uint32_t page,
 
 /* The reflector answers FETCHV req_id with PAGES holding, for `page`,
  * a diff against our copy at `base`: n bytes of `val` at `at`. */
-static void r_pages_diff(lm_cluster *c, uint32_t req_id, uint32_t page,
+static void r_pages_diff(lm_lemuriad *c, uint32_t req_id, uint32_t page,
 			 uint32_t version, uint32_t base, size_t at, size_t n,
 			 uint8_t val)
 {
@@ -314,7 +314,7 @@ static void r_pages_diff(lm_cluster *c, uint32_t req_id, uint32_t page,
 }
 
 /* Puts page into the cache at version (filled with `fill`). */
-static void cache_page(lm_cluster *c, uint32_t page, uint32_t version,
+static void cache_page(lm_lemuriad *c, uint32_t page, uint32_t version,
 		       uint8_t fill)
 {
 	uint32_t up;
@@ -332,7 +332,7 @@ static void cache_page(lm_cluster *c, uint32_t page, uint32_t version,
 
 /* True when a FETCH of page is answered from the cache (and then the
  * output is cleared; a miss's upstream FETCH is left for the caller). */
-static bool is_cached(lm_cluster *c, uint32_t page)
+static bool is_cached(lm_lemuriad *c, uint32_t page)
 {
 	bool hit;
 
@@ -356,7 +356,7 @@ static struct out *find_out(enum how how, uint16_t node, uint16_t type)
 
 static void test_join(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_msg m = msg(LM_MSG_JOIN, RUN);
 
 	m.rank = 0;
@@ -391,14 +391,14 @@ static void test_join(void)
 	/* rank 1 never joined: its FETCH is dropped */
 	fetch(c, 1, 11, 0);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 
 	/* a node of cluster c1 is not ours, whatever it says */
 	m.rank = 4;
 	m.layout_hash = HASH;
-	lm_cluster_handle(c, node_of(4), LM_REL_REQUEST, 12, &m);
+	lm_lemuriad_handle(c, node_of(4), LM_REL_REQUEST, 12, &m);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 2);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 2);
 
 	/* the joined rank 0 is served */
 	fetch(c, 0, 13, 0);
@@ -409,17 +409,17 @@ static void test_join(void)
 
 static void test_create_rejects_unknown_name(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 
-	CU_ASSERT_PTR_NULL(lm_cluster_create(layout, "nope", HASH, &out_cbs,
+	CU_ASSERT_PTR_NULL(lm_lemuriad_create(layout, "nope", HASH, &out_cbs,
 					     NULL));
-	lm_cluster_destroy(NULL);
+	lm_lemuriad_destroy(NULL);
 	teardown(c);
 }
 
 /* A client's FETCHV of pages[0..n) (rank, req_id) whose fault reached
  * `reach` pages after the first (the first notice's version). */
-static void creq_fetchv_reach(lm_cluster *c, uint32_t rank, uint32_t req_id,
+static void creq_fetchv_reach(lm_lemuriad *c, uint32_t rank, uint32_t req_id,
 			      const uint32_t *pages, uint32_t n, uint32_t reach)
 {
 	struct lm_notice ask[LM_CFG_PREFETCH_MAX * 2 + 2];
@@ -431,14 +431,14 @@ static void creq_fetchv_reach(lm_cluster *c, uint32_t rank, uint32_t req_id,
 }
 
 /* ... reaching as far as the layout lets it. */
-static void creq_fetchv(lm_cluster *c, uint32_t rank, uint32_t req_id,
+static void creq_fetchv(lm_lemuriad *c, uint32_t rank, uint32_t req_id,
 			const uint32_t *pages, uint32_t n)
 {
 	creq_fetchv_reach(c, rank, req_id, pages, n, layout->prefetch);
 }
 
 /* A client's FETCHV of pages[0..n) (rank 0, req_id 31). */
-static void fetchv(lm_cluster *c, const uint32_t *pages, uint32_t n)
+static void fetchv(lm_lemuriad *c, const uint32_t *pages, uint32_t n)
 {
 	creq_fetchv(c, 0, 31, pages, n);
 }
@@ -450,7 +450,7 @@ static void fetchv(lm_cluster *c, const uint32_t *pages, uint32_t n)
  * pages outside the region are refused, not served. */
 static void test_client_fetchv_serves_what_is_cached(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	const uint32_t hit[] = { 7, 8, 9 }, miss[] = { 8, 9 };
 	const uint32_t bad[] = { 7, 1u << 30 };
 	uint32_t many[LM_CFG_PREFETCH_MAX * 2 + 2];
@@ -477,7 +477,7 @@ static void test_client_fetchv_serves_what_is_cached(void)
 	CU_ASSERT_FATAL(lm_msg_diffs_next(&o->m.diffs, &pos, &page, &data,
 					  &len) == 1);
 	CU_ASSERT(page == 9 && len == layout->page_size && data[5] == 0x90);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_neighbours, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->fetch_neighbours, 1);
 	clear_outs();
 
 	/* the first page is not here: it goes up alone, and its PAGES
@@ -505,7 +505,7 @@ static void test_client_fetchv_serves_what_is_cached(void)
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGES);
 	CU_ASSERT_EQUAL(outs[0].m.nnotices, 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	clear_outs();
 
 	/* up to 2 * LM_CFG_PREFETCH_MAX pages after the first (after it
@@ -521,7 +521,7 @@ static void test_client_fetchv_serves_what_is_cached(void)
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGE);
 	CU_ASSERT_EQUAL(outs[0].m.data_len, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 2);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 2);
 	teardown(c);
 }
 
@@ -532,7 +532,7 @@ static void test_client_fetchv_serves_what_is_cached(void)
  * those a client waits for are asked for alone. */
 static void test_read_miss_fetches_the_next_pages_ahead(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	const uint32_t ask[] = { 10, 11 };
 	const uint32_t ahead[] = { 11, 13, 15, 16, 17 };
 	uint32_t fetch10, fetch14, batch;
@@ -562,7 +562,7 @@ static void test_read_miss_fetches_the_next_pages_ahead(void)
 	for (uint32_t i = 0; i < 5; i++)
 		CU_ASSERT(o->m.notices[i].page == ahead[i] &&
 			  o->m.notices[i].base == LM_NO_BASE);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_ahead, 5);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->fetch_ahead, 5);
 	batch = o->req_id;
 	clear_outs();
 
@@ -590,7 +590,7 @@ static void test_read_miss_fetches_the_next_pages_ahead(void)
 /* The one message out, a client's read miss on `page` sent up as a
  * FETCH, is answered by the reflector; returns the FETCHV ahead that the
  * lemuriad sends then (NULL: none). */
-static struct out *miss_answered(lm_cluster *c, uint32_t page, uint8_t fill)
+static struct out *miss_answered(lm_lemuriad *c, uint32_t page, uint8_t fill)
 {
 	uint32_t fetch;
 
@@ -611,7 +611,7 @@ static void test_fetch_ahead_fits_one_fetchv(void)
 	char text[sizeof(lazy_layout) + 8];
 	uint32_t ask[1 + 2 * LM_CFG_PREFETCH_MAX];
 	const char *at = strstr(lazy_layout, "prefetch = 7");
-	lm_cluster *c;
+	lm_lemuriad *c;
 	struct out *o;
 
 	CU_ASSERT_EQUAL_FATAL(LM_CFG_PREFETCH_MAX, 31);
@@ -634,7 +634,7 @@ static void test_fetch_ahead_fits_one_fetchv(void)
 	for (uint32_t i = LM_CFG_PREFETCH_MAX; i < LM_FETCHV_MAX; i++)
 		CU_ASSERT_EQUAL(o->m.notices[i].page,
 				ask[1 + i - LM_CFG_PREFETCH_MAX]);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_ahead, LM_FETCHV_MAX);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->fetch_ahead, LM_FETCHV_MAX);
 	teardown(c);
 }
 
@@ -650,7 +650,7 @@ static void test_fetch_ahead_goes_as_far_as_the_fault(void)
 	const uint32_t ask[] = { 10, 40 };
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-		lm_cluster *c = setup();
+		lm_lemuriad *c = setup();
 		struct out *o;
 
 		CU_ASSERT_EQUAL_FATAL(layout->prefetch, 7);
@@ -669,7 +669,7 @@ static void test_fetch_ahead_goes_as_far_as_the_fault(void)
 
 /* The reflector answers FETCHV req_id with PAGES holding whole pages
  * pages[0..n), each at version and filled with its own number. */
-static void r_pages_whole(lm_cluster *c, uint32_t req_id,
+static void r_pages_whole(lm_lemuriad *c, uint32_t req_id,
 			  const uint32_t *pages, uint32_t n, uint32_t version)
 {
 	static uint8_t list[4 * (65536 + 16)];
@@ -691,7 +691,7 @@ static void r_pages_whole(lm_cluster *c, uint32_t req_id,
 	m.notices = notes;
 	m.nnotices = n;
 	m.diffs = (struct lm_msg_diffs){ list, used, n };
-	lm_cluster_handle(c, refl, LM_REL_REPLY, req_id, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, req_id, &m);
 }
 
 /* A read miss whose FETCHV named pages along a stride (docs/dsm.md
@@ -700,7 +700,7 @@ static void r_pages_whole(lm_cluster *c, uint32_t req_id,
  * the batch it asked for, since the batch is taken last page first. */
 static void test_read_miss_fetches_its_stride_ahead(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	const uint32_t ask[] = { 10, 11, 30, 40 }, wait[] = { 13, 30 };
 	const uint32_t reply[] = { 13, 30 };
 	uint32_t batch;
@@ -733,7 +733,7 @@ static void test_read_miss_fetches_its_stride_ahead(void)
 
 static void test_fetch_coalesces_and_hits(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	uint32_t up;
 
 	join_all(c, RUN);
@@ -748,8 +748,8 @@ static void test_fetch_coalesces_and_hits(void)
 	CU_ASSERT_EQUAL(outs[0].m.page, 7);
 	CU_ASSERT_EQUAL(outs[0].m.run, RUN);
 	up = outs[0].req_id;
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_misses, 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_coalesced, 2);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->fetch_misses, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->fetch_coalesced, 2);
 	clear_outs();
 
 	r_page(c, up, 7, 3, 0x5a);
@@ -765,7 +765,7 @@ static void test_fetch_coalesces_and_hits(void)
 		CU_ASSERT(o->data[0] == 0x5a &&
 			  o->data[layout->page_size - 1] == 0x5a);
 	}
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, layout->page_size);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->cached_bytes, layout->page_size);
 	clear_outs();
 
 	/* now a hit: answered at once, nothing goes up */
@@ -776,19 +776,19 @@ static void test_fetch_coalesces_and_hits(void)
 	CU_ASSERT_EQUAL(outs[0].req_id, 24);
 	CU_ASSERT_EQUAL(outs[0].m.version, 3);
 	CU_ASSERT_EQUAL(outs[0].data[100], 0x5a);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->fetch_hits, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->fetch_hits, 1);
 	clear_outs();
 
 	/* a second reply to the same request matches nothing */
 	r_page(c, up, 7, 3, 0);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	teardown(c);
 }
 
 static void test_fetch_ids_grow(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 
 	join_all(c, RUN);
 	fetch(c, 0, 1, 1);
@@ -805,13 +805,13 @@ static void test_fetch_ids_grow(void)
 	CU_ASSERT_EQUAL(outs[0].req_id, 4);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGE);
 	CU_ASSERT_EQUAL(outs[0].m.data_len, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	teardown(c);
 }
 
 static void test_fetch_bad_reply_fails_waiters(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_msg p = msg(LM_MSG_PAGE, RUN);
 	uint32_t up;
 
@@ -822,15 +822,15 @@ static void test_fetch_bad_reply_fails_waiters(void)
 	up = outs[0].req_id;
 	clear_outs();
 	p.page = 8; /* R's answer for a page it cannot serve: no data */
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &p);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &p);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	for (size_t i = 0; i < nouts; i++) {
 		CU_ASSERT_EQUAL(outs[i].how, REPLIED);
 		CU_ASSERT_EQUAL(outs[i].m.type, LM_MSG_PAGE);
 		CU_ASSERT_EQUAL(outs[i].m.data_len, 0);
 	}
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->cached_bytes, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	teardown(c);
 }
 
@@ -855,7 +855,7 @@ static size_t make_flush(uint8_t *list, size_t cap, uint32_t page,
  * acked at once, nothing goes up until a release (lazy relay). */
 static void test_flush_applies_and_keeps_delta(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	uint8_t list[256];
 	struct lm_msg f = msg(LM_MSG_FLUSH, RUN);
 
@@ -872,7 +872,7 @@ static void test_flush_applies_and_keeps_delta(void)
 	CU_ASSERT_EQUAL(outs[0].req_id, 31);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH_OK);
 	CU_ASSERT_EQUAL(outs[0].m.status, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->flushes, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->flushes, 1);
 	clear_outs();
 
 	/* the cached copy holds the diff and keeps its version */
@@ -894,7 +894,7 @@ static void test_flush_applies_and_keeps_delta(void)
 	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH_OK);
 	CU_ASSERT_EQUAL(outs[0].m.status, LM_EBADMSG);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->flushes, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->flushes, 1);
 	clear_outs();
 	/* a truncated list likewise */
 	f.diffs.len = make_flush(list, sizeof(list), 9, 200, 4, 0x99) - 1;
@@ -908,7 +908,7 @@ static void test_flush_applies_and_keeps_delta(void)
 	teardown(c);
 }
 
-static void barrier(lm_cluster *c, uint32_t rank, uint32_t id)
+static void barrier(lm_lemuriad *c, uint32_t rank, uint32_t id)
 {
 	struct lm_msg b = msg(LM_MSG_BARRIER, RUN);
 
@@ -918,7 +918,7 @@ static void barrier(lm_cluster *c, uint32_t rank, uint32_t id)
 
 static void test_barrier_and_release(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n[2] = { NOTE(1, 3), NOTE(2, 5) };
 	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
 
@@ -934,13 +934,13 @@ static void test_barrier_and_release(void)
 	CU_ASSERT_EQUAL(outs[0].node, refl);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_BARRIER);
 	CU_ASSERT_EQUAL(outs[0].m.id, 6);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->barriers, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->barriers, 1);
 	clear_outs();
 
 	rel.id = 6;
 	rel.notices = n;
 	rel.nnotices = 2;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
 	CU_ASSERT_EQUAL_FATAL(nouts, 4);
 	for (uint32_t r = 0; r < 4; r++) {
 		struct out *o = find_out(REPLIED, node_of(r), LM_MSG_RELEASE);
@@ -952,14 +952,14 @@ static void test_barrier_and_release(void)
 		CU_ASSERT_EQUAL(o->notices[0].page, 1);
 		CU_ASSERT_EQUAL(o->notices[1].version, 5);
 	}
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->invalidations, 1);
 	/* I3: only the older copy went */
 	CU_ASSERT(is_cached(c, 2));
 	CU_ASSERT(!is_cached(c, 1));
 	clear_outs();
 
 	/* the same RELEASE again finds no barrier and invalidates nothing */
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
 	CU_ASSERT_EQUAL(nouts, 0);
 	CU_ASSERT(is_cached(c, 2));
 	teardown(c);
@@ -967,7 +967,7 @@ static void test_barrier_and_release(void)
 
 static void test_barrier_counts_each_client_once(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 
 	join_all(c, RUN);
 	barrier(c, 0, 1);
@@ -975,25 +975,25 @@ static void test_barrier_counts_each_client_once(void)
 	barrier(c, 1, 1);
 	barrier(c, 2, 1);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	barrier(c, 3, 1);
 	CU_ASSERT_EQUAL(nouts, 1);
 	teardown(c);
 }
 
 /* The lock's manager asks for the token back. */
-static void recall(lm_cluster *c, uint32_t id, uint32_t rank)
+static void recall(lm_lemuriad *c, uint32_t id, uint32_t rank)
 {
 	struct lm_msg m = msg(LM_MSG_RECALL, RUN);
 
 	m.id = id;
 	m.rank = rank;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 }
 
 static void test_lock_grant_unlock_relay(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n[1] = { NOTE(3, 2) };
 	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 	uint32_t up;
@@ -1016,7 +1016,7 @@ static void test_lock_grant_unlock_relay(void)
 	m.id = 12;
 	m.notices = n;
 	m.nnotices = 1;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
 	CU_ASSERT_EQUAL(outs[0].node, node_of(1));
@@ -1024,8 +1024,8 @@ static void test_lock_grant_unlock_relay(void)
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_GRANT);
 	CU_ASSERT_EQUAL(outs[0].m.id, 12);
 	CU_ASSERT_EQUAL(outs[0].m.nnotices, 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->locks, 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->locks, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->invalidations, 1);
 	CU_ASSERT(!is_cached(c, 3));
 	clear_outs();
 
@@ -1064,12 +1064,12 @@ static void test_lock_grant_unlock_relay(void)
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK);
 	CU_ASSERT_EQUAL(outs[0].m.id, 12);
 	CU_ASSERT_EQUAL(outs[0].m.rank, 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->tokens_returned, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->tokens_returned, 1);
 	teardown(c);
 }
 
 /* A LOCK or UNLOCK of lock `id` from client `rank`. */
-static void lock_op(lm_cluster *c, uint16_t type, uint32_t rank,
+static void lock_op(lm_lemuriad *c, uint16_t type, uint32_t rank,
 		    uint32_t req_id, uint32_t id)
 {
 	struct lm_msg m = msg(type, RUN);
@@ -1095,9 +1095,9 @@ enum fresh_how { FRESH_WORKER, FRESH_CREATOR, FRESH_KEPT };
  * just been given work (FRESH_WORKER), or rank 0 has just created some
  * (FRESH_CREATOR), or work waits here for rank 1, which has asked for
  * nothing yet (FRESH_KEPT); none has synchronised since. */
-static lm_cluster *token_with_fresh_client(enum fresh_how how)
+static lm_lemuriad *token_with_fresh_client(enum fresh_how how)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_msg m;
 
 	join_all(c, RUN);
@@ -1112,23 +1112,23 @@ static lm_cluster *token_with_fresh_client(enum fresh_how how)
 		if (how == FRESH_WORKER)
 			creq(c, 1, 70, &w);
 		m.rank = 1;
-		lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+		lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 	}
 	clear_outs();
 	lock_op(c, LM_MSG_LOCK, 2, 80, 12);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	m = msg(LM_MSG_GRANT, RUN);
 	m.id = 12;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, outs[0].req_id, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, outs[0].req_id, &m);
 	lock_op(c, LM_MSG_UNLOCK, 2, 81, 12);
 	clear_outs();
 	return c;
 }
 
 /* token_with_fresh_client, recalled: the token must stay. */
-static lm_cluster *recalled_with_fresh_client(enum fresh_how how)
+static lm_lemuriad *recalled_with_fresh_client(enum fresh_how how)
 {
-	lm_cluster *c = token_with_fresh_client(how);
+	lm_lemuriad *c = token_with_fresh_client(how);
 
 	recall(c, 12, 2);
 	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
@@ -1137,7 +1137,7 @@ static lm_cluster *recalled_with_fresh_client(enum fresh_how how)
 
 /* Rank `rank` takes lock 12 and gives it back; returns the UNLOCKs that
  * went up meanwhile. */
-static int lock_unlock(lm_cluster *c, uint32_t rank, uint32_t req_id)
+static int lock_unlock(lm_lemuriad *c, uint32_t rank, uint32_t req_id)
 {
 	lock_op(c, LM_MSG_LOCK, rank, req_id, 12);
 	lock_op(c, LM_MSG_UNLOCK, rank, req_id + 1, 12);
@@ -1151,10 +1151,10 @@ static int lock_unlock(lm_cluster *c, uint32_t rank, uint32_t req_id)
  * UNLOCK, or any other synchronisation, lets the token go. */
 static void test_recalled_token_waits_for_a_fresh_client(void)
 {
-	lm_cluster *c = recalled_with_fresh_client(FRESH_WORKER);
+	lm_lemuriad *c = recalled_with_fresh_client(FRESH_WORKER);
 	struct lm_msg m;
 
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->recalls_waited, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->recalls_waited, 1);
 	lock_op(c, LM_MSG_LOCK, 1, 82, 12);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
@@ -1163,7 +1163,7 @@ static void test_recalled_token_waits_for_a_fresh_client(void)
 	clear_outs();
 	lock_op(c, LM_MSG_UNLOCK, 1, 83, 12);
 	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->tokens_returned, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->tokens_returned, 1);
 	teardown(c);
 
 	/* a BARRIER of the fresh client lets it go too */
@@ -1202,45 +1202,45 @@ static void test_recalled_token_waits_for_a_fresh_client(void)
 
 /* The wait for a fresh client has a bound: a worker that computes long
  * before it first synchronises holds a recalled token for
- * LM_CLUSTER_FRESH_TICKS ticks of the daemon's clock, not for as long
+ * LM_LEMURIAD_FRESH_TICKS ticks of the daemon's clock, not for as long
  * as it computes; a tick before the bound, or one while a local holder
  * has the lock, lets nothing go. */
 static void test_fresh_wait_ends_after_its_ticks(void)
 {
-	lm_cluster *c = recalled_with_fresh_client(FRESH_WORKER);
+	lm_lemuriad *c = recalled_with_fresh_client(FRESH_WORKER);
 
-	for (uint32_t i = 1; i < LM_CLUSTER_FRESH_TICKS; i++) {
-		lm_cluster_tick(c);
+	for (uint32_t i = 1; i < LM_LEMURIAD_FRESH_TICKS; i++) {
+		lm_lemuriad_tick(c);
 		CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
 	}
-	lm_cluster_tick(c);
+	lm_lemuriad_tick(c);
 	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->tokens_returned, 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->recall_waits_ended, 1);
-	lm_cluster_tick(c); /* the token is gone: nothing more goes up */
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->tokens_returned, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->recall_waits_ended, 1);
+	lm_lemuriad_tick(c); /* the token is gone: nothing more goes up */
 	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 1);
 	teardown(c);
 
 	/* ticks while the fresh client holds the lock do not count */
 	c = recalled_with_fresh_client(FRESH_WORKER);
 	lock_op(c, LM_MSG_LOCK, 1, 82, 12);
-	for (uint32_t i = 0; i < 2 * LM_CLUSTER_FRESH_TICKS; i++)
-		lm_cluster_tick(c);
+	for (uint32_t i = 0; i < 2 * LM_LEMURIAD_FRESH_TICKS; i++)
+		lm_lemuriad_tick(c);
 	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->recall_waits_ended, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->recall_waits_ended, 0);
 	teardown(c);
 
 	/* nor do ticks with no recall pending */
 	c = token_with_fresh_client(FRESH_WORKER);
-	for (uint32_t i = 0; i < 2 * LM_CLUSTER_FRESH_TICKS; i++)
-		lm_cluster_tick(c);
+	for (uint32_t i = 0; i < 2 * LM_LEMURIAD_FRESH_TICKS; i++)
+		lm_lemuriad_tick(c);
 	CU_ASSERT_EQUAL(ups_of(LM_MSG_UNLOCK), 0);
 	teardown(c);
 }
 
 static void test_alloc_free_relay(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_msg m = msg(LM_MSG_ALLOC, RUN);
 	uint32_t up;
 
@@ -1259,7 +1259,7 @@ static void test_alloc_free_relay(void)
 
 	m = msg(LM_MSG_ALLOC_OK, RUN);
 	m.offset = 8192;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
 	CU_ASSERT_EQUAL(outs[0].node, node_of(2));
@@ -1278,7 +1278,7 @@ static void test_alloc_free_relay(void)
 	clear_outs();
 	m = msg(LM_MSG_FREE_OK, RUN);
 	m.status = LM_EINVAL;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].req_id, 62);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FREE_OK);
@@ -1288,7 +1288,7 @@ static void test_alloc_free_relay(void)
 
 static void test_create_routing(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	uint8_t image[300];
 	struct lm_msg m = msg(LM_MSG_CREATE, RUN);
 	struct lm_msg w = msg(LM_MSG_WAIT_WORK, RUN);
@@ -1318,7 +1318,7 @@ static void test_create_routing(void)
 	creq(c, 1, 72, &w);
 	CU_ASSERT_EQUAL(nouts, 0);
 	m.rank = 1;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
 	CU_ASSERT_EQUAL(outs[0].node, node_of(1));
@@ -1330,7 +1330,7 @@ static void test_create_routing(void)
 	/* CREATE first: kept (copied) until the WAIT_WORK */
 	m.rank = 3;
 	m.offset = 0x99;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 	CU_ASSERT_EQUAL(nouts, 0);
 	memset(image, 0, sizeof(image)); /* the received buffer is gone */
 	creq(c, 3, 73, &w);
@@ -1347,9 +1347,9 @@ static void test_create_routing(void)
 
 	/* a CREATE for a rank of another cluster is not ours */
 	m.rank = 6;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	/* nor can a client target a rank beyond the layout */
 	m.rank = 8;
 	creq(c, 0, 74, &m);
@@ -1367,7 +1367,7 @@ static void test_create_routing(void)
 
 static void test_create_kept_is_freed(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	uint8_t image[64] = { 1 };
 	struct lm_msg m = msg(LM_MSG_CREATE, RUN);
 
@@ -1375,15 +1375,15 @@ static void test_create_kept_is_freed(void)
 	m.rank = 2;
 	m.data = image;
 	m.data_len = sizeof(image);
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 	/* a second before the WAIT_WORK is dropped (ASan checks no leak) */
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	teardown(c);
 }
 
-static void r_end(lm_cluster *c, uint32_t rank, const struct lm_notice *n,
+static void r_end(lm_lemuriad *c, uint32_t rank, const struct lm_notice *n,
 		  uint32_t nn)
 {
 	struct lm_msg e = msg(LM_MSG_END, RUN);
@@ -1391,12 +1391,12 @@ static void r_end(lm_cluster *c, uint32_t rank, const struct lm_notice *n,
 	e.rank = rank;
 	e.notices = n;
 	e.nnotices = nn;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &e);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &e);
 }
 
 static void test_end_and_wait_end(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n1[2] = { NOTE(4, 7), NOTE(3, 2) };
 	struct lm_notice n2[2] = { NOTE(4, 9), NOTE(5, 1) };
 	struct lm_msg m = msg(LM_MSG_END, RUN);
@@ -1466,11 +1466,11 @@ static const char small_layout[] =
 	"cache = 12K\n";
 
 /* Loads `text` as the layout through a temporary file. */
-static lm_cluster *setup_text(const char *text)
+static lm_lemuriad *setup_text(const char *text)
 {
 	char path[64];
 	FILE *f;
-	lm_cluster *c;
+	lm_lemuriad *c;
 
 	snprintf(path, sizeof(path), "/tmp/lm_test_cluster_%ld.ini",
 		 (long)getpid());
@@ -1484,27 +1484,27 @@ static lm_cluster *setup_text(const char *text)
 }
 
 /* small_layout: a cache of three pages. */
-static lm_cluster *setup_small(void)
+static lm_lemuriad *setup_small(void)
 {
 	return setup_text(small_layout);
 }
 
 static void test_lru_bound(void)
 {
-	lm_cluster *c = setup_small();
+	lm_lemuriad *c = setup_small();
 
 	join_all(c, RUN);
 	for (uint32_t p = 0; p < 3; p++)
 		cache_page(c, p, 1, (uint8_t)p);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 3 * 4096);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->evictions, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->cached_bytes, 3 * 4096);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->evictions, 0);
 	CU_ASSERT(is_cached(c, 0)); /* page 0 is now the most recent */
 	for (uint32_t p = 3; p < 10; p++) {
 		cache_page(c, p, 1, (uint8_t)p);
-		CU_ASSERT(lm_cluster_stats(c)->cached_bytes <= 12 * 1024);
+		CU_ASSERT(lm_lemuriad_stats(c)->cached_bytes <= 12 * 1024);
 	}
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 3 * 4096);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->evictions, 7);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->cached_bytes, 3 * 4096);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->evictions, 7);
 	/* the three most recent stay, the rest went */
 	CU_ASSERT(is_cached(c, 9));
 	CU_ASSERT(is_cached(c, 8));
@@ -1515,7 +1515,7 @@ static void test_lru_bound(void)
 
 static void test_lru_keeps_recently_used(void)
 {
-	lm_cluster *c = setup_small();
+	lm_lemuriad *c = setup_small();
 
 	join_all(c, RUN);
 	for (uint32_t p = 0; p < 3; p++)
@@ -1531,7 +1531,7 @@ static void test_lru_keeps_recently_used(void)
 
 static void test_newer_run_resets(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_msg g = msg(LM_MSG_GRANT, RUN);
 	uint32_t up;
 
@@ -1542,25 +1542,25 @@ static void test_newer_run_resets(void)
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	up = outs[0].req_id;
 	clear_outs();
-	CU_ASSERT(lm_cluster_stats(c)->cached_bytes > 0);
+	CU_ASSERT(lm_lemuriad_stats(c)->cached_bytes > 0);
 
 	join(c, 0, RUN + 1);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].m.status, 0);
 	CU_ASSERT_EQUAL(outs[0].m.run, RUN + 1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->cached_bytes, 0);
 	clear_outs();
 
 	/* the old run's reply and messages are dropped as stale */
 	r_page(c, up, 6, 1, 0);
 	fetch(c, 2, 92, 6);
-	lm_cluster_handle(c, refl, LM_REL_REPLY, 1, &g);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, 1, &g);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_stale_run, 3);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_stale_run, 3);
 	/* an older JOIN is dropped without an answer */
 	join(c, 2, RUN);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_stale_run, 4);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_stale_run, 4);
 
 	/* the new run starts from nothing: rank 1's old arrival is gone */
 	for (uint32_t r = 1; r < 4; r++)
@@ -1578,12 +1578,12 @@ static void test_newer_run_resets(void)
 
 static void test_peer_lost_client_aborts(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 
 	join_all(c, RUN);
 	barrier(c, 0, 1);
 	barrier(c, 1, 1);
-	lm_cluster_peer_lost(c, node_of(2));
+	lm_lemuriad_peer_lost(c, node_of(2));
 	/* ABORT to the three others, and as the answer to the two blocked
 	 * BARRIER requests, which would otherwise wait for ever */
 	CU_ASSERT_EQUAL_FATAL(nouts, 5);
@@ -1614,7 +1614,7 @@ static void test_peer_lost_client_aborts(void)
 	barrier(c, 3, 1);
 	fetch(c, 3, 5, 1);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_stale_run, 3);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_stale_run, 3);
 	/* and a new run is served */
 	join(c, 0, RUN + 1);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
@@ -1624,15 +1624,15 @@ static void test_peer_lost_client_aborts(void)
 
 static void test_peer_lost_reflector_aborts(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 
 	join_all(c, RUN);
-	lm_cluster_peer_lost(c, refl);
+	lm_lemuriad_peer_lost(c, refl);
 	CU_ASSERT_EQUAL_FATAL(nouts, 4);
 	for (size_t i = 0; i < nouts; i++) {
 		CU_ASSERT_EQUAL(outs[i].how, SENT);
 		CU_ASSERT_EQUAL(outs[i].m.type, LM_MSG_ABORT);
-		CU_ASSERT_EQUAL(outs[i].m.rank, LM_CLUSTER_ABORT_REFLECTOR);
+		CU_ASSERT_EQUAL(outs[i].m.rank, LM_LEMURIAD_ABORT_REFLECTOR);
 		CU_ASSERT(outs[i].m.data_len == strlen("reflector lost") &&
 			  memcmp(outs[i].data, "reflector lost",
 				 outs[i].m.data_len) == 0);
@@ -1642,7 +1642,7 @@ static void test_peer_lost_reflector_aborts(void)
 
 static void test_leave_forgets_client(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_msg l = msg(LM_MSG_LEAVE, RUN);
 
 	join_all(c, RUN);
@@ -1653,9 +1653,9 @@ static void test_leave_forgets_client(void)
 	clear_outs();
 	fetch(c, 3, 102, 0);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	/* losing a client that left aborts nothing */
-	lm_cluster_peer_lost(c, node_of(3));
+	lm_lemuriad_peer_lost(c, node_of(3));
 	CU_ASSERT_EQUAL(nouts, 0);
 	fetch(c, 0, 103, 0);
 	CU_ASSERT_EQUAL(nouts, 1);
@@ -1666,7 +1666,7 @@ static void test_leave_forgets_client(void)
  * be served by a reply older than that notice. */
 static void test_fetch_after_notice_refetches(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n[1] = { NOTE(5, 4) };
 	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 	uint32_t up_fetch, up_lock;
@@ -1685,7 +1685,7 @@ static void test_fetch_after_notice_refetches(void)
 	m.id = 1;
 	m.notices = n;
 	m.nnotices = 1;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up_lock, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up_lock, &m);
 	clear_outs();
 	fetch(c, 1, 113, 5); /* after the notice {5, 4} */
 	CU_ASSERT_EQUAL(nouts, 0);
@@ -1699,20 +1699,20 @@ static void test_fetch_after_notice_refetches(void)
 	CU_ASSERT_EQUAL(outs[1].m.page, 5);
 	CU_ASSERT(outs[1].req_id > up_lock);
 	up_fetch = outs[1].req_id;
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->cached_bytes, 0);
 	clear_outs();
 
 	r_page(c, up_fetch, 5, 4, 0x04);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].req_id, 113);
 	CU_ASSERT_EQUAL(outs[0].m.version, 4);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->cached_bytes, layout->page_size);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->cached_bytes, layout->page_size);
 	teardown(c);
 }
 
 /* Client `rank` flushes one diff setting [off, off + n) of page to val;
  * the FLUSH and its FLUSH_OK are cleared. */
-static void flush_page(lm_cluster *c, uint32_t rank, uint32_t page,
+static void flush_page(lm_lemuriad *c, uint32_t rank, uint32_t page,
 		       size_t off, size_t n, uint8_t val)
 {
 	static uint8_t list[4096 * 5 + 64];
@@ -1730,12 +1730,12 @@ static void flush_page(lm_cluster *c, uint32_t rank, uint32_t page,
 }
 
 /* R releases barrier id without notices; the replies are cleared. */
-static void release(lm_cluster *c, uint32_t id)
+static void release(lm_lemuriad *c, uint32_t id)
 {
 	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
 
 	rel.id = id;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
 	clear_outs();
 }
 
@@ -1743,7 +1743,7 @@ static void release(lm_cluster *c, uint32_t id)
  * version v gets v + 1 when `merge`, else v + 2 (someone wrote between);
  * one holding none gets `fresh`.  Returns how many were answered; the
  * answered requests are removed from the outputs. */
-static int answer_registers(lm_cluster *c, bool merge, uint32_t fresh)
+static int answer_registers(lm_lemuriad *c, bool merge, uint32_t fresh)
 {
 	struct out pending[MAX_OUT];
 	size_t n = 0, keep = 0;
@@ -1773,7 +1773,7 @@ static int answer_registers(lm_cluster *c, bool merge, uint32_t fresh)
 				r.nnotices++;
 		}
 		r.notices = v;
-		lm_cluster_handle(c, refl, LM_REL_REPLY, pending[i].req_id, &r);
+		lm_lemuriad_handle(c, refl, LM_REL_REPLY, pending[i].req_id, &r);
 		free(pending[i].data);
 		free(pending[i].diffs);
 		free(pending[i].notices);
@@ -1784,7 +1784,7 @@ static int answer_registers(lm_cluster *c, bool merge, uint32_t fresh)
 
 /* Every client arrives at barrier id, the cluster's BARRIER goes up, and
  * R releases it with notices n; what that made is left in the outputs. */
-static void arrive_and_release(lm_cluster *c, uint32_t id,
+static void arrive_and_release(lm_lemuriad *c, uint32_t id,
 			       const struct lm_notice *n, uint32_t nn)
 {
 	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
@@ -1799,11 +1799,11 @@ static void arrive_and_release(lm_cluster *c, uint32_t id,
 	rel.id = id;
 	rel.notices = n;
 	rel.nnotices = nn;
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
 }
 
 /* The same, every client answered at once; the outputs are cleared. */
-static void barrier_release(lm_cluster *c, uint32_t id,
+static void barrier_release(lm_lemuriad *c, uint32_t id,
 			    const struct lm_notice *n, uint32_t nn)
 {
 	arrive_and_release(c, id, n, nn);
@@ -1813,7 +1813,7 @@ static void barrier_release(lm_cluster *c, uint32_t id,
 
 /* Fetches page from the cache: its version, and byte `at` in *byte.
  * False on a miss (whose upstream FETCH is cleared). */
-static bool cached_version(lm_cluster *c, uint32_t page, size_t at,
+static bool cached_version(lm_lemuriad *c, uint32_t page, size_t at,
 			   uint32_t *version, uint8_t *byte)
 {
 	bool hit;
@@ -1834,7 +1834,7 @@ static bool cached_version(lm_cluster *c, uint32_t page, size_t at,
  * kept, with that version, holding the diffs; idempotent. */
 static void test_sole_cluster_notice_keeps_copy(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n[2] = {
 		{ 9, 6, 4, 1, 0 },              /* rank 1 alone */
 		{ 10, 3, 2, LM_WRITER_MANY, 0 } /* two ranks, both ours */
@@ -1850,8 +1850,8 @@ static void test_sole_cluster_notice_keeps_copy(void)
 	flush_page(c, 1, 10, 0, 4, 0x55);
 	flush_page(c, 2, 10, 8, 4, 0x56);
 	barrier_release(c, 1, n, 2);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 2);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->kept, 2);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->invalidations, 0);
 	CU_ASSERT_FATAL(cached_version(c, 9, 100, &v, &b));
 	CU_ASSERT_EQUAL(v, 6);
 	CU_ASSERT_EQUAL(b, 0x77);
@@ -1862,8 +1862,8 @@ static void test_sole_cluster_notice_keeps_copy(void)
 	CU_ASSERT_EQUAL(b, 0x56);
 	/* the same notices again change nothing (I3: idempotent) */
 	barrier_release(c, 2, n, 2);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 2);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->kept, 2);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->invalidations, 0);
 	CU_ASSERT_FATAL(cached_version(c, 9, 100, &v, &b));
 	CU_ASSERT_EQUAL(v, 6);
 	teardown(c);
@@ -1889,7 +1889,7 @@ static const char updates_off_layout[] =
 static void test_sole_cluster_notice_invalidates_otherwise(void)
 {
 	/* without updates: they would fetch pages 20 and 21 again */
-	lm_cluster *c = setup_text(updates_off_layout);
+	lm_lemuriad *c = setup_text(updates_off_layout);
 	struct lm_notice n[4] = {
 		{ 20, 5, 4, 5, 1 },                           /* cluster c1 */
 		{ 21, 5, 4, LM_WRITER_MANY, LM_WRITER_MANY }, /* both */
@@ -1904,8 +1904,8 @@ static void test_sole_cluster_notice_invalidates_otherwise(void)
 	cache_page(c, 23, 3, 0x23);
 	flush_page(c, 1, 22, 0, 4, 0x99);
 	barrier_release(c, 1, n, 4);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->invalidations, 4);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->kept, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->invalidations, 4);
 	for (uint32_t p = 20; p <= 23; p++)
 		CU_ASSERT(!is_cached(c, p));
 	teardown(c);
@@ -1913,7 +1913,7 @@ static void test_sole_cluster_notice_invalidates_otherwise(void)
 
 /* Like barrier_release, but the clients' RELEASE replies stay in the
  * outputs for the caller. */
-static void barrier_release_kept(lm_cluster *c, uint32_t id,
+static void barrier_release_kept(lm_lemuriad *c, uint32_t id,
 				 const struct lm_notice *n, uint32_t nn)
 {
 	arrive_and_release(c, id, n, nn);
@@ -1923,7 +1923,7 @@ static void barrier_release_kept(lm_cluster *c, uint32_t id,
 /* Like barrier_release_kept when the RELEASE is held for a fetch of
  * `page`: the FETCHV asking for it (alone) is outs[0] on return, and no
  * client has its RELEASE yet. */
-static void barrier_release_held(lm_cluster *c, uint32_t id,
+static void barrier_release_held(lm_lemuriad *c, uint32_t id,
 				 const struct lm_notice *n, uint32_t nn,
 				 uint32_t page)
 {
@@ -1984,7 +1984,7 @@ static int update_runs(uint32_t rank, uint32_t page, uint32_t runs[4][3])
  * nobody here holds, and pages another cluster wrote are not sent. */
 static void test_release_carries_updates(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n[2] = {
 		{ 9, 6, 4, LM_WRITER_MANY, 0 }, /* ranks 1 and 2, ours */
 		{ 20, 5, 4, 5, 1 },             /* rank 5 of cluster c1 */
@@ -2026,7 +2026,7 @@ static void test_release_carries_updates(void)
 	CU_ASSERT_EQUAL(runs[0][2], 0x99);
 	for (uint32_t r = 1; r < 4; r++)
 		CU_ASSERT_EQUAL(update_runs(r, 20, runs), -1);
-	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 4);
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 4);
 	clear_outs();
 
 	/* next epoch: nothing written, so nothing sent, although the
@@ -2036,7 +2036,7 @@ static void test_release_carries_updates(void)
 	barrier_release_kept(c, 2, n, 1);
 	for (uint32_t r = 0; r < 4; r++)
 		CU_ASSERT_EQUAL(update_runs(r, 9, runs), -1);
-	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 4);
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 4);
 	teardown(c);
 }
 
@@ -2059,10 +2059,10 @@ static size_t count_outs(uint32_t rank, uint16_t type)
  * client has its RELEASE. */
 /* A cluster whose clients 0-2 hold page 9, 1 and 2 wrote it, and whose
  * RELEASE with updates is staged: rank 0 has it, the others wait. */
-static lm_cluster *staged_release(void)
+static lm_lemuriad *staged_release(void)
 {
 	static struct lm_notice n[1] = { { 9, 6, 4, LM_WRITER_MANY, 0 } };
-	lm_cluster *c;
+	lm_lemuriad *c;
 
 	out_now = &out_cbs_later;
 	laters = 0;
@@ -2087,7 +2087,7 @@ static void test_release_goes_out_a_client_at_a_time(void)
 {
 	static uint8_t list[4096 * 5 + 64];
 	struct lm_msg f = msg(LM_MSG_FLUSH, RUN), p = msg(LM_MSG_PULL, RUN);
-	lm_cluster *c = staged_release();
+	lm_lemuriad *c = staged_release();
 
 	fetch(c, 0, 90, 9); /* cached: answered now */
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
@@ -2102,20 +2102,20 @@ static void test_release_goes_out_a_client_at_a_time(void)
 	CU_ASSERT_EQUAL(nouts, 0);
 	p.page = 9;
 	p.version = 40; /* the delta answer_registers registered */
-	lm_cluster_handle(c, refl, LM_REL_REQUEST, 555, &p);
+	lm_lemuriad_handle(c, refl, LM_REL_REQUEST, 555, &p);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_DELTA);
 	CU_ASSERT_EQUAL(outs[0].m.status, 0);
 	clear_outs();
 
-	CU_ASSERT_TRUE(lm_cluster_background(c));
+	CU_ASSERT_TRUE(lm_lemuriad_background(c));
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(count_outs(1, LM_MSG_RELEASE), 1);
-	CU_ASSERT_TRUE(lm_cluster_background(c));
+	CU_ASSERT_TRUE(lm_lemuriad_background(c));
 	CU_ASSERT_EQUAL(count_outs(2, LM_MSG_RELEASE), 1);
 	CU_ASSERT_EQUAL(nouts, 2);
 	/* the last RELEASE, then what waited, in order */
-	CU_ASSERT_FALSE(lm_cluster_background(c));
+	CU_ASSERT_FALSE(lm_lemuriad_background(c));
 	CU_ASSERT_EQUAL_FATAL(nouts, 5);
 	CU_ASSERT_EQUAL(outs[2].m.type, LM_MSG_RELEASE);
 	CU_ASSERT_EQUAL(outs[2].node, node_of(3));
@@ -2126,8 +2126,8 @@ static void test_release_goes_out_a_client_at_a_time(void)
 	CU_ASSERT_EQUAL(outs[4].req_id, 92);
 	CU_ASSERT_EQUAL(outs[4].m.status, 0);
 	/* each RELEASE carried its client's update, as at once */
-	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 3);
-	CU_ASSERT_FALSE(lm_cluster_background(c));
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 3);
+	CU_ASSERT_FALSE(lm_lemuriad_background(c));
 	teardown(c);
 }
 
@@ -2136,18 +2136,18 @@ static void test_release_goes_out_a_client_at_a_time(void)
  * afterwards. */
 static void test_release_puts_off_a_bounded_number(void)
 {
-	lm_cluster *c = staged_release();
-	uint64_t bad = lm_cluster_stats(c)->dropped_bad;
+	lm_lemuriad *c = staged_release();
+	uint64_t bad = lm_lemuriad_stats(c)->dropped_bad;
 	const uint32_t bound = 8 * 4 + 64;
 
 	for (uint32_t i = 0; i < bound; i++)
 		fetch(c, 0, 100 + i, 300); /* misses: put off */
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, bad);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, bad);
 	fetch(c, 0, 100 + bound, 300);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, bad + 1);
-	while (lm_cluster_background(c))
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, bad + 1);
+	while (lm_lemuriad_background(c))
 		;
 	/* the last RELEASEs, then the put-off FETCHes: one goes up, the
 	 * others wait for its answer */
@@ -2164,7 +2164,7 @@ static void test_release_puts_off_a_bounded_number(void)
  * elsewhere in the epoch invalidates that copy instead of updating it. */
 static void test_neighbour_pages_get_no_updates(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice ask[2] = { { .page = 7, .base = LM_NO_BASE },
 				    { .page = 9, .base = LM_NO_BASE } };
 	struct lm_notice n[2] = { { 7, 4, 3, 2, 0 }, { 9, 5, 4, 2, 0 } };
@@ -2198,7 +2198,7 @@ static void test_neighbour_pages_get_no_updates(void)
  * the barrier gets the ABORT, not a RELEASE. */
 static void test_held_release_too_old_then_abort(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n = { 20, 5, 4, 5, 1 };
 
 	join_all(c, RUN);
@@ -2210,7 +2210,7 @@ static void test_held_release_too_old_then_abort(void)
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
 	CU_ASSERT_EQUAL(outs[1].m.version, 5);
 	clear_outs();
-	lm_cluster_peer_lost(c, refl);
+	lm_lemuriad_peer_lost(c, refl);
 	for (uint32_t r = 0; r < 4; r++) {
 		CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(r),
 					    LM_MSG_RELEASE));
@@ -2225,7 +2225,7 @@ static void test_held_release_too_old_then_abort(void)
  * RELEASE like any. */
 static void test_fetchv_leftovers_fetched_alone(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n = { 20, 5, 4, 5, 1 };
 	uint32_t runs[4][3];
 
@@ -2253,7 +2253,7 @@ static void test_fetchv_leftovers_fetched_alone(void)
  * against another base is not trusted: the page is asked for alone. */
 static void test_fetchv_pages_as_diffs(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n = { 20, 5, 4, 5, 1 };
 	uint32_t runs[4][3], version;
 	uint8_t byte;
@@ -2318,7 +2318,7 @@ static void test_fetchv_pages_as_diffs(void)
  * not at the notice's base (it may lack bytes of the epoch). */
 static void test_release_no_update_without_exact_copy(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice n = { 9, 6, 3, LM_WRITER_MANY, 0 };
 	uint32_t runs[4][3];
 
@@ -2328,14 +2328,14 @@ static void test_release_no_update_without_exact_copy(void)
 	barrier_release_kept(c, 1, &n, 1);
 	for (uint32_t r = 0; r < 4; r++)
 		CU_ASSERT_EQUAL(update_runs(r, 9, runs), -1);
-	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 0);
 	teardown(c);
 }
 
 /* updates = off: the same epoch as above sends no update. */
 static void test_release_updates_off(void)
 {
-	lm_cluster *c = setup_text(updates_off_layout);
+	lm_lemuriad *c = setup_text(updates_off_layout);
 	struct lm_notice n = { 9, 6, 4, LM_WRITER_MANY, 0 };
 	uint32_t runs[4][3];
 
@@ -2344,8 +2344,8 @@ static void test_release_updates_off(void)
 	flush_page(c, 1, 9, 100, 8, 0x77);
 	barrier_release_kept(c, 1, &n, 1);
 	CU_ASSERT_EQUAL(update_runs(0, 9, runs), -1);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->kept, 1);
-	CU_ASSERT_EQUAL(lm_cluster_updates_stats(c)->updates_sent, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->kept, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 0);
 	teardown(c);
 }
 
@@ -2358,7 +2358,7 @@ static void test_release_updates_off(void)
  * lacks that diff: the cluster copy is the reply with our deltas on top. */
 static void test_fetch_reply_gets_our_deltas(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	uint32_t up, v;
 	uint8_t b;
 
@@ -2382,7 +2382,7 @@ static void test_fetch_reply_gets_our_deltas(void)
 }
 
 /* Sends PULL{page, version} from the reflector; returns the DELTA. */
-static const struct out *pull(lm_cluster *c, uint32_t page,
+static const struct out *pull(lm_lemuriad *c, uint32_t page,
 			      uint32_t version)
 {
 	struct lm_msg m = msg(LM_MSG_PULL, RUN);
@@ -2390,7 +2390,7 @@ static const struct out *pull(lm_cluster *c, uint32_t page,
 	clear_outs();
 	m.page = page;
 	m.version = version;
-	lm_cluster_handle(c, refl, LM_REL_REQUEST, 555, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REQUEST, 555, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
 	CU_ASSERT_EQUAL(outs[0].req_id, 555);
@@ -2419,7 +2419,7 @@ static uint8_t delta_byte(const struct out *d, size_t off, uint8_t fill)
  * home pulls the delta later, exactly once. */
 static void test_barrier_waits_for_registration_then_pull(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	const struct out *d;
 
 	join_all(c, RUN);
@@ -2446,7 +2446,7 @@ static void test_barrier_waits_for_registration_then_pull(void)
 	CU_ASSERT_EQUAL(d->m.status, 0);
 	CU_ASSERT_EQUAL(delta_byte(d, 100, 0), 0x77);
 	CU_ASSERT_EQUAL(delta_byte(d, 108, 0), 0);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_pulled, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_delta_stats(c)->deltas_pulled, 1);
 	d = pull(c, 9, 5);
 	CU_ASSERT_EQUAL(d->m.status, LM_ENOENT);
 	teardown(c);
@@ -2470,7 +2470,7 @@ static void count_loud(void *ctx, enum lm_log_level level, const char *msg)
  * runs that were fine. */
 static void test_pull_of_delta_not_held_is_quiet(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	enum lm_log_level saved = lm_log_get_level();
 
 	join_all(c, RUN);
@@ -2482,7 +2482,7 @@ static void test_pull_of_delta_not_held_is_quiet(void)
 	lm_log_set_sink(NULL, NULL);
 	lm_log_set_level(saved);
 	CU_ASSERT_EQUAL(loud_lines, 0);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_pull_missing, 2);
+	CU_ASSERT_EQUAL(lm_lemuriad_delta_stats(c)->deltas_pull_missing, 2);
 	teardown(c);
 }
 
@@ -2492,7 +2492,7 @@ static void test_pull_of_delta_not_held_is_quiet(void)
  * (we no longer have it to write on top) and is not. */
 static void test_reply_after_pull_cached_when_new_enough(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice none[1] = { NOTE(500, 1) };
 	uint32_t up, v;
 	uint8_t b;
@@ -2525,7 +2525,7 @@ static void test_reply_after_pull_cached_when_new_enough(void)
  * and the two stay apart (I1). */
 static void test_next_delta_merged_or_older_pushed(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice none[1] = { NOTE(500, 1) };
 	const struct out *d;
 
@@ -2564,15 +2564,15 @@ static void test_next_delta_merged_or_older_pushed(void)
 	CU_ASSERT_EQUAL(delta_byte(d, 0, 0), 0);    /* not the pushed one */
 	CU_ASSERT_EQUAL(delta_byte(d, 8, 0), 0x44);
 	CU_ASSERT_EQUAL(pull(c, 9, 40)->m.status, LM_ENOENT);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_merged, 1);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_pushed, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_delta_stats(c)->deltas_merged, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_delta_stats(c)->deltas_pushed, 1);
 	teardown(c);
 }
 
 /* Rank 1 takes lock 3 from R, R recalls it, rank 1 writes page 12 and
  * unlocks: the outputs are then UNLOCK_OK and the REGISTER of page 12,
  * unanswered. */
-static void unlock_recalled_lock(lm_cluster *c)
+static void unlock_recalled_lock(lm_lemuriad *c)
 {
 	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 	uint32_t up;
@@ -2585,7 +2585,7 @@ static void unlock_recalled_lock(lm_cluster *c)
 	clear_outs();
 	m = msg(LM_MSG_GRANT, RUN);
 	m.id = 3;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &m);
 	clear_outs();
 	recall(c, 3, 1); /* held: it goes back at the UNLOCK */
 	CU_ASSERT_EQUAL(nouts, 0);
@@ -2603,7 +2603,7 @@ static void unlock_recalled_lock(lm_cluster *c)
  * the lock; the client is answered at once. */
 static void test_unlock_parked_behind_registration(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 
 	unlock_recalled_lock(c);
 	answer_registers(c, true, 7);
@@ -2620,7 +2620,7 @@ static void test_unlock_parked_behind_registration(void)
  * the registration of what was written under the lock. */
 static void test_barrier_never_overtakes_a_parked_unlock(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice reg = { .page = 12, .version = 7, .base = 0,
 				 .writer = 1, .wcluster = 0 };
 	struct lm_msg m;
@@ -2635,7 +2635,7 @@ static void test_barrier_never_overtakes_a_parked_unlock(void)
 	m = msg(LM_MSG_REGISTER_OK, RUN);
 	m.notices = &reg;
 	m.nnotices = 1;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 3);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK);
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER); /* page 13 */
@@ -2644,7 +2644,7 @@ static void test_barrier_never_overtakes_a_parked_unlock(void)
 }
 
 /* Rank `rank` asks for lock `id` (request req). */
-static void lock_req(lm_cluster *c, uint32_t rank, uint32_t req, uint32_t id)
+static void lock_req(lm_lemuriad *c, uint32_t rank, uint32_t req, uint32_t id)
 {
 	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 
@@ -2652,7 +2652,7 @@ static void lock_req(lm_cluster *c, uint32_t rank, uint32_t req, uint32_t id)
 	creq(c, rank, req, &m);
 }
 
-static void unlock_req(lm_cluster *c, uint32_t rank, uint32_t req,
+static void unlock_req(lm_lemuriad *c, uint32_t rank, uint32_t req,
 		       uint32_t id)
 {
 	struct lm_msg m = msg(LM_MSG_UNLOCK, RUN);
@@ -2662,7 +2662,7 @@ static void unlock_req(lm_cluster *c, uint32_t rank, uint32_t req,
 }
 
 /* The first GRANT brings the token; rank 1 asked with request 300. */
-static void token_arrives(lm_cluster *c, uint32_t id)
+static void token_arrives(lm_lemuriad *c, uint32_t id)
 {
 	struct lm_msg m;
 	uint32_t up;
@@ -2675,7 +2675,7 @@ static void token_arrives(lm_cluster *c, uint32_t id)
 	clear_outs();
 	m = msg(LM_MSG_GRANT, RUN);
 	m.id = id;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &m);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	CU_ASSERT_EQUAL(outs[0].req_id, 300);
 	clear_outs();
@@ -2686,7 +2686,7 @@ static void token_arrives(lm_cluster *c, uint32_t id)
  * earlier holders wrote, at the versions their registration got. */
 static void test_lock_token_handed_off_locally(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	const struct lm_notice *n;
 
 	join_all(c, RUN);
@@ -2714,7 +2714,7 @@ static void test_lock_token_handed_off_locally(void)
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_GRANT);
 	CU_ASSERT_EQUAL(outs[1].req_id, 304);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->local_handoffs, 3);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->local_handoffs, 3);
 	teardown(c);
 }
 
@@ -2724,7 +2724,7 @@ static void test_lock_token_handed_off_locally(void)
  * may hold a copy older than 9 (dsmtest chain). */
 static void test_local_grant_passes_on_what_other_grants_named(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice named[1] = { NOTE(20, 9) };
 	struct lm_msg m;
 	uint32_t up;
@@ -2742,7 +2742,7 @@ static void test_local_grant_passes_on_what_other_grants_named(void)
 	m.id = 3;
 	m.notices = named;
 	m.nnotices = 1;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &m);
 	clear_outs();
 	lock_req(c, 1, 312, 4);  /* rank 1 holds 3 and 4 */
 	lock_req(c, 2, 313, 4);  /* rank 2 waits for 4 */
@@ -2762,7 +2762,7 @@ static void test_local_grant_passes_on_what_other_grants_named(void)
  * written on top of a copy: a FETCH must ask for their versions, so that
  * no reflector's cache answers with a copy from before them
  * (dsmtest counters on several reflectors). */
-static lm_cluster *setup_eager(void)
+static lm_lemuriad *setup_eager(void)
 {
 	char text[1024];
 	const char *at = strstr(small_layout, "auth = off\n");
@@ -2775,7 +2775,7 @@ static lm_cluster *setup_eager(void)
 
 static void test_fetch_asks_for_our_registered_versions(void)
 {
-	lm_cluster *c = setup_eager();
+	lm_lemuriad *c = setup_eager();
 
 	join_all(c, RUN);
 	flush_page(c, 1, 5, 0, 4, 0x66);
@@ -2796,7 +2796,7 @@ static void test_fetch_asks_for_our_registered_versions(void)
  * not cached, else later readers here would miss the data. */
 static void test_reply_from_before_our_data_is_not_cached(void)
 {
-	lm_cluster *c = setup_eager();
+	lm_lemuriad *c = setup_eager();
 	uint32_t up;
 
 	join_all(c, RUN);
@@ -2819,7 +2819,7 @@ static void test_reply_from_before_our_data_is_not_cached(void)
  * naming the cause, instead of a log line and a wrong answer. */
 static void test_refused_deltas_abort_the_run(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_notice v[4];
 	struct lm_msg r = msg(LM_MSG_REGISTER_OK, RUN);
 	struct out *up;
@@ -2836,7 +2836,7 @@ static void test_refused_deltas_abort_the_run(void)
 	r.status = LM_EBADMSG;
 	r.notices = v;
 	r.nnotices = 0;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up->req_id, &r);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up->req_id, &r);
 	up = find_out(SENT, refl, LM_MSG_ABORT);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(up);
 	CU_ASSERT(up->m.data_len > 0 &&
@@ -2848,12 +2848,12 @@ static void test_refused_deltas_abort_the_run(void)
 	teardown(c);
 }
 
-/* A recalled token makes at most LM_CLUSTER_HANDOFFS_MAX more local
+/* A recalled token makes at most LM_LEMURIAD_HANDOFFS_MAX more local
  * hand-offs, then goes back, and the cluster asks for it again for the
  * clients still waiting: no cluster starves the others. */
 static void test_recalled_token_bounded_handoffs(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	uint32_t holder = 1, req = 400;
 	int handoffs = 0;
 
@@ -2863,7 +2863,7 @@ static void test_recalled_token_bounded_handoffs(void)
 	lock_req(c, 3, req++, 5);
 	recall(c, 5, 1);
 	CU_ASSERT_EQUAL(nouts, 0);
-	for (unsigned i = 0; i < 2 * LM_CLUSTER_HANDOFFS_MAX; i++) {
+	for (unsigned i = 0; i < 2 * LM_LEMURIAD_HANDOFFS_MAX; i++) {
 		bool granted = false, returned = false;
 
 		clear_outs();
@@ -2887,7 +2887,7 @@ static void test_recalled_token_bounded_handoffs(void)
 		CU_ASSERT_FATAL(granted);
 		handoffs++;
 	}
-	CU_ASSERT_EQUAL(handoffs, LM_CLUSTER_HANDOFFS_MAX);
+	CU_ASSERT_EQUAL(handoffs, LM_LEMURIAD_HANDOFFS_MAX);
 	teardown(c);
 }
 
@@ -2897,7 +2897,7 @@ static void test_recalled_token_bounded_handoffs(void)
 static void test_eager_relay_sends_data(void)
 {
 	char text[1024];
-	lm_cluster *c;
+	lm_lemuriad *c;
 	const char *at = strstr(small_layout, "auth = off\n");
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
@@ -2930,7 +2930,7 @@ static void test_eager_relay_sends_data(void)
 static void test_adaptive_relay_sends_pulled_pages_data(void)
 {
 	char text[1024];
-	lm_cluster *c;
+	lm_lemuriad *c;
 	const char *at = strstr(small_layout, "auth = off\n");
 	struct lm_notice none[1] = { NOTE(200, 1) };
 
@@ -2966,7 +2966,7 @@ static void test_adaptive_relay_sends_pulled_pages_data(void)
 		}
 	}
 	CU_ASSERT_EQUAL(outs[0].m.diffs.count, 1);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_sent_shared, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_delta_stats(c)->deltas_sent_shared, 1);
 	teardown(c);
 }
 
@@ -2977,7 +2977,7 @@ static void test_adaptive_relay_sends_pulled_pages_data(void)
 static void test_adaptive_page_goes_lazy_again(void)
 {
 	char text[1024];
-	lm_cluster *c;
+	lm_lemuriad *c;
 	const char *at = strstr(small_layout, "auth = off\n");
 	struct lm_notice none[1] = { NOTE(200, 1) };
 	uint32_t id = 2;
@@ -3009,7 +3009,7 @@ static void test_adaptive_page_goes_lazy_again(void)
 		answer_registers(c, true, 60 + e);
 		release(c, id);
 	}
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_sent_shared,
+	CU_ASSERT_EQUAL(lm_lemuriad_delta_stats(c)->deltas_sent_shared,
 			LM_DELTAS_SHARED_SENDS + 1);
 	teardown(c);
 }
@@ -3018,12 +3018,12 @@ static void test_adaptive_page_goes_lazy_again(void)
  * home with their data, so the lemuriad's memory stays bounded. */
 static void test_deltas_stay_within_cache(void)
 {
-	lm_cluster *c = setup_small(); /* a cache of three pages */
+	lm_lemuriad *c = setup_small(); /* a cache of three pages */
 
 	join_all(c, RUN);
 	flush_page(c, 1, 1, 0, 4, 1);
 	flush_page(c, 1, 2, 0, 4, 2);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->spills, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->spills, 0);
 	clear_outs();
 	{
 		static uint8_t list[256];
@@ -3034,41 +3034,41 @@ static void test_deltas_stay_within_cache(void)
 		f.diffs.count = 1;
 		creq(c, 1, 99, &f);
 	}
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->spills, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->spills, 1);
 	CU_ASSERT_EQUAL_FATAL(nouts, 2);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_FLUSH_OK);
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_REGISTER);
 	CU_ASSERT_EQUAL(outs[1].m.nnotices, 3);
 	CU_ASSERT_EQUAL(outs[1].m.diffs.count, 3);
-	CU_ASSERT_EQUAL(lm_cluster_delta_stats(c)->deltas_sent_data, 3);
+	CU_ASSERT_EQUAL(lm_lemuriad_delta_stats(c)->deltas_sent_data, 3);
 	teardown(c);
 }
 
 static void test_bad_input_dropped(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_msg m = msg(LM_MSG_FETCH, RUN);
 	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
 
 	join_all(c, RUN);
 	/* a FETCH sent one-way cannot be answered */
-	lm_cluster_handle(c, node_of(0), LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_handle(c, node_of(0), LM_REL_ONEWAY, 0, &m);
 	/* a type a client never sends */
 	m.type = LM_MSG_GRANT;
 	creq(c, 0, 2, &m);
 	/* a request from the reflector */
-	lm_cluster_handle(c, refl, LM_REL_REQUEST, 3, &rel);
+	lm_lemuriad_handle(c, refl, LM_REL_REQUEST, 3, &rel);
 	/* a node of no role here (the other lemuriad) */
-	lm_cluster_handle(c, lm_layout_cluster(layout, "c1")->id,
+	lm_lemuriad_handle(c, lm_layout_cluster(layout, "c1")->id,
 			  LM_REL_REQUEST, 4, &m);
 	CU_ASSERT_EQUAL(nouts, 0);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 4);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 4);
 	teardown(c);
 }
 
 static void test_abort_relayed_both_ways(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	static const char why[] = "rank 6 lost";
 	struct lm_msg a = msg(LM_MSG_ABORT, RUN);
 
@@ -3076,7 +3076,7 @@ static void test_abort_relayed_both_ways(void)
 	a.rank = 6;
 	a.data = (const uint8_t *)why;
 	a.data_len = strlen(why);
-	lm_cluster_handle(c, refl, LM_REL_ONEWAY, 0, &a);
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &a);
 	CU_ASSERT_EQUAL_FATAL(nouts, 4);
 	for (uint32_t r = 0; r < 4; r++) {
 		struct out *o = find_out(SENT, node_of(r), LM_MSG_ABORT);
@@ -3092,7 +3092,7 @@ static void test_abort_relayed_both_ways(void)
 	join_all(c, RUN + 1);
 	a.run = RUN + 1;
 	a.rank = 3; /* what it claims is replaced by its own rank */
-	lm_cluster_handle(c, node_of(1), LM_REL_ONEWAY, 0, &a);
+	lm_lemuriad_handle(c, node_of(1), LM_REL_ONEWAY, 0, &a);
 	CU_ASSERT_EQUAL_FATAL(nouts, 4);
 	CU_ASSERT_PTR_NOT_NULL(find_out(SENT, refl, LM_MSG_ABORT));
 	CU_ASSERT_PTR_NULL(find_out(SENT, node_of(1), LM_MSG_ABORT));
@@ -3103,7 +3103,7 @@ static void test_abort_relayed_both_ways(void)
 
 static void test_grant_after_leave_returns_lock(void)
 {
-	lm_cluster *c = setup();
+	lm_lemuriad *c = setup();
 	struct lm_msg m = msg(LM_MSG_LOCK, RUN);
 	uint32_t up;
 
@@ -3119,7 +3119,7 @@ static void test_grant_after_leave_returns_lock(void)
 	/* nobody holds it: the token stays, free, until it is recalled */
 	m = msg(LM_MSG_GRANT, RUN);
 	m.id = 4;
-	lm_cluster_handle(c, refl, LM_REL_REPLY, up, &m);
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, up, &m);
 	CU_ASSERT_EQUAL(nouts, 0);
 	recall(c, 4, 2);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);

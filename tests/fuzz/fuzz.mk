@@ -43,7 +43,7 @@ FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
 	reflector/home_pages.c reflector/router.c reflector/managers.c \
 	reflector/alloc.c \
 	$(FUZZ_MACHINE_SRC)
-FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c lemuriad/cluster.c \
+FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c lemuriad/lemuriad.c \
 	lemuriad/cache.c lemuriad/tokens.c lemuriad/release.c \
 	lemuriad/deltas.c lemuriad/updates.c \
 	$(FUZZ_MACHINE_SRC)

@@ -41,7 +41,7 @@
  *  - A client's diffs join the page's delta with the sender's rank as
  *    writer (the one the home's notices name), taken from its node id
  *    like LOCK's. */
-#include "cluster_int.h"
+#include "lemuriad_int.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -56,14 +56,14 @@
 
 /* Client requests that may wait on the reflector at once, per client
  * (I5: a client that floods us cannot grow our lists without bound). */
-#define LM_CLUSTER_WAITS_PER_CLIENT 64u
+#define LM_LEMURIAD_WAITS_PER_CLIENT 64u
 
 /* ---- helpers ------------------------------------------------------- */
 
-static int client_slot(const lm_cluster *c, uint16_t node);
+static int client_slot(const lm_lemuriad *c, uint16_t node);
 
 /* Client `node` got a copy of `page` (barrier updates keep it valid). */
-static void hold(lm_cluster *c, uint16_t node, uint32_t page)
+static void hold(lm_lemuriad *c, uint16_t node, uint32_t page)
 {
 	int slot = client_slot(c, node);
 
@@ -72,7 +72,7 @@ static void hold(lm_cluster *c, uint16_t node, uint32_t page)
 }
 
 /* Local rank of a client node, or -1 when the node is not one of ours. */
-static int client_slot(const lm_cluster *c, uint16_t node)
+static int client_slot(const lm_lemuriad *c, uint16_t node)
 {
 	if (node < c->first_node ||
 	    (uint32_t)(node - c->first_node) >= c->nclients)
@@ -80,7 +80,7 @@ static int client_slot(const lm_cluster *c, uint16_t node)
 	return node - c->first_node;
 }
 
-static void reply_status(lm_cluster *c, uint16_t node, uint32_t req_id,
+static void reply_status(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 			 uint16_t type, int32_t status)
 {
 	struct lm_msg r;
@@ -103,7 +103,7 @@ static void free_client_work(struct client *cl)
 
 /* Discards all state of the current run (pages, waits, barrier, ENDs,
  * locks) and starts `run`.  Counters stay. */
-static void reset_run(lm_cluster *c, uint64_t run)
+static void reset_run(lm_lemuriad *c, uint64_t run)
 {
 	lm_cache_clear(c);
 	while (c->ups) {
@@ -114,9 +114,9 @@ static void reset_run(lm_cluster *c, uint64_t run)
 		free(up->batch);
 		free(up);
 	}
-	memset(c->up_by_id, 0, LM_CLUSTER_UP_BUCKETS * sizeof(*c->up_by_id));
+	memset(c->up_by_id, 0, LM_LEMURIAD_UP_BUCKETS * sizeof(*c->up_by_id));
 	memset(c->up_by_page, 0,
-	       LM_CLUSTER_UP_BUCKETS * sizeof(*c->up_by_page));
+	       LM_LEMURIAD_UP_BUCKETS * sizeof(*c->up_by_page));
 	for (uint32_t i = 0; i < c->nclients; i++) {
 		free_client_work(&c->clients[i]);
 		memset(&c->clients[i], 0, sizeof(c->clients[i]));
@@ -146,7 +146,7 @@ static void reset_run(lm_cluster *c, uint64_t run)
 /* Answers every client request still waiting here with `m` (an ABORT):
  * a client blocked in a call does not read one-way messages, and must not
  * wait for an answer the aborted run will never give. */
-static void answer_waiting(lm_cluster *c, const struct lm_msg *m,
+static void answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
 			   uint16_t skip)
 {
 	for (uint32_t i = 0; i < c->nclients; i++) {
@@ -180,7 +180,7 @@ static void answer_waiting(lm_cluster *c, const struct lm_msg *m,
 
 /* Sends ABORT{rank, reason} to every joined client but `skip`, then drops
  * the run.  The run id stays so that its late messages are dropped. */
-static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
+static void abort_run(lm_lemuriad *c, uint32_t rank, const char *reason,
 		      int skip)
 {
 	struct lm_msg a;
@@ -208,7 +208,7 @@ static void abort_run(lm_cluster *c, uint32_t rank, const char *reason,
  * notices, deltas refused): a worker, a WAIT_END or a lock's next holder
  * would wait for it for ever, or read stale data, so the run ends at
  * once, everywhere, naming the cause. */
-static void lose_run(lm_cluster *c, const char *why)
+static void lose_run(lm_lemuriad *c, const char *why)
 {
 	char reason[160];
 	struct lm_msg a;
@@ -218,12 +218,12 @@ static void lose_run(lm_cluster *c, const char *why)
 	lm_log_error("cluster %s: %s", c->cfg->name, reason);
 	if (c->active && !c->aborted) {
 		msg_init(c, &a, LM_MSG_ABORT);
-		a.rank = LM_CLUSTER_ABORT_REFLECTOR;
+		a.rank = LM_LEMURIAD_ABORT_REFLECTOR;
 		a.data = (const uint8_t *)reason;
 		a.data_len = strlen(reason);
 		c->out.send(c->ctx, c->reflector, &a);
 	}
-	abort_run(c, LM_CLUSTER_ABORT_REFLECTOR, reason, -1);
+	abort_run(c, LM_LEMURIAD_ABORT_REFLECTOR, reason, -1);
 }
 
 /* Write notices (I3): a copy is dropped only when older than its notice.
@@ -237,7 +237,7 @@ static void lose_run(lm_cluster *c, const char *why)
  * was cached can be missing, since such a copy is never cached (the
  * `left` rule) or is newer than base.  So it equals the home's page at
  * the notice's version and only its version moves. */
-void lm_cluster_apply_notices(lm_cluster *c, const struct lm_notice *n,
+void lm_cluster_apply_notices(lm_lemuriad *c, const struct lm_notice *n,
 			      uint32_t count)
 {
 	for (uint32_t i = 0; n && i < count; i++) {
@@ -267,12 +267,12 @@ void lm_cluster_apply_notices(lm_cluster *c, const struct lm_notice *n,
 
 /* ---- deltas and parked messages ------------------------------------ */
 
-static bool over_budget(const lm_cluster *c)
+static bool over_budget(const lm_lemuriad *c)
 {
 	return c->ncached + delta_pages(c) > c->cache_max;
 }
 
-static bool batch_outstanding(const lm_cluster *c)
+static bool batch_outstanding(const lm_lemuriad *c)
 {
 	return c->batch_done != c->batch_started;
 }
@@ -280,7 +280,7 @@ static bool batch_outstanding(const lm_cluster *c)
 /* Data of `page` just left for its home, where it is in the page from
  * `version` on (UINT32_MAX: not known yet): a FETCH reply still on its
  * way that is older may lack it, so it must not be cached. */
-static void mark_data_left(lm_cluster *c, uint32_t page, uint32_t version)
+static void mark_data_left(lm_lemuriad *c, uint32_t page, uint32_t version)
 {
 	struct upreq *up = lm_upreq_fetch_of(c, page);
 
@@ -295,7 +295,7 @@ static void mark_data_left(lm_cluster *c, uint32_t page, uint32_t version)
 /* lm_deltas' way out: every REGISTER goes up as a request. */
 static void emit_register(void *ctx, const struct lm_msg *reg)
 {
-	lm_cluster *c = ctx;
+	lm_lemuriad *c = ctx;
 	struct upreq *up = lm_upreq_new(c, c->sealing ? UP_REGISTER : UP_PUSH);
 	struct lm_msg r = *reg;
 
@@ -317,9 +317,9 @@ static void emit_register(void *ctx, const struct lm_msg *reg)
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
 }
 
-static void start_batch(lm_cluster *c, bool with_data, bool all_sealed);
+static void start_batch(lm_lemuriad *c, bool with_data, bool all_sealed);
 
-static void send_parked(lm_cluster *c, const struct parked *p)
+static void send_parked(lm_lemuriad *c, const struct parked *p)
 {
 	struct lm_msg m;
 
@@ -345,7 +345,7 @@ static void send_parked(lm_cluster *c, const struct parked *p)
  * registered before anyone can pass the barrier (I2), and the answer
  * reaches us before the RELEASE.  A GRANT must wait: it names the
  * versions the answer brings. */
-static bool may_go(const lm_cluster *c, const struct parked *p)
+static bool may_go(const lm_lemuriad *c, const struct parked *p)
 {
 	return p->need <= c->batch_done ||
 	       (p->type == LM_MSG_BARRIER && p->need <= c->batch_started);
@@ -353,7 +353,7 @@ static bool may_go(const lm_cluster *c, const struct parked *p)
 
 /* Sends, in order, the parked messages that may go; starts the
  * registration the next one waits for. */
-static void flush_parked(lm_cluster *c)
+static void flush_parked(lm_lemuriad *c)
 {
 	for (;;) {
 		size_t done = 0;
@@ -377,7 +377,7 @@ static void flush_parked(lm_cluster *c)
 	}
 }
 
-static void batch_finished(lm_cluster *c)
+static void batch_finished(lm_lemuriad *c)
 {
 	c->batch_done = c->batch_started;
 	flush_parked(c);
@@ -391,7 +391,7 @@ static void batch_finished(lm_cluster *c)
 /* Seals the open deltas into the next registration (docs/dsm.md "Lazy
  * relay"): entries only, or with their data (eager relay, or memory
  * pressure, which also pushes every sealed delta). */
-static void start_batch(lm_cluster *c, bool with_data, bool all_sealed)
+static void start_batch(lm_lemuriad *c, bool with_data, bool all_sealed)
 {
 	c->batch_started++;
 	c->batch_parts = 0;
@@ -405,7 +405,7 @@ static void start_batch(lm_cluster *c, bool with_data, bool all_sealed)
 
 /* A local hand-off of lock `id` to w, behind the registration of what
  * the previous holder wrote, so that its GRANT names exact versions. */
-void lm_cluster_park_grant(lm_cluster *c, uint32_t id,
+void lm_cluster_park_grant(lm_lemuriad *c, uint32_t id,
 			   const struct lwaiter *w)
 {
 	/* node and request id travel in `offset`, unpacked by
@@ -417,7 +417,7 @@ void lm_cluster_park_grant(lm_cluster *c, uint32_t id,
 
 /* Parks a message for the reflector behind the registration of every
  * delta our clients flushed so far (I2). */
-void lm_cluster_park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
+void lm_cluster_park(lm_lemuriad *c, uint16_t type, uint32_t id, uint32_t rank,
 		     int32_t status, uint64_t offset, const uint8_t *data,
 		     size_t data_len)
 {
@@ -464,7 +464,7 @@ void lm_cluster_park(lm_cluster *c, uint16_t type, uint32_t id, uint32_t rank,
 
 /* Keeps copies and deltas within the cache size: copies go first (they
  * can be fetched again); deltas alone beyond it go home with their data. */
-static void keep_budget(lm_cluster *c)
+static void keep_budget(lm_lemuriad *c)
 {
 	while (over_budget(c) && c->lru_tail) {
 		lm_cache_remove(c, c->lru_tail);
@@ -478,7 +478,7 @@ static void keep_budget(lm_cluster *c)
 
 /* ---- messages from clients ----------------------------------------- */
 
-static void handle_join(lm_cluster *c, int slot, uint16_t from,
+static void handle_join(lm_lemuriad *c, int slot, uint16_t from,
 			enum lm_rel_msg_kind kind, uint32_t req_id,
 			const struct lm_msg *m)
 {
@@ -525,11 +525,11 @@ static void handle_join(lm_cluster *c, int slot, uint16_t from,
 
 /* Answers a client's FETCHV with PAGES: `page` at `version` (data), then
  * each of the n pages of `more` that we hold, in order. */
-static void reply_pages(lm_cluster *c, uint16_t node, uint32_t req_id,
+static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 			uint32_t page, uint32_t version, const uint8_t *data,
 			const uint32_t *more, uint32_t n)
 {
-	struct lm_notice served[LM_CLUSTER_FETCHV_MAX];
+	struct lm_notice served[LM_LEMURIAD_FETCHV_MAX];
 	struct lm_msg r;
 	uint32_t count = 0;
 	size_t len = 0;
@@ -540,7 +540,7 @@ static void reply_pages(lm_cluster *c, uint16_t node, uint32_t req_id,
 		.writer = LM_WRITER_MANY, .wcluster = LM_WRITER_MANY };
 	(void)lm_msg_diffs_append(c->fetchv_buf, c->fetchv_cap, &len, page,
 				  data, c->page_size);
-	for (uint32_t i = 0; i < n && count < LM_CLUSTER_FETCHV_MAX; i++) {
+	for (uint32_t i = 0; i < n && count < LM_LEMURIAD_FETCHV_MAX; i++) {
 		if (!(cp = lm_cache_find(c, more[i])))
 			continue;
 		lm_cache_touch(c, cp);
@@ -563,7 +563,7 @@ static void reply_pages(lm_cluster *c, uint16_t node, uint32_t req_id,
  * PAGES with those we hold by then).  `ahead`: a FETCHV's (a fault on
  * an invalid page), whose miss fetches the `reach` pages after it and
  * `more` too. */
-static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
+static void handle_fetch(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 			 const struct lm_msg *m, bool ahead, uint32_t reach,
 			 const uint32_t *more, uint32_t nmore)
 {
@@ -614,7 +614,7 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
 	}
 	for (w = up->waiters; w->next; w = w->next)
 		; /* ours came last */
-	w->nmore = nmore < LM_CLUSTER_FETCHV_MAX ? nmore : 0;
+	w->nmore = nmore < LM_LEMURIAD_FETCHV_MAX ? nmore : 0;
 	if (w->nmore)
 		memcpy(w->more, more, nmore * sizeof(*more));
 	w->reach = reach;
@@ -625,14 +625,14 @@ static void handle_fetch(lm_cluster *c, uint16_t from, uint32_t req_id,
  * When we hold the first, one PAGES answers with it and every other one
  * we hold; else the first is FETCHed as usual, and its answer is a PAGES
  * with the first and those of the others that we hold by then. */
-static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
+static void handle_fetchv(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 			  const struct lm_msg *m)
 {
-	uint32_t more[LM_CLUSTER_FETCHV_MAX - 1], nmore = 0;
+	uint32_t more[LM_LEMURIAD_FETCHV_MAX - 1], nmore = 0;
 	struct lm_msg r, first;
 	struct cpage *cp;
 
-	if (m->nnotices == 0 || m->nnotices > LM_CLUSTER_FETCHV_MAX) {
+	if (m->nnotices == 0 || m->nnotices > LM_LEMURIAD_FETCHV_MAX) {
 		count_bad(c, from, m, "FETCHV of no page or too many");
 		msg_init(c, &r, LM_MSG_PAGE); /* an empty PAGE: it fails */
 		c->out.reply(c->ctx, from, req_id, &r);
@@ -665,7 +665,7 @@ static void handle_fetchv(lm_cluster *c, uint16_t from, uint32_t req_id,
 }
 
 /* Checks every entry of a diff list: 0 or LM_EBADMSG. */
-static int flush_validate(const lm_cluster *c, const struct lm_msg_diffs *d)
+static int flush_validate(const lm_lemuriad *c, const struct lm_msg_diffs *d)
 {
 	size_t pos = 0;
 	uint32_t page;
@@ -680,7 +680,7 @@ static int flush_validate(const lm_cluster *c, const struct lm_msg_diffs *d)
 	return r < 0 ? LM_EBADMSG : 0;
 }
 
-static void handle_flush(lm_cluster *c, int slot, uint16_t from,
+static void handle_flush(lm_lemuriad *c, int slot, uint16_t from,
 			 uint32_t req_id, const struct lm_msg *m)
 {
 	size_t pos = 0;
@@ -734,7 +734,7 @@ static void handle_flush(lm_cluster *c, int slot, uint16_t from,
 	keep_budget(c);
 }
 
-static void handle_barrier(lm_cluster *c, int slot, uint16_t from,
+static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 			   uint32_t req_id, const struct lm_msg *m)
 {
 	struct client *cl = &c->clients[slot];
@@ -779,7 +779,7 @@ static const uint8_t *copy_for_ahead(void *ctx, uint32_t page,
 /* Pages a call, about 0.1 ms with LU's four writers a page. */
 #define AHEAD_PAGES 32
 
-bool lm_cluster_background(lm_cluster *c)
+bool lm_lemuriad_background(lm_lemuriad *c)
 {
 	if (c->rel.staging)
 		return lm_release_step(c) || c->ahead;
@@ -789,7 +789,7 @@ bool lm_cluster_background(lm_cluster *c)
 	return c->ahead;
 }
 
-void lm_cluster_tick(lm_cluster *c)
+void lm_lemuriad_tick(lm_lemuriad *c)
 {
 	/* a staged release reads the epoch's state, which a token going
 	 * back would change (its UNLOCK registers what was written): the
@@ -799,7 +799,7 @@ void lm_cluster_tick(lm_cluster *c)
 	lm_tokens_tick(c);
 }
 
-static void handle_lock(lm_cluster *c, int slot, uint16_t from,
+static void handle_lock(lm_lemuriad *c, int slot, uint16_t from,
 			uint32_t req_id, const struct lm_msg *m)
 {
 	uint32_t rank = slot_rank(c, slot);
@@ -830,7 +830,7 @@ static void handle_lock(lm_cluster *c, int slot, uint16_t from,
 	lm_token_ask(c, t);
 }
 
-static void handle_unlock(lm_cluster *c, int slot, uint16_t from,
+static void handle_unlock(lm_lemuriad *c, int slot, uint16_t from,
 			  uint32_t req_id, const struct lm_msg *m)
 {
 	uint32_t rank = slot_rank(c, slot);
@@ -846,8 +846,8 @@ static void handle_unlock(lm_cluster *c, int slot, uint16_t from,
 }
 
 /* The manager wants the token back: at once when nobody here holds it,
- * else after at most LM_CLUSTER_HANDOFFS_MAX more local hand-offs. */
-static void handle_recall(lm_cluster *c, const struct lm_msg *m)
+ * else after at most LM_LEMURIAD_HANDOFFS_MAX more local hand-offs. */
+static void handle_recall(lm_lemuriad *c, const struct lm_msg *m)
 {
 	struct token *t = lm_token_find(c, m->id);
 
@@ -863,7 +863,7 @@ static void handle_recall(lm_cluster *c, const struct lm_msg *m)
 }
 
 /* ALLOC and FREE: the same request goes up, the reply comes down. */
-static void handle_relay(lm_cluster *c, enum up_kind kind, uint16_t from,
+static void handle_relay(lm_lemuriad *c, enum up_kind kind, uint16_t from,
 			 uint32_t req_id, const struct lm_msg *m)
 {
 	struct upreq *up;
@@ -877,7 +877,7 @@ static void handle_relay(lm_cluster *c, enum up_kind kind, uint16_t from,
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
 }
 
-static void handle_create(lm_cluster *c, int slot, uint16_t from,
+static void handle_create(lm_lemuriad *c, int slot, uint16_t from,
 			  uint32_t req_id, const struct lm_msg *m)
 {
 	/* rank 0 runs main and is never a worker (docs/dsm.md 14) */
@@ -892,7 +892,7 @@ static void handle_create(lm_cluster *c, int slot, uint16_t from,
 	reply_status(c, from, req_id, LM_MSG_CREATE_OK, 0);
 }
 
-static void reply_work(lm_cluster *c, int slot, const struct lm_msg *create)
+static void reply_work(lm_lemuriad *c, int slot, const struct lm_msg *create)
 {
 	struct client *cl = &c->clients[slot];
 
@@ -901,7 +901,7 @@ static void reply_work(lm_cluster *c, int slot, const struct lm_msg *create)
 	c->out.reply(c->ctx, slot_node(c, slot), cl->work_req, create);
 }
 
-static void handle_wait_work(lm_cluster *c, int slot, uint16_t from,
+static void handle_wait_work(lm_lemuriad *c, int slot, uint16_t from,
 			     uint32_t req_id, const struct lm_msg *m)
 {
 	struct client *cl = &c->clients[slot];
@@ -927,7 +927,7 @@ static void handle_wait_work(lm_cluster *c, int slot, uint16_t from,
 	free_client_work(cl);
 }
 
-static void handle_end(lm_cluster *c, int slot, uint16_t from,
+static void handle_end(lm_lemuriad *c, int slot, uint16_t from,
 		       uint32_t req_id, const struct lm_msg *m)
 {
 	lm_cluster_park(c, LM_MSG_END, 0, slot_rank(c, slot), m->status, 0,
@@ -937,7 +937,7 @@ static void handle_end(lm_cluster *c, int slot, uint16_t from,
 
 /* Answers every WAIT_END whose count of ENDs has arrived, with the
  * notices of the ENDs, applied to our own cache first. */
-static void check_wait_end(lm_cluster *c)
+static void check_wait_end(lm_lemuriad *c)
 {
 	for (uint32_t i = 0; i < c->nclients; i++) {
 		struct client *cl = &c->clients[i];
@@ -961,7 +961,7 @@ static void check_wait_end(lm_cluster *c)
 	}
 }
 
-static void handle_wait_end(lm_cluster *c, int slot, uint16_t from,
+static void handle_wait_end(lm_lemuriad *c, int slot, uint16_t from,
 			    uint32_t req_id, const struct lm_msg *m)
 {
 	struct client *cl = &c->clients[slot];
@@ -977,7 +977,7 @@ static void handle_wait_end(lm_cluster *c, int slot, uint16_t from,
 }
 
 /* The client is gone from the run: nothing it waited for is answered. */
-static void forget_client(lm_cluster *c, int slot)
+static void forget_client(lm_lemuriad *c, int slot)
 {
 	struct client *cl = &c->clients[slot];
 	uint16_t node = slot_node(c, slot);
@@ -1031,7 +1031,7 @@ static void reason_text(const struct lm_msg *m, char *buf, size_t cap)
 	buf[n] = '\0';
 }
 
-static void handle_abort_from_client(lm_cluster *c, int slot,
+static void handle_abort_from_client(lm_lemuriad *c, int slot,
 				     const struct lm_msg *m)
 {
 	struct lm_msg a = *m;
@@ -1044,7 +1044,7 @@ static void handle_abort_from_client(lm_cluster *c, int slot,
 	abort_run(c, a.rank, reason, slot);
 }
 
-static void from_client(lm_cluster *c, int slot, uint16_t from,
+static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 			enum lm_rel_msg_kind kind, uint32_t req_id,
 			const struct lm_msg *m)
 {
@@ -1137,7 +1137,7 @@ static void from_client(lm_cluster *c, int slot, uint16_t from,
 
 /* ---- messages from the reflector ----------------------------------- */
 
-void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
+void lm_cluster_reply_page(lm_lemuriad *c, struct upreq *up,
 			   const struct lm_msg *m)
 {
 	struct waiter **pp = &up->waiters;
@@ -1200,7 +1200,7 @@ void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
 	lm_cluster_fetch_again(c, up);
 }
 
-void lm_cluster_fetch_again(lm_cluster *c, struct upreq *up)
+void lm_cluster_fetch_again(lm_lemuriad *c, struct upreq *up)
 {
 	struct lm_msg r;
 
@@ -1220,7 +1220,7 @@ void lm_cluster_fetch_again(lm_cluster *c, struct upreq *up)
  * pulled) and that we can no longer write on top of it, so no FETCH of
  * ours may be answered with one, not even from a reflector's cache of
  * another home's pages (docs/dsm.md, "Own data that left"). */
-static void know_registered(lm_cluster *c, const struct lm_notice *n,
+static void know_registered(lm_lemuriad *c, const struct lm_notice *n,
 			    uint32_t count)
 {
 	for (uint32_t i = 0; i < count; i++) {
@@ -1232,7 +1232,7 @@ static void know_registered(lm_cluster *c, const struct lm_notice *n,
 	}
 }
 
-static void handle_up_reply(lm_cluster *c, uint32_t req_id,
+static void handle_up_reply(lm_lemuriad *c, uint32_t req_id,
 			    const struct lm_msg *m)
 {
 	static const uint16_t expect[UP_KIND_COUNT] = {
@@ -1250,7 +1250,7 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 		return;
 	}
 	if (up->kind == UP_FETCH) {
-		uint32_t page = up->page, more[LM_CLUSTER_FETCHV_MAX - 1];
+		uint32_t page = up->page, more[LM_LEMURIAD_FETCHV_MAX - 1];
 		uint32_t nmore = 0, reach = 0;
 		bool ahead = up->ahead;
 
@@ -1341,7 +1341,7 @@ static void handle_up_reply(lm_cluster *c, uint32_t req_id,
 }
 
 /* A home wants a delta of ours: its data, and we forget it. */
-static void handle_pull(lm_cluster *c, uint32_t req_id,
+static void handle_pull(lm_lemuriad *c, uint32_t req_id,
 			const struct lm_msg *m)
 {
 	struct lm_msg r;
@@ -1374,7 +1374,7 @@ static void handle_pull(lm_cluster *c, uint32_t req_id,
 	c->out.reply(c->ctx, c->reflector, req_id, &r);
 }
 
-static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
+static void handle_create_down(lm_lemuriad *c, const struct lm_msg *m)
 {
 	struct client *cl;
 	int slot;
@@ -1426,7 +1426,7 @@ static void handle_create_down(lm_cluster *c, const struct lm_msg *m)
 /* The notices of every END are kept, merged, not just the last END's:
  * with several reflectors each END carries what its own reflector's
  * clusters wrote, and rank 0 must see the writes of all its workers. */
-static void handle_end_down(lm_cluster *c, const struct lm_msg *m)
+static void handle_end_down(lm_lemuriad *c, const struct lm_msg *m)
 {
 	if (m->nnotices) {
 		size_t n = c->end_nnotices + m->nnotices;
@@ -1447,7 +1447,7 @@ static void handle_end_down(lm_cluster *c, const struct lm_msg *m)
 	check_wait_end(c);
 }
 
-static void handle_abort_down(lm_cluster *c, const struct lm_msg *m)
+static void handle_abort_down(lm_lemuriad *c, const struct lm_msg *m)
 {
 	char reason[LM_MSG_REASON_MAX + 1];
 
@@ -1455,7 +1455,7 @@ static void handle_abort_down(lm_cluster *c, const struct lm_msg *m)
 	abort_run(c, m->rank, reason, -1);
 }
 
-static void from_reflector(lm_cluster *c, enum lm_rel_msg_kind kind,
+static void from_reflector(lm_lemuriad *c, enum lm_rel_msg_kind kind,
 			   uint32_t req_id, const struct lm_msg *m)
 {
 	if (m->run < c->run || (m->run == c->run && c->aborted)) {
@@ -1500,12 +1500,12 @@ static void from_reflector(lm_cluster *c, enum lm_rel_msg_kind kind,
 
 /* ---- API ----------------------------------------------------------- */
 
-lm_cluster *lm_cluster_create(const struct lm_layout *layout,
+lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 			      const char *name, uint64_t layout_hash,
 			      const struct lm_msg_out *out, void *ctx)
 {
 	const struct lm_cluster_cfg *cfg;
-	lm_cluster *c;
+	lm_lemuriad *c;
 
 	if (!layout || !name || !out || !out->send || !out->request ||
 	    !out->reply)
@@ -1535,10 +1535,10 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	if (c->cache_max == 0)
 		c->cache_max = 1;
 	c->next_req = 1;
-	c->max_waits = (size_t)LM_CLUSTER_WAITS_PER_CLIENT * (c->nclients + 1);
+	c->max_waits = (size_t)LM_LEMURIAD_WAITS_PER_CLIENT * (c->nclients + 1);
 	c->by_page = calloc(c->npages ? c->npages : 1, sizeof(*c->by_page));
-	c->up_by_id = calloc(LM_CLUSTER_UP_BUCKETS, sizeof(*c->up_by_id));
-	c->up_by_page = calloc(LM_CLUSTER_UP_BUCKETS, sizeof(*c->up_by_page));
+	c->up_by_id = calloc(LM_LEMURIAD_UP_BUCKETS, sizeof(*c->up_by_id));
+	c->up_by_page = calloc(LM_LEMURIAD_UP_BUCKETS, sizeof(*c->up_by_page));
 	c->clients = calloc(c->nclients ? c->nclients : 1,
 			    sizeof(*c->clients));
 	c->eager = layout->relay == LM_RELAY_EAGER;
@@ -1556,7 +1556,7 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 	if (lm_notice_set_init(&c->epoch_notes, c->npages) < 0)
 		goto err;
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + LM_MSG_DIFFS_ENTRY_HDR);
-	c->fetchv_cap = LM_CLUSTER_FETCHV_MAX *
+	c->fetchv_cap = LM_LEMURIAD_FETCHV_MAX *
 		((size_t)c->page_size + LM_MSG_DIFFS_ENTRY_HDR);
 	c->fetchv_buf = malloc(c->fetchv_cap);
 	/* the epoch's masks, and the updates encoded at a release: an eighth
@@ -1573,11 +1573,11 @@ lm_cluster *lm_cluster_create(const struct lm_layout *layout,
 		goto err;
 	return c;
 err:
-	lm_cluster_destroy(c);
+	lm_lemuriad_destroy(c);
 	return NULL;
 }
 
-void lm_cluster_destroy(lm_cluster *c)
+void lm_lemuriad_destroy(lm_lemuriad *c)
 {
 	if (!c)
 		return;
@@ -1604,7 +1604,7 @@ void lm_cluster_destroy(lm_cluster *c)
 	free(c);
 }
 
-void lm_cluster_handle(lm_cluster *c, uint16_t from,
+void lm_lemuriad_handle(lm_lemuriad *c, uint16_t from,
 		       enum lm_rel_msg_kind kind, uint32_t req_id,
 		       const struct lm_msg *m)
 {
@@ -1626,7 +1626,7 @@ void lm_cluster_handle(lm_cluster *c, uint16_t from,
 	from_client(c, slot, from, kind, req_id, m);
 }
 
-void lm_cluster_peer_lost(lm_cluster *c, uint16_t node)
+void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node)
 {
 	char reason[48];
 	int slot;
@@ -1634,7 +1634,7 @@ void lm_cluster_peer_lost(lm_cluster *c, uint16_t node)
 	if (!c)
 		return;
 	if (node == c->reflector) {
-		abort_run(c, LM_CLUSTER_ABORT_REFLECTOR, "reflector lost", -1);
+		abort_run(c, LM_LEMURIAD_ABORT_REFLECTOR, "reflector lost", -1);
 		return;
 	}
 	slot = client_slot(c, node);
@@ -1644,19 +1644,19 @@ void lm_cluster_peer_lost(lm_cluster *c, uint16_t node)
 	abort_run(c, slot_rank(c, slot), reason, slot);
 }
 
-const struct lm_cluster_stats *lm_cluster_stats(const lm_cluster *c)
+const struct lm_lemuriad_stats *lm_lemuriad_stats(const lm_lemuriad *c)
 {
 	return &c->stats;
 }
 
-const struct lm_updates_stats *lm_cluster_updates_stats(const lm_cluster *c)
+const struct lm_updates_stats *lm_lemuriad_updates_stats(const lm_lemuriad *c)
 {
 	static const struct lm_updates_stats none;
 
 	return c->updates ? lm_updates_stats(c->updates) : &none;
 }
 
-const struct lm_deltas_stats *lm_cluster_delta_stats(const lm_cluster *c)
+const struct lm_deltas_stats *lm_lemuriad_delta_stats(const lm_lemuriad *c)
 {
 	return lm_deltas_stats(c->deltas);
 }

@@ -1,18 +1,18 @@
-/* Internals of the lemuriad's state machine (lemuriad/cluster.h), shared
+/* Internals of the lemuriad's state machine (lemuriad/lemuriad.h), shared
  * by its parts: cluster.c (creation, runs, clients' and the reflector's
  * messages, deltas and parked messages), cache.c (the page cache and the
  * table of our requests to the reflector), tokens.c (lock tokens) and
  * release.c (barrier releases with updates).  Nothing here is for use
  * outside lemuriad/. */
-#ifndef LM_LEMURIAD_CLUSTER_INT_H
-#define LM_LEMURIAD_CLUSTER_INT_H
+#ifndef LM_LEMURIAD_LEMURIAD_INT_H
+#define LM_LEMURIAD_LEMURIAD_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "lemuriad.h"
 #include "deltas.h"
 #include "log.h"
 #include "notice_set.h"
@@ -34,7 +34,7 @@ struct cpage {
 
 /* Pages in a client's FETCHV: the one it faulted on, those after it and
  * as many along a stride (LM_CFG_PREFETCH_MAX each). */
-#define LM_CLUSTER_FETCHV_MAX (2 * LM_CFG_PREFETCH_MAX + 1)
+#define LM_LEMURIAD_FETCHV_MAX (2 * LM_CFG_PREFETCH_MAX + 1)
 
 /* A client request waiting for a reply from the reflector. */
 struct waiter {
@@ -43,7 +43,7 @@ struct waiter {
 	uint32_t need;     /* FETCH: oldest version that may answer it */
 	/* a FETCHV's: the pages it asked for after the first, which its
 	 * PAGES brings when we hold them by then */
-	uint32_t more[LM_CLUSTER_FETCHV_MAX - 1];
+	uint32_t more[LM_LEMURIAD_FETCHV_MAX - 1];
 	uint32_t nmore;
 	uint32_t reach;    /* a FETCHV's: how many pages after the first the
 			      client's fault reaches (at most prefetch) */
@@ -94,7 +94,7 @@ struct upreq {
 
 /* Buckets of the request tables: thousands of FETCHes may be in flight
  * at a held RELEASE, and each reply and notice looks one up. */
-#define LM_CLUSTER_UP_BUCKETS 4096u
+#define LM_LEMURIAD_UP_BUCKETS 4096u
 
 /* What we know of one client slot (local rank) in the current run. */
 struct client {
@@ -141,7 +141,7 @@ struct token {
 			       UNLOCK that returns it names that rank */
 	uint32_t handoffs;  /* local hand-offs since the recall */
 	bool waited;        /* recalled, kept for a fresh client */
-	uint32_t wait_ticks; /* ticks it has waited (LM_CLUSTER_FRESH_TICKS) */
+	uint32_t wait_ticks; /* ticks it has waited (LM_LEMURIAD_FRESH_TICKS) */
 	struct lwaiter *q;  /* local clients waiting, FIFO */
 	size_t nq, qcap;
 };
@@ -214,7 +214,7 @@ struct deferred_msg {
 	uint8_t *bytes;
 };
 
-struct lm_cluster {
+struct lm_lemuriad {
 	const struct lm_layout *layout;
 	const struct lm_cluster_cfg *cfg;
 	struct lm_msg_out out;
@@ -234,7 +234,7 @@ struct lm_cluster {
 	struct client *clients; /* nclients slots */
 
 	/* page cache: indexed by page (npages entries) + LRU list; copies
-	 * dropped are kept for reuse (cache.c, LM_CLUSTER_SPARE_PAGES) */
+	 * dropped are kept for reuse (cache.c, LM_LEMURIAD_SPARE_PAGES) */
 	struct cpage **by_page;
 	struct cpage *lru_head, *lru_tail;
 	struct cpage *spare;
@@ -242,7 +242,7 @@ struct lm_cluster {
 	size_t ncached, cache_max;
 
 	struct upreq *ups;
-	struct upreq **up_by_id;   /* LM_CLUSTER_UP_BUCKETS chains */
+	struct upreq **up_by_id;   /* LM_LEMURIAD_UP_BUCKETS chains */
 	struct upreq **up_by_page; /* UP_FETCH only */
 	uint32_t next_req;
 	size_t nwaits, max_waits;
@@ -288,12 +288,12 @@ struct lm_cluster {
 	size_t ndeferred, deferred_cap;
 	bool replaying;         /* release.c is handling the deferred */
 
-	struct lm_cluster_stats stats;
+	struct lm_lemuriad_stats stats;
 };
 
 /* ---- helpers shared by the parts ---- */
 
-static inline void count_bad(lm_cluster *c, uint16_t from,
+static inline void count_bad(lm_lemuriad *c, uint16_t from,
 			     const struct lm_msg *m, const char *why)
 {
 	/* counted, and logged rate-limited (a peer controls how often) */
@@ -304,17 +304,17 @@ static inline void count_bad(lm_cluster *c, uint16_t from,
 		       from, why);
 }
 
-static inline uint16_t slot_node(const lm_cluster *c, int slot)
+static inline uint16_t slot_node(const lm_lemuriad *c, int slot)
 {
 	return (uint16_t)(c->first_node + slot);
 }
 
-static inline uint32_t slot_rank(const lm_cluster *c, int slot)
+static inline uint32_t slot_rank(const lm_lemuriad *c, int slot)
 {
 	return c->cfg->first_rank + (uint32_t)slot;
 }
 
-static inline void msg_init(const lm_cluster *c, struct lm_msg *m,
+static inline void msg_init(const lm_lemuriad *c, struct lm_msg *m,
 			    uint16_t type)
 {
 	memset(m, 0, sizeof(*m));
@@ -324,7 +324,7 @@ static inline void msg_init(const lm_cluster *c, struct lm_msg *m,
 
 /* Memory the deltas hold, in pages (a buffer is a page and a bit per
  * byte): they share the cluster's cache budget with the copies (I5). */
-static inline size_t delta_pages(const lm_cluster *c)
+static inline size_t delta_pages(const lm_lemuriad *c)
 {
 	size_t n = lm_deltas_buffers(c->deltas);
 
@@ -333,82 +333,82 @@ static inline size_t delta_pages(const lm_cluster *c)
 
 /* cache.c: the page cache and the table of our requests to the
  * reflector */
-struct cpage *lm_cache_find(const lm_cluster *c, uint32_t page);
-void lm_cache_touch(lm_cluster *c, struct cpage *cp);
-void lm_cache_remove(lm_cluster *c, struct cpage *cp);
+struct cpage *lm_cache_find(const lm_lemuriad *c, uint32_t page);
+void lm_cache_touch(lm_lemuriad *c, struct cpage *cp);
+void lm_cache_remove(lm_lemuriad *c, struct cpage *cp);
 /* Frees the copies kept for reuse (lm_cache_remove keeps some). */
-void lm_cache_free_spares(lm_cluster *c);
+void lm_cache_free_spares(lm_lemuriad *c);
 /* Takes a copy out of the cache without freeing it; the caller gives it
  * back with lm_cache_recycle. */
-void lm_cache_detach(lm_cluster *c, struct cpage *cp);
-void lm_cache_recycle(lm_cluster *c, struct cpage *cp);
-void lm_cache_clear(lm_cluster *c);
-void lm_cache_put(lm_cluster *c, uint32_t page, uint32_t version,
+void lm_cache_detach(lm_lemuriad *c, struct cpage *cp);
+void lm_cache_recycle(lm_lemuriad *c, struct cpage *cp);
+void lm_cache_clear(lm_lemuriad *c);
+void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		  const uint8_t *data);
-void lm_upreq_free_waiters(lm_cluster *c, struct waiter *w);
-struct upreq *lm_upreq_new(lm_cluster *c, enum up_kind kind);
-void lm_upreq_renumber(lm_cluster *c, struct upreq *up);
-void lm_upreq_set_page(lm_cluster *c, struct upreq *up, uint32_t page);
-struct upreq *lm_upreq_fetch_of(lm_cluster *c, uint32_t page);
-struct upreq *lm_upreq_find(lm_cluster *c, uint32_t req_id);
-void lm_upreq_free(lm_cluster *c, struct upreq *up);
-int lm_upreq_wait(lm_cluster *c, struct upreq *up, uint16_t node,
+void lm_upreq_free_waiters(lm_lemuriad *c, struct waiter *w);
+struct upreq *lm_upreq_new(lm_lemuriad *c, enum up_kind kind);
+void lm_upreq_renumber(lm_lemuriad *c, struct upreq *up);
+void lm_upreq_set_page(lm_lemuriad *c, struct upreq *up, uint32_t page);
+struct upreq *lm_upreq_fetch_of(lm_lemuriad *c, uint32_t page);
+struct upreq *lm_upreq_find(lm_lemuriad *c, uint32_t req_id);
+void lm_upreq_free(lm_lemuriad *c, struct upreq *up);
+int lm_upreq_wait(lm_lemuriad *c, struct upreq *up, uint16_t node,
 		  uint32_t req_id, uint32_t need);
-int lm_upreq_start(lm_cluster *c, enum up_kind kind, uint16_t node,
+int lm_upreq_start(lm_lemuriad *c, enum up_kind kind, uint16_t node,
 		   uint32_t req_id, struct upreq **out);
 
 /* tokens.c: lock tokens */
-struct token *lm_token_find(lm_cluster *c, uint32_t id);
-struct token *lm_token_get(lm_cluster *c, uint32_t id);
-void lm_tokens_clear(lm_cluster *c);
-void lm_token_tidy(lm_cluster *c, struct token *t);
+struct token *lm_token_find(lm_lemuriad *c, uint32_t id);
+struct token *lm_token_get(lm_lemuriad *c, uint32_t id);
+void lm_tokens_clear(lm_lemuriad *c);
+void lm_token_tidy(lm_lemuriad *c, struct token *t);
 int lm_token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
 		     uint32_t rank);
-void lm_token_ask(lm_cluster *c, struct token *t);
-void lm_token_next(lm_cluster *c, struct token *t);
+void lm_token_ask(lm_lemuriad *c, struct token *t);
+void lm_token_next(lm_lemuriad *c, struct token *t);
 bool lm_client_fresh(const struct client *cl);
-void lm_tokens_recheck(lm_cluster *c);
-void lm_tokens_tick(lm_cluster *c);
-void lm_token_grant_local(lm_cluster *c, uint32_t id, uint16_t node,
+void lm_tokens_recheck(lm_lemuriad *c);
+void lm_tokens_tick(lm_lemuriad *c);
+void lm_token_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
 			  uint32_t req_id);
-void lm_token_note_epoch(lm_cluster *c, const struct lm_notice *n,
+void lm_token_note_epoch(lm_lemuriad *c, const struct lm_notice *n,
 			 uint32_t count);
 
 /* cluster.c: messages parked behind the registration of our deltas,
  * and write notices applied to the cache */
-void lm_cluster_park(lm_cluster *c, uint16_t type, uint32_t id,
+void lm_cluster_park(lm_lemuriad *c, uint16_t type, uint32_t id,
 		     uint32_t rank, int32_t status, uint64_t offset,
 		     const uint8_t *data, size_t data_len);
-void lm_cluster_park_grant(lm_cluster *c, uint32_t id,
+void lm_cluster_park_grant(lm_lemuriad *c, uint32_t id,
 			   const struct lwaiter *w);
-void lm_cluster_apply_notices(lm_cluster *c, const struct lm_notice *n,
+void lm_cluster_apply_notices(lm_lemuriad *c, const struct lm_notice *n,
 			      uint32_t count);
 /* The reflector's answer m (a PAGE) to our FETCH `up`: cached, passed to
  * its waiters and to a held RELEASE, or asked again when too old. */
-void lm_cluster_reply_page(lm_cluster *c, struct upreq *up,
+void lm_cluster_reply_page(lm_lemuriad *c, struct upreq *up,
 			   const struct lm_msg *m);
 /* Sends FETCH `up` (again) under a new req_id, asking for a version no
  * older than the newest notice of its page. */
-void lm_cluster_fetch_again(lm_cluster *c, struct upreq *up);
+void lm_cluster_fetch_again(lm_lemuriad *c, struct upreq *up);
 
 /* release.c: barrier releases with updates */
-void lm_release_clear(lm_cluster *c);
-void lm_release_arrived(lm_cluster *c, struct upreq *up,
+void lm_release_clear(lm_lemuriad *c);
+void lm_release_arrived(lm_lemuriad *c, struct upreq *up,
 			const uint8_t *data, uint32_t version);
-void lm_release_finish(lm_cluster *c);
+void lm_release_finish(lm_lemuriad *c);
 /* The PAGES answering an UP_FETCHV; `batch` is freed. */
-void lm_release_pages(lm_cluster *c, struct upreq *batch,
+void lm_release_pages(lm_lemuriad *c, struct upreq *batch,
 		      const struct lm_msg *m);
-void lm_release_handle(lm_cluster *c, const struct lm_msg *m);
+void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m);
 /* Releases the next client of a staged RELEASE; true while some are
- * left (lm_cluster_background). */
-bool lm_release_step(lm_cluster *c);
+ * left (lm_lemuriad_background). */
+bool lm_release_step(lm_lemuriad *c);
 /* Drops the messages put off by a staged RELEASE (a run ends). */
-void lm_release_free_deferred(lm_cluster *c);
+void lm_release_free_deferred(lm_lemuriad *c);
 /* True when a RELEASE is staged and m must wait for it: m is then kept
  * for after it, or dropped and counted as bad when out of memory or
  * over the bound (LM_RELEASE_DEFER_*).  False: handle m now. */
-bool lm_release_puts_off(lm_cluster *c, uint16_t from,
+bool lm_release_puts_off(lm_lemuriad *c, uint16_t from,
 			 enum lm_rel_msg_kind kind, uint32_t req_id,
 			 const struct lm_msg *m);
 /* After a client's FETCHV miss on `page` is answered: one FETCHV for the
@@ -416,7 +416,7 @@ bool lm_release_puts_off(lm_cluster *c, uint16_t from,
  * `prefetch`) and the n pages of `more` (the others its FETCHV asked
  * for) that we neither hold nor fetch already (docs/dsm.md "Neighbour
  * pages"), batched as the held RELEASE's are. */
-void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page, uint32_t reach,
+void lm_cluster_fetch_ahead(lm_lemuriad *c, uint32_t page, uint32_t reach,
 			    const uint32_t *more, uint32_t n);
 
 #endif
