@@ -1,7 +1,7 @@
 /* The lemuriad's cluster page cache (hash by page + LRU list) and the
  * table of its requests to the reflector (by req_id, and FETCHes by page),
- * apart from the protocol logic in cluster.c that decides what is cached,
- * dropped and asked for. */
+ * apart from the protocol logic (fetches.c, notices.c) that decides what
+ * is cached, dropped and asked for. */
 #include "lemuriad_int.h"
 
 #include <stdbool.h>
@@ -15,8 +15,8 @@
 
 /* Dropped copies kept for the next page cached: a release drops and
  * refetches hundreds of pages, and malloc and free of page-sized blocks
- * were 6% of the lemuriad's time in LU.  At most this many, and an
- * eighth of the cache (I5). */
+ * cost (docs/performance.md, "Figures behind the lemuriad's choices").
+ * At most this many, and an eighth of the cache (I5). */
 #define LM_LEMURIAD_SPARE_PAGES 1024
 
 struct cpage *lm_cache_find(const lm_lemuriad *c, uint32_t page)
@@ -217,7 +217,7 @@ void lm_upreq_set_page(lm_lemuriad *c, struct upreq *up, uint32_t page)
 	up->page_next = *b;
 	*b = up;
 	/* data of ours on its way up: a reply may predate it (the `left`
-	 * rule of lm_cluster_reply_page) */
+	 * rule of reply_page in fetches.c) */
 	if (page < c->npages && c->leaving[page])
 		up->left = UINT32_MAX;
 }

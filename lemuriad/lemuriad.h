@@ -32,7 +32,7 @@ typedef struct lm_lemuriad lm_lemuriad;
 #define LM_LEMURIAD_HANDOFFS_MAX 16u
 
 /* Ticks (lm_lemuriad_tick, about a second each) a recalled token may stay
- * for a client that has just started work (tokens.c, "fresh"): the first
+ * for a client that has just started work (locks.c, "fresh"): the first
  * tick after the wait began starts it, the second ends it, so the wait
  * lasts one to two seconds.  Numbering takes milliseconds; a worker that
  * computes for minutes before it first synchronises must not hold other
@@ -97,7 +97,7 @@ struct lm_lemuriad_stats {
 				       within the cache size */
 	uint64_t recalls;           /* RECALLs of a token held here */
 	uint64_t recalls_waited;    /* ... kept for a client that had just
-				       started work (tokens.c) */
+				       started work (locks.c) */
 	uint64_t recall_waits_ended; /* ... of which LM_LEMURIAD_FRESH_TICKS
 					ended the wait */
 	uint64_t tokens_returned;   /* lock tokens given back upward */

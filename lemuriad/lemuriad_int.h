@@ -1,9 +1,21 @@
 /* Internals of the lemuriad's state machine (lemuriad/lemuriad.h), shared
- * by its parts: cluster.c (creation, runs, clients' and the reflector's
- * messages, deltas and parked messages), cache.c (the page cache and the
- * table of our requests to the reflector), tokens.c (lock tokens) and
- * release.c (barrier releases with updates).  Nothing here is for use
- * outside lemuriad/. */
+ * by its parts, each of which calls only those below it:
+ *
+ *   lemuriad.c  dispatch: runs, clients (JOIN, LEAVE, FLUSH, BARRIER,
+ *               CREATE, END, ABORT), routing of every message
+ *   release.c   a barrier RELEASE held for its updates, and the messages
+ *               put off while it goes out
+ *   locks.c     lock tokens: every LOCK, UNLOCK, RECALL and GRANT
+ *   fetches.c   FETCH, FETCHV, their replies, pages fetched ahead
+ *   parking.c   registration of our deltas, PULL, and the messages parked
+ *               behind a registration
+ *   notices.c   write notices applied to the cache, kept for local GRANTs
+ *   cache.c     the page cache and the table of our requests to R
+ *   deltas.c, updates.c  (their own headers)
+ *
+ * Where a lower part must tell a higher one something it goes through
+ * struct lm_lemuriad_hooks, filled in by lm_lemuriad_create.  Nothing here
+ * is for use outside lemuriad/. */
 #ifndef LM_LEMURIAD_LEMURIAD_INT_H
 #define LM_LEMURIAD_LEMURIAD_INT_H
 
@@ -78,6 +90,9 @@ struct upreq {
 				   notice's index + 1 (0: none) */
 	bool batched;           /* UP_FETCH: asked in an UP_FETCHV, no FETCH
 				   of its own sent yet */
+	bool rebuilt;           /* UP_FETCH: its reply being handled is our
+				   saved copy with a PAGES diff applied
+				   (fetches.c, for release.c) */
 	bool ahead;             /* UP_FETCH: a client's FETCHV miss; its reply
 				   sends for the pages after it.  UP_FETCHV:
 				   such pages, each fetched alone when left
@@ -116,7 +131,7 @@ struct client {
 	uint32_t end_count;
 	uint32_t end_req;
 	bool fresh;             /* started or created work and has not
-				   synchronised since (tokens.c) */
+				   synchronised since (locks.c) */
 	bool active;            /* sent a request other than WAIT_WORK
 				   in this run */
 };
@@ -146,19 +161,21 @@ struct token {
 	size_t nq, qcap;
 };
 
-/* A synchronisation message for the reflector (cluster barrier arrival,
- * UNLOCK, END, CREATE), parked until the deltas it publishes are
- * registered at their homes (I2): batch `need` must be done. */
+/* A message parked until the deltas it publishes are registered at their
+ * homes (I2): batch `need` must be done (parking.c).  All but GRANT go up
+ * to the reflector; GRANT is a local hand-off of lock `id` to client
+ * `node`, answering its LOCK `req_id`. */
 struct parked {
-	uint16_t type;      /* GRANT: a local hand-off of lock `id` */
-	uint16_t node;      /* GRANT: the client and its LOCK request */
-	uint32_t req_id;
-	uint32_t id, rank;
-	int32_t status;
-	uint64_t offset;
-	uint8_t *data;     /* CREATE's image, owned */
-	size_t data_len;
+	uint16_t type;      /* BARRIER, UNLOCK, END, CREATE or GRANT */
 	uint32_t need;
+	uint32_t id;        /* BARRIER, UNLOCK, GRANT */
+	uint32_t rank;      /* UNLOCK, END, CREATE */
+	int32_t status;     /* END, CREATE */
+	uint64_t offset;    /* CREATE */
+	uint8_t *data;      /* CREATE's image, owned */
+	size_t data_len;
+	uint16_t node;      /* GRANT */
+	uint32_t req_id;    /* GRANT */
 };
 
 /* A barrier RELEASE held while the pages other clusters changed, which
@@ -186,8 +203,6 @@ struct held_release {
 				      when the page came as a diff, else
 				      NULL; in known_block */
 	uint64_t *known_block;     /* a byte mask per fetch, owned */
-	uint32_t building;         /* notice index + 1 of the page a diff
-				      entry is being installed for */
 	uint32_t pending;          /* fetches not answered yet */
 	/* The RELEASE going out a client at a time (release.c, staged):
 	 * between two clients the daemon reads the socket, so a released
@@ -203,15 +218,34 @@ struct held_release {
 #define LM_RELEASE_DEFER_PER_CLIENT 8
 #define LM_RELEASE_DEFER_REFLECTOR 64
 
-/* A message put off while a RELEASE is staged, encoded again, handled
- * after it in the order it came. */
+/* A message put off while a RELEASE is staged, kept as it was decoded
+ * (m's notices, data and diffs point into `mem`, owned), handled after
+ * it in the order it came. */
 struct deferred_msg {
 	uint16_t from;
-	uint8_t kind;              /* enum lm_rel_msg_kind */
+	enum lm_rel_msg_kind kind;
 	uint32_t req_id;
-	uint32_t nnotices;
-	size_t len;
-	uint8_t *bytes;
+	struct lm_msg m;
+	void *mem;
+};
+
+/* How a lower part tells a higher one (see the top of this file). */
+struct lm_lemuriad_hooks {
+	/* parking.c -> lemuriad.c: something of the run was lost; the run
+	 * ends everywhere, naming `why` */
+	void (*lose)(lm_lemuriad *c, const char *why);
+	/* parking.c -> locks.c: a parked local hand-off may go now */
+	void (*grant)(lm_lemuriad *c, uint32_t id, uint16_t node,
+		      uint32_t req_id);
+	/* fetches.c -> release.c: the reply to the held RELEASE's fetch
+	 * `up` came (data NULL: it failed) */
+	void (*arrived)(lm_lemuriad *c, struct upreq *up, const uint8_t *data,
+			uint32_t version);
+	/* fetches.c -> release.c: the page a PAGES diff entry `n` brings
+	 * for the held RELEASE's fetch `up`, or NULL */
+	const uint8_t *(*rebuild)(lm_lemuriad *c, const struct upreq *up,
+				  const struct lm_notice *n,
+				  const uint8_t *data, size_t len);
 };
 
 struct lm_lemuriad {
@@ -219,6 +253,7 @@ struct lm_lemuriad {
 	const struct lm_cluster_cfg *cfg;
 	struct lm_msg_out out;
 	void *ctx;
+	struct lm_lemuriad_hooks hooks;
 	uint64_t layout_hash;
 	uint16_t reflector;     /* node id of our reflector */
 	uint32_t index;         /* our cluster's index in the layout, as
@@ -286,7 +321,7 @@ struct lm_lemuriad {
 	struct held_release rel;
 	struct deferred_msg *deferred;
 	size_t ndeferred, deferred_cap;
-	bool replaying;         /* release.c is handling the deferred */
+	bool replaying;         /* lemuriad.c is handling the deferred */
 
 	struct lm_lemuriad_stats stats;
 };
@@ -314,12 +349,31 @@ static inline uint32_t slot_rank(const lm_lemuriad *c, int slot)
 	return c->cfg->first_rank + (uint32_t)slot;
 }
 
+/* Local rank of a client node, or -1 when the node is not one of ours. */
+static inline int client_slot(const lm_lemuriad *c, uint16_t node)
+{
+	if (node < c->first_node ||
+	    (uint32_t)(node - c->first_node) >= c->nclients)
+		return -1;
+	return node - c->first_node;
+}
+
 static inline void msg_init(const lm_lemuriad *c, struct lm_msg *m,
 			    uint16_t type)
 {
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	m->run = c->run;
+}
+
+static inline void reply_status(lm_lemuriad *c, uint16_t node,
+				uint32_t req_id, uint16_t type, int32_t status)
+{
+	struct lm_msg r;
+
+	msg_init(c, &r, type);
+	r.status = status;
+	c->out.reply(c->ctx, node, req_id, &r);
 }
 
 /* Memory the deltas hold, in pages (a buffer is a page and a bit per
@@ -331,8 +385,133 @@ static inline size_t delta_pages(const lm_lemuriad *c)
 	return n + (n + 7) / 8;
 }
 
-/* cache.c: the page cache and the table of our requests to the
- * reflector */
+/* Whether a client takes a number soon: it was given created work (or,
+ * rank 0, created some) and has not synchronised since, or its work is
+ * kept for it and it has asked for nothing yet (a worker between JOIN
+ * and WAIT_WORK; an SPMD rank that was sent work by mistake is active
+ * and does not hold the token up).  Recalled tokens wait for it
+ * (locks.c). */
+static inline bool client_fresh(const struct client *cl)
+{
+	return cl->fresh || (cl->has_work && !cl->active);
+}
+
+/* ---- release.c: a barrier RELEASE held for its updates ---- */
+
+void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m);
+/* Every fetch of the held RELEASE answered: the updates are prepared
+ * and the RELEASE goes out, a client at a time (lm_release_step). */
+void lm_release_finish(lm_lemuriad *c);
+/* Releases the next client of a staged RELEASE; true while some are
+ * left (lm_lemuriad_background). */
+bool lm_release_step(lm_lemuriad *c);
+void lm_release_clear(lm_lemuriad *c);
+/* hooks.arrived and hooks.rebuild */
+void lm_release_arrived(lm_lemuriad *c, struct upreq *up,
+			const uint8_t *data, uint32_t version);
+const uint8_t *lm_release_rebuild(lm_lemuriad *c, const struct upreq *up,
+				  const struct lm_notice *n,
+				  const uint8_t *data, size_t len);
+/* True when a RELEASE is staged and m must wait for it: m is then kept,
+ * copied, for after it, or dropped and counted as bad when out of memory
+ * or over the bound (LM_RELEASE_DEFER_*).  False: handle m now. */
+bool lm_release_puts_off(lm_lemuriad *c, uint16_t from,
+			 enum lm_rel_msg_kind kind, uint32_t req_id,
+			 const struct lm_msg *m);
+/* Takes the oldest message put off, once no RELEASE is staged; the
+ * caller handles d->m and then frees d->mem.  False when none. */
+bool lm_release_take_deferred(lm_lemuriad *c, struct deferred_msg *d);
+/* Drops the messages put off by a staged RELEASE (a run ends). */
+void lm_release_free_deferred(lm_lemuriad *c);
+
+/* ---- locks.c: lock tokens ---- */
+
+void lm_locks_lock(lm_lemuriad *c, int slot, uint16_t from, uint32_t req_id,
+		   const struct lm_msg *m);
+void lm_locks_unlock(lm_lemuriad *c, int slot, uint16_t from,
+		     uint32_t req_id, const struct lm_msg *m);
+void lm_locks_recall(lm_lemuriad *c, const struct lm_msg *m);
+/* The manager's GRANT m answering our LOCK `up` (freed). */
+void lm_locks_granted(lm_lemuriad *c, struct upreq *up,
+		      const struct lm_msg *m);
+/* hooks.grant: answers a local LOCK (see locks.c). */
+void lm_locks_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
+			  uint32_t req_id);
+/* Client `rank` left: its waits go, a lock it held is free. */
+void lm_locks_forget(lm_lemuriad *c, uint32_t rank);
+/* Answers every local LOCK waiting for a token with m (an ABORT),
+ * but those of node `skip`. */
+void lm_locks_answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
+			     uint16_t skip);
+/* A client stopped being fresh (client_fresh). */
+void lm_locks_recheck(lm_lemuriad *c);
+void lm_locks_tick(lm_lemuriad *c);
+void lm_locks_clear(lm_lemuriad *c);
+
+/* ---- fetches.c: FETCH, FETCHV and their replies ---- */
+
+/* A client's FETCH and FETCHV. */
+void lm_fetch_handle(lm_lemuriad *c, uint16_t from, uint32_t req_id,
+		     const struct lm_msg *m);
+void lm_fetch_handle_v(lm_lemuriad *c, uint16_t from, uint32_t req_id,
+		       const struct lm_msg *m);
+/* R's answer m to our FETCH `up`: cached, passed to its waiters and to a
+ * held RELEASE (hooks.arrived), or asked again when too old; a client's
+ * FETCHV miss then fetches the pages after it. */
+void lm_fetch_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m);
+/* The PAGES answering our FETCHV `batch` (freed). */
+void lm_fetch_pages(lm_lemuriad *c, struct upreq *batch,
+		    const struct lm_msg *m);
+/* One FETCHV to R for the n pages of `pages` (`want` their notices),
+ * each with its UP_FETCH in the table; `ahead`: fetched ahead of faults,
+ * so a page nobody waits for is not asked again alone. */
+void lm_fetch_batch(lm_lemuriad *c, const struct lm_notice *want,
+		    const uint32_t *pages, uint32_t n, bool ahead);
+/* Sends FETCH `up` (again) under a new req_id, asking for a version no
+ * older than the newest notice of its page. */
+void lm_fetch_again(lm_lemuriad *c, struct upreq *up);
+
+/* ---- parking.c: our deltas' registrations, and what waits for them ---- */
+
+/* Parks a message behind the registration of every delta our clients
+ * flushed so far (I2); the run is lost (hooks.lose) when out of memory. */
+void lm_park_barrier(lm_lemuriad *c, uint32_t id);
+void lm_park_unlock(lm_lemuriad *c, uint32_t id, uint32_t rank);
+void lm_park_end(lm_lemuriad *c, uint32_t rank, int32_t status);
+void lm_park_create(lm_lemuriad *c, uint32_t rank, int32_t status,
+		    uint64_t offset, const uint8_t *data, size_t data_len);
+/* A local hand-off of lock `id`, behind the registration of what the
+ * previous holder wrote, so that its GRANT names exact versions; it goes
+ * through hooks.grant. */
+void lm_park_grant(lm_lemuriad *c, uint32_t id, uint16_t node,
+		   uint32_t req_id);
+/* The answer m to our REGISTER or PUSH `up` (freed): 0, or the status
+ * with which the homes refused our deltas (the run is then lost). */
+int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m);
+/* A home's PULL of a delta of ours. */
+void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m);
+/* Keeps copies and deltas within the cache size (after a FLUSH). */
+void lm_park_keep_budget(lm_lemuriad *c);
+/* lm_deltas' way out: every REGISTER goes up as a request. */
+void lm_park_emit(void *ctx, const struct lm_msg *reg);
+/* Answers every parked local GRANT with m (an ABORT), but node skip's. */
+void lm_park_answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
+			    uint16_t skip);
+void lm_park_clear(lm_lemuriad *c);
+
+/* ---- notices.c: what we know of the pages' versions ---- */
+
+/* Applies write notices to the cache and our FETCHes (I3), and keeps
+ * them for local GRANTs. */
+void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
+		      uint32_t count);
+/* Keeps notices of the epoch (the latest version of each page) for local
+ * GRANTs. */
+void lm_notices_note(lm_lemuriad *c, const struct lm_notice *n,
+		     uint32_t count);
+
+/* ---- cache.c: the page cache and the table of our requests to R ---- */
+
 struct cpage *lm_cache_find(const lm_lemuriad *c, uint32_t page);
 void lm_cache_touch(lm_lemuriad *c, struct cpage *cp);
 void lm_cache_remove(lm_lemuriad *c, struct cpage *cp);
@@ -356,67 +535,5 @@ int lm_upreq_wait(lm_lemuriad *c, struct upreq *up, uint16_t node,
 		  uint32_t req_id, uint32_t need);
 int lm_upreq_start(lm_lemuriad *c, enum up_kind kind, uint16_t node,
 		   uint32_t req_id, struct upreq **out);
-
-/* tokens.c: lock tokens */
-struct token *lm_token_find(lm_lemuriad *c, uint32_t id);
-struct token *lm_token_get(lm_lemuriad *c, uint32_t id);
-void lm_tokens_clear(lm_lemuriad *c);
-void lm_token_tidy(lm_lemuriad *c, struct token *t);
-int lm_token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
-		     uint32_t rank);
-void lm_token_ask(lm_lemuriad *c, struct token *t);
-void lm_token_next(lm_lemuriad *c, struct token *t);
-bool lm_client_fresh(const struct client *cl);
-void lm_tokens_recheck(lm_lemuriad *c);
-void lm_tokens_tick(lm_lemuriad *c);
-void lm_token_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
-			  uint32_t req_id);
-void lm_token_note_epoch(lm_lemuriad *c, const struct lm_notice *n,
-			 uint32_t count);
-
-/* cluster.c: messages parked behind the registration of our deltas,
- * and write notices applied to the cache */
-void lm_cluster_park(lm_lemuriad *c, uint16_t type, uint32_t id,
-		     uint32_t rank, int32_t status, uint64_t offset,
-		     const uint8_t *data, size_t data_len);
-void lm_cluster_park_grant(lm_lemuriad *c, uint32_t id,
-			   const struct lwaiter *w);
-void lm_cluster_apply_notices(lm_lemuriad *c, const struct lm_notice *n,
-			      uint32_t count);
-/* The reflector's answer m (a PAGE) to our FETCH `up`: cached, passed to
- * its waiters and to a held RELEASE, or asked again when too old. */
-void lm_cluster_reply_page(lm_lemuriad *c, struct upreq *up,
-			   const struct lm_msg *m);
-/* Sends FETCH `up` (again) under a new req_id, asking for a version no
- * older than the newest notice of its page. */
-void lm_cluster_fetch_again(lm_lemuriad *c, struct upreq *up);
-
-/* release.c: barrier releases with updates */
-void lm_release_clear(lm_lemuriad *c);
-void lm_release_arrived(lm_lemuriad *c, struct upreq *up,
-			const uint8_t *data, uint32_t version);
-void lm_release_finish(lm_lemuriad *c);
-/* The PAGES answering an UP_FETCHV; `batch` is freed. */
-void lm_release_pages(lm_lemuriad *c, struct upreq *batch,
-		      const struct lm_msg *m);
-void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m);
-/* Releases the next client of a staged RELEASE; true while some are
- * left (lm_lemuriad_background). */
-bool lm_release_step(lm_lemuriad *c);
-/* Drops the messages put off by a staged RELEASE (a run ends). */
-void lm_release_free_deferred(lm_lemuriad *c);
-/* True when a RELEASE is staged and m must wait for it: m is then kept
- * for after it, or dropped and counted as bad when out of memory or
- * over the bound (LM_RELEASE_DEFER_*).  False: handle m now. */
-bool lm_release_puts_off(lm_lemuriad *c, uint16_t from,
-			 enum lm_rel_msg_kind kind, uint32_t req_id,
-			 const struct lm_msg *m);
-/* After a client's FETCHV miss on `page` is answered: one FETCHV for the
- * `reach` pages after it (as far as the client's fault reached, at most
- * `prefetch`) and the n pages of `more` (the others its FETCHV asked
- * for) that we neither hold nor fetch already (docs/dsm.md "Neighbour
- * pages"), batched as the held RELEASE's are. */
-void lm_cluster_fetch_ahead(lm_lemuriad *c, uint32_t page, uint32_t reach,
-			    const uint32_t *more, uint32_t n);
 
 #endif

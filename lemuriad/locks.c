@@ -1,6 +1,10 @@
-/* The lemuriad's lock tokens (DESIGN.md §2, Locks): a lock's token stays
- * in the cluster between local holders until its manager recalls it, so
- * that LOCKs among our own clients need no message to the reflector. */
+/* The lemuriad's locks (DESIGN.md §2, Locks): a lock's token stays in
+ * the cluster between local holders until its manager recalls it, so
+ * that LOCKs among our own clients need no message to the reflector.
+ * Every path of a lock is here: a client's LOCK and UNLOCK, the
+ * manager's GRANT and RECALL, the local GRANT (parked behind the
+ * registration of what the last holder wrote: parking.c calls back
+ * lm_locks_grant_local), a token going back, a holder that left. */
 #include "lemuriad_int.h"
 
 #include <stdbool.h>
@@ -10,9 +14,7 @@
 #include "lm_error.h"
 #include "log.h"
 
-/* ---- lock tokens ---------------------------------------------------- */
-
-struct token *lm_token_find(lm_lemuriad *c, uint32_t id)
+static struct token *token_find(lm_lemuriad *c, uint32_t id)
 {
 	for (size_t i = 0; i < c->ntokens; i++)
 		if (c->tokens[i].id == id)
@@ -20,9 +22,9 @@ struct token *lm_token_find(lm_lemuriad *c, uint32_t id)
 	return NULL;
 }
 
-struct token *lm_token_get(lm_lemuriad *c, uint32_t id)
+static struct token *token_get(lm_lemuriad *c, uint32_t id)
 {
-	struct token *t = lm_token_find(c, id);
+	struct token *t = token_find(c, id);
 
 	if (t)
 		return t;
@@ -48,7 +50,7 @@ static void token_free(struct token *t)
 	t->nq = t->qcap = 0;
 }
 
-void lm_tokens_clear(lm_lemuriad *c)
+void lm_locks_clear(lm_lemuriad *c)
 {
 	for (size_t i = 0; i < c->ntokens; i++)
 		token_free(&c->tokens[i]);
@@ -57,7 +59,7 @@ void lm_tokens_clear(lm_lemuriad *c)
 }
 
 /* Drops the entry of a lock nobody here holds, wants or has the token of. */
-void lm_token_tidy(lm_lemuriad *c, struct token *t)
+static void token_tidy(lm_lemuriad *c, struct token *t)
 {
 	if (t->here || t->asked || t->nq)
 		return;
@@ -65,7 +67,7 @@ void lm_token_tidy(lm_lemuriad *c, struct token *t)
 	*t = c->tokens[--c->ntokens];
 }
 
-int lm_token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
+static int token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
 		     uint32_t rank)
 {
 	if (t->nq == t->qcap) {
@@ -94,7 +96,7 @@ static struct lwaiter token_pop(struct token *t)
 }
 
 /* Asks the manager for the token, for the first local waiter. */
-void lm_token_ask(lm_lemuriad *c, struct token *t)
+static void token_ask(lm_lemuriad *c, struct token *t)
 {
 	struct upreq *up;
 	struct lm_msg r;
@@ -120,7 +122,7 @@ void lm_token_ask(lm_lemuriad *c, struct token *t)
  * its holders wrote (I2). */
 static void token_return(lm_lemuriad *c, struct token *t)
 {
-	lm_cluster_park(c, LM_MSG_UNLOCK, t->id, t->granted, 0, 0, NULL, 0);
+	lm_park_unlock(c, t->id, t->granted);
 	t->here = false;
 	t->busy = false;
 	t->recalled = false;
@@ -129,20 +131,10 @@ static void token_return(lm_lemuriad *c, struct token *t)
 	c->stats.tokens_returned++;
 }
 
-/* Whether a client takes a number soon: it was given created work (or,
- * rank 0, created some) and has not synchronised since, or its work is
- * kept for it and it has asked for nothing yet (a worker between JOIN
- * and WAIT_WORK; an SPMD rank that was sent work by mistake is active
- * and does not hold the token up). */
-bool lm_client_fresh(const struct client *cl)
-{
-	return cl->fresh || (cl->has_work && !cl->active);
-}
-
 static bool any_fresh(const lm_lemuriad *c)
 {
 	for (uint32_t i = 0; i < c->nclients; i++)
-		if (lm_client_fresh(&c->clients[i]))
+		if (client_fresh(&c->clients[i]))
 			return true;
 	return false;
 }
@@ -154,10 +146,10 @@ static bool any_fresh(const lm_lemuriad *c)
  * processes in the order they take a lock right after CREATE (rank 0
  * after its last CREATE), and a token that left between two of a
  * cluster's processes shifted every later cluster's numbers into the
- * next one's, and the program's data with them (LU on 8+8+8+8: a run in
- * three took 4.3 s instead of 3.1 s).  The wait ends when no client
- * here is fresh (lm_tokens_recheck). */
-void lm_token_next(lm_lemuriad *c, struct token *t)
+ * next one's, and the program's data with them (docs/performance.md,
+ * "Figures behind the lemuriad's choices").  The wait ends when no
+ * client here is fresh (lm_locks_recheck). */
+static void token_next(lm_lemuriad *c, struct token *t)
 {
 	if (!t->here || t->busy)
 		return;
@@ -175,17 +167,17 @@ void lm_token_next(lm_lemuriad *c, struct token *t)
 			t->handoffs++;
 		t->busy = true;
 		t->holder = w.rank;
-		lm_cluster_park_grant(c, t->id, &w);
+		lm_park_grant(c, t->id, w.node, w.req_id);
 		return;
 	}
 	if (t->recalled || t->nq) {
 		token_return(c, t);
-		lm_token_ask(c, t); /* local clients still wait: queue again */
+		token_ask(c, t); /* local clients still wait: queue again */
 	}
-	lm_token_tidy(c, t);
+	token_tidy(c, t);
 }
 
-/* lm_token_next for each token `due` picks.  A token tidied away moves
+/* token_next for each token `due` picks.  A token tidied away moves
  * another into its entry, which is then looked at in turn. */
 static void next_each(lm_lemuriad *c,
 		      bool (*due)(lm_lemuriad *c, struct token *t))
@@ -195,7 +187,7 @@ static void next_each(lm_lemuriad *c,
 		size_t n = c->ntokens;
 
 		if (due(c, t))
-			lm_token_next(c, t);
+			token_next(c, t);
 		if (c->ntokens == n)
 			i++; /* else entry i, tidied, holds another token */
 	}
@@ -209,7 +201,7 @@ static bool is_recalled(lm_lemuriad *c, struct token *t)
 
 /* A client stopped being fresh: once nobody here is, the recalled
  * tokens that waited go (or serve who waits). */
-void lm_tokens_recheck(lm_lemuriad *c)
+void lm_locks_recheck(lm_lemuriad *c)
 {
 	if (!any_fresh(c))
 		next_each(c, is_recalled);
@@ -228,7 +220,7 @@ static bool tick_ends_wait(lm_lemuriad *c, struct token *t)
 
 /* A recalled token kept for a fresh client stays LM_LEMURIAD_FRESH_TICKS
  * ticks at most, then goes as if nobody here were fresh. */
-void lm_tokens_tick(lm_lemuriad *c)
+void lm_locks_tick(lm_lemuriad *c)
 {
 	next_each(c, tick_ends_wait);
 }
@@ -240,7 +232,7 @@ void lm_tokens_tick(lm_lemuriad *c)
  * another lock first, whose GRANT named a change that its release of
  * this one now passes on (release consistency is transitive), and the
  * next holder's copy of that page may be older. */
-void lm_token_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
+void lm_locks_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
 			  uint32_t req_id)
 {
 	struct lm_msg r;
@@ -253,18 +245,125 @@ void lm_token_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
 	c->out.reply(c->ctx, node, req_id, &r);
 }
 
-/* Keeps notices of the epoch (the latest version of each page) for
- * local GRANTs. */
-void lm_token_note_epoch(lm_lemuriad *c, const struct lm_notice *n,
-			 uint32_t count)
-{
-	lm_notice_set_add(&c->epoch_notes, n, count);
-	/* a client that joins a FETCH of ours from now on may hold a GRANT
-	 * naming these versions: an older reply is not for it (I3) */
-	for (uint32_t i = 0; n && i < count; i++) {
-		struct upreq *up = lm_upreq_fetch_of(c, n[i].page);
+/* ---- messages ------------------------------------------------------ */
 
-		if (up && up->min_version < n[i].version)
-			up->min_version = n[i].version;
+void lm_locks_lock(lm_lemuriad *c, int slot, uint16_t from, uint32_t req_id,
+		   const struct lm_msg *m)
+{
+	uint32_t rank = slot_rank(c, slot);
+	struct token *t = token_get(c, m->id);
+
+	if (!t) {
+		count_bad(c, from, m, "no memory for the lock");
+		return;
 	}
+	if (t->busy && t->holder == rank) {
+		count_bad(c, from, m, "LOCK of a lock it holds");
+		return;
+	}
+	for (size_t i = 0; i < t->nq; i++) {
+		if (t->q[i].rank == rank) {
+			count_bad(c, from, m, "second LOCK while waiting");
+			return;
+		}
+	}
+	if (token_enqueue(t, from, req_id, rank) < 0) {
+		count_bad(c, from, m, "no memory for the lock");
+		return;
+	}
+	if (t->here) {
+		token_next(c, t); /* cached here: no message leaves */
+		return;
+	}
+	token_ask(c, t);
+}
+
+void lm_locks_unlock(lm_lemuriad *c, int slot, uint16_t from,
+		     uint32_t req_id, const struct lm_msg *m)
+{
+	uint32_t rank = slot_rank(c, slot);
+	struct token *t = token_find(c, m->id);
+
+	if (!t || !t->here || !t->busy || t->holder != rank) {
+		reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, LM_EINVAL);
+		return;
+	}
+	t->busy = false;
+	reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, 0);
+	token_next(c, t);
+}
+
+/* The manager wants the token back: at once when nobody here holds it,
+ * else after at most LM_LEMURIAD_HANDOFFS_MAX more local hand-offs. */
+void lm_locks_recall(lm_lemuriad *c, const struct lm_msg *m)
+{
+	struct token *t = token_find(c, m->id);
+
+	if (!t || !t->here) {
+		/* on its way back already */
+		count_bad(c, c->reflector, m, "RECALL of a token not here");
+		return;
+	}
+	c->stats.recalls++;
+	t->recalled = true;
+	t->handoffs = 0;
+	token_next(c, t);
+}
+
+void lm_locks_granted(lm_lemuriad *c, struct upreq *up,
+		      const struct lm_msg *m)
+{
+	struct token *t = token_find(c, up->lock_id);
+	struct lm_msg r;
+
+	/* older copies go before the holder can read them (I3) */
+	lm_notices_apply(c, m->notices, m->nnotices);
+	if (!t || t->here) {
+		/* nobody asked (a reset run?): hand it straight back
+		 * so that the others do not wait for it forever */
+		msg_init(c, &r, LM_MSG_UNLOCK);
+		r.id = up->lock_id;
+		r.rank = up->rank;
+		c->out.send(c->ctx, c->reflector, &r);
+		lm_upreq_free(c, up);
+		return;
+	}
+	t->asked = false;
+	t->here = true;
+	t->busy = false;
+	t->recalled = false;
+	t->handoffs = 0;
+	t->granted = up->rank;
+	lm_upreq_free(c, up);
+	token_next(c, t);
+}
+
+void lm_locks_forget(lm_lemuriad *c, uint32_t rank)
+{
+	for (size_t i = c->ntokens; i-- > 0;) {
+		struct token *t = &c->tokens[i];
+
+		for (size_t k = t->nq; k-- > 0;)
+			if (t->q[k].rank == rank) {
+				memmove(&t->q[k], &t->q[k + 1],
+					(t->nq - k - 1) * sizeof(*t->q));
+				t->nq--;
+			}
+		if (t->busy && t->holder == rank) {
+			t->busy = false;
+			token_next(c, t);
+		} else {
+			token_tidy(c, t);
+		}
+	}
+}
+
+void lm_locks_answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
+			     uint16_t skip)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		for (size_t k = 0; k < c->tokens[i].nq; k++)
+			if (c->tokens[i].q[k].node != skip)
+				c->out.reply(c->ctx, c->tokens[i].q[k].node,
+					     c->tokens[i].q[k].req_id, m);
 }
