@@ -3,7 +3,21 @@
  * replies (PAGE, PAGES) cached with our deltas on top and passed to
  * their waiters, and the pages fetched ahead of a client's faults
  * (docs/dsm.md "Neighbour pages").  A held RELEASE's fetches are ours
- * too; what they bring is handed to release.c through hooks. */
+ * too; what they bring is handed to release.c through hooks.
+ *
+ * Readings of docs/dsm.md where it leaves a choice:
+ *  - PAGE has no status: a FETCH outside the region, or one whose reply
+ *    from R is not a whole page, is answered with a PAGE of data_len 0
+ *    (as R does), which the client reports as an error, instead of
+ *    leaving it blocked.
+ *  - Coalesced fetches respect I3: a reply older than a notice seen while
+ *    the fetch was pending is not cached, and the clients that asked after
+ *    that notice are served by a new upstream FETCH.
+ *  - A reply gets our deltas the home lacks written on top; one that was
+ *    pending while data of the page left us (push, pull, eager) is cached
+ *    only if at least as new as the version that data is in at the home,
+ *    so a cached copy always holds every delta of ours: what the
+ *    sole-cluster rule in lm_notices_apply relies on. */
 #include "lemuriad_int.h"
 
 #include <stdbool.h>

@@ -17,26 +17,10 @@
  *  - WAIT_END{n} consumes n ENDs, so create/wait cycles can repeat.
  *  - Forwarded ranks (LOCK, UNLOCK, END) are the sender's rank, taken from
  *    its node id, not what the message claims.
- *  - An UNLOCK of a lock not granted to that rank through us is answered
- *    UNLOCK_OK{LM_EINVAL} and not forwarded.
  *  - A client's CREATE for rank 0 or a rank beyond the layout is answered
  *    CREATE_OK{LM_EINVAL} and not forwarded.
  *  - One CREATE is kept per worker until its WAIT_WORK; a second one is
  *    dropped and counted.
- *  - PAGE has no status: a FETCH outside the region, or one whose reply
- *    from R is not a whole page, is answered with a PAGE of data_len 0
- *    (as R does), which the client reports as an error, instead of
- *    leaving it blocked.
- *  - A lock token whose clients all left stays here, free, until the
- *    manager recalls it, so the lock is not lost.
- *  - Coalesced fetches respect I3: a reply older than a notice seen while
- *    the fetch was pending is not cached, and the clients that asked after
- *    that notice are served by a new upstream FETCH.
- *  - A reply gets our deltas the home lacks written on top; one that was
- *    pending while data of the page left us (push, pull, eager) is cached
- *    only if at least as new as the version that data is in at the home,
- *    so a cached copy always holds every delta of ours: what the
- *    sole-cluster rule in lm_notices_apply relies on.
  *  - A client's diffs join the page's delta with the sender's rank as
  *    writer (the one the home's notices name), taken from its node id
  *    like LOCK's. */
@@ -102,6 +86,7 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 	c->end_notices = NULL;
 	c->end_nnotices = 0;
 	lm_locks_clear(c);
+	lm_notices_epoch_end(c);
 	c->run = run;
 	c->active = false;
 	c->aborted = false;

@@ -509,6 +509,9 @@ void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
  * GRANTs. */
 void lm_notices_note(lm_lemuriad *c, const struct lm_notice *n,
 		     uint32_t count);
+/* Every process passed a barrier (or the run ends): the epoch's notices
+ * are known to all and need not ride on local GRANTs any more. */
+void lm_notices_epoch_end(lm_lemuriad *c);
 
 /* ---- cache.c: the page cache and the table of our requests to R ---- */
 

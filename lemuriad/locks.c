@@ -4,7 +4,13 @@
  * Every path of a lock is here: a client's LOCK and UNLOCK, the
  * manager's GRANT and RECALL, the local GRANT (parked behind the
  * registration of what the last holder wrote: parking.c calls back
- * lm_locks_grant_local), a token going back, a holder that left. */
+ * lm_locks_grant_local), a token going back, a holder that left.
+ *
+ * Readings of docs/dsm.md where it leaves a choice:
+ *  - An UNLOCK of a lock not granted to that rank through us is answered
+ *    UNLOCK_OK{LM_EINVAL} and not forwarded.
+ *  - A lock token whose clients all left stays here, free, until the
+ *    manager recalls it, so the lock is not lost. */
 #include "lemuriad_int.h"
 
 #include <stdbool.h>
@@ -55,7 +61,6 @@ void lm_locks_clear(lm_lemuriad *c)
 	for (size_t i = 0; i < c->ntokens; i++)
 		token_free(&c->tokens[i]);
 	c->ntokens = 0;
-	lm_notice_set_clear(&c->epoch_notes);
 }
 
 /* Drops the entry of a lock nobody here holds, wants or has the token of. */

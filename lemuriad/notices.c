@@ -46,6 +46,11 @@ void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
 	lm_notices_note(c, n, count);
 }
 
+void lm_notices_epoch_end(lm_lemuriad *c)
+{
+	lm_notice_set_clear(&c->epoch_notes);
+}
+
 void lm_notices_note(lm_lemuriad *c, const struct lm_notice *n,
 		     uint32_t count)
 {

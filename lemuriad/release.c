@@ -426,9 +426,7 @@ void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m)
 	/* invalidation is exact and idempotent, so it is safe even for a
 	 * RELEASE we did not expect */
 	lm_notices_apply(c, m->notices, m->nnotices);
-	/* every process passed the barrier: older notices are known to all
-	 * and need not ride on local GRANTs any more */
-	lm_notice_set_clear(&c->epoch_notes);
+	lm_notices_epoch_end(c);
 	if (!expected) {
 		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
 		return;

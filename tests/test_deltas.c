@@ -137,6 +137,17 @@ static void test_deltas_register_seal_and_pull(void)
 	lm_deltas_destroy(d);
 }
 
+/* Page 9: rank 0's delta registered and sealed at version 3, then rank
+ * 1's registered too (REGISTER 1), its answer not yet in. */
+static void register_twice(lm_deltas *d)
+{
+	write_bytes(d, 9, 0, 0, 4, 0x11);
+	lm_deltas_seal(d, false, false);
+	answer(d, 0, 3);
+	write_bytes(d, 9, 1, 10, 4, 0x22);
+	lm_deltas_seal(d, false, false);
+}
+
 /* A second registration of a page whose sealed delta is unpulled names
  * the sealed version; an answer one above it means the home merged the
  * two (nobody wrote in between), and one PULL then takes both. */
@@ -145,11 +156,7 @@ static void test_deltas_merge_when_nobody_wrote_between(void)
 	lm_deltas *d = deltas(false);
 	uint8_t pg[DPAGE];
 
-	write_bytes(d, 9, 0, 0, 4, 0x11);
-	lm_deltas_seal(d, false, false);
-	answer(d, 0, 3);
-	write_bytes(d, 9, 1, 10, 4, 0x22);
-	lm_deltas_seal(d, false, false);
+	register_twice(d);
 	CU_ASSERT_EQUAL_FATAL(nregs, 2);
 	CU_ASSERT_EQUAL(regs[1].notes[0].base, LM_REG_NEW);
 	CU_ASSERT_EQUAL(regs[1].notes[0].version, 3); /* merge candidate */
@@ -171,11 +178,7 @@ static void test_deltas_older_pushed_when_another_wrote(void)
 	lm_deltas *d = deltas(false);
 	uint8_t pg[DPAGE];
 
-	write_bytes(d, 9, 0, 0, 4, 0x11);
-	lm_deltas_seal(d, false, false);
-	answer(d, 0, 3);
-	write_bytes(d, 9, 1, 10, 4, 0x22);
-	lm_deltas_seal(d, false, false);
+	register_twice(d);
 	answer(d, 1, 6);
 	CU_ASSERT_EQUAL_FATAL(nregs, 3);
 	CU_ASSERT_EQUAL_FATAL(regs[2].nnotes, 1);
