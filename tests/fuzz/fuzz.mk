@@ -44,8 +44,9 @@ FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
 	reflector/alloc.c \
 	$(FUZZ_MACHINE_SRC)
 FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c lemuriad/lemuriad.c \
-	lemuriad/cache.c lemuriad/tokens.c lemuriad/release.c \
-	lemuriad/deltas.c lemuriad/updates.c \
+	lemuriad/release.c lemuriad/locks.c lemuriad/fetches.c \
+	lemuriad/parking.c lemuriad/notices.c lemuriad/cache.c \
+	lemuriad/deltas.c lemuriad/updates.c common/notice_set.c \
 	$(FUZZ_MACHINE_SRC)
 FUZZ_HDRS = $(wildcard common/*.h lemuriad/*.h reflector/*.h tests/fuzz/*.h)
 
