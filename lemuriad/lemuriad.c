@@ -610,13 +610,11 @@ static void handle_up_reply(lm_lemuriad *c, uint32_t req_id,
 	switch (up->kind) {
 	case UP_FETCH:
 		lm_fetch_answer(c, up, m);
-		if (c->rel.active && c->rel.pending == 0)
-			lm_release_finish(c);
+		lm_release_fetched(c);
 		return;
 	case UP_FETCHV:
 		lm_fetch_pages(c, up, m);
-		if (c->rel.active && c->rel.pending == 0)
-			lm_release_finish(c);
+		lm_release_fetched(c);
 		return;
 	case UP_REGISTER:
 	case UP_PUSH:

@@ -399,9 +399,10 @@ static inline bool client_fresh(const struct client *cl)
 /* ---- release.c: a barrier RELEASE held for its updates ---- */
 
 void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m);
-/* Every fetch of the held RELEASE answered: the updates are prepared
- * and the RELEASE goes out, a client at a time (lm_release_step). */
-void lm_release_finish(lm_lemuriad *c);
+/* A reply to a fetch of ours came: once every fetch of the held RELEASE
+ * is answered, its updates are prepared and it goes out, a client at a
+ * time (lm_release_step). */
+void lm_release_fetched(lm_lemuriad *c);
 /* Releases the next client of a staged RELEASE; true while some are
  * left (lm_lemuriad_background). */
 bool lm_release_step(lm_lemuriad *c);

@@ -365,7 +365,7 @@ void lm_release_arrived(lm_lemuriad *c, struct upreq *up,
 }
 
 /* Every fetch answered: the updates go with the RELEASE. */
-void lm_release_finish(lm_lemuriad *c)
+static void release_finish(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 	const uint8_t **copies = calloc(h->nnotices ? h->nnotices : 1,
@@ -413,6 +413,12 @@ void lm_release_finish(lm_lemuriad *c)
 			;
 }
 
+void lm_release_fetched(lm_lemuriad *c)
+{
+	if (c->rel.active && c->rel.pending == 0)
+		release_finish(c);
+}
+
 void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m)
 {
 	bool expected = c->barrier_up && m->id == c->barrier_up_id;
@@ -434,8 +440,7 @@ void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m)
 	c->barrier_up = false;
 	if (held) {
 		rel_fetch(c);
-		if (c->rel.active && c->rel.pending == 0)
-			lm_release_finish(c);
+		lm_release_fetched(c);
 		return;
 	}
 	release_clients(c, m->id, m->notices, m->nnotices);
