@@ -85,6 +85,18 @@ static void answer(lm_deltas *d, int i, uint32_t version)
 	lm_deltas_registered(d, n, regs[i].nnotes);
 }
 
+/* Client `rank`'s bytes of `page` registered and sealed at `version`. */
+static void write_sealed(lm_deltas *d, uint32_t page, uint32_t rank,
+			 size_t off, size_t n, uint8_t val, uint32_t version)
+{
+	int i = nregs;
+
+	write_bytes(d, page, rank, off, n, val);
+	lm_deltas_seal(d, false, false);
+	CU_ASSERT_EQUAL_FATAL(nregs, i + 1);
+	answer(d, i, version);
+}
+
 /* The PULL of `page` at `version` applied to a zeroed page; its status. */
 static int pull_into(lm_deltas *d, uint32_t page, uint32_t version,
 		     uint8_t *pg)
@@ -141,9 +153,7 @@ static void test_deltas_register_seal_and_pull(void)
  * 1's registered too (REGISTER 1), its answer not yet in. */
 static void register_twice(lm_deltas *d)
 {
-	write_bytes(d, 9, 0, 0, 4, 0x11);
-	lm_deltas_seal(d, false, false);
-	answer(d, 0, 3);
+	write_sealed(d, 9, 0, 0, 4, 0x11, 3);
 	write_bytes(d, 9, 1, 10, 4, 0x22);
 	lm_deltas_seal(d, false, false);
 }
@@ -201,9 +211,7 @@ static void test_deltas_overlay_what_the_home_lacks(void)
 	lm_deltas *d = deltas(false);
 	uint8_t pg[DPAGE];
 
-	write_bytes(d, 4, 0, 0, 2, 0x11);
-	lm_deltas_seal(d, false, false);
-	answer(d, 0, 5);
+	write_sealed(d, 4, 0, 0, 2, 0x11, 5);
 	write_bytes(d, 4, 1, 20, 2, 0x22);
 	memset(pg, 0, sizeof(pg));
 	lm_deltas_overlay(d, 4, 4, pg);
@@ -226,9 +234,7 @@ static void test_deltas_seal_with_data(void)
 	lm_deltas *d = deltas(false);
 	uint8_t pg[DPAGE];
 
-	write_bytes(d, 1, 0, 0, 2, 0x11);
-	lm_deltas_seal(d, false, false);
-	answer(d, 0, 2);
+	write_sealed(d, 1, 0, 0, 2, 0x11, 2);
 	write_bytes(d, 7, 3, 0, 2, 0x33);
 	CU_ASSERT_TRUE(lm_deltas_seal(d, true, true) >= 1);
 	CU_ASSERT_EQUAL_FATAL(nregs, 2);
@@ -254,9 +260,7 @@ static void test_deltas_adaptive_after_a_pull(void)
 	uint8_t pg[DPAGE];
 	int i;
 
-	write_bytes(d, 2, 0, 0, 2, 0x11);
-	lm_deltas_seal(d, false, false);
-	answer(d, 0, 1);
+	write_sealed(d, 2, 0, 0, 2, 0x11, 1);
 	CU_ASSERT_EQUAL(pull_into(d, 2, 1, pg), 0);
 	for (i = 0; i < LM_DELTAS_SHARED_SENDS; i++) {
 		write_bytes(d, 2, 0, 0, 2, (uint8_t)i);
