@@ -183,6 +183,40 @@ static void test_release_goes_out_a_client_at_a_time(void)
 	teardown(c);
 }
 
+/* A message put off while a RELEASE is staged keeps copies of what it
+ * points to: the caller's buffer is gone when it is handled (the daemon
+ * decodes each datagram into a buffer it reuses). */
+static void test_put_off_message_keeps_its_own_copy(void)
+{
+	struct lm_msg f = msg(LM_MSG_FLUSH, RUN);
+	size_t cap = 4096 + 64;
+	uint8_t *list = malloc(cap);
+	lm_lemuriad *c = staged_release();
+	struct out *o;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(list);
+	f.diffs.data = list;
+	f.diffs.len = make_flush(list, cap, 9, 0, 8, 0x55);
+	f.diffs.count = 1;
+	creq(c, 0, 92, &f); /* waits for the RELEASE */
+	CU_ASSERT_EQUAL(nouts, 0);
+	memset(list, 0xee, cap);
+	free(list);
+	while (lm_lemuriad_background(c))
+		;
+	o = find_out(REPLIED, node_of(0), LM_MSG_FLUSH_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->m.status, 0);
+	clear_outs();
+	fetch(c, 0, 93, 9); /* cached, with the FLUSH's bytes */
+	o = find_out(REPLIED, node_of(0), LM_MSG_PAGE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o->data);
+	CU_ASSERT_EQUAL(o->data[0], 0x55);
+	CU_ASSERT_EQUAL(o->data[7], 0x55);
+	teardown(c);
+}
+
 /* I5: what waits for a staged RELEASE is bounded (8 messages per client
  * and 64); one more is dropped and counted, those before it are handled
  * afterwards. */
@@ -379,6 +413,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_release_carries_updates),
 	LM_TEST(test_release_goes_out_a_client_at_a_time),
 	LM_TEST(test_release_puts_off_a_bounded_number),
+	LM_TEST(test_put_off_message_keeps_its_own_copy),
 	LM_TEST(test_release_no_update_without_exact_copy),
 	LM_TEST(test_held_release_too_old_then_abort),
 	LM_TEST(test_fetchv_pages_as_diffs),
