@@ -1,4 +1,4 @@
-/* What a daemon's protocol (lemuriad/cluster.c, reflector/home.c) and the
+/* What a daemon's protocol (lemuriad/lemuriad.c, reflector/home.c) and the
  * daemon shell (daemon.h) agree on: the hooks the protocol gives, the
  * shell's limits that the protocols and the documentation count on, and
  * the shell's own counters.  Below every file of the shell. */
@@ -15,7 +15,7 @@
 
 typedef struct lm_daemon lm_daemon;
 
-/* The protocol a daemon runs (lemuriad/cluster.c, reflector/home.c): a
+/* The protocol a daemon runs (lemuriad/lemuriad.c, reflector/home.c): a
  * state machine fed with decoded DSM messages, emitting through `out`. */
 struct lm_daemon_protocol {
 	/* Returns the machine, or NULL with the reason in err. */
@@ -29,7 +29,7 @@ struct lm_daemon_protocol {
 	/* A peer is unreachable or restarted (optional). */
 	void (*peer_lost)(void *machine, uint16_t node);
 	/* Adds the protocol's own counters to a STATS reply (optional;
-	 * reflector/home_stats.c, lemuriad/cluster_stats.c). */
+	 * reflector/home_stats.c, lemuriad/lemuriad_stats.c). */
 	void (*stats)(void *machine, lm_stats_set *out);
 	/* Does a bounded piece of work the machine put off (optional):
 	 * called, once the machine asked for it through its out->later,

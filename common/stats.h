@@ -78,7 +78,7 @@ void lm_stats_set_info(lm_stats_set *s, const struct lm_stats_info *info);
 
 /* A protocol's counters struct described field by field, so that its
  * fields map to named counters with one table line each:
- *   LM_STATS_FIELD(struct lm_cluster_stats, LM_STAT_CLIENT, fetch_hits)
+ *   LM_STATS_FIELD(struct lm_lemuriad_stats, LM_STAT_CLIENT, fetch_hits)
  * Fields are unsigned integers of 1, 2, 4 or 8 bytes; the counter takes
  * the field's name. */
 struct lm_stats_field {

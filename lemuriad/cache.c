@@ -1,8 +1,8 @@
 /* The lemuriad's cluster page cache (hash by page + LRU list) and the
  * table of its requests to the reflector (by req_id, and FETCHes by page),
- * apart from the protocol logic in cluster.c that decides what is cached,
- * dropped and asked for. */
-#include "cluster_int.h"
+ * apart from the protocol logic (fetches.c, notices.c) that decides what
+ * is cached, dropped and asked for. */
+#include "lemuriad_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -15,16 +15,16 @@
 
 /* Dropped copies kept for the next page cached: a release drops and
  * refetches hundreds of pages, and malloc and free of page-sized blocks
- * were 6% of the lemuriad's time in LU.  At most this many, and an
- * eighth of the cache (I5). */
-#define LM_CLUSTER_SPARE_PAGES 1024
+ * cost (docs/performance.md, "Figures behind the lemuriad's choices").
+ * At most this many, and an eighth of the cache (I5). */
+#define LM_LEMURIAD_SPARE_PAGES 1024
 
-struct cpage *lm_cache_find(const lm_cluster *c, uint32_t page)
+struct cpage *lm_cache_find(const lm_lemuriad *c, uint32_t page)
 {
 	return page < c->npages ? c->by_page[page] : NULL;
 }
 
-static void lru_unlink(lm_cluster *c, struct cpage *cp)
+static void lru_unlink(lm_lemuriad *c, struct cpage *cp)
 {
 	if (cp->prev)
 		cp->prev->next = cp->next;
@@ -37,7 +37,7 @@ static void lru_unlink(lm_cluster *c, struct cpage *cp)
 	cp->prev = cp->next = NULL;
 }
 
-static void lru_push(lm_cluster *c, struct cpage *cp)
+static void lru_push(lm_lemuriad *c, struct cpage *cp)
 {
 	cp->prev = NULL;
 	cp->next = c->lru_head;
@@ -48,7 +48,7 @@ static void lru_push(lm_cluster *c, struct cpage *cp)
 	c->lru_head = cp;
 }
 
-void lm_cache_touch(lm_cluster *c, struct cpage *cp)
+void lm_cache_touch(lm_lemuriad *c, struct cpage *cp)
 {
 	if (c->lru_head != cp) {
 		lru_unlink(c, cp);
@@ -58,7 +58,7 @@ void lm_cache_touch(lm_cluster *c, struct cpage *cp)
 
 /* Drops a copy without any message: our changes to it are kept apart in
  * the cluster deltas (deltas.c), which go home on their own. */
-void lm_cache_detach(lm_cluster *c, struct cpage *cp)
+void lm_cache_detach(lm_lemuriad *c, struct cpage *cp)
 {
 	c->by_page[cp->page] = NULL;
 	lru_unlink(c, cp);
@@ -66,9 +66,9 @@ void lm_cache_detach(lm_cluster *c, struct cpage *cp)
 	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
 }
 
-void lm_cache_recycle(lm_cluster *c, struct cpage *cp)
+void lm_cache_recycle(lm_lemuriad *c, struct cpage *cp)
 {
-	if (c->nspare < LM_CLUSTER_SPARE_PAGES &&
+	if (c->nspare < LM_LEMURIAD_SPARE_PAGES &&
 	    c->nspare < c->cache_max / 8) {
 		cp->next = c->spare;
 		c->spare = cp;
@@ -78,13 +78,13 @@ void lm_cache_recycle(lm_cluster *c, struct cpage *cp)
 	}
 }
 
-void lm_cache_remove(lm_cluster *c, struct cpage *cp)
+void lm_cache_remove(lm_lemuriad *c, struct cpage *cp)
 {
 	lm_cache_detach(c, cp);
 	lm_cache_recycle(c, cp);
 }
 
-void lm_cache_clear(lm_cluster *c)
+void lm_cache_clear(lm_lemuriad *c)
 {
 	while (c->lru_head)
 		lm_cache_remove(c, c->lru_head);
@@ -92,7 +92,7 @@ void lm_cache_clear(lm_cluster *c)
 
 /* Stores data (page_size bytes, copied) as page at version.  A copy
  * already there is replaced only by one at least as new (I3). */
-void lm_cache_put(lm_cluster *c, uint32_t page, uint32_t version,
+void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		  const uint8_t *data)
 {
 	struct cpage *cp = lm_cache_find(c, page);
@@ -132,7 +132,7 @@ void lm_cache_put(lm_cluster *c, uint32_t page, uint32_t version,
 	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
 }
 
-void lm_cache_free_spares(lm_cluster *c)
+void lm_cache_free_spares(lm_lemuriad *c)
 {
 	while (c->spare) {
 		struct cpage *cp = c->spare;
@@ -145,7 +145,7 @@ void lm_cache_free_spares(lm_cluster *c)
 
 /* ---- requests to the reflector ------------------------------------- */
 
-void lm_upreq_free_waiters(lm_cluster *c, struct waiter *w)
+void lm_upreq_free_waiters(lm_lemuriad *c, struct waiter *w)
 {
 	while (w) {
 		struct waiter *next = w->next;
@@ -156,17 +156,17 @@ void lm_upreq_free_waiters(lm_cluster *c, struct waiter *w)
 	}
 }
 
-static struct upreq **id_bucket(lm_cluster *c, uint32_t req_id)
+static struct upreq **id_bucket(lm_lemuriad *c, uint32_t req_id)
 {
-	return &c->up_by_id[req_id % LM_CLUSTER_UP_BUCKETS];
+	return &c->up_by_id[req_id % LM_LEMURIAD_UP_BUCKETS];
 }
 
-static struct upreq **page_bucket(lm_cluster *c, uint32_t page)
+static struct upreq **page_bucket(lm_lemuriad *c, uint32_t page)
 {
-	return &c->up_by_page[page % LM_CLUSTER_UP_BUCKETS];
+	return &c->up_by_page[page % LM_LEMURIAD_UP_BUCKETS];
 }
 
-static void up_hash_id(lm_cluster *c, struct upreq *up)
+static void up_hash_id(lm_lemuriad *c, struct upreq *up)
 {
 	struct upreq **b = id_bucket(c, up->req_id);
 
@@ -174,7 +174,7 @@ static void up_hash_id(lm_cluster *c, struct upreq *up)
 	*b = up;
 }
 
-static void up_unhash_id(lm_cluster *c, struct upreq *up)
+static void up_unhash_id(lm_lemuriad *c, struct upreq *up)
 {
 	struct upreq **pp = id_bucket(c, up->req_id);
 
@@ -184,7 +184,7 @@ static void up_unhash_id(lm_cluster *c, struct upreq *up)
 		*pp = up->id_next;
 }
 
-struct upreq *lm_upreq_new(lm_cluster *c, enum up_kind kind)
+struct upreq *lm_upreq_new(lm_lemuriad *c, enum up_kind kind)
 {
 	struct upreq *up = calloc(1, sizeof(*up));
 
@@ -201,7 +201,7 @@ struct upreq *lm_upreq_new(lm_cluster *c, enum up_kind kind)
 }
 
 /* The request's next FETCH gets a new id (req_id must grow). */
-void lm_upreq_renumber(lm_cluster *c, struct upreq *up)
+void lm_upreq_renumber(lm_lemuriad *c, struct upreq *up)
 {
 	up_unhash_id(c, up);
 	up->req_id = c->next_req++;
@@ -209,7 +209,7 @@ void lm_upreq_renumber(lm_cluster *c, struct upreq *up)
 }
 
 /* Makes up the FETCH of `page`, found by lm_upreq_fetch_of. */
-void lm_upreq_set_page(lm_cluster *c, struct upreq *up, uint32_t page)
+void lm_upreq_set_page(lm_lemuriad *c, struct upreq *up, uint32_t page)
 {
 	struct upreq **b = page_bucket(c, page);
 
@@ -217,13 +217,13 @@ void lm_upreq_set_page(lm_cluster *c, struct upreq *up, uint32_t page)
 	up->page_next = *b;
 	*b = up;
 	/* data of ours on its way up: a reply may predate it (the `left`
-	 * rule of lm_cluster_reply_page) */
+	 * rule of reply_page in fetches.c) */
 	if (page < c->npages && c->leaving[page])
 		up->left = UINT32_MAX;
 }
 
 /* The FETCH of `page` on its way to the reflector, or NULL. */
-struct upreq *lm_upreq_fetch_of(lm_cluster *c, uint32_t page)
+struct upreq *lm_upreq_fetch_of(lm_lemuriad *c, uint32_t page)
 {
 	struct upreq *up = *page_bucket(c, page);
 
@@ -232,7 +232,7 @@ struct upreq *lm_upreq_fetch_of(lm_cluster *c, uint32_t page)
 	return up;
 }
 
-struct upreq *lm_upreq_find(lm_cluster *c, uint32_t req_id)
+struct upreq *lm_upreq_find(lm_lemuriad *c, uint32_t req_id)
 {
 	struct upreq *up = *id_bucket(c, req_id);
 
@@ -241,7 +241,7 @@ struct upreq *lm_upreq_find(lm_cluster *c, uint32_t req_id)
 	return up;
 }
 
-void lm_upreq_free(lm_cluster *c, struct upreq *up)
+void lm_upreq_free(lm_lemuriad *c, struct upreq *up)
 {
 	if (up->prev)
 		up->prev->next = up->next;
@@ -264,7 +264,7 @@ void lm_upreq_free(lm_cluster *c, struct upreq *up)
 }
 
 /* Appends a waiter (kept in arrival order).  0 or LM_ENOBUFS/LM_ENOMEM. */
-int lm_upreq_wait(lm_cluster *c, struct upreq *up, uint16_t node,
+int lm_upreq_wait(lm_lemuriad *c, struct upreq *up, uint16_t node,
 		  uint32_t req_id, uint32_t need)
 {
 	struct waiter *w, **pp;
@@ -286,7 +286,7 @@ int lm_upreq_wait(lm_cluster *c, struct upreq *up, uint16_t node,
 
 /* Creates an upstream request with one waiter.  0 or a negative code
  * (nothing created). */
-int lm_upreq_start(lm_cluster *c, enum up_kind kind, uint16_t node,
+int lm_upreq_start(lm_lemuriad *c, enum up_kind kind, uint16_t node,
 		   uint32_t req_id, struct upreq **out)
 {
 	struct upreq *up;

@@ -14,7 +14,8 @@
 #define DELTAS_ENTRIES_MAX 8192u
 /* Freed delta buffers kept for the next epoch's deltas, at most this many
  * (lm_deltas_keep_spares): taking a 4 KiB buffer and its mask from malloc
- * was 4 % of a lemuriad's samples in LU (docs/dsm.md "Memory"). */
+ * costs (docs/performance.md, "Figures behind the lemuriad's choices";
+ * docs/dsm.md "Memory"). */
 #define DELTAS_SPARE_MAX 1024u
 
 struct pdelta {

@@ -1,9 +1,9 @@
 /* lemuriad: the cluster daemon.  Thin main: the shell (common/daemon.c)
- * runs the transport and the event loop, lemuriad/cluster.c the protocol. */
+ * runs the transport and the event loop, lemuriad/lemuriad.c the protocol. */
 #include <stdio.h>
 
-#include "cluster.h"
-#include "cluster_stats.h"
+#include "lemuriad.h"
+#include "lemuriad_stats.h"
 #include "daemon.h"
 
 static void *lemuriad_create(const struct lm_layout *layout,
@@ -11,8 +11,8 @@ static void *lemuriad_create(const struct lm_layout *layout,
 			     const struct lm_msg_out *out, void *out_ctx,
 			     char *err, size_t errlen)
 {
-	lm_cluster *c =
-		lm_cluster_create(layout, name, layout->hash, out, out_ctx);
+	lm_lemuriad *c =
+		lm_lemuriad_create(layout, name, layout->hash, out, out_ctx);
 
 	(void)self_id;
 	if (!c)
@@ -22,34 +22,34 @@ static void *lemuriad_create(const struct lm_layout *layout,
 
 static void lemuriad_destroy(void *machine)
 {
-	lm_cluster_destroy(machine);
+	lm_lemuriad_destroy(machine);
 }
 
 static void lemuriad_handle(void *machine, uint16_t from,
 			    enum lm_rel_msg_kind kind, uint32_t req_id,
 			    const struct lm_msg *m)
 {
-	lm_cluster_handle(machine, from, kind, req_id, m);
+	lm_lemuriad_handle(machine, from, kind, req_id, m);
 }
 
 static void lemuriad_peer_lost(void *machine, uint16_t node)
 {
-	lm_cluster_peer_lost(machine, node);
+	lm_lemuriad_peer_lost(machine, node);
 }
 
 static void lemuriad_stats(void *machine, lm_stats_set *out)
 {
-	lm_cluster_stats_add(machine, out);
+	lm_lemuriad_stats_add(machine, out);
 }
 
 static bool lemuriad_background(void *machine)
 {
-	return lm_cluster_background(machine);
+	return lm_lemuriad_background(machine);
 }
 
 static void lemuriad_tick(void *machine)
 {
-	lm_cluster_tick(machine);
+	lm_lemuriad_tick(machine);
 }
 
 int main(int argc, char **argv)

@@ -1,8 +1,10 @@
 /* Barrier releases with updates (docs/dsm.md "Updates"): how a RELEASE
  * from the reflector reaches our clients.  With updates on it is held
  * until the pages they hold that other clusters changed are fetched, so
- * that each client gets the new bytes with the notices. */
-#include "cluster_int.h"
+ * that each client gets the new bytes with the notices; then it goes out
+ * a client at a time, and what would change the epoch's state meanwhile
+ * is put off, kept as decoded, for lemuriad.c to handle after it. */
+#include "lemuriad_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -10,12 +12,10 @@
 
 #include "diff.h"
 
-/* ---- barrier releases with updates (docs/dsm.md "Updates") -------- */
-
 /* Replies RELEASE{id, notices} to client `i` if it waits at barrier id,
  * with its updates when `updates` (lm_updates_prepare done); false when
  * it does not wait there. */
-static bool release_one(lm_cluster *c, uint32_t i, uint32_t id,
+static bool release_one(lm_lemuriad *c, uint32_t i, uint32_t id,
 			const struct lm_notice *n, uint32_t count,
 			bool updates)
 {
@@ -38,7 +38,7 @@ static bool release_one(lm_cluster *c, uint32_t i, uint32_t id,
 
 /* Releases every client waiting at barrier id at once (a RELEASE
  * without updates: its notices alone, quickly sent). */
-static void release_clients(lm_cluster *c, uint32_t id,
+static void release_clients(lm_lemuriad *c, uint32_t id,
 			    const struct lm_notice *n, uint32_t count)
 {
 	for (uint32_t i = 0; i < c->nclients; i++)
@@ -47,33 +47,7 @@ static void release_clients(lm_cluster *c, uint32_t id,
 		lm_updates_epoch_end(c->updates);
 }
 
-/* Handles, in the order they came, the messages put off while a RELEASE
- * was staged, until another one is (a deferred reply may finish it). */
-static void replay_deferred(lm_cluster *c)
-{
-	if (c->replaying)
-		return; /* the loop below goes on once this staging ends */
-	c->replaying = true;
-	while (c->ndeferred && !c->rel.staging) {
-		struct deferred_msg d = c->deferred[0];
-		struct lm_notice *nb;
-		struct lm_msg m;
-
-		memmove(c->deferred, c->deferred + 1,
-			--c->ndeferred * sizeof(*c->deferred));
-		nb = malloc((d.nnotices ? d.nnotices : 1) * sizeof(*nb));
-		if (nb && lm_msg_decode(d.bytes, d.len, &m, nb, d.nnotices) == 0)
-			lm_cluster_handle(c, d.from, (enum lm_rel_msg_kind)d.kind,
-					  d.req_id, &m);
-		else
-			c->stats.dropped_bad++;
-		free(nb);
-		free(d.bytes);
-	}
-	c->replaying = false;
-}
-
-bool lm_release_step(lm_cluster *c)
+bool lm_release_step(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 
@@ -88,12 +62,11 @@ bool lm_release_step(lm_cluster *c)
 	if (c->updates)
 		lm_updates_epoch_end(c->updates);
 	lm_release_clear(c);
-	replay_deferred(c);
 	return false;
 }
 
 /* Whether m may be handled while a RELEASE is staged. */
-static bool may_handle(const lm_cluster *c, uint16_t from,
+static bool may_handle(const lm_lemuriad *c, uint16_t from,
 		       enum lm_rel_msg_kind kind, const struct lm_msg *m)
 {
 	uint32_t page;
@@ -111,17 +84,20 @@ static bool may_handle(const lm_cluster *c, uint16_t from,
 	else
 		return false;
 	return page < c->npages &&
-	       lm_cache_find((lm_cluster *)c, page) != NULL;
+	       lm_cache_find((lm_lemuriad *)c, page) != NULL;
 }
 
-/* Keeps m for after the staged RELEASE; false when out of memory or
- * over the bound (LM_RELEASE_DEFER_*). */
-static bool defer(lm_cluster *c, uint16_t from, enum lm_rel_msg_kind kind,
+/* Keeps m for after the staged RELEASE, with copies of what it points
+ * to in one block; false when out of memory or over the bound
+ * (LM_RELEASE_DEFER_*). */
+static bool defer(lm_lemuriad *c, uint16_t from, enum lm_rel_msg_kind kind,
 		  uint32_t req_id, const struct lm_msg *m)
 {
-	size_t len = lm_msg_encoded_len(m);
+	size_t nb = m->notices ? m->nnotices * sizeof(*m->notices) : 0;
+	size_t db = m->data ? m->data_len : 0;
+	size_t fb = m->diffs.data ? m->diffs.len : 0;
 	struct deferred_msg *d;
-	uint8_t *bytes;
+	uint8_t *mem;
 
 	/* I5: a client has a call or two in flight, the reflector a few
 	 * one-way messages; more than that is a flood, not the protocol */
@@ -137,23 +113,29 @@ static bool defer(lm_cluster *c, uint16_t from, enum lm_rel_msg_kind kind,
 		c->deferred = d;
 		c->deferred_cap = cap;
 	}
-	bytes = len ? malloc(len) : NULL;
-	if (!bytes || lm_msg_encode(m, bytes, len) != (int)len) {
-		free(bytes);
+	mem = malloc(nb + db + fb ? nb + db + fb : 1);
+	if (!mem)
 		return false;
+	d = &c->deferred[c->ndeferred++];
+	*d = (struct deferred_msg){ .from = from, .kind = kind,
+				    .req_id = req_id, .m = *m, .mem = mem };
+	/* notices first: the block is aligned for them */
+	if (nb) {
+		memcpy(mem, m->notices, nb);
+		d->m.notices = (const struct lm_notice *)(void *)mem;
 	}
-	c->deferred[c->ndeferred++] = (struct deferred_msg){
-		.from = from,
-		.kind = (uint8_t)kind,
-		.req_id = req_id,
-		.nnotices = m->nnotices,
-		.len = len,
-		.bytes = bytes,
-	};
+	if (db) {
+		memcpy(mem + nb, m->data, db);
+		d->m.data = mem + nb;
+	}
+	if (fb) {
+		memcpy(mem + nb + db, m->diffs.data, fb);
+		d->m.diffs.data = mem + nb + db;
+	}
 	return true;
 }
 
-bool lm_release_puts_off(lm_cluster *c, uint16_t from,
+bool lm_release_puts_off(lm_lemuriad *c, uint16_t from,
 			 enum lm_rel_msg_kind kind, uint32_t req_id,
 			 const struct lm_msg *m)
 {
@@ -165,14 +147,24 @@ bool lm_release_puts_off(lm_cluster *c, uint16_t from,
 	return true;
 }
 
-void lm_release_free_deferred(lm_cluster *c)
+bool lm_release_take_deferred(lm_lemuriad *c, struct deferred_msg *d)
+{
+	if (c->rel.staging || !c->ndeferred)
+		return false;
+	*d = c->deferred[0];
+	memmove(c->deferred, c->deferred + 1,
+		--c->ndeferred * sizeof(*c->deferred));
+	return true;
+}
+
+void lm_release_free_deferred(lm_lemuriad *c)
 {
 	for (size_t i = 0; i < c->ndeferred; i++)
-		free(c->deferred[i].bytes);
+		free(c->deferred[i].mem);
 	c->ndeferred = 0;
 }
 
-void lm_release_clear(lm_cluster *c)
+void lm_release_clear(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 
@@ -193,7 +185,7 @@ void lm_release_clear(lm_cluster *c)
 }
 
 /* Bytes of a byte mask of one page. */
-static size_t mask_bytes(const lm_cluster *c)
+static size_t mask_bytes(const lm_lemuriad *c)
 {
 	return (c->page_size + 63) / 64 * sizeof(uint64_t);
 }
@@ -207,7 +199,7 @@ static size_t mask_bytes(const lm_cluster *c)
  * taken out of it; the fetched ones go into the cache, their masks take
  * another sixty-fourth).  False when out of memory: the RELEASE then
  * goes without updates. */
-static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
+static bool rel_hold(lm_lemuriad *c, const struct lm_msg *m)
 {
 	struct held_release *h = &c->rel;
 	size_t cap = c->cache_max / 8, fetches = 0;
@@ -274,40 +266,7 @@ static bool rel_hold(lm_cluster *c, const struct lm_msg *m)
 
 /* Sends the held RELEASE's fetches (after the notices applied, so that
  * each FETCH names the newest notice of its page). */
-static void fetch_alone(lm_cluster *c, struct upreq *up);
-
-/* One FETCHV for the pages of `batch` (n of them), each with its own
- * UP_FETCH already in the table; the request keeps the list, so that the
- * pages its PAGES leaves out can be asked for alone. */
-static void send_batch(lm_cluster *c, const struct lm_notice *want,
-		       const uint32_t *pages, uint32_t n, bool ahead)
-{
-	struct upreq *up = lm_upreq_new(c, UP_FETCHV);
-	struct lm_msg r;
-
-	if (up && (up->batch = malloc(n * sizeof(*up->batch)))) {
-		up->ahead = ahead;
-		memcpy(up->batch, pages, n * sizeof(*up->batch));
-		up->nbatch = n;
-		msg_init(c, &r, LM_MSG_FETCHV);
-		r.notices = want;
-		r.nnotices = n;
-		c->out.request(c->ctx, c->reflector, up->req_id, &r);
-		return;
-	}
-	if (up)
-		lm_upreq_free(c, up);
-	for (uint32_t i = 0; i < n; i++) { /* no memory: one by one */
-		struct upreq *p = lm_upreq_fetch_of(c, pages[i]);
-
-		if (p && ahead)
-			lm_upreq_free(c, p); /* nobody waits yet */
-		else if (p)
-			fetch_alone(c, p);
-	}
-}
-
-static void rel_fetch(lm_cluster *c)
+static void rel_fetch(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 	struct lm_notice want[LM_FETCHV_MAX];
@@ -342,27 +301,18 @@ static void rel_fetch(lm_cluster *c)
 					      .base = h->notices[i].base };
 		batch[n++] = page;
 		if (n == LM_FETCHV_MAX) {
-			send_batch(c, want, batch, n, false);
+			lm_fetch_batch(c, want, batch, n, false);
 			n = 0;
 		}
 	}
 	if (n)
-		send_batch(c, want, batch, n, false);
+		lm_fetch_batch(c, want, batch, n, false);
 }
 
-/* Sends the page's own FETCH, for one a FETCHV did not bring. */
-static void fetch_alone(lm_cluster *c, struct upreq *up)
-{
-	up->batched = false;
-	lm_cluster_fetch_again(c, up);
-}
-
-/* The page an entry of PAGES brings: the entry itself for a whole page,
- * else our copy saved at the entry's base with the entry (a diff)
- * applied, built in the cluster's page buffer, where
- * lm_cluster_reply_page works on it before it goes into the cache.  NULL
- * when it does not fit what we asked. */
-static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
+/* hooks.rebuild: the page a PAGES diff entry brings is our copy saved at
+ * the entry's base with the entry applied, built in the cluster's page
+ * buffer; NULL when it does not fit what we asked. */
+const uint8_t *lm_release_rebuild(lm_lemuriad *c, const struct upreq *up,
 				  const struct lm_notice *n,
 				  const uint8_t *data, size_t len)
 {
@@ -372,8 +322,6 @@ static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 	uint64_t *known;
 	uint8_t *page;
 
-	if (n->base == LM_NO_BASE)
-		return len == c->page_size ? data : NULL;
 	if (!h->active || up->pre == 0 || i >= h->nnotices ||
 	    h->kind[i] != REL_FETCH || !h->old[i] ||
 	    h->notices[i].base != n->base ||
@@ -392,105 +340,10 @@ static const uint8_t *pages_entry(lm_cluster *c, const struct upreq *up,
 	return page;
 }
 
-void lm_release_pages(lm_cluster *c, struct upreq *batch,
-		      const struct lm_msg *m)
-{
-	struct {
-		uint32_t page;
-		const uint8_t *data;
-		size_t len;
-	} e[LM_FETCHV_MAX];
-	size_t pos = 0;
-	uint32_t n = 0;
-
-	if (m->type != LM_MSG_PAGES || m->diffs.count != m->nnotices ||
-	    m->nnotices > LM_FETCHV_MAX)
-		count_bad(c, c->reflector, m, "bad reply to FETCHV");
-	while (m->type == LM_MSG_PAGES && n < m->nnotices &&
-	       n < LM_FETCHV_MAX &&
-	       lm_msg_diffs_next(&m->diffs, &pos, &e[n].page, &e[n].data,
-				 &e[n].len) == 1)
-		n++;
-	/* last first: a client's FETCHV waiting on an early page of the
-	 * batch then finds the later ones it asked for cached */
-	for (uint32_t i = n; i-- > 0;) {
-		struct upreq *up = lm_upreq_fetch_of(c, e[i].page);
-		const uint8_t *data;
-		struct lm_msg pm;
-
-		if (e[i].page != m->notices[i].page || !up || !up->batched)
-			continue;
-		data = pages_entry(c, up, &m->notices[i], e[i].data, e[i].len);
-		if (!data)
-			continue; /* asked for alone below */
-		up->batched = false;
-		msg_init(c, &pm, LM_MSG_PAGE);
-		pm.page = e[i].page;
-		pm.version = m->notices[i].version;
-		pm.data = data;
-		pm.data_len = c->page_size;
-		if (m->notices[i].base != LM_NO_BASE)
-			c->rel.building = up->pre;
-		lm_cluster_reply_page(c, up, &pm);
-		c->rel.building = 0;
-	}
-	/* what it did not bring is asked page by page (the home may have to
-	 * pull it first, or it lives at another reflector); a page fetched
-	 * ahead that nobody waits for is left to its first fault */
-	for (uint32_t i = 0; i < batch->nbatch; i++) {
-		struct upreq *up = lm_upreq_fetch_of(c, batch->batch[i]);
-
-		if (!up || !up->batched)
-			continue;
-		if (batch->ahead && !up->waiters && !up->pre)
-			lm_upreq_free(c, up);
-		else
-			fetch_alone(c, up);
-	}
-	lm_upreq_free(c, batch);
-}
-
-/* Adds `p` to a fetch-ahead batch unless we hold it or fetch it already. */
-static void ahead_add(lm_cluster *c, uint32_t p, struct lm_notice *want,
-		      uint32_t *batch, uint32_t *n)
-{
-	struct upreq *up;
-
-	if (p >= c->npages || lm_cache_find(c, p) || lm_upreq_fetch_of(c, p) ||
-	    !(up = lm_upreq_new(c, UP_FETCH)))
-		return;
-	lm_upreq_set_page(c, up, p);
-	up->batched = true;
-	c->stats.fetch_ahead++;
-	want[*n] = (struct lm_notice){ .page = p, .version = c->known[p],
-				       .base = LM_NO_BASE };
-	batch[(*n)++] = p;
-}
-
-/* One FETCHV to the reflector: the `reach` pages after the miss first,
- * then the client's others, as many as a FETCHV holds (with `prefetch`
- * above 21 the client may name more). */
-void lm_cluster_fetch_ahead(lm_cluster *c, uint32_t page, uint32_t reach,
-			    const uint32_t *more, uint32_t nmore)
-{
-	struct lm_notice want[LM_FETCHV_MAX];
-	uint32_t batch[LM_FETCHV_MAX], n = 0;
-
-	if (reach > c->layout->prefetch)
-		reach = c->layout->prefetch;
-	for (uint32_t k = 1; k <= reach && n < LM_FETCHV_MAX; k++)
-		ahead_add(c, page + k, want, batch, &n);
-	for (uint32_t i = 0;
-	     i < nmore && i < LM_CLUSTER_FETCHV_MAX && n < LM_FETCHV_MAX; i++)
-		ahead_add(c, more[i], want, batch, &n);
-	if (n)
-		send_batch(c, want, batch, n, true);
-}
-
 /* A reply for the held RELEASE's fetch of notice up->pre - 1: `data`
  * (NULL for a failed fetch) is the page at `version`, which
- * lm_cluster_reply_page put in the cache. */
-void lm_release_arrived(lm_cluster *c, struct upreq *up,
+ * fetches.c put in the cache (hooks.arrived). */
+void lm_release_arrived(lm_lemuriad *c, struct upreq *up,
 			const uint8_t *data, uint32_t version)
 {
 	struct held_release *h = &c->rel;
@@ -506,13 +359,13 @@ void lm_release_arrived(lm_cluster *c, struct upreq *up,
 	h->pending--;
 	if (data) {
 		h->arrived[i] = true;
-		if (h->building != i + 1)
+		if (!up->rebuilt)
 			h->known[i] = NULL; /* a whole page: compared */
 	}
 }
 
 /* Every fetch answered: the updates go with the RELEASE. */
-void lm_release_finish(lm_cluster *c)
+static void release_finish(lm_lemuriad *c)
 {
 	struct held_release *h = &c->rel;
 	const uint8_t **copies = calloc(h->nnotices ? h->nnotices : 1,
@@ -546,7 +399,8 @@ void lm_release_finish(lm_cluster *c)
 	/* one client a step (lm_release_step, from the daemon's background
 	 * work): between two the socket is read, so a PULL that another
 	 * cluster waits for, or a released client's fault on a cached page,
-	 * need not wait for every client's list (0.2-5 ms each in LU) */
+	 * need not wait for every client's list (docs/performance.md,
+	 * "Figures behind the lemuriad's choices") */
 	h->staging = true;
 	h->updates = updates;
 	h->next_slot = 0;
@@ -559,7 +413,13 @@ void lm_release_finish(lm_cluster *c)
 			;
 }
 
-void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
+void lm_release_fetched(lm_lemuriad *c)
+{
+	if (c->rel.active && c->rel.pending == 0)
+		release_finish(c);
+}
+
+void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m)
 {
 	bool expected = c->barrier_up && m->id == c->barrier_up_id;
 	bool held = false;
@@ -571,10 +431,8 @@ void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
 		held = rel_hold(c, m);
 	/* invalidation is exact and idempotent, so it is safe even for a
 	 * RELEASE we did not expect */
-	lm_cluster_apply_notices(c, m->notices, m->nnotices);
-	/* every process passed the barrier: older notices are known to all
-	 * and need not ride on local GRANTs any more */
-	lm_notice_set_clear(&c->epoch_notes);
+	lm_notices_apply(c, m->notices, m->nnotices);
+	lm_notices_epoch_end(c);
 	if (!expected) {
 		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
 		return;
@@ -582,8 +440,7 @@ void lm_release_handle(lm_cluster *c, const struct lm_msg *m)
 	c->barrier_up = false;
 	if (held) {
 		rel_fetch(c);
-		if (c->rel.active && c->rel.pending == 0)
-			lm_release_finish(c);
+		lm_release_fetched(c);
 		return;
 	}
 	release_clients(c, m->id, m->notices, m->nnotices);

@@ -27,7 +27,7 @@
  * (an eighth of the cache), within these bounds; pages beyond it are
  * invalidated as without updates.  The RELEASEs of a barrier are queued
  * to every client at once, so this bounds what waits in the send queues
- * (I5); LU on 4+4 sends up to 3 MiB to a client. */
+ * (I5; docs/performance.md, "Figures behind the lemuriad's choices"). */
 #define LM_UPDATES_CLIENT_MIN (1u << 20)
 #define LM_UPDATES_CLIENT_MAX (8u << 20)
 

@@ -40,7 +40,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster.h"
+#include "lemuriad.h"
 #include "config.h"
 #include "diff.h"
 #include "home.h"
@@ -167,7 +167,7 @@ static struct sim {
 	uint64_t seed;
 	uint32_t nrefl, nclus, nprocs, nnodes, ps, npages;
 	lm_home *home[SIM_NODES];
-	lm_cluster *clus[SIM_NODES];
+	lm_lemuriad *clus[SIM_NODES];
 	uint16_t ctx[SIM_NODES];   /* each machine's ctx: its node id */
 	bool bg[SIM_NODES];        /* background work asked for (later) */
 	/* the network */
@@ -1403,7 +1403,7 @@ static void deliver(uint32_t ci)
 		lm_home_handle(S.home[x->dst], x->src,
 			       (enum lm_rel_msg_kind)x->kind, x->req_id, &m);
 	else if (is_clus(x->dst))
-		lm_cluster_handle(S.clus[x->dst], x->src,
+		lm_lemuriad_handle(S.clus[x->dst], x->src,
 				  (enum lm_rel_msg_kind)x->kind, x->req_id, &m);
 	else
 		proc_receive(proc_of(x->dst), x->src,
@@ -1436,7 +1436,7 @@ static bool open_gate(void)
 static void tick_all(void)
 {
 	for (uint32_t i = 0; i < S.nclus; i++)
-		lm_cluster_tick(S.clus[S.nrefl + 1 + i]);
+		lm_lemuriad_tick(S.clus[S.nrefl + 1 + i]);
 }
 
 static void run_loop(void)
@@ -1496,7 +1496,7 @@ static void run_loop(void)
 			tracef("%6llu %s background",
 			       (unsigned long long)S.step,
 			       S.layout->clusters[n - S.nrefl - 1].name);
-			if (lm_cluster_background(S.clus[n]))
+			if (lm_lemuriad_background(S.clus[n]))
 				S.bg[n] = true;
 		}
 	}
@@ -1526,7 +1526,7 @@ static void sim_free(void)
 		if (is_refl(n))
 			lm_home_destroy(S.home[n]);
 		else if (is_clus(n))
-			lm_cluster_destroy(S.clus[n]);
+			lm_lemuriad_destroy(S.clus[n]);
 		S.home[n] = NULL;
 		S.clus[n] = NULL;
 	}
@@ -1627,7 +1627,7 @@ static void sim_start(void)
 				&layout->clusters[n - S.nrefl - 1];
 
 			CU_ASSERT_FATAL(c->id == n);
-			S.clus[n] = lm_cluster_create(layout, c->name,
+			S.clus[n] = lm_lemuriad_create(layout, c->name,
 						      layout->hash, &out_cbs,
 						      &S.ctx[n]);
 			CU_ASSERT_PTR_NOT_NULL_FATAL(S.clus[n]);

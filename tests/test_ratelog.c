@@ -14,7 +14,7 @@
 
 #include "auth.h"
 #include "clock.h"
-#include "cluster.h"
+#include "lemuriad.h"
 #include "evnode.h"
 #include "home.h"
 #include "lm_error.h"
@@ -413,22 +413,22 @@ static void test_protocol_drops_counted_and_limited(void)
 	struct lm_msg m = { .type = LM_MSG_FETCH, .run = 5 };
 	char err[256];
 	lm_home *h;
-	lm_cluster *c;
+	lm_lemuriad *c;
 
 	CU_ASSERT_FATAL(lm_layout_load("conf/4+4.ini", &l, err,
 				       sizeof(err)) == 0);
 	h = lm_home_create(l, 1, &quiet_out, NULL);
-	c = lm_cluster_create(l, "c0", l->hash, &quiet_out, NULL);
+	c = lm_lemuriad_create(l, "c0", l->hash, &quiet_out, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	cap_begin(LM_LOG_WARN);
 	/* node 99 is in no role of conf/4+4.ini */
 	for (int i = 0; i < 500; i++) {
 		lm_home_handle(h, 99, LM_REL_REQUEST, (uint32_t)i + 1, &m);
-		lm_cluster_handle(c, 99, LM_REL_REQUEST, (uint32_t)i + 1, &m);
+		lm_lemuriad_handle(c, 99, LM_REL_REQUEST, (uint32_t)i + 1, &m);
 	}
 	CU_ASSERT_EQUAL(lm_home_stats(h)->dropped_bad, 500);
-	CU_ASSERT_EQUAL(lm_cluster_stats(c)->dropped_bad, 500);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 500);
 	CU_ASSERT_EQUAL(cap_count("home: FETCH from node 99 dropped"),
 			LM_LOG_LIMIT_BURST);
 	CU_ASSERT_EQUAL(cap_count("cluster c0: dropped FETCH from node 99"),
@@ -443,7 +443,7 @@ static void test_protocol_drops_counted_and_limited(void)
 				  "lemuriad suppressed"),
 			1);
 	cap_end();
-	lm_cluster_destroy(c);
+	lm_lemuriad_destroy(c);
 	lm_home_destroy(h);
 	lm_layout_free(l);
 }

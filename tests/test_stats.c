@@ -3,7 +3,7 @@
  * rejected field), link levels and tool ids; the engine's per-peer
  * retransmission counts; the daemon shell answering STATS over
  * 127.0.0.1 with its per-level counts and a protocol's hook; and the
- * protocol adapters (reflector/home_stats.c, lemuriad/cluster_stats.c). */
+ * protocol adapters (reflector/home_stats.c, lemuriad/lemuriad_stats.c). */
 #include "unit.h"
 
 #include <arpa/inet.h>
@@ -18,7 +18,7 @@
 #include "../tools/runstats.h"
 #include "auth.h"
 #include "clock.h"
-#include "cluster_stats.h"
+#include "lemuriad_stats.h"
 #include "daemon.h"
 #include "daemon_pair.h"
 #include "deltas.h"
@@ -1031,21 +1031,21 @@ static void test_home_adapter_maps_every_field(void)
 static void test_cluster_adapter_maps_every_field(void)
 {
 	struct lm_layout *l = load("conf/4+4.ini");
-	lm_cluster *c;
+	lm_lemuriad *c;
 	lm_stats_set *s = lm_stats_create();
 	struct lm_msg m = { .type = LM_MSG_FETCH, .run = 1 };
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-	c = lm_cluster_create(l, "c0", l->hash, &quiet_out, NULL);
+	c = lm_lemuriad_create(l, "c0", l->hash, &quiet_out, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	/* Rank 0 never joined: its FETCH is dropped as bad. */
-	lm_cluster_handle(c, lm_layout_client_id(l, 0), LM_REL_REQUEST, 1,
+	lm_lemuriad_handle(c, lm_layout_client_id(l, 0), LM_REL_REQUEST, 1,
 			  &m);
-	CU_ASSERT_EQUAL_FATAL(lm_cluster_stats(c)->dropped_bad, 1);
-	lm_cluster_stats_add(c, s);
+	CU_ASSERT_EQUAL_FATAL(lm_lemuriad_stats(c)->dropped_bad, 1);
+	lm_lemuriad_stats_add(c, s);
 	CU_ASSERT_EQUAL(lm_stats_count(s) * sizeof(uint64_t),
-			sizeof(struct lm_cluster_stats) +
+			sizeof(struct lm_lemuriad_stats) +
 			sizeof(struct lm_deltas_stats) +
 			sizeof(struct lm_updates_stats));
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLUSTER, "delta_bytes_sent"), 0);
@@ -1053,7 +1053,7 @@ static void test_cluster_adapter_maps_every_field(void)
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLIENT, "fetch_hits"), 0);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_CLUSTER, "fetch_misses"), 0);
 	CU_ASSERT_EQUAL(val(s, LM_STAT_NONE, "cached_bytes"), 0);
-	lm_cluster_destroy(c);
+	lm_lemuriad_destroy(c);
 	lm_stats_destroy(s);
 	lm_layout_free(l);
 }

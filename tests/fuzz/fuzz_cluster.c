@@ -4,39 +4,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster.h"
+#include "lemuriad.h"
 #include "fuzz_machine.h"
 
 static void *cluster_create(const struct lm_layout *l,
 			    const struct lm_msg_out *out, void *ctx)
 {
-	return lm_cluster_create(l, FZ_CLUSTER_NAME, l->hash, out, ctx);
+	return lm_lemuriad_create(l, FZ_CLUSTER_NAME, l->hash, out, ctx);
 }
 
 static void cluster_destroy(void *c)
 {
-	lm_cluster_destroy(c);
+	lm_lemuriad_destroy(c);
 }
 
 static void cluster_handle(void *c, uint16_t from, enum lm_rel_msg_kind kind,
 			   uint32_t req_id, const struct lm_msg *m)
 {
-	lm_cluster_handle(c, from, kind, req_id, m);
+	lm_lemuriad_handle(c, from, kind, req_id, m);
 }
 
 static void cluster_peer_lost(void *c, uint16_t node)
 {
-	lm_cluster_peer_lost(c, node);
+	lm_lemuriad_peer_lost(c, node);
 }
 
 static bool cluster_background(void *c)
 {
-	return lm_cluster_background(c);
+	return lm_lemuriad_background(c);
 }
 
 static void cluster_tick(void *c)
 {
-	lm_cluster_tick(c);
+	lm_lemuriad_tick(c);
 }
 
 static const struct fz_machine cluster = {

@@ -1,15 +1,15 @@
-/* Names and levels of struct lm_cluster_stats (lemuriad/cluster.h).  A
+/* Names and levels of struct lm_lemuriad_stats (lemuriad/lemuriad.h).  A
  * field added there gets one line in the table below: "client" for what
  * the clients asked, "cluster" for what went up to the reflector, "-" for
  * what belongs to no link (the cache, drops). */
-#include "cluster_stats.h"
+#include "lemuriad_stats.h"
 
 #include "deltas.h"
 #include "updates.h"
 
-#define F(level, field) LM_STATS_FIELD(struct lm_cluster_stats, level, field)
+#define F(level, field) LM_STATS_FIELD(struct lm_lemuriad_stats, level, field)
 
-static const struct lm_stats_field lm_cluster_stat_fields[] = {
+static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_CLIENT, fetch_hits),
 	F(LM_STAT_CLIENT, fetch_neighbours),
 	F(LM_STAT_CLUSTER, fetch_misses),
@@ -63,16 +63,16 @@ static const struct lm_stats_field lm_updates_stat_fields[] = {
 
 #undef F
 
-void lm_cluster_stats_add(const lm_cluster *c, lm_stats_set *out)
+void lm_lemuriad_stats_add(const lm_lemuriad *c, lm_stats_set *out)
 {
-	lm_stats_add_fields(out, lm_cluster_stats(c), lm_cluster_stat_fields,
-			    sizeof(lm_cluster_stat_fields) /
-				    sizeof(lm_cluster_stat_fields[0]));
-	lm_stats_add_fields(out, lm_cluster_delta_stats(c),
+	lm_stats_add_fields(out, lm_lemuriad_stats(c), lm_lemuriad_stat_fields,
+			    sizeof(lm_lemuriad_stat_fields) /
+				    sizeof(lm_lemuriad_stat_fields[0]));
+	lm_stats_add_fields(out, lm_lemuriad_delta_stats(c),
 			    lm_delta_stat_fields,
 			    sizeof(lm_delta_stat_fields) /
 				    sizeof(lm_delta_stat_fields[0]));
-	lm_stats_add_fields(out, lm_cluster_updates_stats(c),
+	lm_stats_add_fields(out, lm_lemuriad_updates_stats(c),
 			    lm_updates_stat_fields,
 			    sizeof(lm_updates_stat_fields) /
 				    sizeof(lm_updates_stat_fields[0]));

@@ -4,11 +4,11 @@
  * cluster barrier, lock tokens, alloc relays, CREATE/END routing, run ids
  * and aborts.
  *
- * Decoded messages go in through lm_cluster_handle; messages come out
+ * Decoded messages go in through lm_lemuriad_handle; messages come out
  * through the struct lm_msg_out callbacks during that call.  No sockets,
  * no clock, no threads. */
-#ifndef LM_LEMURIAD_CLUSTER_H
-#define LM_LEMURIAD_CLUSTER_H
+#ifndef LM_LEMURIAD_LEMURIAD_H
+#define LM_LEMURIAD_LEMURIAD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,10 +17,10 @@
 #include "proto.h"
 #include "reliable.h"
 
-typedef struct lm_cluster lm_cluster;
+typedef struct lm_lemuriad lm_lemuriad;
 
 /* Rank carried by the ABORT sent when the reflector is lost. */
-#define LM_CLUSTER_ABORT_REFLECTOR 0xffffffffu
+#define LM_LEMURIAD_ABORT_REFLECTOR 0xffffffffu
 
 /* Local hand-offs a recalled token may still make before it goes back to
  * its manager, so that no cluster starves the others.  Cohort locks pass
@@ -29,30 +29,30 @@ typedef struct lm_cluster lm_cluster;
  * their processes under a lock at the start: with 4, the clusters of
  * 8+8+8+8 got their numbers in runs of five and LU's block columns,
  * which go to consecutive numbers, spread over two clusters). */
-#define LM_CLUSTER_HANDOFFS_MAX 16u
+#define LM_LEMURIAD_HANDOFFS_MAX 16u
 
-/* Ticks (lm_cluster_tick, about a second each) a recalled token may stay
- * for a client that has just started work (tokens.c, "fresh"): the first
+/* Ticks (lm_lemuriad_tick, about a second each) a recalled token may stay
+ * for a client that has just started work (locks.c, "fresh"): the first
  * tick after the wait began starts it, the second ends it, so the wait
  * lasts one to two seconds.  Numbering takes milliseconds; a worker that
  * computes for minutes before it first synchronises must not hold other
  * clusters' LOCKs for as long. */
-#define LM_CLUSTER_FRESH_TICKS 2u
+#define LM_LEMURIAD_FRESH_TICKS 2u
 
 /* Creates the state machine of cluster `name` of `layout`.  The layout is
  * borrowed and must outlive the machine; *out is copied; ctx is passed to
  * every callback.  layout_hash is what every JOIN must carry.  NULL when
  * the layout has no cluster `name` or memory runs out. */
-lm_cluster *lm_cluster_create(const struct lm_layout *layout,
+lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 			      const char *name, uint64_t layout_hash,
 			      const struct lm_msg_out *out, void *ctx);
 /* Frees everything; accepts NULL. */
-void lm_cluster_destroy(lm_cluster *c);
+void lm_lemuriad_destroy(lm_lemuriad *c);
 
 /* Executes one message from node `from` (a client of this cluster or its
  * reflector; anything else is dropped and counted).  m and what it points
  * to are borrowed for the call; what must outlive it is copied. */
-void lm_cluster_handle(lm_cluster *c, uint16_t from,
+void lm_lemuriad_handle(lm_lemuriad *c, uint16_t from,
 		       enum lm_rel_msg_kind kind, uint32_t req_id,
 		       const struct lm_msg *m);
 
@@ -60,22 +60,22 @@ void lm_cluster_handle(lm_cluster *c, uint16_t from,
  * a barrier all our clients reached, encoded while the RELEASE is on its
  * way (lm_updates_encode_ahead), a few pages a call.  Returns true while
  * some is left. */
-bool lm_cluster_background(lm_cluster *c);
+bool lm_lemuriad_background(lm_lemuriad *c);
 
 /* The daemon's clock, about once a second while a run is on: ends the
- * waits no message would end (LM_CLUSTER_FRESH_TICKS). */
-void lm_cluster_tick(lm_cluster *c);
+ * waits no message would end (LM_LEMURIAD_FRESH_TICKS). */
+void lm_lemuriad_tick(lm_lemuriad *c);
 
 /* The transport says `node` is unreachable or restarted.  A joined client
  * of the run: every other joined client gets ABORT{rank, "rank N lost"}
  * (one-way) and the run's state is dropped.  The reflector: ABORT{
- * LM_CLUSTER_ABORT_REFLECTOR, "reflector lost"} to every joined client,
+ * LM_LEMURIAD_ABORT_REFLECTOR, "reflector lost"} to every joined client,
  * state dropped.  Until a JOIN with a newer run, the aborted run's
  * messages are dropped (JOIN gets JOIN_OK{LM_ECLOSED}, LEAVE is still
  * answered). */
-void lm_cluster_peer_lost(lm_cluster *c, uint16_t node);
+void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node);
 
-struct lm_cluster_stats {
+struct lm_lemuriad_stats {
 	uint64_t fetch_hits;        /* FETCH answered from the cache */
 	uint64_t fetch_neighbours;  /* pages after it that a client's
 				       FETCHV got along, from the cache */
@@ -97,8 +97,8 @@ struct lm_cluster_stats {
 				       within the cache size */
 	uint64_t recalls;           /* RECALLs of a token held here */
 	uint64_t recalls_waited;    /* ... kept for a client that had just
-				       started work (tokens.c) */
-	uint64_t recall_waits_ended; /* ... of which LM_CLUSTER_FRESH_TICKS
+				       started work (locks.c) */
+	uint64_t recall_waits_ended; /* ... of which LM_LEMURIAD_FRESH_TICKS
 					ended the wait */
 	uint64_t tokens_returned;   /* lock tokens given back upward */
 	uint64_t local_handoffs;    /* lock grants made from a token here
@@ -107,15 +107,15 @@ struct lm_cluster_stats {
 };
 
 /* Counters since creation (a new run does not clear them). */
-const struct lm_cluster_stats *lm_cluster_stats(const lm_cluster *c);
+const struct lm_lemuriad_stats *lm_lemuriad_stats(const lm_lemuriad *c);
 
 struct lm_updates_stats;
 /* Counters of the barrier updates (lemuriad/updates.h; zero when off). */
 const struct lm_updates_stats *
-lm_cluster_updates_stats(const lm_cluster *c);
+lm_lemuriad_updates_stats(const lm_lemuriad *c);
 
 struct lm_deltas_stats;
 /* Counters of the cluster deltas (lemuriad/deltas.h). */
-const struct lm_deltas_stats *lm_cluster_delta_stats(const lm_cluster *c);
+const struct lm_deltas_stats *lm_lemuriad_delta_stats(const lm_lemuriad *c);
 
 #endif

@@ -1,0 +1,990 @@
+/* lemuriad protocol layer: the state machine of role L in docs/dsm.md,
+ * which never touches a socket.  This file is its top: creation, runs,
+ * the routing of every message to the part that handles it, and what
+ * the clients ask that no part below owns (JOIN, LEAVE, FLUSH, BARRIER,
+ * ALLOC/FREE, CREATE, WAIT_WORK, END, WAIT_END, ABORT).  The parts below
+ * it, and what they share, are listed in lemuriad_int.h.
+ *
+ * Readings of docs/dsm.md where it leaves a choice (simplest that keeps
+ * DESIGN.md I1-I5):
+ *  - A message from the reflector with a newer run also starts that run
+ *    (a CREATE for a worker may reach us before the worker's JOIN); from a
+ *    client only JOIN does.
+ *  - ABORT (lost peer, or an ABORT from the reflector or a client) goes to
+ *    every joined client of the run, waiting or not: a superset of the
+ *    waiting ones, so none is left blocked.  The run then stays aborted
+ *    until a JOIN with a newer run.
+ *  - WAIT_END{n} consumes n ENDs, so create/wait cycles can repeat.
+ *  - Forwarded ranks (LOCK, UNLOCK, END) are the sender's rank, taken from
+ *    its node id, not what the message claims.
+ *  - A client's CREATE for rank 0 or a rank beyond the layout is answered
+ *    CREATE_OK{LM_EINVAL} and not forwarded.
+ *  - One CREATE is kept per worker until its WAIT_WORK; a second one is
+ *    dropped and counted.
+ *  - A client's diffs join the page's delta with the sender's rank as
+ *    writer (the one the home's notices name), taken from its node id
+ *    like LOCK's. */
+#include "lemuriad_int.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deltas.h"
+#include "diff.h"
+#include "lm_error.h"
+#include "log.h"
+#include "updates.h"
+
+/* Client requests that may wait on the reflector at once, per client
+ * (I5: a client that floods us cannot grow our lists without bound). */
+#define LM_LEMURIAD_WAITS_PER_CLIENT 64u
+
+static void free_client_work(struct client *cl)
+{
+	free(cl->work_data);
+	free(cl->work_notices);
+	cl->work_data = NULL;
+	cl->work_notices = NULL;
+	cl->work_len = 0;
+	cl->work_nnotices = 0;
+	cl->has_work = false;
+}
+
+/* Discards all state of the current run (pages, waits, barrier, ENDs,
+ * locks) and starts `run`.  Counters stay. */
+static void reset_run(lm_lemuriad *c, uint64_t run)
+{
+	lm_cache_clear(c);
+	while (c->ups) {
+		struct upreq *up = c->ups;
+
+		c->ups = up->next;
+		lm_upreq_free_waiters(c, up->waiters);
+		free(up->batch);
+		free(up);
+	}
+	memset(c->up_by_id, 0, LM_LEMURIAD_UP_BUCKETS * sizeof(*c->up_by_id));
+	memset(c->up_by_page, 0,
+	       LM_LEMURIAD_UP_BUCKETS * sizeof(*c->up_by_page));
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		free_client_work(&c->clients[i]);
+		memset(&c->clients[i], 0, sizeof(c->clients[i]));
+	}
+	lm_deltas_reset(c->deltas);
+	lm_release_clear(c);
+	lm_release_free_deferred(c);
+	if (c->updates)
+		lm_updates_reset(c->updates);
+	memset(c->known, 0, c->npages * sizeof(*c->known));
+	memset(c->leaving, 0, c->npages);
+	lm_park_clear(c);
+	c->barrier_up = false;
+	c->ends = 0;
+	free(c->end_notices);
+	c->end_notices = NULL;
+	c->end_nnotices = 0;
+	lm_locks_clear(c);
+	lm_notices_epoch_end(c);
+	c->run = run;
+	c->active = false;
+	c->aborted = false;
+}
+
+/* Answers every client request still waiting here with `m` (an ABORT):
+ * a client blocked in a call does not read one-way messages, and must not
+ * wait for an answer the aborted run will never give. */
+static void answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
+			   uint16_t skip)
+{
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		struct client *cl = &c->clients[i];
+		uint16_t node = slot_node(c, (int)i);
+
+		if (node == skip)
+			continue;
+		if (cl->at_barrier)
+			c->out.reply(c->ctx, node, cl->barrier_req, m);
+		if (cl->wants_work)
+			c->out.reply(c->ctx, node, cl->work_req, m);
+		if (cl->wants_end)
+			c->out.reply(c->ctx, node, cl->end_req, m);
+	}
+	for (struct upreq *up = c->ups; up; up = up->next)
+		for (struct waiter *w = up->waiters; w; w = w->next)
+			if (w->node != skip)
+				c->out.reply(c->ctx, w->node, w->req_id, m);
+	lm_locks_answer_waiting(c, m, skip);
+	lm_park_answer_waiting(c, m, skip);
+}
+
+/* Sends ABORT{rank, reason} to every joined client but `skip`, then drops
+ * the run.  The run id stays so that its late messages are dropped. */
+static void abort_run(lm_lemuriad *c, uint32_t rank, const char *reason,
+		      int skip)
+{
+	struct lm_msg a;
+
+	if (!c->active || c->aborted) {
+		/* nobody to tell; the copies came from a home now gone */
+		lm_cache_clear(c);
+		return;
+	}
+	lm_log_warn("cluster %s: run %016llx aborted: %s", c->cfg->name,
+		    (unsigned long long)c->run, reason);
+	msg_init(c, &a, LM_MSG_ABORT);
+	a.rank = rank;
+	a.data = (const uint8_t *)reason;
+	a.data_len = strlen(reason);
+	for (uint32_t i = 0; i < c->nclients; i++)
+		if ((int)i != skip && c->clients[i].joined)
+			c->out.send(c->ctx, slot_node(c, (int)i), &a);
+	answer_waiting(c, &a, skip >= 0 ? slot_node(c, skip) : 0);
+	reset_run(c, c->run);
+	c->aborted = true;
+}
+
+/* Something of the run was lost here (no memory to keep a message or
+ * notices, deltas refused): a worker, a WAIT_END or a lock's next holder
+ * would wait for it for ever, or read stale data, so the run ends at
+ * once, everywhere, naming the cause. */
+static void lose_run(lm_lemuriad *c, const char *why)
+{
+	char reason[160];
+	struct lm_msg a;
+
+	snprintf(reason, sizeof(reason), "lemuriad %s: %s", c->cfg->name,
+		 why);
+	lm_log_error("cluster %s: %s", c->cfg->name, reason);
+	if (c->active && !c->aborted) {
+		msg_init(c, &a, LM_MSG_ABORT);
+		a.rank = LM_LEMURIAD_ABORT_REFLECTOR;
+		a.data = (const uint8_t *)reason;
+		a.data_len = strlen(reason);
+		c->out.send(c->ctx, c->reflector, &a);
+	}
+	abort_run(c, LM_LEMURIAD_ABORT_REFLECTOR, reason, -1);
+}
+
+/* ---- messages from clients ----------------------------------------- */
+
+static void handle_join(lm_lemuriad *c, int slot, uint16_t from,
+			enum lm_rel_msg_kind kind, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	struct lm_msg r;
+	int32_t status = 0;
+
+	if (kind != LM_REL_REQUEST) {
+		count_bad(c, from, m, "JOIN not a request");
+		return;
+	}
+	if (m->run < c->run) {
+		c->stats.dropped_stale_run++;
+		return;
+	}
+	if (slot_rank(c, slot) != m->rank)
+		status = LM_EINVAL; /* not this node's rank of our cluster */
+	else if (m->layout_hash != c->layout_hash)
+		status = LM_EINVAL;
+	else if (m->run == c->run && c->aborted)
+		status = LM_ECLOSED;
+	if (status) {
+		lm_log_info("cluster %s: JOIN of rank %u from node %u "
+			    "refused: %s", c->cfg->name, m->rank, from,
+			    lm_strerror(status));
+		msg_init(c, &r, LM_MSG_JOIN_OK);
+		r.run = m->run;
+		r.status = status;
+		c->out.reply(c->ctx, from, req_id, &r);
+		return;
+	}
+	if (m->run > c->run) {
+		if (c->active)
+			lm_log_info("cluster %s: run %016llx replaces "
+				    "%016llx", c->cfg->name,
+				    (unsigned long long)m->run,
+				    (unsigned long long)c->run);
+		reset_run(c, m->run);
+	}
+	c->clients[slot].joined = true;
+	c->clients[slot].pid = m->pid;
+	c->active = true;
+	reply_status(c, from, req_id, LM_MSG_JOIN_OK, 0);
+}
+
+/* Checks every entry of a diff list: 0 or LM_EBADMSG. */
+static int flush_validate(const lm_lemuriad *c, const struct lm_msg_diffs *d)
+{
+	size_t pos = 0;
+	uint32_t page;
+	const uint8_t *diff;
+	size_t len;
+	int r;
+
+	while ((r = lm_msg_diffs_next(d, &pos, &page, &diff, &len)) == 1)
+		if (page >= c->npages ||
+		    lm_diff_validate(diff, len, c->page_size) < 0)
+			return LM_EBADMSG;
+	return r < 0 ? LM_EBADMSG : 0;
+}
+
+static void handle_flush(lm_lemuriad *c, int slot, uint16_t from,
+			 uint32_t req_id, const struct lm_msg *m)
+{
+	size_t pos = 0;
+	uint32_t page;
+	const uint8_t *diff;
+	size_t len;
+
+	/* all or nothing: a bad list changes no copy and never goes home */
+	if (flush_validate(c, &m->diffs) < 0) {
+		count_bad(c, from, m, "malformed diff list");
+		reply_status(c, from, req_id, LM_MSG_FLUSH_OK, LM_EBADMSG);
+		return;
+	}
+	/* the copy keeps its version: it now holds more than that version,
+	 * so the next notice for the page still invalidates it (I3) unless
+	 * it names us as the only cluster that wrote it.  The diffs join
+	 * the page's open delta, which goes up (registered, or with its
+	 * data) before anything the client publishes later (I2); a reply
+	 * still on its way gets them from the delta. */
+	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
+		struct cpage *cp = lm_cache_find(c, page);
+		struct lm_delta *w = NULL, *open;
+
+		if (cp)
+			cp->tag = ++c->next_tag;
+		if (c->updates) {
+			/* a refused mask only costs this epoch its updates */
+			w = lm_updates_writer_mask(c->updates, page,
+						   (uint32_t)slot);
+			lm_updates_hold(c->updates, (uint32_t)slot, page);
+		}
+		/* the copy, the writer's mask and the delta from one pass
+		 * over the diff */
+		open = lm_deltas_open(c->deltas, page, slot_rank(c, slot));
+		if (!open) {
+			if (cp)
+				lm_diff_apply_valid(cp->data, diff, len);
+			if (w)
+				lm_delta_mark_valid_diff(w, diff, len);
+			lm_log_error("cluster %s: no memory for a delta of "
+				     "page %u", c->cfg->name, page);
+			reply_status(c, from, req_id, LM_MSG_FLUSH_OK,
+				     LM_ENOMEM);
+			return;
+		}
+		lm_delta_add_valid_diff_also(open, w, cp ? cp->data : NULL,
+					     diff, len);
+	}
+	c->stats.flushes++;
+	reply_status(c, from, req_id, LM_MSG_FLUSH_OK, 0);
+	lm_park_keep_budget(c);
+}
+
+static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
+			   uint32_t req_id, const struct lm_msg *m)
+{
+	struct client *cl = &c->clients[slot];
+	uint32_t arrived = 0;
+
+	if (cl->at_barrier) {
+		count_bad(c, from, m, "second BARRIER while waiting");
+		return;
+	}
+	cl->at_barrier = true;
+	cl->barrier_id = m->id;
+	cl->barrier_req = req_id;
+	for (uint32_t i = 0; i < c->nclients; i++)
+		if (c->clients[i].at_barrier &&
+		    c->clients[i].barrier_id == m->id)
+			arrived++;
+	if (arrived < c->nclients)
+		return;
+	c->barrier_up = true;
+	c->barrier_up_id = m->id;
+	c->stats.barriers++;
+	lm_park_barrier(c, m->id);
+	/* every FLUSH of the epoch is in: the updates can be encoded while
+	 * the barrier goes round the reflectors */
+	c->ahead = c->updates != NULL;
+	if (c->ahead && c->out.later)
+		c->out.later(c->ctx);
+}
+
+/* lm_updates_encode_ahead's look at the cache (the LRU order stays). */
+static const uint8_t *copy_for_ahead(void *ctx, uint32_t page,
+				     uint64_t *tag)
+{
+	struct cpage *cp = lm_cache_find(ctx, page);
+
+	if (!cp)
+		return NULL;
+	*tag = cp->tag;
+	return cp->data;
+}
+
+/* Pages a call: short enough that a message is not kept waiting long
+ * (docs/performance.md, "Figures behind the lemuriad's choices"). */
+#define AHEAD_PAGES 32
+
+/* ALLOC and FREE: the same request goes up, the reply comes down. */
+static void handle_relay(lm_lemuriad *c, enum up_kind kind, uint16_t from,
+			 uint32_t req_id, const struct lm_msg *m)
+{
+	struct upreq *up;
+	struct lm_msg r = *m;
+
+	if (lm_upreq_start(c, kind, from, req_id, &up) < 0) {
+		count_bad(c, from, m, "too many waiting requests");
+		return;
+	}
+	r.run = c->run;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+static void handle_create(lm_lemuriad *c, int slot, uint16_t from,
+			  uint32_t req_id, const struct lm_msg *m)
+{
+	/* rank 0 runs main and is never a worker (docs/dsm.md 14) */
+	if (m->rank == 0 || m->rank >= c->layout->nprocs) {
+		reply_status(c, from, req_id, LM_MSG_CREATE_OK, LM_EINVAL);
+		return;
+	}
+	if (m->offset != LM_CREATE_NO_WORK)
+		c->clients[slot].fresh = true; /* it takes its own number next */
+	lm_park_create(c, m->rank, m->status, m->offset, m->data,
+		       m->data_len);
+	reply_status(c, from, req_id, LM_MSG_CREATE_OK, 0);
+}
+
+static void reply_work(lm_lemuriad *c, int slot, const struct lm_msg *create)
+{
+	struct client *cl = &c->clients[slot];
+
+	cl->wants_work = false;
+	cl->fresh = create->offset != LM_CREATE_NO_WORK;
+	c->out.reply(c->ctx, slot_node(c, slot), cl->work_req, create);
+}
+
+static void handle_wait_work(lm_lemuriad *c, int slot, uint16_t from,
+			     uint32_t req_id, const struct lm_msg *m)
+{
+	struct client *cl = &c->clients[slot];
+	struct lm_msg w;
+
+	if (cl->wants_work) {
+		count_bad(c, from, m, "second WAIT_WORK while waiting");
+		return;
+	}
+	cl->wants_work = true;
+	cl->work_req = req_id;
+	if (!cl->has_work)
+		return;
+	msg_init(c, &w, LM_MSG_CREATE);
+	w.rank = slot_rank(c, slot);
+	w.status = cl->work_status;
+	w.offset = cl->work_offset;
+	w.data = cl->work_data;
+	w.data_len = cl->work_len;
+	w.notices = cl->work_notices;
+	w.nnotices = cl->work_nnotices;
+	reply_work(c, slot, &w);
+	free_client_work(cl);
+}
+
+static void handle_end(lm_lemuriad *c, int slot, uint16_t from,
+		       uint32_t req_id, const struct lm_msg *m)
+{
+	lm_park_end(c, slot_rank(c, slot), m->status);
+	reply_status(c, from, req_id, LM_MSG_END_OK, 0);
+}
+
+/* Answers every WAIT_END whose count of ENDs has arrived, with the
+ * notices of the ENDs, applied to our own cache first. */
+static void check_wait_end(lm_lemuriad *c)
+{
+	for (uint32_t i = 0; i < c->nclients; i++) {
+		struct client *cl = &c->clients[i];
+		struct lm_msg r;
+
+		if (!cl->wants_end || c->ends < cl->end_count)
+			continue;
+		lm_notices_apply(c, c->end_notices, c->end_nnotices);
+		c->ends -= cl->end_count;
+		cl->wants_end = false;
+		msg_init(c, &r, LM_MSG_RELEASE);
+		r.id = 0;
+		r.notices = c->end_notices;
+		r.nnotices = c->end_nnotices;
+		c->out.reply(c->ctx, slot_node(c, (int)i), cl->end_req, &r);
+		if (c->ends == 0) { /* all delivered: start afresh */
+			free(c->end_notices);
+			c->end_notices = NULL;
+			c->end_nnotices = 0;
+		}
+	}
+}
+
+static void handle_wait_end(lm_lemuriad *c, int slot, uint16_t from,
+			    uint32_t req_id, const struct lm_msg *m)
+{
+	struct client *cl = &c->clients[slot];
+
+	if (cl->wants_end) {
+		count_bad(c, from, m, "second WAIT_END while waiting");
+		return;
+	}
+	cl->wants_end = true;
+	cl->end_count = m->id;
+	cl->end_req = req_id;
+	check_wait_end(c);
+}
+
+/* The client is gone from the run: nothing it waited for is answered. */
+static void forget_client(lm_lemuriad *c, int slot)
+{
+	struct client *cl = &c->clients[slot];
+	uint16_t node = slot_node(c, slot);
+	uint32_t rank = slot_rank(c, slot);
+
+	for (struct upreq *up = c->ups; up; up = up->next) {
+		struct waiter **pp = &up->waiters;
+
+		while (*pp) {
+			struct waiter *w = *pp;
+
+			if (w->node == node) {
+				*pp = w->next;
+				free(w);
+				c->nwaits--;
+			} else {
+				pp = &w->next;
+			}
+		}
+	}
+	lm_locks_forget(c, rank);
+	free_client_work(cl);
+	memset(cl, 0, sizeof(*cl));
+	lm_locks_recheck(c); /* it was perhaps fresh */
+}
+
+/* The reason of an ABORT (not NUL-terminated on the wire) as a string. */
+static void reason_text(const struct lm_msg *m, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	if (m->data)
+		n = m->data_len < cap ? m->data_len : cap - 1;
+	if (n)
+		memcpy(buf, m->data, n);
+	buf[n] = '\0';
+}
+
+static void handle_abort_from_client(lm_lemuriad *c, int slot,
+				     const struct lm_msg *m)
+{
+	struct lm_msg a = *m;
+	char reason[LM_MSG_REASON_MAX + 1];
+
+	reason_text(m, reason, sizeof(reason));
+	a.run = c->run;
+	a.rank = slot_rank(c, slot);
+	c->out.send(c->ctx, c->reflector, &a);
+	abort_run(c, a.rank, reason, slot);
+}
+
+static void from_client(lm_lemuriad *c, int slot, uint16_t from,
+			enum lm_rel_msg_kind kind, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	bool was_fresh;
+
+	if (m->type == LM_MSG_JOIN) {
+		handle_join(c, slot, from, kind, req_id, m);
+		return;
+	}
+	if (m->run < c->run) {
+		c->stats.dropped_stale_run++;
+		return;
+	}
+	if (m->type == LM_MSG_LEAVE && m->run == c->run &&
+	    kind == LM_REL_REQUEST) {
+		/* answered even in an aborted run, so the client can go */
+		forget_client(c, slot);
+		reply_status(c, from, req_id, LM_MSG_LEAVE_OK, 0);
+		return;
+	}
+	if (m->run == c->run && c->aborted) {
+		c->stats.dropped_stale_run++;
+		return;
+	}
+	if (m->run > c->run || !c->clients[slot].joined) {
+		count_bad(c, from, m, "client has not joined this run");
+		return;
+	}
+	if (m->type == LM_MSG_ABORT) {
+		handle_abort_from_client(c, slot, m);
+		return;
+	}
+	if (kind != LM_REL_REQUEST) {
+		count_bad(c, from, m, "expected a request");
+		return;
+	}
+	was_fresh = client_fresh(&c->clients[slot]);
+	if (m->type != LM_MSG_WAIT_WORK)
+		c->clients[slot].active = true;
+	switch (m->type) {
+	case LM_MSG_FETCH:
+		lm_fetch_handle(c, from, req_id, m);
+		break;
+	case LM_MSG_FETCHV:
+		lm_fetch_handle_v(c, from, req_id, m);
+		break;
+	case LM_MSG_FLUSH:
+		handle_flush(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_BARRIER:
+		handle_barrier(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_LOCK:
+		lm_locks_lock(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_UNLOCK:
+		lm_locks_unlock(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_ALLOC:
+		handle_relay(c, UP_ALLOC, from, req_id, m);
+		break;
+	case LM_MSG_FREE:
+		handle_relay(c, UP_FREE, from, req_id, m);
+		break;
+	case LM_MSG_CREATE:
+		handle_create(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_WAIT_WORK:
+		handle_wait_work(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_END:
+		handle_end(c, slot, from, req_id, m);
+		break;
+	case LM_MSG_WAIT_END:
+		handle_wait_end(c, slot, from, req_id, m);
+		break;
+	default:
+		count_bad(c, from, m, "unexpected type from a client");
+		break;
+	}
+	/* its first synchronisation (a LOCK queued above) ends a fresh
+	 * client's claim on recalled tokens (locks.c) */
+	if (m->type == LM_MSG_LOCK || m->type == LM_MSG_UNLOCK ||
+	    m->type == LM_MSG_BARRIER || m->type == LM_MSG_END ||
+	    m->type == LM_MSG_WAIT_END)
+		c->clients[slot].fresh = false;
+	if (was_fresh && !client_fresh(&c->clients[slot]))
+		lm_locks_recheck(c);
+}
+
+/* ---- messages from the reflector ----------------------------------- */
+
+/* The reflector's reply to a request of ours, to the part that made it. */
+static void handle_up_reply(lm_lemuriad *c, uint32_t req_id,
+			    const struct lm_msg *m)
+{
+	static const uint16_t expect[UP_KIND_COUNT] = {
+		[UP_FETCH] = LM_MSG_PAGE,
+		[UP_LOCK] = LM_MSG_GRANT,
+		[UP_ALLOC] = LM_MSG_ALLOC_OK,
+		[UP_FREE] = LM_MSG_FREE_OK,
+	};
+	struct upreq *up;
+	int status;
+
+	up = lm_upreq_find(c, req_id);
+	if (!up) {
+		count_bad(c, c->reflector, m, "reply to no request");
+		return;
+	}
+	switch (up->kind) {
+	case UP_FETCH:
+		lm_fetch_answer(c, up, m);
+		lm_release_fetched(c);
+		return;
+	case UP_FETCHV:
+		lm_fetch_pages(c, up, m);
+		lm_release_fetched(c);
+		return;
+	case UP_REGISTER:
+	case UP_PUSH:
+		status = lm_park_answer(c, up, m);
+		if (status) {
+			char what[80];
+
+			snprintf(what, sizeof(what), "its deltas were "
+				 "refused by their homes (%s)",
+				 lm_strerror(status));
+			lose_run(c, what);
+		}
+		return;
+	default:
+		break;
+	}
+	if (m->type != expect[up->kind]) {
+		count_bad(c, c->reflector, m, "reply of the wrong type");
+		lm_upreq_free(c, up);
+		return;
+	}
+	if (up->kind == UP_LOCK) {
+		lm_locks_granted(c, up, m);
+		return;
+	}
+	if (up->waiters)
+		c->out.reply(c->ctx, up->waiters->node, up->waiters->req_id,
+			     m);
+	lm_upreq_free(c, up);
+}
+
+static void handle_create_down(lm_lemuriad *c, const struct lm_msg *m)
+{
+	struct client *cl;
+	int slot;
+
+	if (m->rank < c->cfg->first_rank ||
+	    m->rank - c->cfg->first_rank >= c->nclients) {
+		count_bad(c, c->reflector, m, "CREATE for another cluster");
+		return;
+	}
+	slot = (int)(m->rank - c->cfg->first_rank);
+	cl = &c->clients[slot];
+	/* what rank 0 published before it: our copies and FETCHes must be
+	 * at least as new, and the worker's (I2, I3) */
+	lm_notices_apply(c, m->notices, m->nnotices);
+	if (cl->wants_work) {
+		reply_work(c, slot, m);
+		return;
+	}
+	if (cl->has_work) {
+		count_bad(c, c->reflector, m, "second CREATE for a worker");
+		return;
+	}
+	if (m->data_len) {
+		cl->work_data = malloc(m->data_len);
+		if (!cl->work_data) {
+			lose_run(c, "out of memory for a CREATE");
+			return;
+		}
+		memcpy(cl->work_data, m->data, m->data_len);
+	}
+	if (m->nnotices) {
+		size_t sz = m->nnotices * sizeof(*m->notices);
+
+		cl->work_notices = malloc(sz);
+		if (!cl->work_notices) {
+			free_client_work(cl);
+			lose_run(c, "out of memory for a CREATE");
+			return;
+		}
+		memcpy(cl->work_notices, m->notices, sz);
+		cl->work_nnotices = m->nnotices;
+	}
+	cl->work_len = m->data_len;
+	cl->work_offset = m->offset;
+	cl->work_status = m->status;
+	cl->has_work = true;
+}
+
+/* The notices of every END are kept, merged, not just the last END's:
+ * with several reflectors each END carries what its own reflector's
+ * clusters wrote, and rank 0 must see the writes of all its workers. */
+static void handle_end_down(lm_lemuriad *c, const struct lm_msg *m)
+{
+	if (m->nnotices) {
+		size_t n = c->end_nnotices + m->nnotices;
+		struct lm_notice *v = realloc(c->end_notices,
+					      n * sizeof(*v));
+
+		if (!v) {
+			/* WAIT_END would go without them */
+			lose_run(c, "out of memory for the notices of an END");
+			return;
+		}
+		memcpy(v + c->end_nnotices, m->notices,
+		       m->nnotices * sizeof(*v));
+		c->end_notices = v;
+		c->end_nnotices = (uint32_t)lm_notices_merge(v, n);
+	}
+	c->ends++;
+	check_wait_end(c);
+}
+
+static void handle_abort_down(lm_lemuriad *c, const struct lm_msg *m)
+{
+	char reason[LM_MSG_REASON_MAX + 1];
+
+	reason_text(m, reason, sizeof(reason));
+	abort_run(c, m->rank, reason, -1);
+}
+
+static void from_reflector(lm_lemuriad *c, enum lm_rel_msg_kind kind,
+			   uint32_t req_id, const struct lm_msg *m)
+{
+	if (m->run < c->run || (m->run == c->run && c->aborted)) {
+		c->stats.dropped_stale_run++;
+		return;
+	}
+	if (m->run > c->run)
+		reset_run(c, m->run);
+	if (kind == LM_REL_REPLY) {
+		handle_up_reply(c, req_id, m);
+		return;
+	}
+	if (kind == LM_REL_REQUEST && m->type == LM_MSG_PULL) {
+		lm_park_pull(c, req_id, m);
+		return;
+	}
+	if (kind != LM_REL_ONEWAY) {
+		count_bad(c, c->reflector, m, "request from the reflector");
+		return;
+	}
+	switch (m->type) {
+	case LM_MSG_RELEASE:
+		lm_release_handle(c, m);
+		break;
+	case LM_MSG_RECALL:
+		lm_locks_recall(c, m);
+		break;
+	case LM_MSG_CREATE:
+		handle_create_down(c, m);
+		break;
+	case LM_MSG_END:
+		handle_end_down(c, m);
+		break;
+	case LM_MSG_ABORT:
+		handle_abort_down(c, m);
+		break;
+	default:
+		count_bad(c, c->reflector, m, "unexpected type from R");
+		break;
+	}
+}
+
+/* ---- API ----------------------------------------------------------- */
+
+lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
+			      const char *name, uint64_t layout_hash,
+			      const struct lm_msg_out *out, void *ctx)
+{
+	const struct lm_cluster_cfg *cfg;
+	lm_lemuriad *c;
+
+	if (!layout || !name || !out || !out->send || !out->request ||
+	    !out->reply)
+		return NULL;
+	cfg = lm_layout_cluster(layout, name);
+	if (!cfg || cfg->reflector_index < 0 ||
+	    (size_t)cfg->reflector_index >= layout->nreflectors ||
+	    layout->page_size == 0)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->layout = layout;
+	c->cfg = cfg;
+	c->out = *out;
+	c->ctx = ctx;
+	c->hooks = (struct lm_lemuriad_hooks){
+		.lose = lose_run,
+		.grant = lm_locks_grant_local,
+		.arrived = lm_release_arrived,
+		.rebuild = lm_release_rebuild,
+	};
+	c->layout_hash = layout_hash;
+	c->reflector = layout->reflectors[cfg->reflector_index].id;
+	c->index = (uint32_t)(cfg - layout->clusters);
+	c->nclients = cfg->clients;
+	c->first_node = lm_layout_client_id(layout, cfg->first_rank);
+	c->page_size = layout->page_size;
+	c->npages = layout->shared_size / layout->page_size;
+	c->cache_max = cfg->cache_size / layout->page_size;
+	if (c->cache_max > c->npages)
+		c->cache_max = c->npages;
+	if (c->cache_max == 0)
+		c->cache_max = 1;
+	c->next_req = 1;
+	c->max_waits = (size_t)LM_LEMURIAD_WAITS_PER_CLIENT * (c->nclients + 1);
+	c->by_page = calloc(c->npages ? c->npages : 1, sizeof(*c->by_page));
+	c->up_by_id = calloc(LM_LEMURIAD_UP_BUCKETS, sizeof(*c->up_by_id));
+	c->up_by_page = calloc(LM_LEMURIAD_UP_BUCKETS, sizeof(*c->up_by_page));
+	c->clients = calloc(c->nclients ? c->nclients : 1,
+			    sizeof(*c->clients));
+	c->eager = layout->relay == LM_RELAY_EAGER;
+	c->deltas = lm_deltas_create(c->page_size, (uint32_t)c->npages,
+				     c->index,
+				     layout->relay == LM_RELAY_ADAPTIVE,
+				     lm_park_emit, c);
+	/* freed delta buffers kept for reuse, bounded like the cache's
+	 * spare copies */
+	if (c->deltas)
+		lm_deltas_keep_spares(c->deltas, c->cache_max / 8);
+	c->pagebuf = malloc(c->page_size);
+	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
+	c->leaving = calloc(c->npages ? c->npages : 1, 1);
+	if (lm_notice_set_init(&c->epoch_notes, c->npages) < 0)
+		goto err;
+	c->deltabuf = malloc(lm_diff_bound(c->page_size) + LM_MSG_DIFFS_ENTRY_HDR);
+	c->fetchv_cap = LM_LEMURIAD_FETCHV_MAX *
+		((size_t)c->page_size + LM_MSG_DIFFS_ENTRY_HDR);
+	c->fetchv_buf = malloc(c->fetchv_cap);
+	/* the epoch's masks, and the updates encoded at a release: an eighth
+	 * of the cache each at most (docs/dsm.md "Updates") */
+	if (layout->updates)
+		c->updates = lm_updates_create(
+			c->page_size, (uint32_t)c->npages, c->nclients,
+			c->cache_max * c->page_size / 8);
+	if (!c->by_page || !c->clients || (c->nclients && c->first_node == 0) ||
+	    !c->up_by_id || !c->up_by_page ||
+	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->fetchv_buf ||
+	    !c->known || !c->leaving ||
+	    (layout->updates && !c->updates))
+		goto err;
+	return c;
+err:
+	lm_lemuriad_destroy(c);
+	return NULL;
+}
+
+void lm_lemuriad_destroy(lm_lemuriad *c)
+{
+	if (!c)
+		return;
+	if (c->by_page && c->clients && c->deltas && c->up_by_id &&
+	    c->up_by_page)
+		reset_run(c, c->run);
+	lm_cache_free_spares(c);
+	lm_deltas_destroy(c->deltas);
+	lm_updates_destroy(c->updates);
+	lm_release_free_deferred(c);
+	free(c->deferred);
+	free(c->parked);
+	free(c->pagebuf);
+	free(c->deltabuf);
+	free(c->fetchv_buf);
+	free(c->known);
+	free(c->leaving);
+	free(c->by_page);
+	free(c->up_by_id);
+	free(c->up_by_page);
+	free(c->clients);
+	free(c->tokens);
+	lm_notice_set_free(&c->epoch_notes);
+	free(c);
+}
+
+/* One message, from a client or the reflector, to where it belongs. */
+static void dispatch(lm_lemuriad *c, uint16_t from, enum lm_rel_msg_kind kind,
+		     uint32_t req_id, const struct lm_msg *m)
+{
+	int slot;
+
+	if (lm_release_puts_off(c, from, kind, req_id, m))
+		return;
+	if (from == c->reflector) {
+		from_reflector(c, kind, req_id, m);
+		return;
+	}
+	slot = client_slot(c, from);
+	if (slot < 0) {
+		count_bad(c, from, m, "not a client of this cluster");
+		return;
+	}
+	from_client(c, slot, from, kind, req_id, m);
+}
+
+/* Handles, in the order they came, the messages put off while a RELEASE
+ * was staged, once it has gone out, until another one is staged (one of
+ * them may stage it). */
+static void replay_deferred(lm_lemuriad *c)
+{
+	struct deferred_msg d;
+
+	if (c->replaying)
+		return; /* the loop below goes on once this staging ends */
+	c->replaying = true;
+	while (lm_release_take_deferred(c, &d)) {
+		dispatch(c, d.from, d.kind, d.req_id, &d.m);
+		free(d.mem);
+	}
+	c->replaying = false;
+}
+
+void lm_lemuriad_handle(lm_lemuriad *c, uint16_t from,
+			enum lm_rel_msg_kind kind, uint32_t req_id,
+			const struct lm_msg *m)
+{
+	if (!c || !m)
+		return;
+	dispatch(c, from, kind, req_id, m);
+	/* a RELEASE that went out during m leaves what it put off */
+	replay_deferred(c);
+}
+
+bool lm_lemuriad_background(lm_lemuriad *c)
+{
+	if (c->rel.staging) {
+		bool more = lm_release_step(c);
+
+		replay_deferred(c);
+		return more || c->ahead;
+	}
+	if (c->ahead)
+		c->ahead = lm_updates_encode_ahead(c->updates, copy_for_ahead,
+						   c, AHEAD_PAGES);
+	return c->ahead;
+}
+
+void lm_lemuriad_tick(lm_lemuriad *c)
+{
+	/* a staged release reads the epoch's state, which a token going
+	 * back would change (its UNLOCK registers what was written): the
+	 * next tick will do */
+	if (c->rel.staging)
+		return;
+	lm_locks_tick(c);
+}
+
+void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node)
+{
+	char reason[48];
+	int slot;
+
+	if (!c)
+		return;
+	if (node == c->reflector) {
+		abort_run(c, LM_LEMURIAD_ABORT_REFLECTOR, "reflector lost", -1);
+		return;
+	}
+	slot = client_slot(c, node);
+	if (slot < 0 || !c->clients[slot].joined)
+		return;
+	snprintf(reason, sizeof(reason), "rank %u lost", slot_rank(c, slot));
+	abort_run(c, slot_rank(c, slot), reason, slot);
+}
+
+const struct lm_lemuriad_stats *lm_lemuriad_stats(const lm_lemuriad *c)
+{
+	return &c->stats;
+}
+
+const struct lm_updates_stats *lm_lemuriad_updates_stats(const lm_lemuriad *c)
+{
+	static const struct lm_updates_stats none;
+
+	return c->updates ? lm_updates_stats(c->updates) : &none;
+}
+
+const struct lm_deltas_stats *lm_lemuriad_delta_stats(const lm_lemuriad *c)
+{
+	return lm_deltas_stats(c->deltas);
+}

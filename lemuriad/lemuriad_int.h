@@ -1,0 +1,543 @@
+/* Internals of the lemuriad's state machine (lemuriad/lemuriad.h), shared
+ * by its parts, each of which calls only those below it:
+ *
+ *   lemuriad.c  dispatch: runs, clients (JOIN, LEAVE, FLUSH, BARRIER,
+ *               CREATE, END, ABORT), routing of every message
+ *   release.c   a barrier RELEASE held for its updates, and the messages
+ *               put off while it goes out
+ *   locks.c     lock tokens: every LOCK, UNLOCK, RECALL and GRANT
+ *   fetches.c   FETCH, FETCHV, their replies, pages fetched ahead
+ *   parking.c   registration of our deltas, PULL, and the messages parked
+ *               behind a registration
+ *   notices.c   write notices applied to the cache, kept for local GRANTs
+ *   cache.c     the page cache and the table of our requests to R
+ *   deltas.c, updates.c  (their own headers)
+ *
+ * Where a lower part must tell a higher one something it goes through
+ * struct lm_lemuriad_hooks, filled in by lm_lemuriad_create.  Nothing here
+ * is for use outside lemuriad/. */
+#ifndef LM_LEMURIAD_LEMURIAD_INT_H
+#define LM_LEMURIAD_LEMURIAD_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "lemuriad.h"
+#include "deltas.h"
+#include "log.h"
+#include "notice_set.h"
+#include "updates.h"
+
+/* One cached copy of a page.  `version` is the home version it reflects
+ * (I3); the data may hold more than that version: exactly the home's page
+ * at `version` plus every delta of ours the home lacked then (see
+ * reply_page and handle_flush). */
+struct cpage {
+	uint32_t page;
+	uint32_t version;
+	uint64_t tag;                   /* new whenever data changes (the
+					   updates encoded ahead check it) */
+	struct cpage *prev, *next;      /* LRU list, head = most recent;
+					   next links the spares */
+	uint8_t data[];                 /* page_size bytes */
+};
+
+/* Pages in a client's FETCHV: the one it faulted on, those after it and
+ * as many along a stride (LM_CFG_PREFETCH_MAX each). */
+#define LM_LEMURIAD_FETCHV_MAX (2 * LM_CFG_PREFETCH_MAX + 1)
+
+/* A client request waiting for a reply from the reflector. */
+struct waiter {
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t need;     /* FETCH: oldest version that may answer it */
+	/* a FETCHV's: the pages it asked for after the first, which its
+	 * PAGES brings when we hold them by then */
+	uint32_t more[LM_LEMURIAD_FETCHV_MAX - 1];
+	uint32_t nmore;
+	uint32_t reach;    /* a FETCHV's: how many pages after the first the
+			      client's fault reaches (at most prefetch) */
+	struct waiter *next;
+};
+
+enum up_kind {
+	UP_FETCH, /* one per page; every waiter answered from the reply */
+	UP_LOCK,  /* relayed; the GRANT is passed down */
+	UP_ALLOC, /* relayed */
+	UP_FREE,  /* relayed */
+	UP_REGISTER, /* ours: a batch of deltas registered at their homes */
+	UP_PUSH,  /* ours: sealed deltas pushed home */
+	UP_FETCHV, /* ours: pages of a held RELEASE asked for together; each
+		      has its UP_FETCH, not sent on its own unless the
+		      PAGES reply leaves it out */
+	UP_KIND_COUNT
+};
+
+/* A request of ours to the reflector, matched with its reply by req_id. */
+struct upreq {
+	uint32_t req_id;
+	enum up_kind kind;
+	uint32_t page;          /* UP_FETCH */
+	uint32_t min_version;   /* UP_FETCH: newest notice seen meanwhile */
+	uint32_t left;          /* UP_FETCH: data of the page that left us
+				   while it was pending is in the home's
+				   copy from this version on (UINT32_MAX:
+				   not known); an older reply is not cached.
+				   0: nothing left */
+	uint32_t pre;           /* UP_FETCH for the held RELEASE: its
+				   notice's index + 1 (0: none) */
+	bool batched;           /* UP_FETCH: asked in an UP_FETCHV, no FETCH
+				   of its own sent yet */
+	bool rebuilt;           /* UP_FETCH: its reply being handled is our
+				   saved copy with a PAGES diff applied
+				   (fetches.c, for release.c) */
+	bool ahead;             /* UP_FETCH: a client's FETCHV miss; its reply
+				   sends for the pages after it.  UP_FETCHV:
+				   such pages, each fetched alone when left
+				   out only if someone waits for it */
+	uint32_t *batch;        /* UP_FETCHV: its pages (owned) */
+	uint32_t nbatch;
+	uint32_t lock_id;       /* UP_LOCK */
+	uint32_t rank;          /* UP_LOCK: who will hold it */
+	struct waiter *waiters;
+	struct upreq *next, *prev;  /* every request, newest first */
+	struct upreq *id_next;      /* hash chain by req_id */
+	struct upreq *page_next;    /* UP_FETCH: hash chain by page */
+};
+
+/* Buckets of the request tables: thousands of FETCHes may be in flight
+ * at a held RELEASE, and each reply and notice looks one up. */
+#define LM_LEMURIAD_UP_BUCKETS 4096u
+
+/* What we know of one client slot (local rank) in the current run. */
+struct client {
+	bool joined;
+	uint32_t pid;
+	bool at_barrier;        /* its BARRIER waits for RELEASE */
+	uint32_t barrier_id;
+	uint32_t barrier_req;
+	bool wants_work;        /* its WAIT_WORK waits for a CREATE */
+	uint32_t work_req;
+	bool has_work;          /* a CREATE came first and is kept */
+	uint64_t work_offset;
+	int32_t work_status;
+	uint8_t *work_data;     /* owned copy of the image */
+	size_t work_len;
+	struct lm_notice *work_notices; /* what rank 0 published (owned) */
+	uint32_t work_nnotices;
+	bool wants_end;         /* its WAIT_END waits for `end_count` ENDs */
+	uint32_t end_count;
+	uint32_t end_req;
+	bool fresh;             /* started or created work and has not
+				   synchronised since (locks.c) */
+	bool active;            /* sent a request other than WAIT_WORK
+				   in this run */
+};
+
+/* A client waiting for a lock whose token is (or is coming) here. */
+struct lwaiter {
+	uint16_t node;
+	uint32_t req_id;
+	uint32_t rank;
+};
+
+/* A lock as this cluster sees it (DESIGN.md §2, Locks): its token stays
+ * here between local holders until the manager recalls it. */
+struct token {
+	uint32_t id;
+	bool here;          /* the token is in this cluster */
+	bool busy;          /* ... and local client `holder` has the lock */
+	bool asked;         /* LOCK sent up, its GRANT not back yet */
+	bool recalled;      /* the manager wants the token back */
+	uint32_t holder;
+	uint32_t granted;   /* the rank the manager granted it to: the
+			       UNLOCK that returns it names that rank */
+	uint32_t handoffs;  /* local hand-offs since the recall */
+	bool waited;        /* recalled, kept for a fresh client */
+	uint32_t wait_ticks; /* ticks it has waited (LM_LEMURIAD_FRESH_TICKS) */
+	struct lwaiter *q;  /* local clients waiting, FIFO */
+	size_t nq, qcap;
+};
+
+/* A message parked until the deltas it publishes are registered at their
+ * homes (I2): batch `need` must be done (parking.c).  All but GRANT go up
+ * to the reflector; GRANT is a local hand-off of lock `id` to client
+ * `node`, answering its LOCK `req_id`. */
+struct parked {
+	uint16_t type;      /* BARRIER, UNLOCK, END, CREATE or GRANT */
+	uint32_t need;
+	uint32_t id;        /* BARRIER, UNLOCK, GRANT */
+	uint32_t rank;      /* UNLOCK, END, CREATE */
+	int32_t status;     /* END, CREATE */
+	uint64_t offset;    /* CREATE */
+	uint8_t *data;      /* CREATE's image, owned */
+	size_t data_len;
+	uint16_t node;      /* GRANT */
+	uint32_t req_id;    /* GRANT */
+};
+
+/* A barrier RELEASE held while the pages other clusters changed, which
+ * our clients hold, are fetched, so that it can bring those copies up
+ * to date too (docs/dsm.md "Updates"). */
+enum rel_kind {
+	REL_NONE,  /* invalidate */
+	REL_KEEP,  /* our copy kept by the sole-cluster rule: the source */
+	REL_FETCH, /* our copy at base saved in `old`, the page fetched */
+};
+
+struct held_release {
+	bool active;
+	uint32_t id;
+	struct lm_notice *notices; /* owned copy of the RELEASE's */
+	uint32_t nnotices;
+	uint8_t *kind;             /* enum rel_kind, per notice */
+	struct cpage **saved;      /* REL_FETCH: our copy at base, taken
+				      out of the cache (owned) */
+	uint8_t **old;             /* REL_FETCH: saved[i]->data */
+	bool *arrived;             /* REL_FETCH: the page came, into the
+				      cache, where the updates read it */
+	uint32_t *slot;            /* REL_FETCH: its mask in known_block */
+	uint64_t **known;          /* REL_FETCH: the other clusters' bytes
+				      when the page came as a diff, else
+				      NULL; in known_block */
+	uint64_t *known_block;     /* a byte mask per fetch, owned */
+	uint32_t pending;          /* fetches not answered yet */
+	/* The RELEASE going out a client at a time (release.c, staged):
+	 * between two clients the daemon reads the socket, so a released
+	 * client's fault and another cluster's PULL are answered, while
+	 * whatever would change the epoch's state waits in `deferred`. */
+	bool staging;
+	bool updates;              /* the staged RELEASE carries updates */
+	uint32_t next_slot;        /* the next client to consider */
+};
+
+/* Most messages put off while a RELEASE is staged: this many per client
+ * and for the reflector; more are dropped and counted as bad. */
+#define LM_RELEASE_DEFER_PER_CLIENT 8
+#define LM_RELEASE_DEFER_REFLECTOR 64
+
+/* A message put off while a RELEASE is staged, kept as it was decoded
+ * (m's notices, data and diffs point into `mem`, owned), handled after
+ * it in the order it came. */
+struct deferred_msg {
+	uint16_t from;
+	enum lm_rel_msg_kind kind;
+	uint32_t req_id;
+	struct lm_msg m;
+	void *mem;
+};
+
+/* How a lower part tells a higher one (see the top of this file). */
+struct lm_lemuriad_hooks {
+	/* parking.c -> lemuriad.c: something of the run was lost; the run
+	 * ends everywhere, naming `why` */
+	void (*lose)(lm_lemuriad *c, const char *why);
+	/* parking.c -> locks.c: a parked local hand-off may go now */
+	void (*grant)(lm_lemuriad *c, uint32_t id, uint16_t node,
+		      uint32_t req_id);
+	/* fetches.c -> release.c: the reply to the held RELEASE's fetch
+	 * `up` came (data NULL: it failed) */
+	void (*arrived)(lm_lemuriad *c, struct upreq *up, const uint8_t *data,
+			uint32_t version);
+	/* fetches.c -> release.c: the page a PAGES diff entry `n` brings
+	 * for the held RELEASE's fetch `up`, or NULL */
+	const uint8_t *(*rebuild)(lm_lemuriad *c, const struct upreq *up,
+				  const struct lm_notice *n,
+				  const uint8_t *data, size_t len);
+};
+
+struct lm_lemuriad {
+	const struct lm_layout *layout;
+	const struct lm_cluster_cfg *cfg;
+	struct lm_msg_out out;
+	void *ctx;
+	struct lm_lemuriad_hooks hooks;
+	uint64_t layout_hash;
+	uint16_t reflector;     /* node id of our reflector */
+	uint32_t index;         /* our cluster's index in the layout, as
+				   notices name it (wcluster) */
+	uint16_t first_node;    /* node id of local rank 0 */
+	uint32_t nclients;
+	uint32_t page_size;
+	uint64_t npages;
+
+	uint64_t run;
+	bool active;            /* some client joined this run */
+	bool aborted;           /* the run failed; its messages are dropped */
+	struct client *clients; /* nclients slots */
+
+	/* page cache: indexed by page (npages entries) + LRU list; copies
+	 * dropped are kept for reuse (cache.c, LM_LEMURIAD_SPARE_PAGES) */
+	struct cpage **by_page;
+	struct cpage *lru_head, *lru_tail;
+	struct cpage *spare;
+	size_t nspare;
+	size_t ncached, cache_max;
+
+	struct upreq *ups;
+	struct upreq **up_by_id;   /* LM_LEMURIAD_UP_BUCKETS chains */
+	struct upreq **up_by_page; /* UP_FETCH only */
+	uint32_t next_req;
+	size_t nwaits, max_waits;
+
+	bool barrier_up;        /* BARRIER{barrier_up_id} sent, no RELEASE */
+	uint32_t barrier_up_id;
+
+	uint32_t ends;          /* ENDs received, not yet consumed */
+	struct lm_notice *end_notices; /* merged from the ENDs (owned) */
+	uint32_t end_nnotices;
+
+	struct token *tokens;   /* locks our clients hold or want */
+	size_t ntokens, tokens_cap;
+	struct lm_notice_set epoch_notes; /* since the last barrier: the
+					     notices of our registrations
+					     and every notice we applied */
+
+	/* cluster deltas (docs/dsm.md "Lazy, adaptive and eager relay") */
+	lm_deltas *deltas;
+	bool eager;             /* relay = eager: deltas go with the data */
+	uint32_t batch_started; /* registrations started ... */
+	uint32_t batch_done;    /* ... and answered */
+	uint32_t batch_parts;   /* REGISTERs of the current one unanswered */
+	bool sealing;           /* emitting a batch (not pushes) */
+	struct parked *parked;
+	size_t nparked, parked_cap;
+	uint8_t *pagebuf;       /* a fetched page with our deltas on top */
+	uint32_t *known;        /* per page: the newest version a copy
+				   here must reflect (notices seen, our own
+				   registrations), which a FETCH asks the
+				   reflector's cache for */
+	uint8_t *leaving;       /* per page: 1 while data of ours is on its
+				   way up with a registration whose version
+				   we do not know yet */
+	uint8_t *deltabuf;      /* one encoded delta, for PULL */
+	uint8_t *fetchv_buf;    /* the pages of a PAGES to a client */
+	size_t fetchv_cap;
+	lm_updates *updates;    /* barrier updates; NULL when off */
+	uint64_t next_tag;      /* for struct cpage's tag */
+	bool ahead;             /* updates to encode before the RELEASE */
+	struct held_release rel;
+	struct deferred_msg *deferred;
+	size_t ndeferred, deferred_cap;
+	bool replaying;         /* lemuriad.c is handling the deferred */
+
+	struct lm_lemuriad_stats stats;
+};
+
+/* ---- helpers shared by the parts ---- */
+
+static inline void count_bad(lm_lemuriad *c, uint16_t from,
+			     const struct lm_msg *m, const char *why)
+{
+	/* counted, and logged rate-limited (a peer controls how often) */
+	c->stats.dropped_bad++;
+	lm_log_limited("bad messages dropped by the lemuriad", LM_LOG_WARN,
+		       "cluster %s: dropped %s from node %u: %s",
+		       c->cfg->name, m ? lm_msg_name(m->type) : "message",
+		       from, why);
+}
+
+static inline uint16_t slot_node(const lm_lemuriad *c, int slot)
+{
+	return (uint16_t)(c->first_node + slot);
+}
+
+static inline uint32_t slot_rank(const lm_lemuriad *c, int slot)
+{
+	return c->cfg->first_rank + (uint32_t)slot;
+}
+
+/* Local rank of a client node, or -1 when the node is not one of ours. */
+static inline int client_slot(const lm_lemuriad *c, uint16_t node)
+{
+	if (node < c->first_node ||
+	    (uint32_t)(node - c->first_node) >= c->nclients)
+		return -1;
+	return node - c->first_node;
+}
+
+static inline void msg_init(const lm_lemuriad *c, struct lm_msg *m,
+			    uint16_t type)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->run = c->run;
+}
+
+static inline void reply_status(lm_lemuriad *c, uint16_t node,
+				uint32_t req_id, uint16_t type, int32_t status)
+{
+	struct lm_msg r;
+
+	msg_init(c, &r, type);
+	r.status = status;
+	c->out.reply(c->ctx, node, req_id, &r);
+}
+
+/* Memory the deltas hold, in pages (a buffer is a page and a bit per
+ * byte): they share the cluster's cache budget with the copies (I5). */
+static inline size_t delta_pages(const lm_lemuriad *c)
+{
+	size_t n = lm_deltas_buffers(c->deltas);
+
+	return n + (n + 7) / 8;
+}
+
+/* Whether a client takes a number soon: it was given created work (or,
+ * rank 0, created some) and has not synchronised since, or its work is
+ * kept for it and it has asked for nothing yet (a worker between JOIN
+ * and WAIT_WORK; an SPMD rank that was sent work by mistake is active
+ * and does not hold the token up).  Recalled tokens wait for it
+ * (locks.c). */
+static inline bool client_fresh(const struct client *cl)
+{
+	return cl->fresh || (cl->has_work && !cl->active);
+}
+
+/* ---- release.c: a barrier RELEASE held for its updates ---- */
+
+void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m);
+/* A reply to a fetch of ours came: once every fetch of the held RELEASE
+ * is answered, its updates are prepared and it goes out, a client at a
+ * time (lm_release_step). */
+void lm_release_fetched(lm_lemuriad *c);
+/* Releases the next client of a staged RELEASE; true while some are
+ * left (lm_lemuriad_background). */
+bool lm_release_step(lm_lemuriad *c);
+void lm_release_clear(lm_lemuriad *c);
+/* hooks.arrived and hooks.rebuild */
+void lm_release_arrived(lm_lemuriad *c, struct upreq *up,
+			const uint8_t *data, uint32_t version);
+const uint8_t *lm_release_rebuild(lm_lemuriad *c, const struct upreq *up,
+				  const struct lm_notice *n,
+				  const uint8_t *data, size_t len);
+/* True when a RELEASE is staged and m must wait for it: m is then kept,
+ * copied, for after it, or dropped and counted as bad when out of memory
+ * or over the bound (LM_RELEASE_DEFER_*).  False: handle m now. */
+bool lm_release_puts_off(lm_lemuriad *c, uint16_t from,
+			 enum lm_rel_msg_kind kind, uint32_t req_id,
+			 const struct lm_msg *m);
+/* Takes the oldest message put off, once no RELEASE is staged; the
+ * caller handles d->m and then frees d->mem.  False when none. */
+bool lm_release_take_deferred(lm_lemuriad *c, struct deferred_msg *d);
+/* Drops the messages put off by a staged RELEASE (a run ends). */
+void lm_release_free_deferred(lm_lemuriad *c);
+
+/* ---- locks.c: lock tokens ---- */
+
+void lm_locks_lock(lm_lemuriad *c, int slot, uint16_t from, uint32_t req_id,
+		   const struct lm_msg *m);
+void lm_locks_unlock(lm_lemuriad *c, int slot, uint16_t from,
+		     uint32_t req_id, const struct lm_msg *m);
+void lm_locks_recall(lm_lemuriad *c, const struct lm_msg *m);
+/* The manager's GRANT m answering our LOCK `up` (freed). */
+void lm_locks_granted(lm_lemuriad *c, struct upreq *up,
+		      const struct lm_msg *m);
+/* hooks.grant: answers a local LOCK (see locks.c). */
+void lm_locks_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
+			  uint32_t req_id);
+/* Client `rank` left: its waits go, a lock it held is free. */
+void lm_locks_forget(lm_lemuriad *c, uint32_t rank);
+/* Answers every local LOCK waiting for a token with m (an ABORT),
+ * but those of node `skip`. */
+void lm_locks_answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
+			     uint16_t skip);
+/* A client stopped being fresh (client_fresh). */
+void lm_locks_recheck(lm_lemuriad *c);
+void lm_locks_tick(lm_lemuriad *c);
+void lm_locks_clear(lm_lemuriad *c);
+
+/* ---- fetches.c: FETCH, FETCHV and their replies ---- */
+
+/* A client's FETCH and FETCHV. */
+void lm_fetch_handle(lm_lemuriad *c, uint16_t from, uint32_t req_id,
+		     const struct lm_msg *m);
+void lm_fetch_handle_v(lm_lemuriad *c, uint16_t from, uint32_t req_id,
+		       const struct lm_msg *m);
+/* R's answer m to our FETCH `up`: cached, passed to its waiters and to a
+ * held RELEASE (hooks.arrived), or asked again when too old; a client's
+ * FETCHV miss then fetches the pages after it. */
+void lm_fetch_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m);
+/* The PAGES answering our FETCHV `batch` (freed). */
+void lm_fetch_pages(lm_lemuriad *c, struct upreq *batch,
+		    const struct lm_msg *m);
+/* One FETCHV to R for the n pages of `pages` (`want` their notices),
+ * each with its UP_FETCH in the table; `ahead`: fetched ahead of faults,
+ * so a page nobody waits for is not asked again alone. */
+void lm_fetch_batch(lm_lemuriad *c, const struct lm_notice *want,
+		    const uint32_t *pages, uint32_t n, bool ahead);
+/* Sends FETCH `up` (again) under a new req_id, asking for a version no
+ * older than the newest notice of its page. */
+void lm_fetch_again(lm_lemuriad *c, struct upreq *up);
+
+/* ---- parking.c: our deltas' registrations, and what waits for them ---- */
+
+/* Parks a message behind the registration of every delta our clients
+ * flushed so far (I2); the run is lost (hooks.lose) when out of memory. */
+void lm_park_barrier(lm_lemuriad *c, uint32_t id);
+void lm_park_unlock(lm_lemuriad *c, uint32_t id, uint32_t rank);
+void lm_park_end(lm_lemuriad *c, uint32_t rank, int32_t status);
+void lm_park_create(lm_lemuriad *c, uint32_t rank, int32_t status,
+		    uint64_t offset, const uint8_t *data, size_t data_len);
+/* A local hand-off of lock `id`, behind the registration of what the
+ * previous holder wrote, so that its GRANT names exact versions; it goes
+ * through hooks.grant. */
+void lm_park_grant(lm_lemuriad *c, uint32_t id, uint16_t node,
+		   uint32_t req_id);
+/* The answer m to our REGISTER or PUSH `up` (freed): 0, or the status
+ * with which the homes refused our deltas (the run is then lost). */
+int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m);
+/* A home's PULL of a delta of ours. */
+void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m);
+/* Keeps copies and deltas within the cache size (after a FLUSH). */
+void lm_park_keep_budget(lm_lemuriad *c);
+/* lm_deltas' way out: every REGISTER goes up as a request. */
+void lm_park_emit(void *ctx, const struct lm_msg *reg);
+/* Answers every parked local GRANT with m (an ABORT), but node skip's. */
+void lm_park_answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
+			    uint16_t skip);
+void lm_park_clear(lm_lemuriad *c);
+
+/* ---- notices.c: what we know of the pages' versions ---- */
+
+/* Applies write notices to the cache and our FETCHes (I3), and keeps
+ * them for local GRANTs. */
+void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
+		      uint32_t count);
+/* Keeps notices of the epoch (the latest version of each page) for local
+ * GRANTs. */
+void lm_notices_note(lm_lemuriad *c, const struct lm_notice *n,
+		     uint32_t count);
+/* Every process passed a barrier (or the run ends): the epoch's notices
+ * are known to all and need not ride on local GRANTs any more. */
+void lm_notices_epoch_end(lm_lemuriad *c);
+
+/* ---- cache.c: the page cache and the table of our requests to R ---- */
+
+struct cpage *lm_cache_find(const lm_lemuriad *c, uint32_t page);
+void lm_cache_touch(lm_lemuriad *c, struct cpage *cp);
+void lm_cache_remove(lm_lemuriad *c, struct cpage *cp);
+/* Frees the copies kept for reuse (lm_cache_remove keeps some). */
+void lm_cache_free_spares(lm_lemuriad *c);
+/* Takes a copy out of the cache without freeing it; the caller gives it
+ * back with lm_cache_recycle. */
+void lm_cache_detach(lm_lemuriad *c, struct cpage *cp);
+void lm_cache_recycle(lm_lemuriad *c, struct cpage *cp);
+void lm_cache_clear(lm_lemuriad *c);
+void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
+		  const uint8_t *data);
+void lm_upreq_free_waiters(lm_lemuriad *c, struct waiter *w);
+struct upreq *lm_upreq_new(lm_lemuriad *c, enum up_kind kind);
+void lm_upreq_renumber(lm_lemuriad *c, struct upreq *up);
+void lm_upreq_set_page(lm_lemuriad *c, struct upreq *up, uint32_t page);
+struct upreq *lm_upreq_fetch_of(lm_lemuriad *c, uint32_t page);
+struct upreq *lm_upreq_find(lm_lemuriad *c, uint32_t req_id);
+void lm_upreq_free(lm_lemuriad *c, struct upreq *up);
+int lm_upreq_wait(lm_lemuriad *c, struct upreq *up, uint16_t node,
+		  uint32_t req_id, uint32_t need);
+int lm_upreq_start(lm_lemuriad *c, enum up_kind kind, uint16_t node,
+		   uint32_t req_id, struct upreq **out);
+
+#endif

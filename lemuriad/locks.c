@@ -1,0 +1,374 @@
+/* The lemuriad's locks (DESIGN.md §2, Locks): a lock's token stays in
+ * the cluster between local holders until its manager recalls it, so
+ * that LOCKs among our own clients need no message to the reflector.
+ * Every path of a lock is here: a client's LOCK and UNLOCK, the
+ * manager's GRANT and RECALL, the local GRANT (parked behind the
+ * registration of what the last holder wrote: parking.c calls back
+ * lm_locks_grant_local), a token going back, a holder that left.
+ *
+ * Readings of docs/dsm.md where it leaves a choice:
+ *  - An UNLOCK of a lock not granted to that rank through us is answered
+ *    UNLOCK_OK{LM_EINVAL} and not forwarded.
+ *  - A lock token whose clients all left stays here, free, until the
+ *    manager recalls it, so the lock is not lost. */
+#include "lemuriad_int.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm_error.h"
+#include "log.h"
+
+static struct token *token_find(lm_lemuriad *c, uint32_t id)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		if (c->tokens[i].id == id)
+			return &c->tokens[i];
+	return NULL;
+}
+
+static struct token *token_get(lm_lemuriad *c, uint32_t id)
+{
+	struct token *t = token_find(c, id);
+
+	if (t)
+		return t;
+	if (c->ntokens == c->tokens_cap) {
+		size_t cap = c->tokens_cap ? c->tokens_cap * 2 : 8;
+		struct token *nt = realloc(c->tokens, cap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		c->tokens = nt;
+		c->tokens_cap = cap;
+	}
+	t = &c->tokens[c->ntokens++];
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	return t;
+}
+
+static void token_free(struct token *t)
+{
+	free(t->q);
+	t->q = NULL;
+	t->nq = t->qcap = 0;
+}
+
+void lm_locks_clear(lm_lemuriad *c)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		token_free(&c->tokens[i]);
+	c->ntokens = 0;
+}
+
+/* Drops the entry of a lock nobody here holds, wants or has the token of. */
+static void token_tidy(lm_lemuriad *c, struct token *t)
+{
+	if (t->here || t->asked || t->nq)
+		return;
+	token_free(t);
+	*t = c->tokens[--c->ntokens];
+}
+
+static int token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
+		     uint32_t rank)
+{
+	if (t->nq == t->qcap) {
+		size_t cap = t->qcap ? t->qcap * 2 : 4;
+		struct lwaiter *nq = realloc(t->q, cap * sizeof(*nq));
+
+		if (!nq)
+			return LM_ENOMEM;
+		t->q = nq;
+		t->qcap = cap;
+	}
+	t->q[t->nq].node = node;
+	t->q[t->nq].req_id = req_id;
+	t->q[t->nq].rank = rank;
+	t->nq++;
+	return 0;
+}
+
+static struct lwaiter token_pop(struct token *t)
+{
+	struct lwaiter w = t->q[0];
+
+	memmove(t->q, t->q + 1, (t->nq - 1) * sizeof(*t->q));
+	t->nq--;
+	return w;
+}
+
+/* Asks the manager for the token, for the first local waiter. */
+static void token_ask(lm_lemuriad *c, struct token *t)
+{
+	struct upreq *up;
+	struct lm_msg r;
+
+	if (t->here || t->asked || !t->nq)
+		return;
+	up = lm_upreq_new(c, UP_LOCK);
+	if (!up) {
+		lm_log_error("cluster %s: no memory to ask for lock %u",
+			     c->cfg->name, t->id);
+		return;
+	}
+	up->lock_id = t->id;
+	up->rank = t->q[0].rank;
+	t->asked = true;
+	msg_init(c, &r, LM_MSG_LOCK);
+	r.id = t->id;
+	r.rank = up->rank;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+/* Gives the token back to its manager, behind the registration of what
+ * its holders wrote (I2). */
+static void token_return(lm_lemuriad *c, struct token *t)
+{
+	lm_park_unlock(c, t->id, t->granted);
+	t->here = false;
+	t->busy = false;
+	t->recalled = false;
+	t->waited = false;
+	t->wait_ticks = 0;
+	c->stats.tokens_returned++;
+}
+
+static bool any_fresh(const lm_lemuriad *c)
+{
+	for (uint32_t i = 0; i < c->nclients; i++)
+		if (client_fresh(&c->clients[i]))
+			return true;
+	return false;
+}
+
+/* The token is here and free: the next local waiter gets it (a recalled
+ * token only LM_LEMURIAD_HANDOFFS_MAX more times), else it goes back if
+ * recalled, else it stays.  A recalled token nobody here waits for also
+ * stays while a client is fresh: SPLASH-2 programs number their
+ * processes in the order they take a lock right after CREATE (rank 0
+ * after its last CREATE), and a token that left between two of a
+ * cluster's processes shifted every later cluster's numbers into the
+ * next one's, and the program's data with them (docs/performance.md,
+ * "Figures behind the lemuriad's choices").  The wait ends when no
+ * client here is fresh (lm_locks_recheck). */
+static void token_next(lm_lemuriad *c, struct token *t)
+{
+	if (!t->here || t->busy)
+		return;
+	if (t->recalled && !t->nq && t->wait_ticks < LM_LEMURIAD_FRESH_TICKS &&
+	    any_fresh(c)) {
+		if (!t->waited)
+			c->stats.recalls_waited++;
+		t->waited = true;
+		return;
+	}
+	if (t->nq && (!t->recalled || t->handoffs < LM_LEMURIAD_HANDOFFS_MAX)) {
+		struct lwaiter w = token_pop(t);
+
+		if (t->recalled)
+			t->handoffs++;
+		t->busy = true;
+		t->holder = w.rank;
+		lm_park_grant(c, t->id, w.node, w.req_id);
+		return;
+	}
+	if (t->recalled || t->nq) {
+		token_return(c, t);
+		token_ask(c, t); /* local clients still wait: queue again */
+	}
+	token_tidy(c, t);
+}
+
+/* token_next for each token `due` picks.  A token tidied away moves
+ * another into its entry, which is then looked at in turn. */
+static void next_each(lm_lemuriad *c,
+		      bool (*due)(lm_lemuriad *c, struct token *t))
+{
+	for (size_t i = 0; i < c->ntokens;) {
+		struct token *t = &c->tokens[i];
+		size_t n = c->ntokens;
+
+		if (due(c, t))
+			token_next(c, t);
+		if (c->ntokens == n)
+			i++; /* else entry i, tidied, holds another token */
+	}
+}
+
+static bool is_recalled(lm_lemuriad *c, struct token *t)
+{
+	(void)c;
+	return t->recalled;
+}
+
+/* A client stopped being fresh: once nobody here is, the recalled
+ * tokens that waited go (or serve who waits). */
+void lm_locks_recheck(lm_lemuriad *c)
+{
+	if (!any_fresh(c))
+		next_each(c, is_recalled);
+}
+
+/* Counts a tick of a token kept, free and unasked, for a fresh client;
+ * true when that ends its wait. */
+static bool tick_ends_wait(lm_lemuriad *c, struct token *t)
+{
+	if (!t->waited || !t->here || t->busy || t->nq ||
+	    ++t->wait_ticks < LM_LEMURIAD_FRESH_TICKS)
+		return false;
+	c->stats.recall_waits_ended++;
+	return true;
+}
+
+/* A recalled token kept for a fresh client stays LM_LEMURIAD_FRESH_TICKS
+ * ticks at most, then goes as if nobody here were fresh. */
+void lm_locks_tick(lm_lemuriad *c)
+{
+	next_each(c, tick_ends_wait);
+}
+
+/* Answers a local LOCK with every notice of the epoch we know of: our
+ * registrations (what earlier holders here wrote) and every notice we
+ * applied (the GRANTs that brought tokens here, the ENDs and CREATEs).
+ * The token's own notices are not enough: a holder here may have taken
+ * another lock first, whose GRANT named a change that its release of
+ * this one now passes on (release consistency is transitive), and the
+ * next holder's copy of that page may be older. */
+void lm_locks_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
+			  uint32_t req_id)
+{
+	struct lm_msg r;
+
+	msg_init(c, &r, LM_MSG_GRANT);
+	r.id = id;
+	r.notices = c->epoch_notes.v;
+	r.nnotices = c->epoch_notes.n;
+	c->stats.locks++;
+	c->out.reply(c->ctx, node, req_id, &r);
+}
+
+/* ---- messages ------------------------------------------------------ */
+
+void lm_locks_lock(lm_lemuriad *c, int slot, uint16_t from, uint32_t req_id,
+		   const struct lm_msg *m)
+{
+	uint32_t rank = slot_rank(c, slot);
+	struct token *t = token_get(c, m->id);
+
+	if (!t) {
+		count_bad(c, from, m, "no memory for the lock");
+		return;
+	}
+	if (t->busy && t->holder == rank) {
+		count_bad(c, from, m, "LOCK of a lock it holds");
+		return;
+	}
+	for (size_t i = 0; i < t->nq; i++) {
+		if (t->q[i].rank == rank) {
+			count_bad(c, from, m, "second LOCK while waiting");
+			return;
+		}
+	}
+	if (token_enqueue(t, from, req_id, rank) < 0) {
+		count_bad(c, from, m, "no memory for the lock");
+		return;
+	}
+	if (t->here) {
+		token_next(c, t); /* cached here: no message leaves */
+		return;
+	}
+	token_ask(c, t);
+}
+
+void lm_locks_unlock(lm_lemuriad *c, int slot, uint16_t from,
+		     uint32_t req_id, const struct lm_msg *m)
+{
+	uint32_t rank = slot_rank(c, slot);
+	struct token *t = token_find(c, m->id);
+
+	if (!t || !t->here || !t->busy || t->holder != rank) {
+		reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, LM_EINVAL);
+		return;
+	}
+	t->busy = false;
+	reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, 0);
+	token_next(c, t);
+}
+
+/* The manager wants the token back: at once when nobody here holds it,
+ * else after at most LM_LEMURIAD_HANDOFFS_MAX more local hand-offs. */
+void lm_locks_recall(lm_lemuriad *c, const struct lm_msg *m)
+{
+	struct token *t = token_find(c, m->id);
+
+	if (!t || !t->here) {
+		/* on its way back already */
+		count_bad(c, c->reflector, m, "RECALL of a token not here");
+		return;
+	}
+	c->stats.recalls++;
+	t->recalled = true;
+	t->handoffs = 0;
+	token_next(c, t);
+}
+
+void lm_locks_granted(lm_lemuriad *c, struct upreq *up,
+		      const struct lm_msg *m)
+{
+	struct token *t = token_find(c, up->lock_id);
+	struct lm_msg r;
+
+	/* older copies go before the holder can read them (I3) */
+	lm_notices_apply(c, m->notices, m->nnotices);
+	if (!t || t->here) {
+		/* nobody asked (a reset run?): hand it straight back
+		 * so that the others do not wait for it forever */
+		msg_init(c, &r, LM_MSG_UNLOCK);
+		r.id = up->lock_id;
+		r.rank = up->rank;
+		c->out.send(c->ctx, c->reflector, &r);
+		lm_upreq_free(c, up);
+		return;
+	}
+	t->asked = false;
+	t->here = true;
+	t->busy = false;
+	t->recalled = false;
+	t->handoffs = 0;
+	t->granted = up->rank;
+	lm_upreq_free(c, up);
+	token_next(c, t);
+}
+
+void lm_locks_forget(lm_lemuriad *c, uint32_t rank)
+{
+	for (size_t i = c->ntokens; i-- > 0;) {
+		struct token *t = &c->tokens[i];
+
+		for (size_t k = t->nq; k-- > 0;)
+			if (t->q[k].rank == rank) {
+				memmove(&t->q[k], &t->q[k + 1],
+					(t->nq - k - 1) * sizeof(*t->q));
+				t->nq--;
+			}
+		if (t->busy && t->holder == rank) {
+			t->busy = false;
+			token_next(c, t);
+		} else {
+			token_tidy(c, t);
+		}
+	}
+}
+
+void lm_locks_answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
+			     uint16_t skip)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		for (size_t k = 0; k < c->tokens[i].nq; k++)
+			if (c->tokens[i].q[k].node != skip)
+				c->out.reply(c->ctx, c->tokens[i].q[k].node,
+					     c->tokens[i].q[k].req_id, m);
+}

@@ -1,0 +1,324 @@
+/* The lemuriad's deltas going up (docs/dsm.md "Lazy, adaptive and eager
+ * relay"): registrations of what our clients flushed, the pushes and
+ * PULLs of their data, the cache budget the deltas share, and the
+ * messages parked until the registration they publish is answered (I2):
+ * a barrier arrival, UNLOCK, END or CREATE for the reflector, or a local
+ * GRANT (handed to locks.c through hooks.grant). */
+#include "lemuriad_int.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deltas.h"
+#include "diff.h"
+#include "lm_error.h"
+#include "log.h"
+
+static bool over_budget(const lm_lemuriad *c)
+{
+	return c->ncached + delta_pages(c) > c->cache_max;
+}
+
+static bool batch_outstanding(const lm_lemuriad *c)
+{
+	return c->batch_done != c->batch_started;
+}
+
+/* Data of `page` just left for its home, where it is in the page from
+ * `version` on (UINT32_MAX: not known yet): a FETCH reply still on its
+ * way that is older may lack it, so it must not be cached. */
+static void mark_data_left(lm_lemuriad *c, uint32_t page, uint32_t version)
+{
+	struct upreq *up = lm_upreq_fetch_of(c, page);
+
+	/* and any FETCH started before its version is known (a reflector's
+	 * cache may answer it with a copy from before the data) */
+	if (version == UINT32_MAX && page < c->npages)
+		c->leaving[page] = 1;
+	if (up && up->left < version)
+		up->left = version;
+}
+
+void lm_park_emit(void *ctx, const struct lm_msg *reg)
+{
+	lm_lemuriad *c = ctx;
+	struct upreq *up = lm_upreq_new(c, c->sealing ? UP_REGISTER : UP_PUSH);
+	struct lm_msg r = *reg;
+
+	/* a push names its version; data sent with a new registration
+	 * gets one only in the answer */
+	for (uint32_t i = 0; i < reg->nnotices; i++)
+		if (reg->notices[i].base != LM_REG_NEW)
+			mark_data_left(c, reg->notices[i].page,
+				       reg->notices[i].base == LM_REG_PUSH ?
+				       reg->notices[i].version : UINT32_MAX);
+	if (!up) {
+		lm_log_error("cluster %s: no memory to register deltas; "
+			     "they are lost", c->cfg->name);
+		return;
+	}
+	r.run = c->run;
+	if (c->sealing)
+		c->batch_parts++;
+	c->out.request(c->ctx, c->reflector, up->req_id, &r);
+}
+
+static void start_batch(lm_lemuriad *c, bool with_data, bool all_sealed);
+
+static void send_parked(lm_lemuriad *c, const struct parked *p)
+{
+	struct lm_msg m;
+
+	if (p->type == LM_MSG_GRANT) {
+		c->hooks.grant(c, p->id, p->node, p->req_id);
+		return;
+	}
+	msg_init(c, &m, p->type);
+	m.id = p->id;
+	m.rank = p->rank;
+	m.status = p->status;
+	m.offset = p->offset;
+	m.data = p->data;
+	m.data_len = p->data_len;
+	c->out.send(c->ctx, c->reflector, &m);
+}
+
+/* Whether a parked message may go now.  Most wait for the answer to
+ * the registration they need.  A BARRIER goes right behind its
+ * REGISTERs: the channel to R is FIFO, R enters its own part before it
+ * reads the BARRIER and holds the BARRIER until the other homes acked
+ * theirs (docs/dsm.md "Several reflectors"), so the deltas are
+ * registered before anyone can pass the barrier (I2), and the answer
+ * reaches us before the RELEASE.  A GRANT must wait: it names the
+ * versions the answer brings. */
+static bool may_go(const lm_lemuriad *c, const struct parked *p)
+{
+	return p->need <= c->batch_done ||
+	       (p->type == LM_MSG_BARRIER && p->need <= c->batch_started);
+}
+
+/* Sends, in order, the parked messages that may go; starts the
+ * registration the next one waits for. */
+static void flush_parked(lm_lemuriad *c)
+{
+	for (;;) {
+		size_t done = 0;
+
+		while (done < c->nparked && may_go(c, &c->parked[done])) {
+			send_parked(c, &c->parked[done]);
+			free(c->parked[done].data);
+			done++;
+		}
+		if (done) {
+			memmove(c->parked, c->parked + done,
+				(c->nparked - done) * sizeof(*c->parked));
+			c->nparked -= done;
+		}
+		if (!c->nparked || batch_outstanding(c))
+			return;
+		/* may come back here, through batch_finished */
+		start_batch(c, false, false);
+		if (!c->nparked || !may_go(c, &c->parked[0]))
+			return;
+	}
+}
+
+static void batch_finished(lm_lemuriad *c)
+{
+	c->batch_done = c->batch_started;
+	flush_parked(c);
+	if (!batch_outstanding(c) && over_budget(c) && c->ncached == 0 &&
+	    lm_deltas_buffers(c->deltas)) {
+		c->stats.spills++;
+		start_batch(c, true, true);
+	}
+}
+
+/* Seals the open deltas into the next registration (docs/dsm.md "Lazy
+ * relay"): entries only, or with their data (eager relay, or memory
+ * pressure, which also pushes every sealed delta). */
+static void start_batch(lm_lemuriad *c, bool with_data, bool all_sealed)
+{
+	c->batch_started++;
+	c->batch_parts = 0;
+	c->sealing = true;
+	lm_deltas_seal(c->deltas, with_data || c->eager, all_sealed);
+	c->sealing = false;
+	c->stats.registrations++;
+	if (c->batch_parts == 0)
+		batch_finished(c);
+}
+
+/* Queues p (filled in by the caller from *p) behind the registration of
+ * every delta flushed so far; `data` is copied. */
+static void park(lm_lemuriad *c, const struct parked *p, const uint8_t *data)
+{
+	struct parked *e;
+
+	if (c->nparked == c->parked_cap) {
+		size_t cap = c->parked_cap ? c->parked_cap * 2 : 16;
+		struct parked *np = realloc(c->parked, cap * sizeof(*np));
+
+		if (!np) {
+			c->hooks.lose(c, "out of memory for a message to "
+				      "send up");
+			return;
+		}
+		c->parked = np;
+		c->parked_cap = cap;
+	}
+	e = &c->parked[c->nparked];
+	*e = *p;
+	e->data = NULL;
+	if (p->data_len) {
+		e->data = malloc(p->data_len);
+		if (!e->data) {
+			c->hooks.lose(c, "out of memory for a message to "
+				      "send up");
+			return;
+		}
+		memcpy(e->data, data, p->data_len);
+	}
+	e->need = c->batch_started + (lm_deltas_dirty(c->deltas) ? 1 : 0);
+	c->nparked++;
+	flush_parked(c);
+}
+
+void lm_park_barrier(lm_lemuriad *c, uint32_t id)
+{
+	park(c, &(struct parked){ .type = LM_MSG_BARRIER, .id = id }, NULL);
+}
+
+void lm_park_unlock(lm_lemuriad *c, uint32_t id, uint32_t rank)
+{
+	park(c, &(struct parked){ .type = LM_MSG_UNLOCK, .id = id,
+				  .rank = rank }, NULL);
+}
+
+void lm_park_end(lm_lemuriad *c, uint32_t rank, int32_t status)
+{
+	park(c, &(struct parked){ .type = LM_MSG_END, .rank = rank,
+				  .status = status }, NULL);
+}
+
+void lm_park_create(lm_lemuriad *c, uint32_t rank, int32_t status,
+		    uint64_t offset, const uint8_t *data, size_t data_len)
+{
+	park(c, &(struct parked){ .type = LM_MSG_CREATE, .rank = rank,
+				  .status = status, .offset = offset,
+				  .data_len = data_len }, data);
+}
+
+void lm_park_grant(lm_lemuriad *c, uint32_t id, uint16_t node,
+		   uint32_t req_id)
+{
+	park(c, &(struct parked){ .type = LM_MSG_GRANT, .id = id,
+				  .node = node, .req_id = req_id }, NULL);
+	c->stats.local_handoffs++;
+}
+
+void lm_park_keep_budget(lm_lemuriad *c)
+{
+	/* copies go first (they can be fetched again); deltas alone beyond
+	 * it go home with their data */
+	while (over_budget(c) && c->lru_tail) {
+		lm_cache_remove(c, c->lru_tail);
+		c->stats.evictions++;
+	}
+	if (over_budget(c) && !batch_outstanding(c)) {
+		c->stats.spills++;
+		start_batch(c, true, true);
+	}
+}
+
+/* Our registrations' versions: a copy older than one of them may lack
+ * data of ours that has left (sent with its registration, pushed or
+ * pulled) and that we can no longer write on top of it, so no FETCH of
+ * ours may be answered with one, not even from a reflector's cache of
+ * another home's pages (docs/dsm.md, "Own data that left"). */
+static void know_registered(lm_lemuriad *c, const struct lm_notice *n,
+			    uint32_t count)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		if (n[i].page >= c->npages)
+			continue;
+		if (c->known[n[i].page] < n[i].version)
+			c->known[n[i].page] = n[i].version;
+		c->leaving[n[i].page] = 0;
+	}
+}
+
+int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
+{
+	bool batch = up->kind == UP_REGISTER;
+
+	if (m->type != LM_MSG_REGISTER_OK) {
+		count_bad(c, c->reflector, m, "reply of the wrong type");
+	} else {
+		if (m->status) {
+			/* writes of ours are lost */
+			lm_upreq_free(c, up);
+			return m->status;
+		}
+		lm_deltas_registered(c->deltas, m->notices, m->nnotices);
+		know_registered(c, m->notices, m->nnotices);
+		if (batch)
+			lm_notices_note(c, m->notices, m->nnotices);
+	}
+	lm_upreq_free(c, up);
+	if (batch && c->batch_parts && --c->batch_parts == 0)
+		batch_finished(c);
+	return 0;
+}
+
+/* A home wants a delta of ours: its data, and we forget it. */
+void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
+{
+	struct lm_msg r;
+	size_t len = 0;
+	int rc = LM_EINVAL;
+
+	msg_init(c, &r, LM_MSG_DELTA);
+	r.page = m->page;
+	r.version = m->version;
+	if (m->page < c->npages)
+		rc = lm_deltas_pull(c->deltas, m->page, m->version,
+				    c->deltabuf + LM_MSG_DIFFS_ENTRY_HDR,
+				    lm_diff_bound(c->page_size), &len);
+	if (rc == 0) {
+		lm_msg_diffs_put_header(c->deltabuf, m->page, len);
+		r.diffs.data = c->deltabuf;
+		r.diffs.len = len + LM_MSG_DIFFS_ENTRY_HDR;
+		r.diffs.count = 1;
+		mark_data_left(c, m->page, m->version);
+	} else {
+		/* the usual cause is a PULL that crossed the delta's PUSH
+		 * (docs/dsm.md "Races"); the home, which knows whether it
+		 * still lacks the data, logs an error when it does */
+		lm_log_limited("PULLs of deltas not held", LM_LOG_DEBUG,
+			       "cluster %s: PULL of page %u version %u: %s",
+			       c->cfg->name, m->page, m->version,
+			       lm_strerror(rc));
+	}
+	r.status = rc;
+	c->out.reply(c->ctx, c->reflector, req_id, &r);
+}
+
+void lm_park_answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
+			    uint16_t skip)
+{
+	for (size_t i = 0; i < c->nparked; i++)
+		if (c->parked[i].type == LM_MSG_GRANT &&
+		    c->parked[i].node != skip)
+			c->out.reply(c->ctx, c->parked[i].node,
+				     c->parked[i].req_id, m);
+}
+
+void lm_park_clear(lm_lemuriad *c)
+{
+	for (size_t i = 0; i < c->nparked; i++)
+		free(c->parked[i].data);
+	c->nparked = 0;
+	c->batch_started = c->batch_done = c->batch_parts = 0;
+}

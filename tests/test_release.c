@@ -1,0 +1,421 @@
+/* The lemuriad state machine driven by hand (tests/lemuriad_util.h):
+ * lemuriad/release.c: a barrier RELEASE held for its updates, sent a
+ * client at a time, and what it puts off meanwhile. */
+#include "unit.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "deltas.h"
+#include "diff.h"
+#include "diff_util.h"
+#include "lemuriad_util.h"
+#include "lm_error.h"
+#include "log.h"
+#include "proto.h"
+#include "updates.h"
+
+static void test_barrier_and_release(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_notice n[2] = { NOTE(1, 3), NOTE(2, 5) };
+	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
+
+	join_all(c, RUN);
+	cache_page(c, 1, 2, 0xa1); /* older than its notice */
+	cache_page(c, 2, 5, 0xa2); /* as new as its notice */
+	for (uint32_t r = 0; r < 3; r++)
+		barrier(c, r, 6);
+	CU_ASSERT_EQUAL(nouts, 0);
+	barrier(c, 3, 6);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].how, SENT);
+	CU_ASSERT_EQUAL(outs[0].node, refl);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_BARRIER);
+	CU_ASSERT_EQUAL(outs[0].m.id, 6);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->barriers, 1);
+	clear_outs();
+
+	rel.id = 6;
+	rel.notices = n;
+	rel.nnotices = 2;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	CU_ASSERT_EQUAL_FATAL(nouts, 4);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct out *o = find_out(REPLIED, node_of(r), LM_MSG_RELEASE);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->req_id, 40 + r);
+		CU_ASSERT_EQUAL(o->m.id, 6);
+		CU_ASSERT_EQUAL_FATAL(o->m.nnotices, 2);
+		CU_ASSERT_EQUAL(o->notices[0].page, 1);
+		CU_ASSERT_EQUAL(o->notices[1].version, 5);
+	}
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->invalidations, 1);
+	/* I3: only the older copy went */
+	CU_ASSERT(is_cached(c, 2));
+	CU_ASSERT(!is_cached(c, 1));
+	clear_outs();
+
+	/* the same RELEASE again finds no barrier and invalidates nothing */
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT(is_cached(c, 2));
+	teardown(c);
+}
+
+/* Updates (docs/dsm.md "Updates"): a page only our clients wrote in the
+ * epoch, whose copy we keep, is sent to each client holding a copy as
+ * the bytes the other writers wrote; the writers' own bytes, pages
+ * nobody here holds, and pages another cluster wrote are not sent. */
+static void test_release_carries_updates(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_notice n[2] = {
+		{ 9, 6, 4, LM_WRITER_MANY, 0 }, /* ranks 1 and 2, ours */
+		{ 20, 5, 4, 5, 1 },             /* rank 5 of cluster c1 */
+	};
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11);  /* rank 0 fetched: holds it */
+	cache_page(c, 20, 4, 0x20);
+	fetch(c, 1, 31, 9);         /* ranks 1 and 2: cache hits */
+	fetch(c, 2, 32, 9);
+	CU_ASSERT_EQUAL(nouts, 2);
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	flush_page(c, 2, 9, 300, 8, 0x78);
+	barrier_release_held(c, 1, n, 2, 20);
+	/* rank 0 holds c1's page 20: fetched again before the release; c1
+	 * wrote 8 bytes at 500 */
+	r_pages_poked(c, outs[0].req_id, 20, 5, 0x20, 500, 8, 0x99);
+	CU_ASSERT_EQUAL_FATAL(nouts, 5);
+	/* rank 0 read it: both writers' bytes */
+	CU_ASSERT_EQUAL_FATAL(update_runs(0, 9, runs), 2);
+	CU_ASSERT_EQUAL(runs[0][0], 100);
+	CU_ASSERT_EQUAL(runs[0][1], 8);
+	CU_ASSERT_EQUAL(runs[0][2], 0x77);
+	CU_ASSERT_EQUAL(runs[1][0], 300);
+	CU_ASSERT_EQUAL(runs[1][2], 0x78);
+	/* each writer: the other's bytes only */
+	CU_ASSERT_EQUAL_FATAL(update_runs(1, 9, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 300);
+	CU_ASSERT_EQUAL(runs[0][2], 0x78);
+	CU_ASSERT_EQUAL_FATAL(update_runs(2, 9, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 100);
+	/* rank 3 never had the page */
+	CU_ASSERT_EQUAL(update_runs(3, 9, runs), -1);
+	/* page 20: what c1 changed, to rank 0 only */
+	CU_ASSERT_EQUAL_FATAL(update_runs(0, 20, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 500);
+	CU_ASSERT_EQUAL(runs[0][1], 8);
+	CU_ASSERT_EQUAL(runs[0][2], 0x99);
+	for (uint32_t r = 1; r < 4; r++)
+		CU_ASSERT_EQUAL(update_runs(r, 20, runs), -1);
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 4);
+	clear_outs();
+
+	/* next epoch: nothing written, so nothing sent, although the
+	 * clients still hold page 9 */
+	n[0].base = 6;
+	n[0].version = 7;
+	barrier_release_kept(c, 2, n, 1);
+	for (uint32_t r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(update_runs(r, 9, runs), -1);
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 4);
+	teardown(c);
+}
+
+/* A RELEASE with updates goes out a client at a time (docs/dsm.md
+ * "Updates", staged release): each step of the daemon's background work
+ * releases one more.  In between, a released client's fault on a cached
+ * page and the home's PULL are answered at once; its fault that misses
+ * and its FLUSH wait, and are handled in the order they came once every
+ * client has its RELEASE. */
+static void test_release_goes_out_a_client_at_a_time(void)
+{
+	static uint8_t list[4096 * 5 + 64];
+	struct lm_msg f = msg(LM_MSG_FLUSH, RUN), p = msg(LM_MSG_PULL, RUN);
+	lm_lemuriad *c = staged_release();
+
+	fetch(c, 0, 90, 9); /* cached: answered now */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGE);
+	CU_ASSERT_EQUAL(outs[0].req_id, 90);
+	clear_outs();
+	fetch(c, 0, 91, 300); /* a miss: waits */
+	f.diffs.data = list;
+	f.diffs.len = make_flush(list, sizeof(list), 12, 0, 8, 0x55);
+	f.diffs.count = 1;
+	creq(c, 0, 92, &f); /* waits */
+	CU_ASSERT_EQUAL(nouts, 0);
+	p.page = 9;
+	p.version = 40; /* the delta answer_registers registered */
+	lm_lemuriad_handle(c, refl, LM_REL_REQUEST, 555, &p);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_DELTA);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
+	clear_outs();
+
+	CU_ASSERT_TRUE(lm_lemuriad_background(c));
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(count_outs(1, LM_MSG_RELEASE), 1);
+	CU_ASSERT_TRUE(lm_lemuriad_background(c));
+	CU_ASSERT_EQUAL(count_outs(2, LM_MSG_RELEASE), 1);
+	CU_ASSERT_EQUAL(nouts, 2);
+	/* the last RELEASE, then what waited, in order */
+	CU_ASSERT_FALSE(lm_lemuriad_background(c));
+	CU_ASSERT_EQUAL_FATAL(nouts, 5);
+	CU_ASSERT_EQUAL(outs[2].m.type, LM_MSG_RELEASE);
+	CU_ASSERT_EQUAL(outs[2].node, node_of(3));
+	CU_ASSERT_EQUAL(outs[3].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[3].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[3].m.page, 300);
+	CU_ASSERT_EQUAL(outs[4].m.type, LM_MSG_FLUSH_OK);
+	CU_ASSERT_EQUAL(outs[4].req_id, 92);
+	CU_ASSERT_EQUAL(outs[4].m.status, 0);
+	/* each RELEASE carried its client's update, as at once */
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 3);
+	CU_ASSERT_FALSE(lm_lemuriad_background(c));
+	teardown(c);
+}
+
+/* A message put off while a RELEASE is staged keeps copies of what it
+ * points to: the caller's buffer is gone when it is handled (the daemon
+ * decodes each datagram into a buffer it reuses). */
+static void test_put_off_message_keeps_its_own_copy(void)
+{
+	struct lm_msg f = msg(LM_MSG_FLUSH, RUN);
+	size_t cap = 4096 + 64;
+	uint8_t *list = malloc(cap);
+	lm_lemuriad *c = staged_release();
+	struct out *o;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(list);
+	f.diffs.data = list;
+	f.diffs.len = make_flush(list, cap, 9, 0, 8, 0x55);
+	f.diffs.count = 1;
+	creq(c, 0, 92, &f); /* waits for the RELEASE */
+	CU_ASSERT_EQUAL(nouts, 0);
+	memset(list, 0xee, cap);
+	free(list);
+	while (lm_lemuriad_background(c))
+		;
+	o = find_out(REPLIED, node_of(0), LM_MSG_FLUSH_OK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->m.status, 0);
+	clear_outs();
+	fetch(c, 0, 93, 9); /* cached, with the FLUSH's bytes */
+	o = find_out(REPLIED, node_of(0), LM_MSG_PAGE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o->data);
+	CU_ASSERT_EQUAL(o->data[0], 0x55);
+	CU_ASSERT_EQUAL(o->data[7], 0x55);
+	teardown(c);
+}
+
+/* I5: what waits for a staged RELEASE is bounded (8 messages per client
+ * and 64); one more is dropped and counted, those before it are handled
+ * afterwards. */
+static void test_release_puts_off_a_bounded_number(void)
+{
+	lm_lemuriad *c = staged_release();
+	uint64_t bad = lm_lemuriad_stats(c)->dropped_bad;
+	const uint32_t bound = 8 * 4 + 64;
+
+	for (uint32_t i = 0; i < bound; i++)
+		fetch(c, 0, 100 + i, 300); /* misses: put off */
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, bad);
+	fetch(c, 0, 100 + bound, 300);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, bad + 1);
+	while (lm_lemuriad_background(c))
+		;
+	/* the last RELEASEs, then the put-off FETCHes: one goes up, the
+	 * others wait for its answer */
+	CU_ASSERT_EQUAL(count_outs(3, LM_MSG_RELEASE), 1);
+	CU_ASSERT_FATAL(nouts >= 4);
+	CU_ASSERT_EQUAL(outs[3].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[3].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[3].m.page, 300);
+	teardown(c);
+}
+
+/* A neighbour page is a guess: the client that got it in a PAGES holds
+ * it for updates only once it faults on it or writes it, so a write
+ * elsewhere in the epoch invalidates that copy instead of updating it. */
+static void test_neighbour_pages_get_no_updates(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_notice ask[2] = { { .page = 7, .base = LM_NO_BASE },
+				    { .page = 9, .base = LM_NO_BASE } };
+	struct lm_notice n[2] = { { 7, 4, 3, 2, 0 }, { 9, 5, 4, 2, 0 } };
+	struct lm_msg m = msg(LM_MSG_FETCHV, RUN);
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 7, 3, 0x70); /* rank 0 fetched both: holds them */
+	cache_page(c, 9, 4, 0x90);
+	m.notices = ask;
+	m.nnotices = 2;
+	creq(c, 1, 41, &m);        /* rank 1 faults on 7; 9 comes along */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_PAGES);
+	CU_ASSERT_EQUAL(outs[0].m.nnotices, 2);
+	clear_outs();
+	flush_page(c, 2, 7, 100, 8, 0x77);
+	flush_page(c, 2, 9, 200, 8, 0x99);
+	barrier_release_kept(c, 1, n, 2);
+	CU_ASSERT_EQUAL(update_runs(1, 7, runs), 1);
+	CU_ASSERT_EQUAL(update_runs(1, 9, runs), -1);
+	CU_ASSERT_EQUAL(update_runs(0, 7, runs), 1);
+	CU_ASSERT_EQUAL(update_runs(0, 9, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 200);
+	CU_ASSERT_EQUAL(runs[0][2], 0x99);
+	teardown(c);
+}
+
+/* A held RELEASE waits for a fetch new enough: an older reply is asked
+ * again; a lost reflector aborts the run and every client waiting at
+ * the barrier gets the ABORT, not a RELEASE. */
+static void test_held_release_too_old_then_abort(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_notice n = { 20, 5, 4, 5, 1 };
+
+	join_all(c, RUN);
+	cache_page(c, 20, 4, 0x20); /* rank 0 holds it */
+	barrier_release_held(c, 1, &n, 1, 20);
+	r_pages_poked(c, outs[0].req_id, 20, 4, 0x20, 0, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[1].m.version, 5);
+	clear_outs();
+	lm_lemuriad_peer_lost(c, refl);
+	for (uint32_t r = 0; r < 4; r++) {
+		CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(r),
+					    LM_MSG_RELEASE));
+		CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(r),
+						LM_MSG_ABORT));
+	}
+	teardown(c);
+}
+
+/* Pages as diffs (docs/dsm.md): the FETCHV names the base of the copy we
+ * saved; a PAGES entry that is a diff against it rebuilds the page (the
+ * update and the cache hold our bytes and the other cluster's), and one
+ * against another base is not trusted: the page is asked for alone. */
+static void test_fetchv_pages_as_diffs(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_notice n = { 20, 5, 4, 5, 1 };
+	uint32_t runs[4][3], version;
+	uint8_t byte;
+
+	join_all(c, RUN);
+	cache_page(c, 20, 4, 0x20);
+	flush_page(c, 1, 20, 100, 4, 0x71); /* ours, in the same epoch */
+	barrier_release_held(c, 1, &n, 1, 20);
+	CU_ASSERT_EQUAL(outs[0].m.notices[0].base, 4);
+	r_pages_diff(c, outs[0].req_id, 20, 5, 4, 500, 8, 0x99);
+	CU_ASSERT_EQUAL_FATAL(nouts, 5);
+	/* rank 0: c1's bytes and rank 1's; rank 1: c1's only */
+	CU_ASSERT_EQUAL_FATAL(update_runs(0, 20, runs), 2);
+	CU_ASSERT_EQUAL(runs[0][0], 100);
+	CU_ASSERT_EQUAL(runs[0][2], 0x71);
+	CU_ASSERT_EQUAL(runs[1][0], 500);
+	CU_ASSERT_EQUAL(runs[1][1], 8);
+	CU_ASSERT_EQUAL(runs[1][2], 0x99);
+	CU_ASSERT_EQUAL_FATAL(update_runs(1, 20, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 500);
+	/* the cache holds the rebuilt page at the notice's version */
+	clear_outs();
+	CU_ASSERT_TRUE(cached_version(c, 20, 100, &version, &byte));
+	CU_ASSERT_EQUAL(version, 5);
+	CU_ASSERT_EQUAL(byte, 0x71);
+	CU_ASSERT_TRUE(cached_version(c, 20, 500, &version, &byte));
+	CU_ASSERT_EQUAL(byte, 0x99);
+	CU_ASSERT_TRUE(cached_version(c, 20, 0, &version, &byte));
+	CU_ASSERT_EQUAL(byte, 0x20);
+	clear_outs();
+
+	/* the diff names the bytes c1 wrote, even one it wrote with the
+	 * value it had: the update is the diff's, not a comparison's (rank
+	 * 1 reads the page again, so it is fetched for it) */
+	fetch(c, 1, 60, 20);
+	clear_outs();
+	n.version = 6;
+	n.base = 5;
+	barrier_release_held(c, 2, &n, 1, 20);
+	r_pages_diff(c, outs[0].req_id, 20, 6, 5, 700, 4, 0x20);
+	CU_ASSERT_EQUAL_FATAL(update_runs(1, 20, runs), 1);
+	CU_ASSERT_EQUAL(runs[0][0], 700);
+	CU_ASSERT_EQUAL(runs[0][1], 4);
+
+	/* next epoch: a diff against a base we do not hold */
+	clear_outs();
+	fetch(c, 1, 61, 20);
+	clear_outs();
+	n.version = 7;
+	n.base = 6;
+	barrier_release_held(c, 3, &n, 1, 20);
+	CU_ASSERT_EQUAL(outs[0].m.notices[0].base, 6);
+	r_pages_diff(c, outs[0].req_id, 20, 7, 3, 600, 2, 0x55);
+	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
+	CU_ASSERT_EQUAL(outs[1].m.page, 20);
+	teardown(c);
+}
+
+/* No update without a copy kept at the notice's version: the copy was
+ * not at the notice's base (it may lack bytes of the epoch). */
+static void test_release_no_update_without_exact_copy(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_notice n = { 9, 6, 3, LM_WRITER_MANY, 0 };
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11);
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	barrier_release_kept(c, 1, &n, 1);
+	for (uint32_t r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(update_runs(r, 9, runs), -1);
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 0);
+	teardown(c);
+}
+
+/* updates = off: the same epoch as above sends no update. */
+static void test_release_updates_off(void)
+{
+	lm_lemuriad *c = setup_text(updates_off_layout);
+	struct lm_notice n = { 9, 6, 4, LM_WRITER_MANY, 0 };
+	uint32_t runs[4][3];
+
+	join_all(c, RUN);
+	cache_page(c, 9, 4, 0x11);
+	flush_page(c, 1, 9, 100, 8, 0x77);
+	barrier_release_kept(c, 1, &n, 1);
+	CU_ASSERT_EQUAL(update_runs(0, 9, runs), -1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->kept, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_updates_stats(c)->updates_sent, 0);
+	teardown(c);
+}
+
+LM_TEST_SUITE("release",
+	LM_TEST(test_barrier_and_release),
+	LM_TEST(test_release_carries_updates),
+	LM_TEST(test_release_goes_out_a_client_at_a_time),
+	LM_TEST(test_release_puts_off_a_bounded_number),
+	LM_TEST(test_put_off_message_keeps_its_own_copy),
+	LM_TEST(test_release_no_update_without_exact_copy),
+	LM_TEST(test_held_release_too_old_then_abort),
+	LM_TEST(test_fetchv_pages_as_diffs),
+	LM_TEST(test_neighbour_pages_get_no_updates),
+	LM_TEST(test_release_updates_off))
