@@ -6,35 +6,47 @@
  * then the fields its type uses, always in this order (little-endian):
  *
  *   i32 status | u32 id | u32 rank | u32 page | u32 version | u32 pid |
- *   u64 layout_hash | u64 size | u64 align | u64 offset |
- *   data:    u32 length, length bytes
- *   diffs:   u32 count, u32 length, length bytes of {u32 page, u32 len,
- *            len bytes of diff (common/diff.h)} repeated count times
+ *   u32 epoch | u64 layout_hash | u64 size | u64 align | u64 offset |
+ *   u32 data length | diffs: u32 count, u32 length |
+ *   the data's bytes, or the diffs' (no type has both): {u32 page,
+ *            u32 len, len bytes of diff (common/diff.h)} count times |
  *   notices: u32 count, count * {u32 page, u32 version, u32 base,
  *            u32 writer, u32 wcluster}
  *
- *   type       fields after run
+ *   type       fields after run (the table msg_kinds below is the truth)
  *   JOIN       rank, pid, layout_hash
- *   FETCH      page
- *   PAGE       page, version, data (the page)
- *   FLUSH      rank (the writer), diffs
- *   BARRIER    id
+ *   FETCH      page, version (the oldest that may answer)
+ *   PAGE       page, version, data (the page; empty: refused)
+ *   FLUSH      rank (the writer), epoch (R -> home), diffs
+ *   FLUSH_OK   status, notices (home -> R)
+ *   BARRIER    id, epoch, notices (R -> manager: the epoch set)
  *   RELEASE    id, notices, diffs (L -> C: updates, docs/dsm.md)
- *   LOCK       id, rank
+ *   LOCK       id, rank, epoch (R -> manager)
  *   GRANT      id, notices
- *   UNLOCK     id, rank
+ *   UNLOCK     id, rank, epoch, notices (R -> manager: the epoch set)
  *   ALLOC      id (kind of id reservation, 0 for memory), size, align
  *   ALLOC_OK   status, offset
  *   FREE       offset
  *   CREATE     rank (target), offset (function), notices (empty unless R
- *              forwards it), data (data-segment image)
+ *              forwards it), data (data-segment image, liblemuria/segment.h)
  *   WAIT_WORK  (nothing)
  *   END        status, rank, notices (empty unless R forwards it)
  *   WAIT_END   id (the count)
  *   LEAVE      (nothing)
  *   ABORT      rank, data (reason, at most LM_MSG_REASON_MAX bytes)
- *   JOIN_OK, FLUSH_OK, UNLOCK_OK, FREE_OK, CREATE_OK, END_OK, LEAVE_OK:
- *              status
+ *   REGISTER   epoch, notices (entries: page, writer, cluster, kind in
+ *              base, version), diffs (the data of the entries that carry
+ *              it, in entry order)
+ *   REGISTER_OK status, notices
+ *   PULL       id (the cluster), page, version
+ *   DELTA      status, page, version, diffs (one entry)
+ *   RECALL     id, rank
+ *   FETCHV     notices (page, version = the oldest that may answer, base =
+ *              the version of a copy the asker holds; the first entry's
+ *              version from a client is its reach, lm_msg_fetchv)
+ *   PAGES      notices (page, version, base), diffs (an entry a page)
+ *   JOIN_OK, UNLOCK_OK, FREE_OK, CREATE_OK, END_OK, LEAVE_OK: status
+ *   PING, PONG, STATS, STATS_REPLY: bodies of their own (below)
  *
  * The encoding is canonical (no padding, no optional parts), so a buffer
  * that decodes re-encodes to the same bytes.  Fields a type does not use

@@ -64,8 +64,10 @@ enum lm_msg_type {
 	LM_MSG_RECALL = 34,     /* lock manager -> R -> L one-way: give the
 				   lock's token back (id, rank it was
 				   granted to) */
-	LM_MSG_FETCHV = 35,     /* L->R req: several pages (notices: page,
-				   version = oldest that may answer) */
+	LM_MSG_FETCHV = 35,     /* C->L and L->R req: several pages
+				   (notices: page, version = oldest that
+				   may answer; from C, the first carries
+				   the fault's reach) */
 	LM_MSG_PAGES = 36,      /* reply to FETCHV: the pages R could serve
 				   at once (notices: page, version; diffs:
 				   the data, an entry each, in that order) */
