@@ -72,7 +72,7 @@ lm_evnode *lm_daemon_node(lm_daemon *d);
 /* The bound address (useful when the layout says port 0 in tests). */
 const struct sockaddr_in *lm_daemon_addr(const lm_daemon *d);
 
-/* The protocol a daemon runs (lemuriad/cluster.c, reflector/home.c): a
+/* The protocol a daemon runs (lemuriad/cluster.c, reflector/dispatch.c): a
  * state machine fed with decoded DSM messages, emitting through `out`. */
 struct lm_daemon_protocol {
 	/* Returns the machine, or NULL with the reason in err. */

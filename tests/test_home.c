@@ -1,4 +1,4 @@
-/* The reflector's state machine (reflector/home.c) driven by hand with
+/* The reflector's state machine (reflector/dispatch.c) driven by hand with
  * real layouts: pages and versions, the epoch's notices, barriers, FIFO
  * locks, the allocator, CREATE/END routing, run ids and bad input.
  * Every message the home emits is captured (deep-copied) and inspected. */

@@ -1,4 +1,4 @@
-/* The root cluster: several reflector state machines (reflector/home.c)
+/* The root cluster: several reflector state machines (reflector/dispatch.c)
  * wired together by a simulated network that delivers their messages to
  * each other in FIFO order, with the clusters driven by hand.  Checks
  * placement, routing to homes and managers, the four barrier steps, lock

@@ -39,9 +39,9 @@ FUZZ_SRC_fuzz_msg := tests/fuzz/fuzz_msg.c common/proto.c common/diff.c \
 	$(FUZZ_BASE_SRC)
 FUZZ_SRC_fuzz_engine := tests/fuzz/fuzz_engine.c common/reliable.c \
 	common/mem.c common/auth.c $(FUZZ_BASE_SRC)
-FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c reflector/home.c \
-	reflector/home_pages.c reflector/router.c reflector/managers.c \
-	reflector/alloc.c \
+FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c \
+	$(filter-out reflector/main.c reflector/home_stats.c,\
+		$(wildcard reflector/*.c)) \
 	$(FUZZ_MACHINE_SRC)
 FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c lemuriad/cluster.c \
 	lemuriad/cache.c lemuriad/tokens.c lemuriad/release.c \
