@@ -42,7 +42,7 @@ FUZZ_SRC_fuzz_engine := tests/fuzz/fuzz_engine.c common/reliable.c \
 FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c \
 	$(filter-out reflector/main.c reflector/home_stats.c,\
 		$(wildcard reflector/*.c)) \
-	$(FUZZ_MACHINE_SRC)
+	common/notice_set.c $(FUZZ_MACHINE_SRC)
 FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c lemuriad/cluster.c \
 	lemuriad/cache.c lemuriad/tokens.c lemuriad/release.c \
 	lemuriad/deltas.c lemuriad/updates.c \
