@@ -44,31 +44,35 @@ void lm_barriers_destroy(lm_home *h)
 	}
 }
 
-/* Cluster ci arrived; true when all of ours have (DESIGN.md §2, step 3). */
+/* The entry of table t pending for barrier m->id, or a free one taken
+ * for it; NULL (dropped and counted) when all are pending. */
+static struct barrier_entry *entry(lm_home *h, struct barrier_entry *t,
+				   uint16_t from, const struct lm_msg *m)
+{
+	struct barrier_entry *spare = NULL;
+
+	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
+		if (t[i].pending && t[i].id == m->id)
+			return &t[i];
+		if (!t[i].pending && !spare)
+			spare = &t[i];
+	}
+	if (!spare) {
+		drop_bad(h, from, m, "too many barriers pending");
+		return NULL;
+	}
+	spare->pending = true;
+	spare->id = m->id;
+	return spare;
+}
+
 bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
 			const struct lm_msg *m)
 {
-	struct router_barrier *b = NULL, *spare = NULL;
+	struct barrier_entry *b = entry(h, h->barriers, from, m);
 
-	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
-		struct router_barrier *e = &h->barriers[i];
-
-		if (e->pending && e->id == m->id) {
-			b = e;
-			break;
-		}
-		if (!e->pending && !spare)
-			spare = e;
-	}
-	if (!b) {
-		if (!spare) {
-			drop_bad(h, from, m, "too many barriers pending");
-			return false;
-		}
-		b = spare;
-		b->pending = true;
-		b->id = m->id;
-	}
+	if (!b)
+		return false;
 	if (b->seen[ci]) {
 		drop_bad(h, from, m, "cluster arrived twice");
 		return false;
@@ -82,35 +86,17 @@ bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
 	return true;
 }
 
-
 /* Reflector `ri` (maybe us) arrived at barrier `id` with the notices of
  * its clusters' changes in the epoch.  With every reflector that serves
  * clusters in, the merged notices go back down (DESIGN.md §2, step 4). */
 void lm_barriers_arrive(lm_home *h, uint16_t from, uint32_t ri,
 			const struct lm_msg *m)
 {
-	struct mgr_barrier *b = NULL, *spare = NULL;
+	struct barrier_entry *b = entry(h, h->mbarriers, from, m);
 	struct lm_msg r;
 
-	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
-		struct mgr_barrier *e = &h->mbarriers[i];
-
-		if (e->pending && e->id == m->id) {
-			b = e;
-			break;
-		}
-		if (!e->pending && !spare)
-			spare = e;
-	}
-	if (!b) {
-		if (!spare) {
-			drop_bad(h, from, m, "too many barriers pending");
-			return;
-		}
-		b = spare;
-		b->pending = true;
-		b->id = m->id;
-	}
+	if (!b)
+		return;
 	if (b->seen[ri]) {
 		drop_bad(h, from, m, "reflector arrived twice");
 		return;

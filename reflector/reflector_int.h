@@ -56,21 +56,14 @@ struct home_lock {
 	size_t nnotes;
 };
 
-/* A barrier at a router: which of our clusters arrived. */
-struct router_barrier {
+/* A barrier pending at a reflector: at the router, which of our clusters
+ * arrived; at its manager, which reflectors arrived and the notices they
+ * brought (unused at the router). */
+struct barrier_entry {
 	bool pending;
 	uint32_t id;
 	uint32_t arrived;
-	uint8_t *seen;    /* per layout cluster index, owned */
-};
-
-/* A barrier at its manager: which reflectors arrived and the notices
- * they brought. */
-struct mgr_barrier {
-	bool pending;
-	uint32_t id;
-	uint32_t arrived;
-	uint8_t *seen;    /* per reflector index, owned */
+	uint8_t *seen;    /* per layout cluster or reflector index, owned */
 	struct lm_notice *notices;
 	size_t nnotices, cap;
 };
@@ -232,7 +225,7 @@ struct lm_home {
 	uint32_t epoch;            /* barriers released to our clusters */
 	struct lm_notice_set epoch_set; /* this epoch: our clusters' changes
 					and the notices they were sent */
-	struct router_barrier barriers[LM_HOME_BARRIERS_MAX];
+	struct barrier_entry barriers[LM_HOME_BARRIERS_MAX];
 	struct forward *fwd;
 	size_t nfwd, fwd_cap;
 	uint32_t next_req;
@@ -257,7 +250,7 @@ struct lm_home {
 	uint32_t next_rfetch;
 
 	/* ---- managers */
-	struct mgr_barrier mbarriers[LM_HOME_BARRIERS_MAX];
+	struct barrier_entry mbarriers[LM_HOME_BARRIERS_MAX];
 	struct home_lock *locks; /* unordered, active entries only */
 	size_t nlocks, locks_cap;
 	struct lm_notice *scratch; /* npages entries: notices being sent */
