@@ -1,8 +1,10 @@
 /* Internals of the reflector's state machine (reflector/home.h).  Its
  * files call downward only:
+ *   main.c, home_stats.c   the daemon and its counters
  *   dispatch.c      creation, run state, checks, one handler per message
- *   page_home.c  relay_cache.c  split.c  held.c  barriers.c  locks.c
- *   alloc.c         the roles; none calls another
+ *   page_home.c relay_cache.c split.c held.c barriers.c locks.c alloc.c
+ *                   the roles; none calls another
+ *   list_check.c    FLUSH and REGISTER lists checked whole
  *   route.c         placement, requests in flight, serve here or send on
  * A role that needs another role's work hands the message to lm_route,
  * which calls the handler the dispatcher installed in h->serve when the
