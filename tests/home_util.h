@@ -19,6 +19,7 @@
 #include "lm_error.h"
 #include "log.h"
 #include "proto.h"
+#include "reflector_util.h"
 #include "wire.h"
 
 #define CAP_MAX 32
@@ -164,28 +165,6 @@ static inline const struct captured *fetch(lm_home *h, uint16_t from,
 	return &cap.v[0];
 }
 
-/* A diff list under construction. */
-struct dlist {
-	uint8_t buf[4096];
-	size_t len;
-	uint32_t count;
-};
-
-/* Appends one diff entry of a single run: `n` bytes at `off` of `page`. */
-static inline void dl_add(struct dlist *d, uint32_t page, uint32_t off,
-			  const void *bytes, uint32_t n)
-{
-	uint8_t diff[512];
-	size_t hdr;
-
-	CU_ASSERT_FATAL(n + 10 <= sizeof(diff));
-	hdr = test_run_header(diff, off, n);
-	memcpy(diff + hdr, bytes, n);
-	CU_ASSERT_FATAL(lm_msg_diffs_append(d->buf, sizeof(d->buf), &d->len,
-					    page, diff, hdr + n) == 0);
-	d->count++;
-}
-
 /* FLUSH of rank `rank` from node `from`. */
 static inline void flush_list_as(lm_home *h, uint16_t from, uint32_t rank,
 				 const struct dlist *d)
@@ -296,10 +275,7 @@ static inline bool has_notice(const struct captured *c, uint32_t page,
 static inline const struct lm_notice *notice_of(const struct captured *c,
 						uint32_t page)
 {
-	for (uint32_t i = 0; i < c->m.nnotices; i++)
-		if (c->m.notices[i].page == page)
-			return &c->m.notices[i];
-	return NULL;
+	return msg_notice(&c->m, page);
 }
 
 /* Completes barrier `id` on conf/4+4.ini; returns the RELEASE to C0. */

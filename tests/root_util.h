@@ -18,6 +18,7 @@
 #include "lm_error.h"
 #include "log.h"
 #include "proto.h"
+#include "reflector_util.h"
 #include "wire.h"
 
 #define RUN 0x2000
@@ -220,25 +221,6 @@ static inline void from_cluster(uint16_t cluster, enum how how, uint32_t req_id,
 	lm_home_handle(refl_of(cluster), cluster, kind_of[how], req_id, m);
 }
 
-struct dlist {
-	uint8_t buf[4096];
-	size_t len;
-	uint32_t count;
-};
-
-static inline void dl_add(struct dlist *d, uint32_t page, uint32_t off,
-			  const char *text)
-{
-	uint8_t diff[256];
-	uint32_t n = (uint32_t)strlen(text);
-	size_t hdr = test_run_header(diff, off, n);
-
-	memcpy(diff + hdr, text, n);
-	CU_ASSERT_FATAL(lm_msg_diffs_append(d->buf, sizeof(d->buf), &d->len,
-					    page, diff, hdr + n) == 0);
-	d->count++;
-}
-
 static inline void flush(uint16_t cluster, uint32_t rank, const struct dlist *d)
 {
 	struct lm_msg m = msg(LM_MSG_FLUSH);
@@ -255,7 +237,7 @@ static inline void flush1(uint16_t cluster, uint32_t rank, uint32_t page,
 {
 	struct dlist d = { .len = 0 };
 
-	dl_add(&d, page, off, text);
+	dl_text(&d, page, off, text);
 	flush(cluster, rank, &d);
 }
 
@@ -289,10 +271,7 @@ static inline size_t down_to(uint16_t cluster, enum lm_msg_type type,
 static inline const struct lm_notice *notice_of(const struct net_msg *d,
 						uint32_t page)
 {
-	for (uint32_t i = 0; i < d->m.nnotices; i++)
-		if (d->m.notices[i].page == page)
-			return &d->m.notices[i];
-	return NULL;
+	return msg_notice(&d->m, page);
 }
 
 /* Page `page`'s master copy at its home. */
@@ -375,7 +354,7 @@ static inline void answer_pull(const struct net_msg *p, uint32_t off,
 	uint16_t cluster = p->dst;
 	uint32_t req_id = p->req_id;
 
-	dl_add(&d, p->m.page, off, text);
+	dl_text(&d, p->m.page, off, text);
 	m.page = p->m.page;
 	m.version = p->m.version;
 	m.diffs.data = d.buf;

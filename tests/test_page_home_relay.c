@@ -155,8 +155,8 @@ static void test_pushed_and_eager_data_need_no_pull(void)
 				   .base = LM_REG_PUSH, .writer = 1 };
 	e[1] = (struct lm_notice){ .page = 24, .base = LM_REG_DATA,
 				   .writer = 1 };
-	dl_add(&d, 16, 0, "pushed");
-	dl_add(&d, 24, 0, "eager");
+	dl_text(&d, 16, 0, "pushed");
+	dl_text(&d, 24, 0, "eager");
 	CU_ASSERT(reg(C0, 0, e, 2, &d, 2)->m.nnotices == 1);
 	CU_ASSERT(lm_home_stats(net.h[0])->pushes_received == 1);
 	down_clear();
@@ -193,7 +193,7 @@ static void test_bad_registration_refused(void)
 	e[0] = (struct lm_notice){ .page = 8, .base = LM_REG_DATA,
 				   .writer = 0 };
 	CU_ASSERT(reg(C0, 0, e, 1, NULL, 2)->m.status == LM_EBADMSG);
-	dl_add(&d, 9, 0, "x"); /* data for another page */
+	dl_text(&d, 9, 0, "x"); /* data for another page */
 	CU_ASSERT(reg(C0, 0, e, 1, &d, 3)->m.status == LM_EBADMSG);
 	e[0] = (struct lm_notice){ .page = 8, .writer = 2 }; /* c1's rank */
 	CU_ASSERT(reg(C0, 0, e, 1, NULL, 4)->m.status == LM_EBADMSG);

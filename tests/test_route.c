@@ -27,7 +27,7 @@ static void test_fetch_routed_to_home(void)
 	struct dlist d = { .len = 0 };
 
 	setup("conf/2x2-two-reflectors.ini");
-	dl_add(&d, 9, 4, "nine");
+	dl_text(&d, 9, 4, "nine");
 	flush(C1, 2, &d); /* page 9: home r1, the writer's own reflector */
 	m.page = 9;
 	from_cluster(C0, REQUEST, 41, &m);
@@ -291,7 +291,7 @@ static void test_bad_input_between_reflectors(void)
 	uint32_t v = 9;
 
 	setup("conf/2x2-two-reflectors.ini");
-	dl_add(&d, 8, 0, "x");
+	dl_text(&d, 8, 0, "x");
 	m.rank = 2; /* a rank of r1's cluster c1, claimed by r0 */
 	m.diffs.data = d.buf;
 	m.diffs.len = d.len;
@@ -327,7 +327,7 @@ static void test_three_reflectors_barrier(void)
 	for (size_t i = 0; i < l->nclusters; i++) {
 		struct dlist d = { .len = 0 };
 
-		dl_add(&d, (uint32_t)(i * LM_HOME_PAGE_BLOCK), 0, "p");
+		dl_text(&d, (uint32_t)(i * LM_HOME_PAGE_BLOCK), 0, "p");
 		lm_home_handle(net.h[l->clusters[i].reflector_index],
 			       l->clusters[i].id, LM_REL_ONEWAY, 0,
 			       &(struct lm_msg){ .type = LM_MSG_FLUSH,

@@ -15,8 +15,8 @@ static void test_flush_split_and_barrier_notices(void)
 	uint32_t v;
 
 	setup("conf/2x2-two-reflectors.ini");
-	dl_add(&d, 0, 0, "zero");
-	dl_add(&d, 8, 0, "eight");
+	dl_text(&d, 0, 0, "zero");
+	dl_text(&d, 8, 0, "eight");
 	flush(C0, 0, &d);
 	flush1(C1, 2, 8, 100, "other"); /* same page, other bytes */
 	flush1(C2, 4, 16, 0, "sixteen");
