@@ -2,8 +2,9 @@
 #
 #   make            build everything under build/
 #   make run        SPLASH-2 LU on conf/4+4.ini (LAYOUT=..., LU_ARGS=...)
-#   make check      shellcheck of the scripts, unit suites, the same under
-#                   ASan/UBSan, then daemons and DSM runs on real layouts
+#   make check      shellcheck of the scripts, the files' call layering,
+#                   unit suites, the same under ASan/UBSan, then daemons
+#                   and DSM runs on real layouts
 #   make asan       the sanitizer build alone, under build/asan/
 #   make fuzz       libFuzzer harnesses, FUZZ_SECONDS each (tests/fuzz/)
 #   make bench-transport   transport round trip vs bare UDP
@@ -177,6 +178,7 @@ asan-unit: asan
 
 check: all
 	@$(MAKE) --no-print-directory lint-sh
+	@$(MAKE) --no-print-directory check-calls
 	@$(MAKE) --no-print-directory unit
 	@sh tests/run-lib.sh $(BUILD)
 	@$(MAKE) --no-print-directory asan-unit
@@ -199,6 +201,13 @@ lint-sh:
 		{ echo "lint-sh: shellcheck not found (make deps installs it)" >&2; exit 1; }
 	@shellcheck -S warning $(SHELL_SCRIPTS)
 	@echo "lint-sh: $(words $(SHELL_SCRIPTS)) shell scripts, no warnings"
+
+# No two files of a part of the tree call each other, directly or round a
+# circle (tools/check-calls.sh, from the objects' symbols).
+CHECK_CALLS_DIRS ?= reflector lemuriad liblemuria
+.PHONY: check-calls
+check-calls: all
+	@sh tools/check-calls.sh $(BUILD) $(CHECK_CALLS_DIRS)
 
 # Every program with injected loss on every layout: about 2 minutes, and
 # some 5 more for the chaos test.

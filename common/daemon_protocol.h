@@ -1,5 +1,5 @@
-/* What a daemon's protocol (lemuriad/lemuriad.c, reflector/home.c) and the
- * daemon shell (daemon.h) agree on: the hooks the protocol gives, the
+/* What a daemon's protocol (lemuriad/lemuriad.c, reflector/dispatch.c)
+ * and the daemon shell (daemon.h) agree on: the hooks the protocol gives, the
  * shell's limits that the protocols and the documentation count on, and
  * the shell's own counters.  Below every file of the shell. */
 #ifndef LM_DAEMON_PROTOCOL_H
@@ -15,7 +15,7 @@
 
 typedef struct lm_daemon lm_daemon;
 
-/* The protocol a daemon runs (lemuriad/lemuriad.c, reflector/home.c): a
+/* The protocol a daemon runs (lemuriad/lemuriad.c, reflector/dispatch.c): a
  * state machine fed with decoded DSM messages, emitting through `out`. */
 struct lm_daemon_protocol {
 	/* Returns the machine, or NULL with the reason in err. */

@@ -269,7 +269,7 @@ void lm_msg_fetchv(struct lm_msg *m, struct lm_notice *ask,
 /* The reach a client's FETCHV carries (0 when it has no notice). */
 uint32_t lm_msg_fetchv_reach(const struct lm_msg *m);
 
-/* How a protocol state machine (lemuriad/lemuriad.c, reflector/home.c)
+/* How a protocol state machine (lemuriad/lemuriad.c, reflector/dispatch.c)
  * emits messages.  The daemon glue encodes each message during the call,
  * so borrowed pointers in m need only live until the callback returns. */
 struct lm_msg_out {

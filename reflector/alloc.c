@@ -1,13 +1,12 @@
 /* The allocator of the shared region and of lock and barrier ids
- * (docs/dsm.md, "Allocation"); the layout's first reflector runs it. */
-#include "home_int.h"
+ * (docs/dsm.md, "Allocation"); the layout's first reflector runs it.  A
+ * role: calls nothing else of reflector/. */
+#include "reflector_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
-#include "log.h"
 #include "lm_error.h"
 
 static int vec_reserve(struct extent_vec *v, size_t want)
@@ -157,7 +156,7 @@ static int free_mem(lm_home *h, uint64_t offset)
 	return 0;
 }
 
-void lm_alloc_request(lm_home *h, uint16_t from, uint32_t req_id,
+long lm_alloc_request(lm_home *h, uint16_t from, uint32_t req_id,
 		      const struct lm_msg *m)
 {
 	struct lm_msg r = msg_new(h, LM_MSG_ALLOC_OK);
@@ -174,15 +173,17 @@ void lm_alloc_request(lm_home *h, uint16_t from, uint32_t req_id,
 		h->stats.allocs++;
 	}
 	h->out.reply(h->ctx, from, req_id, &r);
+	return 0;
 }
 
-void lm_alloc_free(lm_home *h, uint16_t from, uint32_t req_id,
+long lm_alloc_free(lm_home *h, uint16_t from, uint32_t req_id,
 		   const struct lm_msg *m)
 {
 	struct lm_msg r = msg_new(h, LM_MSG_FREE_OK);
 
 	r.status = free_mem(h, m->offset);
 	h->out.reply(h->ctx, from, req_id, &r);
+	return 0;
 }
 
 int lm_alloc_init(lm_home *h)
@@ -204,4 +205,10 @@ void lm_alloc_reset(lm_home *h)
 	h->free_list.v[0].len = h->layout->shared_size - h->layout->page_size;
 	for (size_t k = 0; k < LM_HOME_ID_KINDS; k++)
 		h->next_id[k] = 1;
+}
+
+void lm_alloc_destroy(lm_home *h)
+{
+	free(h->free_list.v);
+	free(h->used.v);
 }

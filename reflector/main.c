@@ -1,5 +1,5 @@
 /* reflector: the root-cluster daemon.  Thin main: the shell (common/daemon.c)
- * runs the transport and the event loop, reflector/home.c the protocol. */
+ * runs the transport and the event loop, reflector/dispatch.c the protocol. */
 #include <stdio.h>
 
 #include "daemon.h"

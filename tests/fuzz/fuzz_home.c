@@ -1,4 +1,4 @@
-/* libFuzzer harness for the reflector's state machine (reflector/home.c)
+/* libFuzzer harness for the reflector's state machine (reflector/dispatch.c)
  * as r0 of conf/4+4.ini: any message sequence from any node, as any
  * transport kind (driver and checks: fuzz_machine.c). */
 #include <stddef.h>

@@ -1,12 +1,12 @@
-/* Barrier and lock managers (docs/dsm.md, "Barriers", "Locks"): the
- * barriers and locks whose id maps to this reflector. */
-#include "home_int.h"
+/* The lock manager (docs/dsm.md, "Locks"; DESIGN.md §2): the tokens of
+ * the locks whose id maps to this reflector, their FIFO of waiters, and
+ * the notices their releases published.  A role: calls route.c only. */
+#include "reflector_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
 #include "log.h"
 #include "lm_error.h"
 
@@ -23,83 +23,11 @@ static void lock_free_entry(struct home_lock *lk)
 	free(lk->notes);
 }
 
-void lm_mgr_locks_clear(lm_home *h)
+void lm_lock_mgr_clear(lm_home *h)
 {
 	for (size_t i = 0; i < h->nlocks; i++)
 		lock_free_entry(&h->locks[i]);
 	h->nlocks = 0;
-}
-
-/* Reflector `ri` (maybe us) arrived at barrier `id` with the notices of
- * its clusters' changes in the epoch.  With every reflector that serves
- * clusters in, the merged notices go back down (DESIGN.md §2, step 4). */
-void lm_mgr_arrive(lm_home *h, uint16_t from, uint32_t ri,
-		   const struct lm_msg *m)
-{
-	struct mgr_barrier *b = NULL, *spare = NULL;
-	struct lm_msg r;
-
-	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
-		struct mgr_barrier *e = &h->mbarriers[i];
-
-		if (e->pending && e->id == m->id) {
-			b = e;
-			break;
-		}
-		if (!e->pending && !spare)
-			spare = e;
-	}
-	if (!b) {
-		if (!spare) {
-			drop_bad(h, from, m, "too many barriers pending");
-			return;
-		}
-		b = spare;
-		b->pending = true;
-		b->id = m->id;
-	}
-	if (b->seen[ri]) {
-		drop_bad(h, from, m, "reflector arrived twice");
-		return;
-	}
-	if (b->nnotices + m->nnotices > b->cap) {
-		size_t cap = b->nnotices + m->nnotices;
-		struct lm_notice *nv = realloc(b->notices,
-					       cap * sizeof(*nv));
-
-		if (!nv) {
-			drop_bad(h, from, m, "out of memory");
-			return;
-		}
-		b->notices = nv;
-		b->cap = cap;
-	}
-	if (m->nnotices)
-		memcpy(b->notices + b->nnotices, m->notices,
-		       m->nnotices * sizeof(*m->notices));
-	b->nnotices += m->nnotices;
-	b->seen[ri] = 1;
-	if (++b->arrived < h->nactive)
-		return;
-
-	b->nnotices = lm_notices_merge(b->notices, b->nnotices);
-	r = msg_new(h, LM_MSG_RELEASE);
-	r.id = b->id;
-	r.notices = b->notices;
-	r.nnotices = (uint32_t)b->nnotices;
-	h->stats.barriers++;
-	for (uint32_t k = 0; k < h->nrefl; k++) {
-		if (!serves_clusters(h, k))
-			continue;
-		if (k == h->self_index)
-			lm_router_release(h, r.id, r.notices, r.nnotices);
-		else
-			h->out.send(h->ctx, refl_node(h, k), &r);
-	}
-	b->pending = false;
-	b->arrived = 0;
-	b->nnotices = 0;
-	memset(b->seen, 0, h->nrefl);
 }
 
 static struct home_lock *lock_find(lm_home *h, uint32_t id)
@@ -157,8 +85,7 @@ static void send_recall(lm_home *h, struct home_lock *lk)
 	r.id = lk->id;
 	r.rank = lk->holder;
 	h->stats.lock_recalls++;
-	h->out.send(h->ctx, (uint32_t)c->reflector_index == h->self_index ?
-		    c->id : refl_node(h, (uint32_t)c->reflector_index), &r);
+	h->out.send(h->ctx, cluster_via(h, c), &r);
 }
 
 /* Whether a waiter of another cluster than the holder's is queued. */
@@ -198,8 +125,9 @@ static void lock_grant(lm_home *h, struct home_lock *lk, uint16_t node,
 		send_recall(h, lk);
 }
 
-void lm_mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
-		 const struct lm_msg *m, uint32_t epoch)
+/* LOCK m of rank m->rank, whose last barrier was m->epoch. */
+long lm_lock_mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
+		   const struct lm_msg *m)
 {
 	struct home_lock *lk = lock_find(h, m->id);
 	struct home_waiter *w;
@@ -208,28 +136,28 @@ void lm_mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
 		lk = lock_add(h, m->id);
 		if (!lk) {
 			drop_bad(h, from, m, "lock table full");
-			return;
+			return 0;
 		}
 	}
 	if (!lk->held) {
-		lock_grant(h, lk, from, req_id, m->rank, epoch);
-		return;
+		lock_grant(h, lk, from, req_id, m->rank, m->epoch);
+		return 0;
 	}
 	for (w = lk->head; w; w = w->next) {
 		if (w->rank == m->rank) {
 			drop_bad(h, from, m, "rank already waits for it");
-			return;
+			return 0;
 		}
 	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		drop_bad(h, from, m, "out of memory");
-		return;
+		return 0;
 	}
 	w->node = from;
 	w->req_id = req_id;
 	w->rank = m->rank;
-	w->epoch = epoch;
+	w->epoch = m->epoch;
 	if (lk->tail)
 		lk->tail->next = w;
 	else
@@ -237,6 +165,7 @@ void lm_mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
 	lk->tail = w;
 	if (foreign_waiter(h, lk))
 		send_recall(h, lk);
+	return 0;
 }
 
 static int tagged_order(const void *a, const void *b)
@@ -281,17 +210,21 @@ static int lock_note(struct home_lock *lk, uint32_t epoch,
 	return 0;
 }
 
-void lm_mgr_unlock(lm_home *h, uint16_t from, const struct lm_msg *m,
-		   uint32_t epoch, const struct lm_notice *v, uint32_t n)
+/* UNLOCK m of the holder, with the notices of its release made in epoch
+ * m->epoch: the token goes to the next waiter. */
+long lm_lock_mgr_unlock(lm_home *h, uint16_t from, uint32_t req_id,
+		     const struct lm_msg *m)
 {
 	struct home_lock *lk = lock_find(h, m->id);
 	struct home_waiter *w;
 
+	(void)req_id;
+
 	if (!lk || !lk->held || lk->holder != m->rank) {
 		drop_bad(h, from, m, "rank does not hold the lock");
-		return;
+		return 0;
 	}
-	if (lock_note(lk, epoch, v, n) < 0)
+	if (lock_note(lk, m->epoch, m->notices, m->nnotices) < 0)
 		/* the next holder could miss changes: say so loudly */
 		lm_log_error("home: out of memory keeping the notices of "
 			     "lock %u", m->id);
@@ -300,11 +233,18 @@ void lm_mgr_unlock(lm_home *h, uint16_t from, const struct lm_msg *m,
 		lk->held = false;
 		if (!lk->nnotes)
 			lock_remove(h, lk);
-		return;
+		return 0;
 	}
 	lk->head = w->next;
 	if (!lk->head)
 		lk->tail = NULL;
 	lock_grant(h, lk, w->node, w->req_id, w->rank, w->epoch);
 	free(w);
+	return 0;
+}
+
+void lm_locks_destroy(lm_home *h)
+{
+	lm_lock_mgr_clear(h);
+	free(h->locks);
 }

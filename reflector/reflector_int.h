@@ -1,10 +1,16 @@
-/* Internals of the reflector's state machine (reflector/home.h), shared by
- * its parts: home.c (creation, run state, dispatch), home_pages.c (the
- * home of a share of the pages), router.c (the router of its own
- * clusters), managers.c (barrier and lock managers) and alloc.c (the
- * allocator).  Nothing here is for use outside reflector/. */
-#ifndef LM_REFLECTOR_HOME_INT_H
-#define LM_REFLECTOR_HOME_INT_H
+/* Internals of the reflector's state machine (reflector/home.h).  Its
+ * files call downward only:
+ *   main.c, home_stats.c   the daemon and its counters
+ *   dispatch.c      creation, run state, checks, one handler per message
+ *   page_home.c relay_cache.c split.c held.c barriers.c locks.c alloc.c
+ *                   the roles; none calls another
+ *   list_check.c    FLUSH and REGISTER lists checked whole
+ *   route.c         placement, requests in flight, serve here or send on
+ * A role that needs another role's work hands the message to lm_route,
+ * which calls the handler the dispatcher installed in h->serve when the
+ * owner is this reflector.  Nothing here is for use outside reflector/. */
+#ifndef LM_REFLECTOR_INT_H
+#define LM_REFLECTOR_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,21 +58,14 @@ struct home_lock {
 	size_t nnotes;
 };
 
-/* A barrier at a router: which of our clusters arrived. */
-struct router_barrier {
+/* A barrier pending at a reflector: at the router, which of our clusters
+ * arrived; at its manager, which reflectors arrived and the notices they
+ * brought (unused at the router). */
+struct barrier_entry {
 	bool pending;
 	uint32_t id;
 	uint32_t arrived;
-	uint8_t *seen;    /* per layout cluster index, owned */
-};
-
-/* A barrier at its manager: which reflectors arrived and the notices
- * they brought. */
-struct mgr_barrier {
-	bool pending;
-	uint32_t id;
-	uint32_t arrived;
-	uint8_t *seen;    /* per reflector index, owned */
+	uint8_t *seen;    /* per layout cluster or reflector index, owned */
 	struct lm_notice *notices;
 	size_t nnotices, cap;
 };
@@ -185,6 +184,13 @@ struct extent_vec {
 	size_t n, cap;
 };
 
+/* A role's handler of a message this reflector owns (lm_route): from is
+ * the node to answer (our own id for a request of ours), req_id its
+ * request.  FLUSH and REGISTER return the number of notices left in
+ * h->scratch or a negative LM_E* (their caller answers); the others 0. */
+typedef long lm_serve_fn(lm_home *h, uint16_t from, uint32_t req_id,
+			 const struct lm_msg *m);
+
 struct lm_home {
 	const struct lm_layout *layout; /* borrowed */
 	uint16_t self_id;
@@ -197,6 +203,8 @@ struct lm_home {
 	uint32_t page_size;
 	uint32_t npages;
 	uint64_t run;
+	/* per type: the role that serves it when we own it (dispatch.c) */
+	lm_serve_fn *serve[LM_MSG_TYPE_COUNT];
 
 	/* ---- home: master copies of our pages; NULL until first written */
 	uint8_t **pages;
@@ -215,11 +223,11 @@ struct lm_home {
 	struct pending **pend;
 	struct fetch_wait **fwait;
 
-	/* ---- router */
+	/* ---- the routing of our own clusters */
 	uint32_t epoch;            /* barriers released to our clusters */
 	struct lm_notice_set epoch_set; /* this epoch: our clusters' changes
 					and the notices they were sent */
-	struct router_barrier barriers[LM_HOME_BARRIERS_MAX];
+	struct barrier_entry barriers[LM_HOME_BARRIERS_MAX];
 	struct forward *fwd;
 	size_t nfwd, fwd_cap;
 	uint32_t next_req;
@@ -244,7 +252,7 @@ struct lm_home {
 	uint32_t next_rfetch;
 
 	/* ---- managers */
-	struct mgr_barrier mbarriers[LM_HOME_BARRIERS_MAX];
+	struct barrier_entry mbarriers[LM_HOME_BARRIERS_MAX];
 	struct home_lock *locks; /* unordered, active entries only */
 	size_t nlocks, locks_cap;
 	struct lm_notice *scratch; /* npages entries: notices being sent */
@@ -275,6 +283,15 @@ static inline const struct lm_cluster_cfg *rank_under(const lm_home *h,
 	if (!c || (uint32_t)c->reflector_index != index)
 		return NULL;
 	return c;
+}
+
+/* The node to send to for cluster c: c itself when we serve it, else its
+ * reflector. */
+static inline uint16_t cluster_via(const lm_home *h,
+				   const struct lm_cluster_cfg *c)
+{
+	return (uint32_t)c->reflector_index == h->self_index ?
+	       c->id : refl_node(h, (uint32_t)c->reflector_index);
 }
 
 /* Whether node id `node` is a cluster this reflector serves. */
@@ -360,65 +377,120 @@ static inline bool notices_valid(const lm_home *h, const struct lm_msg *m)
 }
 
 
-/* home_pages.c: the home of a share of the pages */
-void lm_home_serve_page(lm_home *h, uint16_t node, uint32_t req_id,
-			uint32_t page);
-void lm_home_refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
-			  const struct lm_msg *m, const char *why);
-long lm_home_flush_check(const lm_home *h, const struct lm_msg_diffs *d,
+/* route.c: placement, requests in flight, serve here or send on */
+
+/* LM_REL_REQUEST or LM_REL_ONEWAY: how `type` travels between reflectors;
+ * -1 for a type that does not. */
+int lm_route_kind(uint16_t type);
+/* A new request of ours to node `to`, answering node/node_req when its
+ * reply comes (node 0: the request is our own); NULL when too many are
+ * in flight (I5). */
+struct forward *lm_fwd_add(lm_home *h, uint16_t type, uint16_t to,
+			   uint16_t node, uint32_t node_req);
+/* Removes the request that a reply of `from` with req_id answers into
+ * *out; false when it answers no request of ours to `from`. */
+bool lm_fwd_take(lm_home *h, uint16_t from, uint32_t req_id,
+		 struct forward *out);
+/* Whether a FLUSH or REGISTER of ours up to seq `mark` waits for its ack. */
+bool lm_fwd_flush_pending(const lm_home *h, uint64_t mark);
+/* The one choice between serving here and sending on.  m concerns
+ * reflector `owner` (a page's home, a lock's or barrier's manager, the
+ * allocator).  When that is us, h->serve[m->type] serves it now as from
+ * node (0: ourselves) answering node_req, and its result goes to *served;
+ * returns 1.  Otherwise m goes to owner: a request with a forward entry
+ * answering node/node_req, left in *fwd for the caller to tag (its reply
+ * can only come with a later lm_home_handle), a one-way message as it
+ * is; returns 0, or LM_ENOBUFS when too many requests are in flight.
+ * served and fwd may be NULL. */
+int lm_route(lm_home *h, uint32_t owner, const struct lm_msg *m,
+	     uint16_t node, uint32_t node_req, long *served,
+	     struct forward **fwd);
+
+/* list_check.c: FLUSH and REGISTER lists checked whole */
+
+/* Checks a whole diff list (as_home: and that every page is ours);
+ * returns its number of entries or a negative count - 1 of the entries
+ * before the first bad one. */
+long lm_list_check_flush(const lm_home *h, const struct lm_msg_diffs *d,
 			 bool as_home);
-long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
-		   uint32_t writer, const struct lm_msg_diffs *d);
+/* Walks a REGISTER's entries with their data: checks everything
+ * (as_home: that every page is ours; ci: the registering cluster) and
+ * returns 0 or LM_EBADMSG. */
+int lm_list_check_register(const lm_home *h, const struct lm_msg *m,
+			   uint32_t ci, bool as_home);
+
+/* page_home.c: the home of a share of the pages */
+int lm_page_home_init(lm_home *h);
+void lm_page_home_clear(lm_home *h);
+void lm_page_home_destroy(lm_home *h);
+void lm_page_home_refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
+			       const struct lm_msg *m, const char *why);
+long lm_page_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
+			uint32_t writer, const struct lm_msg_diffs *d);
 /* A lemuriad's FETCHV: PAGES with every page asked (up to
  * LM_FETCHV_MAX) that is ours and has no pending delta, the rest left to
  * the lemuriad's own FETCHes. */
-void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
-		    const struct lm_msg *m);
-void lm_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
-		   uint32_t page);
-void lm_home_pulled(lm_home *h, const struct lm_msg *m);
-int lm_home_register_check(const lm_home *h, const struct lm_msg *m,
-			   uint32_t ci, bool as_home);
-long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
-		      uint32_t epoch, const struct lm_msg *m);
+void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
+			 const struct lm_msg *m);
+void lm_page_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
+			uint32_t page);
+void lm_page_home_pulled(lm_home *h, const struct lm_msg *m);
+long lm_page_home_register(lm_home *h, uint16_t from, uint32_t ci,
+			   uint32_t epoch, const struct lm_msg *m);
 
-/* router.c: the router of our own clusters */
-struct forward *lm_router_fwd_add(lm_home *h, uint16_t type, uint16_t to,
-				  uint16_t node, uint32_t node_req);
-void lm_router_forward(lm_home *h, uint32_t to, const struct lm_msg *m,
-		       uint16_t node, uint32_t node_req);
-void lm_router_cache_clear(lm_home *h);
-void lm_router_fetches_clear(lm_home *h);
-void lm_router_fetch(lm_home *h, uint16_t from, uint32_t req_id,
-		     const struct lm_msg *m);
-void lm_router_flush(lm_home *h, uint16_t from, const struct lm_msg *m);
-void lm_router_register(lm_home *h, uint16_t from, long ci,
-			uint32_t req_id, const struct lm_msg *m);
-void lm_router_release(lm_home *h, uint32_t id,
-		       const struct lm_notice *notices, uint32_t n);
-void lm_router_held_release(lm_home *h);
-void lm_router_held_clear(lm_home *h);
-void lm_router_hold(lm_home *h, uint16_t from, const struct lm_msg *m);
-void lm_router_barrier(lm_home *h, uint16_t from, long ci,
-		       const struct lm_msg *m);
-void lm_router_reply(lm_home *h, uint16_t from, uint32_t req_id,
-		     const struct lm_msg *m);
+/* relay_cache.c: pages of other homes, cached, and their FETCHes */
+int lm_relay_cache_init(lm_home *h);
+void lm_relay_cache_destroy(lm_home *h);
+void lm_relay_cache_clear(lm_home *h);
+void lm_relay_cache_fetch(lm_home *h, uint16_t from, uint32_t req_id,
+			  const struct lm_msg *m);
+void lm_relay_cache_page(lm_home *h, uint32_t id, const struct lm_msg *m);
+void lm_relay_cache_invalidate(lm_home *h, const struct lm_notice *n,
+			       uint32_t count);
 
-/* managers.c: barrier and lock managers */
-void lm_mgr_locks_clear(lm_home *h);
-void lm_mgr_arrive(lm_home *h, uint16_t from, uint32_t ri,
+/* split.c: our clusters' FLUSH and REGISTER lists split by home */
+int lm_split_init(lm_home *h);
+void lm_split_destroy(lm_home *h);
+void lm_split_clear(lm_home *h);
+void lm_split_flush(lm_home *h, uint16_t from, const struct lm_msg *m);
+void lm_split_register(lm_home *h, uint16_t from, long ci,
+		       uint32_t req_id, const struct lm_msg *m);
+void lm_split_register_acked(lm_home *h, uint32_t agg,
+			     const struct lm_msg *m);
+
+/* held.c: synchronisation messages held for the homes' acks (I2) */
+void lm_held_clear(lm_home *h);
+void lm_held_destroy(lm_home *h);
+void lm_held_add(lm_home *h, uint16_t from, const struct lm_msg *m);
+void lm_held_release(lm_home *h);
+
+/* barriers.c: our clusters' arrivals, and the barriers we manage */
+int lm_barriers_init(lm_home *h);
+void lm_barriers_clear(lm_home *h);
+void lm_barriers_destroy(lm_home *h);
+/* Cluster ci arrived at barrier m->id: true when it was the last of
+ * ours, and the arrival goes on to the manager (DESIGN.md §2, step 3). */
+bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
+			const struct lm_msg *m);
+void lm_barriers_arrive(lm_home *h, uint16_t from, uint32_t ri,
+			const struct lm_msg *m);
+void lm_barriers_release(lm_home *h, const struct lm_msg *m);
+
+/* locks.c: the locks we manage */
+void lm_lock_mgr_clear(lm_home *h);
+void lm_locks_destroy(lm_home *h);
+long lm_lock_mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
 		   const struct lm_msg *m);
-void lm_mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
-		 const struct lm_msg *m, uint32_t epoch);
-void lm_mgr_unlock(lm_home *h, uint16_t from, const struct lm_msg *m,
-		   uint32_t epoch, const struct lm_notice *v, uint32_t n);
+long lm_lock_mgr_unlock(lm_home *h, uint16_t from, uint32_t req_id,
+		     const struct lm_msg *m);
 
 /* alloc.c: the allocator */
-void lm_alloc_request(lm_home *h, uint16_t from, uint32_t req_id,
+long lm_alloc_request(lm_home *h, uint16_t from, uint32_t req_id,
 		      const struct lm_msg *m);
-void lm_alloc_free(lm_home *h, uint16_t from, uint32_t req_id,
+long lm_alloc_free(lm_home *h, uint16_t from, uint32_t req_id,
 		   const struct lm_msg *m);
 int lm_alloc_init(lm_home *h);
 void lm_alloc_reset(lm_home *h);
+void lm_alloc_destroy(lm_home *h);
 
 #endif

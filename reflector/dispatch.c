@@ -1,6 +1,8 @@
-/* Reflector protocol layer: role R of docs/dsm.md, for a root cluster of
- * one or more reflectors ("Several reflectors").  A state machine fed
- * decoded messages; it never touches a socket.
+/* The reflector's dispatcher: role R of docs/dsm.md, for a root cluster
+ * of one or more reflectors ("Several reflectors").  Creates the state,
+ * checks each decoded message (sender, run, kind) and hands it to the
+ * role that serves it; the top layer of reflector/ (reflector_int.h).  A
+ * state machine fed decoded messages; it never touches a socket.
  *
  * Choices where docs/dsm.md leaves room (the lead may fold them into it):
  *  - Run ids compare as unsigned numbers: larger is newer.  The first
@@ -31,26 +33,15 @@
  *  - JOIN (request, if a lemuriad sends one) is answered JOIN_OK{0}.
  *    ABORT from a cluster goes to every other cluster served and to the
  *    other reflectors, which pass it to their clusters. */
-#include "home_int.h"
+#include "reflector_int.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
 #include "log.h"
 #include "lm_error.h"
-
-uint32_t lm_home_of_page(const struct lm_layout *l, uint32_t page)
-{
-	return (uint32_t)((page / LM_HOME_PAGE_BLOCK) % l->nreflectors);
-}
-
-uint32_t lm_home_manager_of(const struct lm_layout *l, uint32_t id)
-{
-	return (uint32_t)(id % l->nreflectors);
-}
 
 /* Index of the reflector with node id `node`, other than us, or -1. */
 static long peer_reflector(const lm_home *h, uint16_t node)
@@ -78,74 +69,80 @@ static long served_cluster(const lm_home *h, uint16_t node)
 	return (long)i;
 }
 
-static void barriers_clear(lm_home *h)
+/* Index of reflector node `node`, us included; only for a reflector. */
+static uint32_t refl_index(const lm_home *h, uint16_t node)
 {
-	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
-		h->barriers[i].pending = false;
-		h->barriers[i].arrived = 0;
-		memset(h->barriers[i].seen, 0, h->layout->nclusters);
-		h->mbarriers[i].pending = false;
-		h->mbarriers[i].arrived = 0;
-		h->mbarriers[i].nnotices = 0;
-		memset(h->mbarriers[i].seen, 0, h->nrefl);
-	}
+	long ri = peer_reflector(h, node);
+
+	return ri < 0 ? h->self_index : (uint32_t)ri;
 }
 
-static void pending_clear(lm_home *h)
+/* ---- what we serve for ourselves and our clusters (lm_route) ---------- */
+
+static long serve_flush(lm_home *h, uint16_t from, uint32_t req_id,
+			const struct lm_msg *m)
 {
-	for (uint32_t p = 0; p < h->npages; p++) {
-		while (h->pend[p]) {
-			struct pending *pd = h->pend[p];
+	(void)req_id;
+	return lm_page_home_apply(h, from, m->epoch, m->rank, &m->diffs);
+}
 
-			h->pend[p] = pd->next;
-			free(pd->data);
-			free(pd);
-		}
-		while (h->fwait[p]) {
-			struct fetch_wait *w = h->fwait[p];
+/* A registration's entries all name one cluster (lm_list_check_register). */
+static long serve_register(lm_home *h, uint16_t from, uint32_t req_id,
+			   const struct lm_msg *m)
+{
+	uint32_t ci = m->nnotices ? m->notices[0].wcluster : 0;
 
-			h->fwait[p] = w->next;
-			free(w);
-		}
+	(void)req_id;
+	return lm_page_home_register(h, from, ci, m->epoch, m);
+}
+
+static long serve_arrive(lm_home *h, uint16_t from, uint32_t req_id,
+			 const struct lm_msg *m)
+{
+	(void)req_id;
+	lm_barriers_arrive(h, from, refl_index(h, from), m);
+	return 0;
+}
+
+/* RELEASE from the barrier's manager: our cached copies older than its
+ * notices go (I3) before it passes down. */
+static long serve_release(lm_home *h, uint16_t from, uint32_t req_id,
+			  const struct lm_msg *m)
+{
+	(void)from;
+	(void)req_id;
+	if (h->nserved) {
+		lm_relay_cache_invalidate(h, m->notices, m->nnotices);
+		lm_barriers_release(h, m);
 	}
-	for (size_t i = 0; i < h->naggs; i++)
-		free(h->aggs[i].notices);
-	h->naggs = 0;
+	return 0;
+}
+
+static void serve_install(lm_home *h)
+{
+	h->serve[LM_MSG_FLUSH] = serve_flush;
+	h->serve[LM_MSG_REGISTER] = serve_register;
+	h->serve[LM_MSG_BARRIER] = serve_arrive;
+	h->serve[LM_MSG_RELEASE] = serve_release;
+	h->serve[LM_MSG_LOCK] = lm_lock_mgr_lock;
+	h->serve[LM_MSG_UNLOCK] = lm_lock_mgr_unlock;
+	h->serve[LM_MSG_ALLOC] = lm_alloc_request;
+	h->serve[LM_MSG_FREE] = lm_alloc_free;
 }
 
 /* Forgets everything of the current run (docs/dsm.md "Identity and
  * runs").  Cannot fail: the free list's room for one extent was reserved
  * at create. */
-static void em_free(lm_home *h, uint32_t p)
-{
-	struct epoch_masks *e = h->em[p];
-
-	if (!e)
-		return;
-	for (size_t i = 0; i < LM_HOME_EM_CLUSTERS; i++)
-		free(e->bits[i]);
-	free(e);
-	h->em[p] = NULL;
-}
-
 static void run_reset(lm_home *h)
 {
-	for (uint32_t p = 0; p < h->npages; p++) {
-		free(h->pages[p]);
-		h->pages[p] = NULL;
-		em_free(h, p);
-	}
-	h->em_bytes = 0;
-	memset(h->versions, 0, (size_t)h->npages * sizeof(*h->versions));
-	memset(h->pe, 0, (size_t)h->npages * sizeof(*h->pe));
+	lm_page_home_clear(h);
 	h->epoch = 0;
 	lm_notice_set_clear(&h->epoch_set);
-	barriers_clear(h);
-	lm_mgr_locks_clear(h);
-	lm_router_held_clear(h);
-	pending_clear(h);
-	lm_router_cache_clear(h);
-	lm_router_fetches_clear(h);
+	lm_barriers_clear(h);
+	lm_lock_mgr_clear(h);
+	lm_held_clear(h);
+	lm_split_clear(h);
+	lm_relay_cache_clear(h);
 	h->nfwd = 0;
 	lm_alloc_reset(h);
 }
@@ -186,43 +183,13 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 	for (i = 0; i < h->nrefl; i++)
 		h->nactive += serves_clusters(h, (uint32_t)i);
 
-	h->pages = calloc(npages, sizeof(*h->pages));
-	h->versions = calloc(npages, sizeof(*h->versions));
-	h->pe = calloc(npages, sizeof(*h->pe));
-	h->em = calloc(npages, sizeof(*h->em));
-	h->em_union = calloc((layout->page_size + 63) / 64, sizeof(uint64_t));
-	h->zero = calloc(1, layout->page_size);
-	h->flush_mark = calloc(npages, sizeof(*h->flush_mark));
 	h->scratch = calloc(npages, sizeof(*h->scratch));
-	h->split_notices = calloc(npages, sizeof(*h->split_notices));
-	h->pend = calloc(npages, sizeof(*h->pend));
-	h->cache_max = layout->reflectors[h->self_index].cache_size /
-		       layout->page_size;
-	/* I5: the masks take at most an eighth of the reflector's cache */
-	h->em_budget = layout->reflectors[h->self_index].cache_size / 8;
-	if (h->cache_max == 0)
-		h->cache_max = 1;
-	h->rbits = 4;
-	while (((size_t)1 << h->rbits) < h->cache_max && h->rbits < 20)
-		h->rbits++;
-	h->rbuckets = calloc((size_t)1 << h->rbits, sizeof(*h->rbuckets));
-	h->fwait = calloc(npages, sizeof(*h->fwait));
-	if (!h->pages || !h->versions || !h->pe || !h->em || !h->em_union ||
-	    !h->zero ||
-	    !h->flush_mark ||
-	    lm_notice_set_init(&h->epoch_set, npages) < 0 ||
-	    !h->scratch || !h->split_notices || !h->pend || !h->fwait ||
-	    !h->rbuckets)
+	if (!h->scratch || lm_notice_set_init(&h->epoch_set, npages) < 0 ||
+	    lm_page_home_init(h) < 0 || lm_relay_cache_init(h) < 0 ||
+	    lm_split_init(h) < 0 || lm_barriers_init(h) < 0 ||
+	    lm_alloc_init(h) < 0)
 		goto err;
-	for (i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
-		/* +1: calloc(0) may be NULL */
-		h->barriers[i].seen = calloc(layout->nclusters + 1, 1);
-		h->mbarriers[i].seen = calloc(h->nrefl + 1, 1);
-		if (!h->barriers[i].seen || !h->mbarriers[i].seen)
-			goto err;
-	}
-	if (lm_alloc_init(h) < 0)
-		goto err;
+	serve_install(h);
 	run_reset(h);
 	return h;
 err:
@@ -234,46 +201,16 @@ void lm_home_destroy(lm_home *h)
 {
 	if (!h)
 		return;
-	if (h->pages)
-		for (uint32_t p = 0; p < h->npages; p++)
-			free(h->pages[p]);
-	if (h->em)
-		for (uint32_t p = 0; p < h->npages; p++)
-			em_free(h, p);
-	free(h->pages);
-	free(h->versions);
-	free(h->pe);
-	free(h->em);
-	free(h->em_union);
-	free(h->zero);
-	free(h->flush_mark);
+	lm_page_home_destroy(h);
+	lm_relay_cache_destroy(h);
+	lm_split_destroy(h);
+	lm_barriers_destroy(h);
+	lm_locks_destroy(h);
+	lm_held_destroy(h);
+	lm_alloc_destroy(h);
 	lm_notice_set_free(&h->epoch_set);
 	free(h->scratch);
-	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
-		free(h->barriers[i].seen);
-		free(h->mbarriers[i].seen);
-		free(h->mbarriers[i].notices);
-	}
-	lm_mgr_locks_clear(h);
-	free(h->locks);
-	lm_router_held_clear(h);
-	free(h->held);
-	if (h->pend && h->fwait)
-		pending_clear(h);
-	free(h->pend);
-	free(h->fwait);
-	if (h->rbuckets) {
-		lm_router_cache_clear(h);
-		lm_router_fetches_clear(h);
-	}
-	free(h->rbuckets);
-	free(h->rfetches);
-	free(h->aggs);
-	free(h->split_notices);
 	free(h->fwd);
-	free(h->split);
-	free(h->free_list.v);
-	free(h->used.v);
 	free(h);
 }
 
@@ -328,11 +265,18 @@ static int cluster_kind(uint16_t type)
 	}
 }
 
+/* Hands m to its owner (lm_route) for node/node_req; with no room to
+ * track the request its sender would wait for ever, so the run ends. */
+static void route_or_lose(lm_home *h, uint32_t owner, const struct lm_msg *m,
+			  uint16_t node, uint32_t node_req)
+{
+	if (lm_route(h, owner, m, node, node_req, NULL, NULL) < 0)
+		lose_run(h, "too many requests in flight to forward one more");
+}
+
 static void from_cluster(lm_home *h, uint16_t from, long ci,
 			 uint32_t req_id, const struct lm_msg *m)
 {
-	uint32_t home;
-
 	/* Ranks in LOCK, UNLOCK and FLUSH must be clients of the sender: a
 	 * FLUSH's rank is the writer its notices will name. */
 	if ((m->type == LM_MSG_LOCK || m->type == LM_MSG_UNLOCK ||
@@ -351,28 +295,28 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 	}
 	case LM_MSG_FETCH:
 		if (m->page >= h->npages) {
-			lm_home_refuse_fetch(h, from, req_id, m,
-				     "page outside the region");
+			lm_page_home_refuse_fetch(h, from, req_id, m,
+						  "page outside the region");
 			break;
 		}
-		home = lm_home_of_page(h->layout, m->page);
-		if (home == h->self_index) {
-			lm_home_fetch(h, from, req_id, m->page);
-		} else {
-			lm_router_fetch(h, from, req_id, m);
-		}
+		/* a page homed elsewhere goes through our relay cache */
+		if (lm_home_of_page(h->layout, m->page) == h->self_index)
+			lm_page_home_fetch(h, from, req_id, m->page);
+		else
+			lm_relay_cache_fetch(h, from, req_id, m);
 		break;
 	case LM_MSG_FETCHV:
-		lm_home_fetchv(h, from, req_id, m);
+		lm_page_home_fetchv(h, from, req_id, m);
 		break;
 	case LM_MSG_FLUSH:
-		lm_router_flush(h, from, m);
+		lm_split_flush(h, from, m);
 		break;
 	case LM_MSG_REGISTER:
-		lm_router_register(h, from, ci, req_id, m);
+		lm_split_register(h, from, ci, req_id, m);
 		break;
 	case LM_MSG_BARRIER:
-		lm_router_barrier(h, from, ci, m);
+		if (lm_barriers_gather(h, from, ci, m))
+			lm_held_add(h, from, m);
 		break;
 	case LM_MSG_LOCK: {
 		struct lm_msg r = msg_new(h, LM_MSG_LOCK);
@@ -381,61 +325,29 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 		r.id = m->id;
 		r.rank = m->rank;
 		r.epoch = h->epoch;
-		if (mgr == h->self_index)
-			lm_mgr_lock(h, from, req_id, &r, h->epoch);
-		else
-			lm_router_forward(h, mgr, &r, from, req_id);
+		route_or_lose(h, mgr, &r, from, req_id);
 		break;
 	}
 	case LM_MSG_UNLOCK:
-		lm_router_hold(h, from, m);
+		lm_held_add(h, from, m);
 		break;
 	case LM_MSG_ALLOC:
 	case LM_MSG_FREE:
-		if (h->self_index != 0)
-			lm_router_forward(h, 0, m, from, req_id);
-		else if (m->type == LM_MSG_ALLOC)
-			lm_alloc_request(h, from, req_id, m);
-		else
-			lm_alloc_free(h, from, req_id, m);
+		route_or_lose(h, 0, m, from, req_id); /* the allocator */
 		break;
 	case LM_MSG_CREATE:
 		if (m->rank == 0 || m->rank >= h->layout->nprocs) {
 			drop_bad(h, from, m, "target rank is not a worker");
 			break;
 		}
-		lm_router_hold(h, from, m);
+		lm_held_add(h, from, m);
 		break;
 	case LM_MSG_END:
-		lm_router_hold(h, from, m);
+		lm_held_add(h, from, m);
 		break;
 	case LM_MSG_ABORT:
 		spread_abort(h, from, m, true);
 		break;
-	}
-}
-
-static int reflector_kind(uint16_t type)
-{
-	switch (type) {
-	case LM_MSG_REGISTER:
-	case LM_MSG_PULL:
-	case LM_MSG_FETCH:
-	case LM_MSG_FLUSH:
-	case LM_MSG_LOCK:
-	case LM_MSG_ALLOC:
-	case LM_MSG_FREE:
-		return LM_REL_REQUEST;
-	case LM_MSG_BARRIER:
-	case LM_MSG_RELEASE:
-	case LM_MSG_UNLOCK:
-	case LM_MSG_RECALL:
-	case LM_MSG_CREATE:
-	case LM_MSG_END:
-	case LM_MSG_ABORT:
-		return LM_REL_ONEWAY;
-	default:
-		return -1;
 	}
 }
 
@@ -458,10 +370,10 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 	case LM_MSG_FETCH:
 		if (m->page >= h->npages ||
 		    lm_home_of_page(h->layout, m->page) != h->self_index)
-			lm_home_refuse_fetch(h, from, req_id, m,
-					     "not a page of ours");
+			lm_page_home_refuse_fetch(h, from, req_id, m,
+						  "not a page of ours");
 		else
-			lm_home_fetch(h, from, req_id, m->page);
+			lm_page_home_fetch(h, from, req_id, m->page);
 		break;
 	case LM_MSG_REGISTER: {
 		struct lm_msg r = msg_new(h, LM_MSG_REGISTER_OK);
@@ -471,7 +383,7 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		/* every entry names the same cluster, one under the sender */
 		if (ci < h->layout->nclusters &&
 		    (uint32_t)h->layout->clusters[ci].reflector_index == ri)
-			n = lm_home_register(h, from, ci, m->epoch, m);
+			n = lm_page_home_register(h, from, ci, m->epoch, m);
 		else
 			drop_bad(h, from, m, "cluster not under the sender");
 		r.status = n < 0 ? (int32_t)n : 0;
@@ -495,9 +407,8 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 			h->out.reply(h->ctx, from, req_id, &r);
 			break;
 		}
-		f = lm_router_fwd_add(h, LM_MSG_PULL,
-				      h->layout->clusters[m->id].id, from,
-				      req_id);
+		f = lm_fwd_add(h, LM_MSG_PULL, h->layout->clusters[m->id].id,
+			       from, req_id);
 		if (!f) {
 			drop_bad(h, from, m, "too many requests in flight");
 			break;
@@ -507,7 +418,7 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 	}
 	case LM_MSG_FLUSH: {
 		struct lm_msg r = msg_new(h, LM_MSG_FLUSH_OK);
-		long n = lm_home_apply(h, from, m->epoch, m->rank, &m->diffs);
+		long n = serve_flush(h, from, req_id, m);
 
 		r.status = n < 0 ? (int32_t)n : 0;
 		r.notices = h->scratch;
@@ -519,14 +430,13 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		if (!managed)
 			drop_bad(h, from, m, "lock not managed here");
 		else
-			lm_mgr_lock(h, from, req_id, m, m->epoch);
+			lm_lock_mgr_lock(h, from, req_id, m);
 		break;
 	case LM_MSG_UNLOCK:
 		if (!managed)
 			drop_bad(h, from, m, "lock not managed here");
 		else
-			lm_mgr_unlock(h, from, m, m->epoch, m->notices,
-				      m->nnotices);
+			lm_lock_mgr_unlock(h, from, req_id, m);
 		break;
 	case LM_MSG_ALLOC:
 	case LM_MSG_FREE:
@@ -541,13 +451,13 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		if (!managed || !serves_clusters(h, ri))
 			drop_bad(h, from, m, "barrier not managed here");
 		else
-			lm_mgr_arrive(h, from, ri, m);
+			lm_barriers_arrive(h, from, ri, m);
 		break;
 	case LM_MSG_RELEASE:
 		if (refl_node(h, lm_home_manager_of(h->layout, m->id)) != from)
 			drop_bad(h, from, m, "not the barrier's manager");
-		else if (h->nserved)
-			lm_router_release(h, m->id, m->notices, m->nnotices);
+		else
+			serve_release(h, from, req_id, m);
 		break;
 	case LM_MSG_RECALL:
 		c = rank_under(h, m->rank, h->self_index);
@@ -584,6 +494,63 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 	}
 }
 
+/* A reply to a request of ours (lm_fwd_add): to a role when the request
+ * was our own, else passed on to the node that asked. */
+static void from_reply(lm_home *h, uint16_t from, uint32_t req_id,
+		       const struct lm_msg *m)
+{
+	static const uint16_t answer[LM_MSG_TYPE_COUNT] = {
+		[LM_MSG_FETCH] = LM_MSG_PAGE,
+		[LM_MSG_FLUSH] = LM_MSG_FLUSH_OK,
+		[LM_MSG_LOCK] = LM_MSG_GRANT,
+		[LM_MSG_ALLOC] = LM_MSG_ALLOC_OK,
+		[LM_MSG_FREE] = LM_MSG_FREE_OK,
+		[LM_MSG_REGISTER] = LM_MSG_REGISTER_OK,
+		[LM_MSG_PULL] = LM_MSG_DELTA,
+	};
+	struct forward done;
+
+	if (!lm_fwd_take(h, from, req_id, &done)) {
+		drop_bad(h, from, m, "reply to no request of ours");
+		return;
+	}
+	if (m->type != answer[done.type] || !notices_valid(h, m)) {
+		drop_bad(h, from, m, "bad reply");
+		if (done.type == LM_MSG_REGISTER)
+			lm_split_register_acked(h, done.agg, NULL);
+		if (done.seq)
+			lm_held_release(h);
+		return;
+	}
+	if (done.type == LM_MSG_PULL && done.node == 0) {
+		lm_page_home_pulled(h, m);
+		return;
+	}
+	if (done.type == LM_MSG_FETCH && done.node == 0) {
+		lm_relay_cache_page(h, done.agg, m);
+		return;
+	}
+	if (done.type == LM_MSG_REGISTER) {
+		for (uint32_t i = 0; i < m->nnotices; i++)
+			lm_notice_set_put(&h->epoch_set, &m->notices[i]);
+		lm_split_register_acked(h, done.agg, m);
+		lm_held_release(h);
+		return;
+	}
+	if (done.type == LM_MSG_LOCK)
+		lm_notice_set_add(&h->epoch_set, m->notices, m->nnotices);
+	if (done.type != LM_MSG_FLUSH) {
+		h->out.reply(h->ctx, done.node, done.node_req, m);
+		return;
+	}
+	if (m->status != 0)
+		lm_log_error("home: node %u refused diffs of ours: %s", from,
+			     lm_strerror(m->status));
+	for (uint32_t i = 0; i < m->nnotices; i++)
+		lm_notice_set_put(&h->epoch_set, &m->notices[i]);
+	lm_held_release(h);
+}
+
 void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		    uint32_t req_id, const struct lm_msg *m)
 {
@@ -612,10 +579,10 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		h->run = m->run;
 	}
 	if (kind == LM_REL_REPLY) {
-		lm_router_reply(h, from, req_id, m); /* checks it answers us */
+		from_reply(h, from, req_id, m); /* checks it answers us */
 		return;
 	}
-	want = ci >= 0 ? cluster_kind(m->type) : reflector_kind(m->type);
+	want = ci >= 0 ? cluster_kind(m->type) : lm_route_kind(m->type);
 	if (want < 0) {
 		drop_bad(h, from, m, "not a message for a reflector");
 		return;

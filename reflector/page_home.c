@@ -1,8 +1,8 @@
 /* The home of a share of the pages (docs/dsm.md, "Pages and versions",
  * "Lazy, adaptive and eager relay"): master copies and versions, the
  * epoch's entry of each page, deltas registered and pulled, FETCHes that
- * wait for them. */
-#include "home_int.h"
+ * wait for them.  A role: calls route.c only. */
+#include "reflector_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -121,8 +121,8 @@ static bool append_page_diff(lm_home *h, uint8_t *data, size_t cap,
 	return true;
 }
 
-void lm_home_serve_page(lm_home *h, uint16_t node, uint32_t req_id,
-			uint32_t page)
+static void serve_page(lm_home *h, uint16_t node, uint32_t req_id,
+		       uint32_t page)
 {
 	struct lm_msg r = msg_new(h, LM_MSG_PAGE);
 
@@ -143,7 +143,7 @@ static uint32_t cluster_of_node(const lm_home *h, uint16_t node)
 	return LM_WRITER_MANY;
 }
 
-void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
+void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 		    const struct lm_msg *m)
 {
 	struct lm_msg r = msg_new(h, LM_MSG_PAGES);
@@ -197,7 +197,7 @@ void lm_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 }
 
 /* An empty PAGE: the requester fails instead of waiting forever. */
-void lm_home_refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
+void lm_page_home_refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
 			  const struct lm_msg *m, const char *why)
 {
 	struct lm_msg r = msg_new(h, LM_MSG_PAGE);
@@ -205,32 +205,6 @@ void lm_home_refuse_fetch(lm_home *h, uint16_t from, uint32_t req_id,
 	r.page = m->page;
 	drop_bad(h, from, m, why);
 	h->out.reply(h->ctx, from, req_id, &r);
-}
-
-/* Checks a whole diff list (and, for a home, that every page is ours);
- * returns the number of entries or a negative count - 1 of entries seen
- * before the first bad one. */
-long lm_home_flush_check(const lm_home *h, const struct lm_msg_diffs *d,
-			 bool as_home)
-{
-	size_t pos = 0;
-	long n = 0;
-	uint32_t page;
-	const uint8_t *diff;
-	size_t len;
-	int r;
-
-	while ((r = lm_msg_diffs_next(d, &pos, &page, &diff, &len)) == 1) {
-		if (page >= h->npages ||
-		    (as_home &&
-		     lm_home_of_page(h->layout, page) != h->self_index) ||
-		    lm_diff_validate(diff, len, h->page_size) < 0)
-			return -(n + 1);
-		n++;
-	}
-	if (r < 0)
-		return -(n + 1);
-	return n;
 }
 
 /* Appends a pending delta of `page` at the next version; with data when
@@ -294,7 +268,7 @@ static struct lm_notice note_change(lm_home *h, uint32_t page,
  * all or nothing.  A page's version goes up once per list (note_change).
  * The notices of the pages go to h->scratch; returns their count, or a
  * negative LM_E* with nothing applied. */
-long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
+long lm_page_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 		   uint32_t writer, const struct lm_msg_diffs *d)
 {
 	const struct lm_cluster_cfg *wc;
@@ -303,7 +277,7 @@ long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 	const uint8_t *diff;
 	long n, count = 0;
 
-	n = lm_home_flush_check(h, d, true);
+	n = lm_list_check_flush(h, d, true);
 	if (n < 0) {
 		h->stats.diffs_rejected += (uint64_t)-n;
 		lm_log_limited("FLUSH lists rejected by a home", LM_LOG_WARN,
@@ -345,7 +319,7 @@ long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 							  writer, wcluster);
 			continue;
 		}
-		/* checked whole by lm_home_flush_check above */
+		/* checked whole by lm_list_check_flush above */
 		lm_diff_apply_valid(h->pages[page], diff, len);
 		h->stats.diffs_applied++;
 		if (h->flush_mark[page] != h->flush_seq) {
@@ -364,13 +338,10 @@ long lm_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 static void send_pull(lm_home *h, uint32_t page, struct pending *pd)
 {
 	const struct lm_cluster_cfg *c = &h->layout->clusters[pd->cluster];
-	uint32_t ri = (uint32_t)c->reflector_index;
 	struct lm_msg r = msg_new(h, LM_MSG_PULL);
 	struct forward *f;
 
-	f = lm_router_fwd_add(h, LM_MSG_PULL,
-			      ri == h->self_index ? c->id : refl_node(h, ri),
-			      0, 0);
+	f = lm_fwd_add(h, LM_MSG_PULL, cluster_via(h, c), 0, 0);
 	if (!f) {
 		lm_log_error("home: too many requests in flight; PULL of "
 			     "page %u waits", page);
@@ -412,7 +383,7 @@ static void settle(lm_home *h, uint32_t page)
 			struct fetch_wait *w = h->fwait[page];
 
 			h->fwait[page] = w->next;
-			lm_home_serve_page(h, w->node, w->req_id, page);
+			serve_page(h, w->node, w->req_id, page);
 			free(w);
 		}
 		return;
@@ -455,13 +426,13 @@ static void pull_ahead(lm_home *h, uint32_t page, uint32_t reader)
 }
 
 /* A FETCH at the page's home: served once its deltas are in. */
-void lm_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
+void lm_page_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
 		   uint32_t page)
 {
 	struct fetch_wait *w;
 
 	if (!h->pend[page]) {
-		lm_home_serve_page(h, node, req_id, page);
+		serve_page(h, node, req_id, page);
 		return;
 	}
 	w = calloc(1, sizeof(*w));
@@ -479,7 +450,7 @@ void lm_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
 }
 
 /* The data of a pulled delta (or the cluster's word that it has none). */
-void lm_home_pulled(lm_home *h, const struct lm_msg *m)
+void lm_page_home_pulled(lm_home *h, const struct lm_msg *m)
 {
 	struct pending *pd;
 	const uint8_t *diff = NULL;
@@ -516,48 +487,13 @@ void lm_home_pulled(lm_home *h, const struct lm_msg *m)
 	settle(h, m->page);
 }
 
-/* Walks a REGISTER's entries with their data: checks everything
- * (as_home: that every page is ours; ci: the registering cluster) and
- * returns 0 or LM_EBADMSG. */
-int lm_home_register_check(const lm_home *h, const struct lm_msg *m,
-			   uint32_t ci, bool as_home)
-{
-	size_t pos = 0, len;
-	const uint8_t *diff;
-	uint32_t page;
-
-	for (uint32_t i = 0; i < m->nnotices; i++) {
-		const struct lm_notice *e = &m->notices[i];
-		const struct lm_cluster_cfg *wc;
-
-		if (e->page >= h->npages || e->base >= LM_REG_KINDS ||
-		    e->wcluster != ci ||
-		    (as_home &&
-		     lm_home_of_page(h->layout, e->page) != h->self_index))
-			return LM_EBADMSG;
-		if (e->writer != LM_WRITER_MANY) {
-			wc = lm_layout_cluster_of_rank(h->layout, e->writer);
-			if (!wc || wc != &h->layout->clusters[ci])
-				return LM_EBADMSG;
-		}
-		if (e->base == LM_REG_NEW)
-			continue;
-		if (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff,
-				      &len) != 1 || page != e->page ||
-		    lm_diff_validate(diff, len, h->page_size) < 0)
-			return LM_EBADMSG;
-	}
-	return lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 0 ?
-	       0 : LM_EBADMSG;
-}
-
 /* Registers a cluster's deltas at their home (docs/dsm.md "Lazy
  * relay"): each NEW or DATA entry takes the page to a new version, held
  * by the cluster (NEW) or here (DATA); a NEW entry whose cluster still
  * holds the page's latest delta, unpulled, is merged into it; PUSH
  * brings the data of one registered before.  The notices go to
  * h->scratch; returns their count or LM_EBADMSG. */
-long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
+long lm_page_home_register(lm_home *h, uint16_t from, uint32_t ci,
 		      uint32_t epoch, const struct lm_msg *m)
 {
 	size_t pos = 0, len;
@@ -565,7 +501,7 @@ long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
 	uint32_t page;
 	long count = 0;
 
-	if (lm_home_register_check(h, m, ci, true) < 0) {
+	if (lm_list_check_register(h, m, ci, true) < 0) {
 		lm_log_limited("REGISTERs rejected by a home", LM_LOG_WARN,
 			       "home: REGISTER from node %u rejected: "
 			       "malformed entries or data", from);
@@ -617,4 +553,92 @@ long lm_home_register(lm_home *h, uint16_t from, uint32_t ci,
 	for (uint32_t i = 0; i < m->nnotices; i++)
 		settle(h, m->notices[i].page);
 	return count;
+}
+
+/* ---- state ------------------------------------------------------------ */
+
+int lm_page_home_init(lm_home *h)
+{
+	size_t npages = h->npages;
+
+	h->pages = calloc(npages, sizeof(*h->pages));
+	h->versions = calloc(npages, sizeof(*h->versions));
+	h->pe = calloc(npages, sizeof(*h->pe));
+	h->em = calloc(npages, sizeof(*h->em));
+	h->em_union = calloc((h->page_size + 63) / 64, sizeof(uint64_t));
+	h->zero = calloc(1, h->page_size);
+	h->flush_mark = calloc(npages, sizeof(*h->flush_mark));
+	h->pend = calloc(npages, sizeof(*h->pend));
+	h->fwait = calloc(npages, sizeof(*h->fwait));
+	/* I5: the masks take at most an eighth of the reflector's cache */
+	h->em_budget = h->layout->reflectors[h->self_index].cache_size / 8;
+	if (!h->pages || !h->versions || !h->pe || !h->em || !h->em_union ||
+	    !h->zero || !h->flush_mark || !h->pend || !h->fwait)
+		return LM_ENOMEM;
+	return 0;
+}
+
+static void em_free(lm_home *h, uint32_t p)
+{
+	struct epoch_masks *e = h->em[p];
+
+	if (!e)
+		return;
+	for (size_t i = 0; i < LM_HOME_EM_CLUSTERS; i++)
+		free(e->bits[i]);
+	free(e);
+	h->em[p] = NULL;
+}
+
+static void pending_clear(lm_home *h)
+{
+	for (uint32_t p = 0; p < h->npages; p++) {
+		while (h->pend[p]) {
+			struct pending *pd = h->pend[p];
+
+			h->pend[p] = pd->next;
+			free(pd->data);
+			free(pd);
+		}
+		while (h->fwait[p]) {
+			struct fetch_wait *w = h->fwait[p];
+
+			h->fwait[p] = w->next;
+			free(w);
+		}
+	}
+}
+
+void lm_page_home_clear(lm_home *h)
+{
+	for (uint32_t p = 0; p < h->npages; p++) {
+		free(h->pages[p]);
+		h->pages[p] = NULL;
+		em_free(h, p);
+	}
+	h->em_bytes = 0;
+	memset(h->versions, 0, (size_t)h->npages * sizeof(*h->versions));
+	memset(h->pe, 0, (size_t)h->npages * sizeof(*h->pe));
+	pending_clear(h);
+}
+
+void lm_page_home_destroy(lm_home *h)
+{
+	if (h->pages)
+		for (uint32_t p = 0; p < h->npages; p++)
+			free(h->pages[p]);
+	if (h->em)
+		for (uint32_t p = 0; p < h->npages; p++)
+			em_free(h, p);
+	free(h->pages);
+	free(h->versions);
+	free(h->pe);
+	free(h->em);
+	free(h->em_union);
+	free(h->zero);
+	free(h->flush_mark);
+	if (h->pend && h->fwait)
+		pending_clear(h);
+	free(h->pend);
+	free(h->fwait);
 }

@@ -1,0 +1,155 @@
+/* Barriers (docs/dsm.md, "Barriers"; DESIGN.md §2): the arrivals of our
+ * clusters, gathered into one that goes to the barrier's manager; for the
+ * barriers whose id maps to us, the arrivals of the reflectors, merged
+ * into the RELEASE that goes back down.  A role: calls route.c only. */
+#include "reflector_int.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm_error.h"
+
+int lm_barriers_init(lm_home *h)
+{
+	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
+		/* +1: calloc(0) may be NULL */
+		h->barriers[i].seen = calloc(h->layout->nclusters + 1, 1);
+		h->mbarriers[i].seen = calloc(h->nrefl + 1, 1);
+		if (!h->barriers[i].seen || !h->mbarriers[i].seen)
+			return LM_ENOMEM;
+	}
+	return 0;
+}
+
+void lm_barriers_clear(lm_home *h)
+{
+	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
+		h->barriers[i].pending = false;
+		h->barriers[i].arrived = 0;
+		memset(h->barriers[i].seen, 0, h->layout->nclusters);
+		h->mbarriers[i].pending = false;
+		h->mbarriers[i].arrived = 0;
+		h->mbarriers[i].nnotices = 0;
+		memset(h->mbarriers[i].seen, 0, h->nrefl);
+	}
+}
+
+void lm_barriers_destroy(lm_home *h)
+{
+	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
+		free(h->barriers[i].seen);
+		free(h->mbarriers[i].seen);
+		free(h->mbarriers[i].notices);
+	}
+}
+
+/* The entry of table t pending for barrier m->id, or a free one taken
+ * for it; NULL (dropped and counted) when all are pending. */
+static struct barrier_entry *entry(lm_home *h, struct barrier_entry *t,
+				   uint16_t from, const struct lm_msg *m)
+{
+	struct barrier_entry *spare = NULL;
+
+	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
+		if (t[i].pending && t[i].id == m->id)
+			return &t[i];
+		if (!t[i].pending && !spare)
+			spare = &t[i];
+	}
+	if (!spare) {
+		drop_bad(h, from, m, "too many barriers pending");
+		return NULL;
+	}
+	spare->pending = true;
+	spare->id = m->id;
+	return spare;
+}
+
+bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
+			const struct lm_msg *m)
+{
+	struct barrier_entry *b = entry(h, h->barriers, from, m);
+
+	if (!b)
+		return false;
+	if (b->seen[ci]) {
+		drop_bad(h, from, m, "cluster arrived twice");
+		return false;
+	}
+	b->seen[ci] = 1;
+	if (++b->arrived < h->nserved)
+		return false;
+	b->pending = false;
+	b->arrived = 0;
+	memset(b->seen, 0, h->layout->nclusters);
+	return true;
+}
+
+/* Reflector `ri` (maybe us) arrived at barrier `id` with the notices of
+ * its clusters' changes in the epoch.  With every reflector that serves
+ * clusters in, the merged notices go back down (DESIGN.md §2, step 4). */
+void lm_barriers_arrive(lm_home *h, uint16_t from, uint32_t ri,
+			const struct lm_msg *m)
+{
+	struct barrier_entry *b = entry(h, h->mbarriers, from, m);
+	struct lm_msg r;
+
+	if (!b)
+		return;
+	if (b->seen[ri]) {
+		drop_bad(h, from, m, "reflector arrived twice");
+		return;
+	}
+	if (b->nnotices + m->nnotices > b->cap) {
+		size_t cap = b->nnotices + m->nnotices;
+		struct lm_notice *nv = realloc(b->notices,
+					       cap * sizeof(*nv));
+
+		if (!nv) {
+			drop_bad(h, from, m, "out of memory");
+			return;
+		}
+		b->notices = nv;
+		b->cap = cap;
+	}
+	if (m->nnotices)
+		memcpy(b->notices + b->nnotices, m->notices,
+		       m->nnotices * sizeof(*m->notices));
+	b->nnotices += m->nnotices;
+	b->seen[ri] = 1;
+	if (++b->arrived < h->nactive)
+		return;
+
+	b->nnotices = lm_notices_merge(b->notices, b->nnotices);
+	r = msg_new(h, LM_MSG_RELEASE);
+	r.id = b->id;
+	r.notices = b->notices;
+	r.nnotices = (uint32_t)b->nnotices;
+	h->stats.barriers++;
+	for (uint32_t k = 0; k < h->nrefl; k++)
+		if (serves_clusters(h, k))
+			(void)lm_route(h, k, &r, 0, 0, NULL, NULL);
+	b->pending = false;
+	b->arrived = 0;
+	b->nnotices = 0;
+	memset(b->seen, 0, h->nrefl);
+}
+
+/* The barrier's RELEASE m (from its manager, maybe us) passes down to
+ * our clusters; their next epoch begins. */
+void lm_barriers_release(lm_home *h, const struct lm_msg *m)
+{
+	const struct lm_layout *l = h->layout;
+	struct lm_msg r = msg_new(h, LM_MSG_RELEASE);
+
+	r.id = m->id;
+	r.notices = m->notices;
+	r.nnotices = m->nnotices;
+	for (size_t i = 0; i < l->nclusters; i++)
+		if ((uint32_t)l->clusters[i].reflector_index == h->self_index)
+			h->out.send(h->ctx, l->clusters[i].id, &r);
+	h->epoch++;
+	lm_notice_set_clear(&h->epoch_set);
+	h->stats.releases++;
+}

@@ -1,0 +1,79 @@
+/* Barriers on one reflector (reflector/barriers.c): completed once every
+ * cluster arrived, a second arrival dropped, several ids pending. */
+#include "unit.h"
+
+#include "home_util.h"
+
+static void test_barrier_completes_with_all_clusters(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	bool to_c0 = false, to_c1 = false;
+
+	flush1(h, C0, 7, 0, "x");
+	flush1(h, C1, 9, 0, "y");
+	flush1(h, C1, 9, 1, "z");
+	oneway(h, C0, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT(cap.n == 0);
+	oneway(h, C1, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct captured *c = &cap.v[i];
+
+		CU_ASSERT(c->how == HOW_SEND);
+		CU_ASSERT(c->m.type == LM_MSG_RELEASE);
+		CU_ASSERT(c->m.id == 1);
+		CU_ASSERT(c->m.run == RUN);
+		CU_ASSERT(c->m.nnotices == 2);
+		CU_ASSERT(has_notice(c, 7, 1));
+		CU_ASSERT(has_notice(c, 9, 2)); /* one entry, latest */
+		to_c0 |= c->node == C0;
+		to_c1 |= c->node == C1;
+	}
+	CU_ASSERT(to_c0 && to_c1);
+	CU_ASSERT(lm_home_stats(h)->barriers == 1);
+
+	/* The epoch was cleared: the next barrier carries nothing. */
+	cap_clear();
+	oneway(h, C1, LM_MSG_BARRIER, 2, 0);
+	oneway(h, C0, LM_MSG_BARRIER, 2, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].m.id == 2 && cap.v[0].m.nnotices == 0);
+	CU_ASSERT(cap.v[1].m.id == 2 && cap.v[1].m.nnotices == 0);
+	teardown(h);
+}
+
+static void test_barrier_second_arrival_dropped(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+
+	oneway(h, C0, LM_MSG_BARRIER, 3, 0);
+	oneway(h, C0, LM_MSG_BARRIER, 3, 0);
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 1);
+	oneway(h, C1, LM_MSG_BARRIER, 3, 0);
+	CU_ASSERT(cap.n == 2);
+	CU_ASSERT(lm_home_stats(h)->barriers == 1);
+	teardown(h);
+}
+
+static void test_barriers_with_different_ids_pending(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+
+	oneway(h, C0, LM_MSG_BARRIER, 10, 0);
+	oneway(h, C0, LM_MSG_BARRIER, 11, 0);
+	oneway(h, C1, LM_MSG_BARRIER, 11, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].m.id == 11 && cap.v[1].m.id == 11);
+	cap_clear();
+	oneway(h, C1, LM_MSG_BARRIER, 10, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].m.id == 10 && cap.v[1].m.id == 10);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 0);
+	teardown(h);
+}
+
+LM_TEST_SUITE("barriers",
+	      LM_TEST(test_barrier_completes_with_all_clusters),
+	      LM_TEST(test_barrier_second_arrival_dropped),
+	      LM_TEST(test_barriers_with_different_ids_pending))

@@ -1,0 +1,343 @@
+/* The home of a share of the pages (reflector/page_home.c) on one
+ * reflector: master copies and versions, FETCHV and pages as diffs,
+ * lists applied whole, and the notices that name their writers. */
+#include "unit.h"
+
+#include "home_util.h"
+
+static void test_fetch_zero_page(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct captured *c = fetch(h, C0, 5, 17);
+	const uint8_t *data = (const uint8_t *)"x";
+	uint32_t version = 99;
+	size_t nonzero = 0;
+
+	CU_ASSERT(c->m.version == 0);
+	CU_ASSERT(c->m.run == RUN);
+	CU_ASSERT_FATAL(c->m.data_len == PAGE && c->data != NULL);
+	for (size_t i = 0; i < PAGE; i++)
+		nonzero += c->data[i] != 0;
+	CU_ASSERT(nonzero == 0);
+	CU_ASSERT(lm_home_page(h, 17, &data, &version) == 0);
+	CU_ASSERT(data == NULL);
+	CU_ASSERT(version == 0);
+	CU_ASSERT(lm_home_stats(h)->fetches == 1);
+	teardown(h);
+}
+
+static void test_flush_then_fetch(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct captured *c;
+	const uint8_t *data;
+	uint32_t version;
+
+	flush1(h, C0, 3, 100, "hello");
+	CU_ASSERT(cap.n == 0); /* FLUSH is one-way: no answer */
+	c = fetch(h, C1, 6, 3);
+	CU_ASSERT(c->m.version == 1);
+	CU_ASSERT_FATAL(c->m.data_len == PAGE);
+	CU_ASSERT(memcmp(c->data + 100, "hello", 5) == 0);
+	CU_ASSERT(c->data[99] == 0 && c->data[105] == 0);
+	CU_ASSERT(lm_home_page(h, 3, &data, &version) == 0);
+	CU_ASSERT(data != NULL && version == 1);
+	CU_ASSERT(lm_home_stats(h)->flushes == 1);
+	CU_ASSERT(lm_home_stats(h)->diffs_applied == 1);
+
+	/* Two entries for one page in one list: version goes up once. */
+	{
+		struct dlist d = { .len = 0 };
+
+		dl_add(&d, 3, 0, "ab", 2);
+		dl_add(&d, 3, 200, "cd", 2);
+		flush_list(h, C0, &d);
+	}
+	c = fetch(h, C0, 7, 3);
+	CU_ASSERT(c->m.version == 2);
+	CU_ASSERT(memcmp(c->data, "ab", 2) == 0);
+	CU_ASSERT(memcmp(c->data + 200, "cd", 2) == 0);
+	CU_ASSERT(memcmp(c->data + 100, "hello", 5) == 0);
+	teardown(h);
+}
+
+/* FETCHV (docs/protocol.md): the home serves at once every page asked
+ * that is its own and settled, in one PAGES; a page with a registered
+ * delta still at its cluster, or outside the region, is left out (the
+ * lemuriad asks for it alone); no more than LM_FETCHV_MAX pages. */
+static void test_fetchv_serves_settled_pages(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_notice want[LM_FETCHV_MAX + 4], reg = {
+		.page = 5, .version = 0, .base = LM_REG_NEW,
+		.writer = first_rank_of(C1), .wcluster = 1 };
+	struct lm_msg m = msg(LM_MSG_FETCHV), r = msg(LM_MSG_REGISTER);
+	const uint8_t *data;
+	size_t pos = 0, len;
+	uint32_t page;
+
+	flush1(h, C0, 3, 100, "hello");
+	r.notices = &reg;
+	r.nnotices = 1;
+	lm_home_handle(h, C1, LM_REL_REQUEST, 4, &r); /* page 5 pending */
+	cap_clear();
+	want[0] = (struct lm_notice){ .page = 3, .base = LM_NO_BASE };
+	want[1] = (struct lm_notice){ .page = 5, .base = LM_NO_BASE };
+	want[2] = (struct lm_notice){ .page = 1u << 30, .base = LM_NO_BASE };
+	want[3] = (struct lm_notice){ .page = 17, .base = LM_NO_BASE };
+	m.notices = want;
+	m.nnotices = 4;
+	lm_home_handle(h, C0, LM_REL_REQUEST, 9, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REPLY && cap.v[0].req_id == 9);
+	CU_ASSERT_FATAL(cap.v[0].m.type == LM_MSG_PAGES);
+	CU_ASSERT_FATAL(cap.v[0].m.nnotices == 2);
+	CU_ASSERT(cap.v[0].notices[0].page == 3);
+	CU_ASSERT(cap.v[0].notices[0].version == 1);
+	CU_ASSERT(cap.v[0].notices[0].base == LM_NO_BASE); /* whole */
+	CU_ASSERT(cap.v[0].notices[1].page == 17);
+	CU_ASSERT(cap.v[0].notices[1].version == 0);
+	CU_ASSERT_FATAL(cap.v[0].m.diffs.count == 2);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&cap.v[0].m.diffs, &pos, &page,
+					  &data, &len) == 1);
+	CU_ASSERT(page == 3 && len == PAGE);
+	CU_ASSERT(memcmp(data + 100, "hello", 5) == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 1); /* page 2^30 */
+
+	/* no more than LM_FETCHV_MAX pages, whatever was asked */
+	for (uint32_t i = 0; i < LM_FETCHV_MAX + 4; i++)
+		want[i] = (struct lm_notice){ .page = 100 + i,
+					      .base = LM_NO_BASE };
+	m.nnotices = LM_FETCHV_MAX + 4;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 10, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].m.nnotices == LM_FETCHV_MAX);
+	teardown(h);
+}
+
+/* Pages as diffs (docs/dsm.md): a cluster whose copy is at the page's
+ * epoch base gets the bytes the other clusters changed since, not the
+ * page; a copy at any other base, or none, gets the whole page. */
+static void test_fetchv_pages_as_diffs(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_notice want = { .page = 3, .base = 0 };
+	struct lm_msg m = msg(LM_MSG_FETCHV);
+	uint8_t copy[PAGE] = { 0 };
+	const uint8_t *data, *master;
+	size_t pos = 0, len;
+	uint32_t page, version;
+
+	flush1(h, C0, 3, 100, "mine");
+	flush1(h, C1, 3, 2000, "theirs");
+	m.notices = &want;
+	m.nnotices = 1;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 9, &m);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.nnotices == 1);
+	CU_ASSERT(cap.v[0].notices[0].version == 2);
+	CU_ASSERT(cap.v[0].notices[0].base == 0);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&cap.v[0].m.diffs, &pos, &page,
+					  &data, &len) == 1);
+	CU_ASSERT(len < 16); /* c1's six bytes, not c0's nor the page */
+	/* c0's copy at base 0 with its own bytes, plus the diff: the page */
+	memcpy(copy + 100, "mine", 4);
+	CU_ASSERT_EQUAL_FATAL(lm_diff_apply(copy, PAGE, data, len), 0);
+	CU_ASSERT_FATAL(lm_home_page(h, 3, &master, &version) == 0);
+	CU_ASSERT(memcmp(copy, master, PAGE) == 0);
+	CU_ASSERT(lm_home_stats(h)->page_diffs == 1);
+
+	/* another base, or none: whole */
+	want.base = 1;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 10, &m);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.nnotices == 1);
+	CU_ASSERT(cap.v[0].notices[0].base == LM_NO_BASE);
+	pos = 0;
+	CU_ASSERT(lm_msg_diffs_next(&cap.v[0].m.diffs, &pos, &page, &data,
+				    &len) == 1 && len == PAGE);
+	want.base = LM_NO_BASE;
+	cap_clear();
+	lm_home_handle(h, C1, LM_REL_REQUEST, 11, &m);
+	CU_ASSERT(cap.n == 1 && cap.v[0].notices[0].base == LM_NO_BASE);
+	CU_ASSERT(lm_home_stats(h)->page_diffs == 1);
+	teardown(h);
+}
+
+/* A reflector whose cache leaves no room for the masks (cache / 8 is
+ * 512 bytes, one cluster's mask of a page): the masks are broken, never
+ * used, and the pages go whole, with the right bytes. */
+static void test_fetchv_whole_when_masks_over_budget(void)
+{
+	static const char text[] =
+		"[lemuria]\nshared_size = 64M\npage_size = 4096\n"
+		"base = 0x500000000000\nauth = off\n"
+		"[reflector r0]\nlisten = 127.0.0.1:17500\ncache = 4K\n"
+		"[cluster c0]\nreflector = r0\nlisten = 127.0.0.1:17510\n"
+		"clients = 4\n"
+		"[cluster c1]\nreflector = r0\nlisten = 127.0.0.1:17511\n"
+		"clients = 4\n";
+	struct lm_notice want = { .page = 3, .base = 0 };
+	struct lm_msg m = msg(LM_MSG_FETCHV);
+	const uint8_t *data;
+	size_t pos = 0, len;
+	char path[64];
+	uint32_t page;
+	lm_home *h;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/lm_test_home_%ld.ini",
+		 (long)getpid());
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+	h = setup(path);
+	remove(path);
+	flush1(h, C0, 3, 100, "mine");
+	flush1(h, C1, 3, 2000, "theirs");
+	m.notices = &want;
+	m.nnotices = 1;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 9, &m);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.nnotices == 1);
+	CU_ASSERT(cap.v[0].notices[0].base == LM_NO_BASE);
+	CU_ASSERT_FATAL(lm_msg_diffs_next(&cap.v[0].m.diffs, &pos, &page,
+					  &data, &len) == 1);
+	CU_ASSERT(len == PAGE && memcmp(data + 100, "mine", 4) == 0 &&
+		  memcmp(data + 2000, "theirs", 6) == 0);
+	CU_ASSERT(lm_home_stats(h)->page_diffs == 0);
+	teardown(h);
+}
+
+static void test_disjoint_flushes_from_two_clusters(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct captured *c;
+
+	flush1(h, C0, 40, 0, "AAAA");
+	flush1(h, C1, 40, 8, "BBBB");
+	c = fetch(h, C0, 1, 40);
+	CU_ASSERT(c->m.version == 2);
+	CU_ASSERT(memcmp(c->data, "AAAA\0\0\0\0BBBB", 12) == 0);
+	CU_ASSERT(lm_home_stats(h)->diffs_applied == 2);
+	teardown(h);
+}
+
+static void test_malformed_diff_rejected_whole(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct dlist d = { .len = 0 };
+	uint8_t bad[4 + 4];
+	const uint8_t *data;
+	uint32_t version;
+
+	dl_add(&d, 1, 0, "good", 4);
+	/* a run past the end of the page */
+	memcpy(bad + test_run_header(bad, PAGE - 2, 4), "oops", 4);
+	CU_ASSERT_FATAL(lm_msg_diffs_append(d.buf, sizeof(d.buf), &d.len, 2,
+					    bad, 3 + 4) == 0);
+	d.count++;
+	flush_list(h, C0, &d);
+	CU_ASSERT(lm_home_page(h, 1, &data, &version) == 0);
+	CU_ASSERT(data == NULL && version == 0);
+	CU_ASSERT(lm_home_page(h, 2, &data, &version) == 0);
+	CU_ASSERT(data == NULL && version == 0);
+	CU_ASSERT(lm_home_stats(h)->diffs_rejected == 2);
+	CU_ASSERT(lm_home_stats(h)->diffs_applied == 0);
+
+	/* A list cut short (entry header claims more than is there). */
+	d.len = 0;
+	d.count = 0;
+	dl_add(&d, 1, 0, "good", 4);
+	d.len -= 1;
+	flush_list(h, C0, &d);
+	CU_ASSERT(lm_home_page(h, 1, &data, &version) == 0);
+	CU_ASSERT(data == NULL && version == 0);
+	CU_ASSERT(lm_home_stats(h)->diffs_rejected == 3);
+
+	/* Nothing reached the epoch's notices. */
+	oneway(h, C0, LM_MSG_BARRIER, 1, 0);
+	oneway(h, C1, LM_MSG_BARRIER, 1, 0);
+	CU_ASSERT_FATAL(cap.n == 2);
+	CU_ASSERT(cap.v[0].m.nnotices == 0);
+	teardown(h);
+}
+
+/* One rank's lists only: the notice names it, its cluster, and the
+ * version before the epoch's first change, which stays put however many
+ * lists follow; the next epoch starts from the new version. */
+static void test_notice_names_sole_writer(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct lm_notice *n;
+	const struct captured *c;
+
+	flush1_as(h, C0, 2, 9, 0, "a");
+	flush1_as(h, C0, 2, 9, 4, "b");
+	flush1_as(h, C1, 5, 12, 0, "c");
+	c = barrier_44(h, 1);
+	n = notice_of(c, 9);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 2 && n->base == 0);
+	CU_ASSERT(n->writer == 2 && n->wcluster == 0);
+	n = notice_of(c, 12);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 1 && n->base == 0);
+	CU_ASSERT(n->writer == 5 && n->wcluster == 1);
+
+	flush1_as(h, C0, 3, 9, 8, "d");
+	c = barrier_44(h, 2);
+	CU_ASSERT_FATAL(c->m.nnotices == 1);
+	n = notice_of(c, 9);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 3 && n->base == 2);
+	CU_ASSERT(n->writer == 3 && n->wcluster == 0);
+	teardown(h);
+}
+
+/* A second rank of the same cluster makes the writer MANY but keeps the
+ * cluster; a rank of another cluster makes both MANY, for the rest of the
+ * epoch even if the first writer comes back. */
+static void test_notice_many_writers(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	const struct lm_notice *n;
+	const struct captured *c;
+
+	flush1_as(h, C0, 1, 20, 0, "a");
+	flush1_as(h, C0, 3, 20, 4, "b");
+	flush1_as(h, C0, 1, 21, 0, "c");
+	flush1_as(h, C1, 6, 21, 4, "d");
+	flush1_as(h, C0, 1, 21, 8, "e");
+	c = barrier_44(h, 1);
+	n = notice_of(c, 20);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 2 && n->base == 0);
+	CU_ASSERT(n->writer == LM_WRITER_MANY && n->wcluster == 0);
+	n = notice_of(c, 21);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 3 && n->base == 0);
+	CU_ASSERT(n->writer == LM_WRITER_MANY);
+	CU_ASSERT(n->wcluster == LM_WRITER_MANY);
+	/* A new epoch forgets who wrote before. */
+	flush1_as(h, C1, 6, 21, 12, "f");
+	c = barrier_44(h, 2);
+	n = notice_of(c, 21);
+	CU_ASSERT_FATAL(n != NULL);
+	CU_ASSERT(n->version == 4 && n->base == 3);
+	CU_ASSERT(n->writer == 6 && n->wcluster == 1);
+	teardown(h);
+}
+
+LM_TEST_SUITE("page_home",
+	      LM_TEST(test_fetch_zero_page),
+	      LM_TEST(test_flush_then_fetch),
+	      LM_TEST(test_fetchv_serves_settled_pages),
+	      LM_TEST(test_fetchv_pages_as_diffs),
+	      LM_TEST(test_fetchv_whole_when_masks_over_budget),
+	      LM_TEST(test_disjoint_flushes_from_two_clusters),
+	      LM_TEST(test_malformed_diff_rejected_whole),
+	      LM_TEST(test_notice_names_sole_writer),
+	      LM_TEST(test_notice_many_writers))
