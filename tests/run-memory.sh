@@ -47,7 +47,7 @@ MIB=1048576
 #    lists of an eighth of the cache within 1..8 MiB each (the list being
 #    built, the RELEASE being encoded, and the k RELEASEs a barrier
 #    queues at once);
-#  - heap pad: the heap grows LM_DAEMON_HEAP_PAD (4 MiB, common/daemon.h)
+#  - heap pad: the heap grows LM_DAEMON_HEAP_PAD (4 MiB, common/daemon_protocol.h)
 #    beyond each need, and those pages are given at once (common/mem.h).
 # The idle lemuriad's own RSS (code, libraries) is measured, not assumed.
 allowance() {

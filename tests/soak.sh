@@ -3,7 +3,7 @@
 # test, the lock counter) for SECONDS; their resident sizes must not grow
 # (I5): the peak of the second half of the runs stays within 10% + 2 MiB
 # of the peak of the first half, plus one step of a daemon's heap: the
-# heap grows LM_DAEMON_HEAP_PAD (4 MiB, common/daemon.h) beyond each new
+# heap grows LM_DAEMON_HEAP_PAD (4 MiB, common/daemon_protocol.h) beyond each new
 # peak of its use, all of it resident at once (common/mem.h), so a run
 # that needs a little more than any before it adds 4 MiB, once.  Growth
 # without bound takes step after step, which a long soak shows: make
@@ -26,11 +26,11 @@ trap cleanup EXIT INT TERM
 . tests/lib.sh
 
 # The heap step the peaks may differ by, in KiB: LM_DAEMON_HEAP_PAD,
-# "(N << 20)" in common/daemon.h
+# "(N << 20)" in common/daemon_protocol.h
 heap_pad=$(sed -n 's/.*define LM_DAEMON_HEAP_PAD (\([0-9]*\)u* << 20).*/\1/p' \
-	common/daemon.h)
+	common/daemon_protocol.h)
 [ -n "$heap_pad" ] || {
-	echo "  FAIL soak: no LM_DAEMON_HEAP_PAD in common/daemon.h"
+	echo "  FAIL soak: no LM_DAEMON_HEAP_PAD in common/daemon_protocol.h"
 	exit 1
 }
 heap_pad=$((heap_pad * 1024))

@@ -115,12 +115,15 @@ static void check(int rc, const char *what)
 		die(what, rc);
 }
 
-static int run_counter(long k)
+/* A counter and its lock in shared memory, rank 0's, known to all. */
+struct counter {
+	int lock;
+	long counter;
+};
+
+static struct counter *shared_counter(void)
 {
-	struct shared {
-		int lock;
-		long counter;
-	} *s = NULL;
+	struct counter *s = NULL;
 
 	if (rank == 0) {
 		s = lm_malloc(sizeof(*s));
@@ -130,6 +133,13 @@ static int run_counter(long k)
 		check(s->lock, "lm_id_alloc");
 	}
 	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	return s;
+}
+
+static int run_counter(long k)
+{
+	struct counter *s = shared_counter();
+
 	for (long i = 0; i < k; i++) {
 		check(lm_lock(s->lock), "lm_lock");
 		s->counter++;
@@ -1855,10 +1865,7 @@ static int run_ids(void)
 				   LM_RUNTIME_BARRIER + 5, INT32_MAX };
 	static const char *const name[] = { "lm_lock", "lm_unlock",
 					    "lm_barrier" };
-	struct shared {
-		int lock;
-		long counter;
-	} *s = NULL;
+	struct counter *s;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int rc[3];
@@ -1881,14 +1888,7 @@ static int run_ids(void)
 	check(lm_lock(LM_ID_MAX), "lm_lock(LM_ID_MAX)");
 	check(lm_unlock(LM_ID_MAX), "lm_unlock(LM_ID_MAX)");
 	check(lm_barrier(LM_ID_MAX), "lm_barrier(LM_ID_MAX)");
-	if (rank == 0) {
-		s = lm_malloc(sizeof(*s));
-		if (!s)
-			die("lm_malloc", -2);
-		s->lock = lm_id_alloc(1);
-		check(s->lock, "lm_id_alloc");
-	}
-	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	s = shared_counter();
 	check(lm_lock(s->lock), "lm_lock");
 	s->counter++;
 	check(lm_unlock(s->lock), "lm_unlock");
