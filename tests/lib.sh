@@ -27,6 +27,18 @@ one_page_faults() {
 	sed -i '/^\[lemuria\]/a prefetch = 0' "$1"
 }
 
+# check OK TEXT: one check, counted into the caller's $checks and
+# $failures, passed when OK is y.
+check() {
+	checks=$((checks + 1))
+	if [ "$1" = y ]; then
+		echo "  ok   $2"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $2"
+	fi
+}
+
 # run_expect NAME LAYOUT TIMEOUT PATTERN PROGRAM ARGS...: runs PROGRAM on
 # LAYOUT with its daemons (lemuria-run, at most TIMEOUT seconds); passes
 # when the run exits 0 and its output matches PATTERN.  Uses the caller's

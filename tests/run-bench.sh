@@ -13,15 +13,7 @@ tmp=$(mktemp -d /tmp/lm-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 failures=0
 checks=0
-check() { # check OK TEXT
-	checks=$((checks + 1))
-	if [ "$1" = y ]; then
-		echo "  ok   $2"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL $2"
-	fi
-}
+. tests/lib.sh
 # shellcheck disable=SC1091 # found at run time, as in bench/pairs.sh
 . bench/lib.sh
 

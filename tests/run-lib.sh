@@ -12,15 +12,7 @@ tmp=$(mktemp -d /tmp/lm-lib.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 failures=0
 checks=0
-check() { # check OK TEXT
-	checks=$((checks + 1))
-	if [ "$1" = y ]; then
-		echo "  ok   $2"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL $2"
-	fi
-}
+. tests/lib.sh
 yes_if() { if "$@"; then echo y; else echo n; fi; }
 
 for f in "$lib/liblemuria.so" "$lib/liblemuria.a"; do
