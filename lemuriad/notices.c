@@ -23,7 +23,6 @@ void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
 {
 	for (uint32_t i = 0; n && i < count; i++) {
 		struct cpage *cp = lm_cache_find(c, n[i].page);
-		struct upreq *up;
 
 		if (n[i].page < c->npages && c->known[n[i].page] < n[i].version)
 			c->known[n[i].page] = n[i].version;
@@ -37,12 +36,9 @@ void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
 				c->stats.invalidations++;
 			}
 		}
-		up = lm_upreq_fetch_of(c, n[i].page);
-		if (up && up->min_version < n[i].version)
-			up->min_version = n[i].version;
 	}
 	/* what we learn, our clients may learn from us: local GRANTs pass
-	 * it on */
+	 * it on; and our FETCHes on their way remember it (notices_note) */
 	lm_notices_note(c, n, count);
 }
 
