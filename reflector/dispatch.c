@@ -52,23 +52,6 @@ static long peer_reflector(const lm_home *h, uint16_t node)
 	return -1;
 }
 
-/* Layout index of the cluster with node id `node` if this reflector serves
- * it, else -1. */
-static long served_cluster(const lm_home *h, uint16_t node)
-{
-	const struct lm_layout *l = h->layout;
-	size_t first = l->nreflectors + 1;
-	size_t i;
-
-	if (node < first || node - first >= l->nclusters)
-		return -1;
-	i = node - first;
-	if (l->clusters[i].id != node ||
-	    (uint32_t)l->clusters[i].reflector_index != h->self_index)
-		return -1;
-	return (long)i;
-}
-
 /* Index of reflector node `node`, us included; only for a reflector. */
 static uint32_t refl_index(const lm_home *h, uint16_t node)
 {

@@ -116,7 +116,7 @@ static void lock_grant(lm_home *h, struct home_lock *lk, uint16_t node,
 	r.rank = rank;
 	r.notices = h->scratch;
 	r.nnotices = n;
-	if (node_is_our_cluster(h, node))
+	if (served_cluster(h, node) >= 0)
 		lm_notice_set_add(&h->epoch_set, r.notices, n);
 	h->stats.lock_grants++;
 	lk->recalled = false;

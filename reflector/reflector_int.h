@@ -294,14 +294,21 @@ static inline uint16_t cluster_via(const lm_home *h,
 	       c->id : refl_node(h, (uint32_t)c->reflector_index);
 }
 
-/* Whether node id `node` is a cluster this reflector serves. */
-static inline bool node_is_our_cluster(const lm_home *h, uint16_t node)
+/* Layout index of the cluster with node id `node` if this reflector serves
+ * it, else -1. */
+static inline long served_cluster(const lm_home *h, uint16_t node)
 {
-	for (size_t i = 0; i < h->layout->nclusters; i++)
-		if (h->layout->clusters[i].id == node)
-			return (uint32_t)h->layout->clusters[i]
-				       .reflector_index == h->self_index;
-	return false;
+	const struct lm_layout *l = h->layout;
+	size_t first = l->nreflectors + 1;
+	size_t i;
+
+	if (node < first || node - first >= l->nclusters)
+		return -1;
+	i = node - first;
+	if (l->clusters[i].id != node ||
+	    (uint32_t)l->clusters[i].reflector_index != h->self_index)
+		return -1;
+	return (long)i;
 }
 
 static inline bool serves_clusters(const lm_home *h, uint32_t index)
