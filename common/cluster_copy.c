@@ -1,0 +1,234 @@
+/* One copy per cluster: the shared object's geometry and the operations
+ * of cluster_copy.h. */
+#include "cluster_copy.h"
+
+#include <sched.h>
+#include <string.h>
+
+#include "clock.h"
+#include "diff.h"
+#include "lm_error.h"
+
+static uint64_t round_up(uint64_t n, uint64_t to)
+{
+	return (n + to - 1) / to * to;
+}
+
+int lm_ccopy_geometry(uint32_t npages, uint32_t page_size,
+		      struct lm_ccopy_hdr *out)
+{
+	uint64_t table, bits, region;
+
+	if (npages == 0 || page_size < 4096 ||
+	    (page_size & (page_size - 1)) != 0)
+		return LM_EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->magic = LM_CCOPY_MAGIC;
+	out->page_size = page_size;
+	out->npages = npages;
+	table = round_up((uint64_t)npages * sizeof(struct lm_ccopy_entry),
+			 page_size);
+	bits = round_up(((uint64_t)npages + 63) / 64 * 8, page_size);
+	region = (uint64_t)npages * page_size;
+	out->table_off = page_size; /* after the header's page */
+	out->twinned_off = out->table_off + table;
+	out->pages_off = out->twinned_off + bits;
+	out->twins_off = out->pages_off + region;
+	out->size = out->twins_off + region;
+	return 0;
+}
+
+void lm_ccopy_format(uint8_t *map, const struct lm_ccopy_hdr *geometry,
+		     uint64_t run)
+{
+	struct lm_ccopy_hdr *h = (struct lm_ccopy_hdr *)map;
+
+	*h = *geometry;
+	h->run = run;
+}
+
+int lm_ccopy_attach(struct lm_ccopy *cc, uint8_t *map, uint64_t size,
+		    uint32_t npages, uint32_t page_size)
+{
+	const struct lm_ccopy_hdr *h = (const struct lm_ccopy_hdr *)map;
+	struct lm_ccopy_hdr want;
+
+	memset(cc, 0, sizeof(*cc));
+	if (lm_ccopy_geometry(npages, page_size, &want) ||
+	    size < want.size || h->magic != LM_CCOPY_MAGIC ||
+	    h->npages != npages || h->page_size != page_size ||
+	    h->table_off != want.table_off ||
+	    h->twinned_off != want.twinned_off ||
+	    h->pages_off != want.pages_off ||
+	    h->twins_off != want.twins_off || h->size != want.size)
+		return LM_EINVAL;
+	cc->map = map;
+	cc->hdr = (struct lm_ccopy_hdr *)map;
+	cc->table = (struct lm_ccopy_entry *)(map + h->table_off);
+	cc->twinned = (_Atomic uint64_t *)(map + h->twinned_off);
+	cc->pages = map + h->pages_off;
+	cc->twins = map + h->twins_off;
+	cc->page_size = page_size;
+	cc->npages = npages;
+	cc->size = h->size;
+	return 0;
+}
+
+bool lm_ccopy_version(const struct lm_ccopy *cc, uint32_t page,
+		      uint32_t *version)
+{
+	const struct lm_ccopy_entry *e = &cc->table[page];
+
+	/* valid is set after the version and the data (release) */
+	if (!atomic_load_explicit(&e->valid, memory_order_acquire))
+		return false;
+	*version = atomic_load_explicit(&e->version, memory_order_acquire);
+	return true;
+}
+
+bool lm_ccopy_holds(const struct lm_ccopy *cc, uint32_t page, uint32_t need)
+{
+	uint32_t v;
+
+	return lm_ccopy_version(cc, page, &v) && v >= need;
+}
+
+bool lm_ccopy_lock(const struct lm_ccopy *cc, uint32_t page)
+{
+	struct lm_ccopy_entry *e = &cc->table[page];
+	uint64_t start = 0;
+
+	for (unsigned spins = 0;; spins++) {
+		if (!atomic_exchange_explicit(&e->lock, 1,
+					      memory_order_acquire))
+			return true;
+		if (spins < 64)
+			continue;
+		/* held across a copy of a page at most: yield, and give up
+		 * only when its holder is surely gone */
+		if (start == 0)
+			start = lm_now_us();
+		else if (lm_now_us() - start > LM_CCOPY_LOCK_WAIT_US)
+			return false;
+		sched_yield();
+	}
+}
+
+void lm_ccopy_unlock(const struct lm_ccopy *cc, uint32_t page)
+{
+	atomic_store_explicit(&cc->table[page].lock, 0, memory_order_release);
+}
+
+int lm_ccopy_twin(const struct lm_ccopy *cc, uint32_t page)
+{
+	if (lm_ccopy_is_twinned(cc, page))
+		return 0;
+	if (!lm_ccopy_lock(cc, page))
+		return LM_ETIMEDOUT;
+	if (!lm_ccopy_is_twinned(cc, page)) {
+		memcpy(lm_ccopy_twin_of(cc, page), lm_ccopy_page(cc, page),
+		       cc->page_size);
+		/* the twin before the bit: the seal reads it after the bit */
+		atomic_fetch_or_explicit(&cc->twinned[page / 64],
+					 (uint64_t)1 << (page % 64),
+					 memory_order_release);
+	}
+	lm_ccopy_unlock(cc, page);
+	return 0;
+}
+
+/* Copies into live and twin the bytes where data differs from the twin,
+ * writing no other byte of live: a cluster-mate may be writing those. */
+static void merge_changed(uint8_t *live, uint8_t *twin, const uint8_t *data,
+			  size_t len)
+{
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t a, b;
+
+		memcpy(&a, data + i, 8);
+		memcpy(&b, twin + i, 8);
+		if (a == b)
+			continue;
+		for (size_t k = i; k < i + 8; k++)
+			if (data[k] != twin[k]) {
+				live[k] = data[k];
+				twin[k] = data[k];
+			}
+	}
+}
+
+int lm_ccopy_install(const struct lm_ccopy *cc, uint32_t page,
+		     uint32_t version, const uint8_t *data)
+{
+	struct lm_ccopy_entry *e = &cc->table[page];
+	uint32_t have;
+
+	if (lm_ccopy_version(cc, page, &have) && have >= version)
+		return 1;
+	if (!lm_ccopy_lock(cc, page))
+		return LM_ETIMEDOUT;
+	if (lm_ccopy_is_twinned(cc, page))
+		merge_changed(lm_ccopy_page(cc, page),
+			      lm_ccopy_twin_of(cc, page), data, cc->page_size);
+	else
+		memcpy(lm_ccopy_page(cc, page), data, cc->page_size);
+	atomic_store_explicit(&e->version, version, memory_order_release);
+	atomic_store_explicit(&e->valid, 1, memory_order_release);
+	lm_ccopy_unlock(cc, page);
+	return 0;
+}
+
+void lm_ccopy_advance(const struct lm_ccopy *cc, uint32_t page,
+		      uint32_t base, uint32_t version)
+{
+	uint32_t have;
+
+	if (lm_ccopy_version(cc, page, &have) && have == base &&
+	    version > base)
+		atomic_store_explicit(&cc->table[page].version, version,
+				      memory_order_release);
+}
+
+size_t lm_ccopy_seal_buf_size(uint32_t page_size)
+{
+	return page_size + lm_diff_bound(page_size);
+}
+
+int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf,
+		  int (*emit)(void *ctx, uint32_t page, const uint8_t *diff,
+			      size_t len),
+		  void *ctx)
+{
+	uint8_t *snap = buf, *diff = buf + cc->page_size;
+	size_t cap = lm_diff_bound(cc->page_size);
+	uint32_t words = (cc->npages + 63) / 64;
+
+	for (uint32_t w = 0; w < words; w++) {
+		uint64_t bits = atomic_load_explicit(&cc->twinned[w],
+						     memory_order_acquire);
+
+		while (bits) {
+			uint32_t page = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			uint8_t *twin = lm_ccopy_twin_of(cc, page);
+			size_t len;
+			int rc;
+
+			bits &= bits - 1;
+			/* one read of the live page: a byte written after it
+			 * differs from the new twin and goes next time.  No
+			 * lock: only we touch a twin once it is taken. */
+			memcpy(snap, lm_ccopy_page(cc, page), cc->page_size);
+			rc = lm_diff_encode(twin, snap, cc->page_size, diff,
+					    cap, &len);
+			if (rc)
+				return rc;
+			if (len == 0)
+				continue;
+			memcpy(twin, snap, cc->page_size);
+			rc = emit(ctx, page, diff, len);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}

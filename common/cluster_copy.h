@@ -1,0 +1,151 @@
+/* One copy per cluster (DESIGN.md §2 "One copy per cluster", docs/dsm.md
+ * "One copy per cluster"): the memory object a lemuriad creates per run
+ * under `copy = cluster` and every client of its cluster maps, and the
+ * few operations both sides make on it.  Pure memory, no messages.
+ *
+ * The object, in order, each part aligned to the page size:
+ *   header    magic, geometry, run
+ *   table     per page: the home version the copy reflects, whether it
+ *             holds the page at all, and a lock byte
+ *   twinned   a bit per page: the page has a cluster twin
+ *   pages     the cluster's copy of the region (clients map it at base)
+ *   twins     per twinned page, the copy as the cluster last published it
+ *
+ * Who writes what.  The lemuriad installs pages (lm_ccopy_install) and
+ * seals the cluster's writes into diffs (lm_ccopy_seal); clients write
+ * the pages they hold open for writing and take a page's twin before
+ * their first write to it (lm_ccopy_twin).  A page's lock orders the
+ * three: install and twin never overlap, so a page is copied whole only
+ * while nobody may write it (no twin: every client maps it read-only at
+ * most), and a twinned page takes only the bytes another cluster changed
+ * (fetched bytes that differ from the twin), byte by byte, so a
+ * cluster-mate writing other bytes of it meanwhile loses nothing.
+ *
+ * A twin stays for the rest of the run: the page's clients keep it
+ * writable, and every seal compares it (cheap for a clean page) instead
+ * of write-protecting it again in every client. */
+#ifndef LM_CLUSTER_COPY_H
+#define LM_CLUSTER_COPY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LM_CCOPY_MAGIC 0x4c4d43434f505931ull /* "LMCCOPY1" */
+
+/* How long a page lock may be waited for before the holder is taken for
+ * dead (a client killed inside lm_ccopy_twin): the run is then lost. */
+#define LM_CCOPY_LOCK_WAIT_US (10u * 1000u * 1000u)
+
+struct lm_ccopy_hdr {
+	uint64_t magic;
+	uint64_t run;
+	uint32_t page_size;
+	uint32_t npages;
+	uint64_t table_off, twinned_off, pages_off, twins_off, size;
+};
+
+struct lm_ccopy_entry {
+	_Atomic uint32_t version; /* home version the copy reflects */
+	_Atomic uint8_t valid;    /* the copy holds the page */
+	_Atomic uint8_t lock;
+	uint8_t spare[2];
+};
+
+/* One process's view of the object: `map` is the whole object mapped
+ * read-write at some address of the process (the lemuriad's, or the
+ * client's second mapping; clients map the pages part again at the
+ * region's base). */
+struct lm_ccopy {
+	uint8_t *map;
+	struct lm_ccopy_hdr *hdr;
+	struct lm_ccopy_entry *table;
+	_Atomic uint64_t *twinned;
+	uint8_t *pages;
+	uint8_t *twins;
+	uint32_t page_size;
+	uint32_t npages;
+	uint64_t size;
+};
+
+/* Fills a header with the object's geometry for npages pages of
+ * page_size bytes (a power of two of at least 4096).  LM_EINVAL when
+ * they do not fit. */
+int lm_ccopy_geometry(uint32_t npages, uint32_t page_size,
+		      struct lm_ccopy_hdr *out);
+
+/* Takes a view of an object mapped at `map` (`size` bytes): the header
+ * is checked against the geometry expected (npages, page_size).
+ * lm_ccopy_format writes a new header first (the lemuriad's side). */
+void lm_ccopy_format(uint8_t *map, const struct lm_ccopy_hdr *geometry,
+		     uint64_t run);
+int lm_ccopy_attach(struct lm_ccopy *cc, uint8_t *map, uint64_t size,
+		    uint32_t npages, uint32_t page_size);
+
+static inline uint8_t *lm_ccopy_page(const struct lm_ccopy *cc, uint32_t page)
+{
+	return cc->pages + (size_t)page * cc->page_size;
+}
+
+static inline uint8_t *lm_ccopy_twin_of(const struct lm_ccopy *cc,
+					uint32_t page)
+{
+	return cc->twins + (size_t)page * cc->page_size;
+}
+
+static inline bool lm_ccopy_is_twinned(const struct lm_ccopy *cc,
+				       uint32_t page)
+{
+	return atomic_load_explicit(&cc->twinned[page / 64],
+				    memory_order_acquire) >> (page % 64) & 1;
+}
+
+/* Whether the copy holds `page` at version `need` or newer (a client's
+ * check before it opens its view of the page). */
+bool lm_ccopy_holds(const struct lm_ccopy *cc, uint32_t page, uint32_t need);
+
+/* The copy's version of `page`, and whether it holds the page at all. */
+bool lm_ccopy_version(const struct lm_ccopy *cc, uint32_t page,
+		      uint32_t *version);
+
+/* The page's lock, waited for at most LM_CCOPY_LOCK_WAIT_US: false when
+ * that passed (the holder died).  Safe in a signal handler. */
+bool lm_ccopy_lock(const struct lm_ccopy *cc, uint32_t page);
+void lm_ccopy_unlock(const struct lm_ccopy *cc, uint32_t page);
+
+/* A client's first write to `page` (held by the copy): its twin, taken
+ * once for the cluster.  LM_ETIMEDOUT when the lock could not be had.
+ * Safe in a signal handler (no allocation). */
+int lm_ccopy_twin(const struct lm_ccopy *cc, uint32_t page);
+
+/* The lemuriad installs `data`, the page at home version `version` with
+ * every delta of this cluster that the home lacked written on top: a
+ * copy already at that version or newer is left alone;
+ * an untwinned page is copied whole, a twinned one takes the bytes where
+ * data differs from the twin, into both.  LM_ETIMEDOUT when the lock could
+ * not be had, else 0 (installed) or 1 (left alone). */
+int lm_ccopy_install(const struct lm_ccopy *cc, uint32_t page,
+		     uint32_t version, const uint8_t *data);
+
+/* Moves the copy's version from `base` to `version` when it is at `base`
+ * (the sole-cluster rule: every write between them was ours, and is in
+ * the copy). */
+void lm_ccopy_advance(const struct lm_ccopy *cc, uint32_t page,
+		      uint32_t base, uint32_t version);
+
+/* The lemuriad's seal: for every twinned page, the diff (common/diff.h)
+ * from its twin to a snapshot of the page, which becomes the twin; each
+ * non-empty diff goes to emit(ctx, page, diff, len), which returns 0 or
+ * stops the seal with its error.  `buf` holds a snapshot and a diff
+ * (page_size + lm_diff_bound(page_size) bytes).  0, LM_ETIMEDOUT (a lock
+ * that could not be had) or emit's error. */
+int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf,
+		  int (*emit)(void *ctx, uint32_t page, const uint8_t *diff,
+			      size_t len),
+		  void *ctx);
+
+/* Bytes of `buf` lm_ccopy_seal needs. */
+size_t lm_ccopy_seal_buf_size(uint32_t page_size);
+
+#endif

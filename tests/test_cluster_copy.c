@@ -1,0 +1,205 @@
+/* The cluster's shared copy (common/cluster_copy.h): geometry, installs
+ * whole and merged, twins, seals and the sole-cluster advance. */
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_copy.h"
+#include "diff.h"
+#include "lm_error.h"
+
+#define PS 4096u
+#define NP 70u /* more than one word of twinned bits */
+
+static uint8_t *map;
+static struct lm_ccopy cc;
+
+static void make_copy(void)
+{
+	struct lm_ccopy_hdr g;
+
+	CU_ASSERT_FATAL(lm_ccopy_geometry(NP, PS, &g) == 0);
+	map = aligned_alloc(PS, g.size);
+	CU_ASSERT_FATAL(map != NULL);
+	memset(map, 0, g.size);
+	lm_ccopy_format(map, &g, 42);
+	CU_ASSERT_FATAL(lm_ccopy_attach(&cc, map, g.size, NP, PS) == 0);
+}
+
+static void drop_copy(void)
+{
+	free(map);
+	map = NULL;
+}
+
+struct seen {
+	uint32_t pages[NP];
+	uint8_t after[NP][PS]; /* each diff applied to a zero page */
+	uint32_t n;
+};
+
+static int collect(void *ctx, uint32_t page, const uint8_t *diff, size_t len)
+{
+	struct seen *s = ctx;
+
+	memset(s->after[s->n], 0, PS);
+	CU_ASSERT(lm_diff_apply(s->after[s->n], PS, diff, len) == 0);
+	s->pages[s->n++] = page;
+	return 0;
+}
+
+/* The parts do not overlap, lie in page order and fit the size; a
+ * header of another geometry is refused. */
+static void test_geometry(void)
+{
+	struct lm_ccopy_hdr g;
+	struct lm_ccopy other;
+
+	CU_ASSERT(lm_ccopy_geometry(0, PS, &g) == LM_EINVAL);
+	CU_ASSERT(lm_ccopy_geometry(NP, 3000, &g) == LM_EINVAL);
+	CU_ASSERT_FATAL(lm_ccopy_geometry(NP, PS, &g) == 0);
+	CU_ASSERT(g.table_off >= PS);
+	CU_ASSERT(g.twinned_off >= g.table_off + NP * 8);
+	CU_ASSERT(g.pages_off >= g.twinned_off + (NP + 63) / 64 * 8);
+	CU_ASSERT(g.pages_off % PS == 0);
+	CU_ASSERT(g.twins_off == g.pages_off + (uint64_t)NP * PS);
+	CU_ASSERT(g.size == g.twins_off + (uint64_t)NP * PS);
+	make_copy();
+	CU_ASSERT(lm_ccopy_attach(&other, map, g.size, NP + 1, PS) ==
+		  LM_EINVAL);
+	CU_ASSERT(lm_ccopy_attach(&other, map, g.size - 1, NP, PS) ==
+		  LM_EINVAL);
+	drop_copy();
+}
+
+/* Nothing held at first; an install is held at its version, and an older
+ * or equal one leaves it alone. */
+static void test_install_versions(void)
+{
+	uint8_t data[PS];
+	uint32_t v;
+
+	make_copy();
+	CU_ASSERT(!lm_ccopy_holds(&cc, 3, 0));
+	memset(data, 7, PS);
+	CU_ASSERT(lm_ccopy_install(&cc, 3, 5, data) == 0);
+	CU_ASSERT(lm_ccopy_holds(&cc, 3, 5));
+	CU_ASSERT(!lm_ccopy_holds(&cc, 3, 6));
+	CU_ASSERT(lm_ccopy_version(&cc, 3, &v) && v == 5);
+	CU_ASSERT(memcmp(lm_ccopy_page(&cc, 3), data, PS) == 0);
+	memset(data, 9, PS);
+	CU_ASSERT(lm_ccopy_install(&cc, 3, 5, data) == 1);
+	CU_ASSERT(lm_ccopy_install(&cc, 3, 4, data) == 1);
+	CU_ASSERT(lm_ccopy_page(&cc, 3)[0] == 7);
+	drop_copy();
+}
+
+/* A twinned page takes only the bytes another cluster changed: a
+ * cluster-mate's unpublished writes to other bytes stay, and the next
+ * seal sends those writes alone. */
+static void test_install_merges_into_twinned(void)
+{
+	uint8_t data[PS];
+	struct seen *s = calloc(1, sizeof(*s));
+	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
+	uint8_t *live;
+
+	make_copy();
+	memset(data, 1, PS);
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 10, 1, data) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 10) == 0);
+	CU_ASSERT(lm_ccopy_is_twinned(&cc, 10));
+	live = lm_ccopy_page(&cc, 10);
+	live[100] = 0xaa; /* a cluster-mate writes, not sealed yet */
+	data[200] = 0xbb; /* another cluster wrote byte 200 */
+	CU_ASSERT(lm_ccopy_install(&cc, 10, 2, data) == 0);
+	CU_ASSERT(live[100] == 0xaa);
+	CU_ASSERT(live[200] == 0xbb);
+	CU_ASSERT(live[0] == 1);
+	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, collect, s) == 0);
+	CU_ASSERT_FATAL(s->n == 1);
+	CU_ASSERT(s->pages[0] == 10);
+	/* the diff writes byte 100 and nothing else: 200 came from home */
+	for (uint32_t i = 0; i < PS; i++)
+		if (i != 100 && s->after[0][i] != 0) {
+			CU_FAIL("seal sent a byte it did not write");
+			break;
+		}
+	CU_ASSERT(s->after[0][100] == 0xaa);
+	free(buf);
+	free(s);
+	drop_copy();
+}
+
+/* An untwinned page is copied whole. */
+static void test_install_whole_untwinned(void)
+{
+	uint8_t data[PS];
+
+	make_copy();
+	memset(data, 1, PS);
+	CU_ASSERT(lm_ccopy_install(&cc, 0, 1, data) == 0);
+	memset(data, 2, PS);
+	CU_ASSERT(lm_ccopy_install(&cc, 0, 3, data) == 0);
+	CU_ASSERT(memcmp(lm_ccopy_page(&cc, 0), data, PS) == 0);
+	drop_copy();
+}
+
+/* A seal finds writes on every twinned page (across words of the bitmap),
+ * takes them into the twin, and a second seal with nothing new sends
+ * nothing; a write after the seal goes with the next. */
+static void test_seal_each_write_once(void)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
+	uint8_t zero[PS] = { 0 };
+
+	make_copy();
+	for (uint32_t p = 0; p < NP; p++)
+		CU_ASSERT_FATAL(lm_ccopy_install(&cc, p, 1, zero) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 2) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 65) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 66) == 0); /* twinned, never written */
+	lm_ccopy_page(&cc, 2)[5] = 3;
+	lm_ccopy_page(&cc, 65)[PS - 1] = 4;
+	lm_ccopy_page(&cc, 30)[0] = 9; /* untwinned: a misuse, not seen */
+	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, collect, s) == 0);
+	CU_ASSERT_FATAL(s->n == 2);
+	CU_ASSERT(s->pages[0] == 2 && s->after[0][5] == 3);
+	CU_ASSERT(s->pages[1] == 65 && s->after[1][PS - 1] == 4);
+	s->n = 0;
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, collect, s) == 0);
+	CU_ASSERT(s->n == 0);
+	lm_ccopy_page(&cc, 2)[6] = 8;
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, collect, s) == 0);
+	CU_ASSERT_FATAL(s->n == 1);
+	CU_ASSERT(s->after[0][5] == 0 && s->after[0][6] == 8);
+	free(buf);
+	free(s);
+	drop_copy();
+}
+
+/* The sole-cluster advance moves a copy at exactly `base` only. */
+static void test_advance_from_base_only(void)
+{
+	uint8_t zero[PS] = { 0 };
+	uint32_t v;
+
+	make_copy();
+	lm_ccopy_advance(&cc, 1, 0, 4); /* not held: nothing */
+	CU_ASSERT(!lm_ccopy_holds(&cc, 1, 0));
+	CU_ASSERT(lm_ccopy_install(&cc, 1, 3, zero) == 0);
+	lm_ccopy_advance(&cc, 1, 2, 5);
+	CU_ASSERT(lm_ccopy_version(&cc, 1, &v) && v == 3);
+	lm_ccopy_advance(&cc, 1, 3, 6);
+	CU_ASSERT(lm_ccopy_version(&cc, 1, &v) && v == 6);
+	drop_copy();
+}
+
+LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
+	      LM_TEST(test_install_versions),
+	      LM_TEST(test_install_merges_into_twinned),
+	      LM_TEST(test_install_whole_untwinned),
+	      LM_TEST(test_seal_each_write_once),
+	      LM_TEST(test_advance_from_base_only))
