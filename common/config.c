@@ -61,7 +61,7 @@
 #define LM_CFG_NODE_IDS_MAX 65535u /* id 0 means "no node" */
 
 #define RAW_MAX 80   /* how much of a value we keep for later messages */
-#define KEYS_MAX 8   /* most keys in any section */
+#define KEYS_MAX 8   /* most keys in any section (checked below) */
 #define WHY_MAX 512
 
 /* ------------------------------------------------------------------ */
@@ -436,6 +436,15 @@ static const char *const reflector_keys[] = { "listen", "cache", NULL };
 static const char *const cluster_keys[] = {
 	"reflector", "listen", "clients", "cache", NULL
 };
+
+/* struct section keeps a line and a value per key: a key beyond KEYS_MAX
+ * would write past them. */
+#define NKEYS(keys) (sizeof(keys) / sizeof((keys)[0]) - 1)
+_Static_assert(NKEYS(lemuria_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(NKEYS(transport_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(NKEYS(fault_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(NKEYS(reflector_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(NKEYS(cluster_keys) <= KEYS_MAX, "raise KEYS_MAX");
 
 static const struct {
 	const char *word;
