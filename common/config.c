@@ -61,7 +61,7 @@
 #define LM_CFG_NODE_IDS_MAX 65535u /* id 0 means "no node" */
 
 #define RAW_MAX 80   /* how much of a value we keep for later messages */
-#define KEYS_MAX 8   /* most keys in any section */
+#define KEYS_MAX 9   /* most keys in any section (checked below) */
 #define WHY_MAX 512
 
 /* ------------------------------------------------------------------ */
@@ -418,15 +418,15 @@ enum sect_kind {
 };
 
 enum lemuria_key { LK_SHARED_SIZE, LK_PAGE_SIZE, LK_BASE, LK_SECRET_FILE,
-		   LK_AUTH, LK_RELAY, LK_UPDATES, LK_PREFETCH };
+		   LK_AUTH, LK_RELAY, LK_UPDATES, LK_PREFETCH, LK_COPY };
 enum transport_key { TK_MTU, TK_RTO_INITIAL, TK_RTO_MIN, TK_RTO_MAX,
 		     TK_RETRIES, TK_WINDOW, TK_ACK_DELAY };
 enum reflector_key { RK_LISTEN, RK_CACHE };
-enum cluster_key { CK_REFLECTOR, CK_LISTEN, CK_CLIENTS, CK_CACHE };
+enum cluster_key { CK_REFLECTOR, CK_LISTEN, CK_CLIENTS, CK_CACHE, CK_COPY };
 
 static const char *const lemuria_keys[] = {
 	"shared_size", "page_size", "base", "secret_file", "auth", "relay",
-	"updates", "prefetch", NULL
+	"updates", "prefetch", "copy", NULL
 };
 static const char *const transport_keys[] = {
 	"mtu", "rto_initial", "rto_min", "rto_max", "retries", "window",
@@ -434,8 +434,17 @@ static const char *const transport_keys[] = {
 };
 static const char *const reflector_keys[] = { "listen", "cache", NULL };
 static const char *const cluster_keys[] = {
-	"reflector", "listen", "clients", "cache", NULL
+	"reflector", "listen", "clients", "cache", "copy", NULL
 };
+
+/* struct section keeps a line and a value per key: a key beyond KEYS_MAX
+ * would write past them. */
+#define NKEYS(keys) (sizeof(keys) / sizeof((keys)[0]) - 1)
+_Static_assert(NKEYS(lemuria_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(NKEYS(transport_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(NKEYS(fault_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(NKEYS(reflector_keys) <= KEYS_MAX, "raise KEYS_MAX");
+_Static_assert(NKEYS(cluster_keys) <= KEYS_MAX, "raise KEYS_MAX");
 
 static const struct {
 	const char *word;
@@ -718,6 +727,21 @@ static char *read_line(char *str, int num, void *stream)
 	return str;
 }
 
+/* `copy`, in [lemuria] and in [cluster NAME]. */
+static int get_copy(struct parser *p, const char *v, enum lm_copy_mode *out)
+{
+	if (strcasecmp(v, "cluster") == 0) {
+		*out = LM_COPY_CLUSTER;
+	} else if (strcasecmp(v, "client") == 0) {
+		*out = LM_COPY_CLIENT;
+	} else {
+		fail(p, p->line, LM_ECONFIG,
+		     "copy \"%s\" is not cluster or client", v);
+		return -1;
+	}
+	return 0;
+}
+
 static int set_lemuria(struct parser *p, int key, const char *v)
 {
 	struct lm_layout *l = p->layout;
@@ -824,6 +848,8 @@ static int set_lemuria(struct parser *p, int key, const char *v)
 			return -1;
 		}
 		return 0;
+	case LK_COPY:
+		return get_copy(p, v, &l->copy);
 	}
 	return 0;
 not_size:
@@ -956,6 +982,8 @@ static int set_cluster(struct parser *p, struct lm_cluster_cfg *c, int key,
 		}
 		c->cache_size = n;
 		return 0;
+	case CK_COPY:
+		return get_copy(p, v, &c->copy);
 	}
 	return 0;
 }
@@ -1154,6 +1182,9 @@ static int link_clusters(struct parser *p)
 		c->reflector_index = (int)(r - l->reflectors);
 		if (!(s->seen & 1u << CK_CACHE))
 			c->cache_size = l->shared_size;
+		/* [lemuria] may come after the cluster: resolved here. */
+		if (!(s->seen & 1u << CK_COPY))
+			c->copy = l->copy;
 		if (c->cache_size < page) {
 			fail(p, s->key_line[CK_CACHE], LM_ECONFIG,
 			     "cache \"%s\" is smaller than one page (%llu)",
@@ -1332,6 +1363,7 @@ static void set_defaults(struct lm_layout *l)
 	l->page_size = LM_CFG_PAGE_DEFAULT;
 	l->auth = true;
 	l->relay = LM_RELAY_ADAPTIVE;
+	l->copy = LM_COPY_DEFAULT;
 	l->updates = true;
 	l->prefetch = LM_CFG_PREFETCH_DEFAULT;
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {

@@ -24,6 +24,23 @@ enum lm_relay_mode {
 	LM_RELAY_MODE_COUNT
 };
 
+/* How the clients of a cluster hold the shared region: the layout's
+ * `copy`, set in [lemuria] and per [cluster NAME]. */
+enum lm_copy_mode {
+	LM_COPY_CLIENT,  /* each client process keeps its own copy and talks
+			    to the lemuriad over UDP only (for clients on
+			    other hosts than their lemuriad) */
+	LM_COPY_CLUSTER, /* the cluster's clients run on their lemuriad's
+			    host and share one copy of the region, a memory
+			    object of the lemuriad mapped by every client: no
+			    client twins, diffs, FLUSHes or updates inside
+			    the cluster */
+	LM_COPY_MODE_COUNT
+};
+
+/* `copy` when neither [lemuria] nor the cluster's section sets it. */
+#define LM_COPY_DEFAULT LM_COPY_CLIENT
+
 /* Transport levels of the hierarchy; each has its own settings. */
 enum lm_level {
 	LM_LEVEL_CLIENT,  /* client <-> lemuriad */
@@ -73,6 +90,7 @@ struct lm_cluster_cfg {
 	uint32_t clients;         /* client processes in this cluster */
 	uint32_t first_rank;      /* global rank of its first client */
 	uint64_t cache_size;      /* bytes of page cache in the lemuriad */
+	enum lm_copy_mode copy;   /* its own `copy`, else [lemuria]'s */
 	uint16_t id;
 	int line;
 };
@@ -96,6 +114,8 @@ struct lm_layout {
 				     "Neighbour pages"), 0..LM_CFG_PREFETCH_MAX */
 	uint8_t key[LM_KEY_BYTES]; /* derived from the secret file */
 	enum lm_relay_mode relay;
+	enum lm_copy_mode copy;   /* [lemuria]'s; each cluster's own is in
+				     lm_cluster_cfg.copy */
 	/* [transport LEVEL] */
 	struct lm_transport_cfg transport[LM_LEVEL_COUNT];
 	/* [faults] (optional) */

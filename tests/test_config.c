@@ -402,6 +402,8 @@ static void test_defaults(void)
 	CU_ASSERT_EQUAL(l->relay, LM_RELAY_ADAPTIVE);
 	CU_ASSERT(l->updates);
 	CU_ASSERT_EQUAL(l->prefetch, LM_CFG_PREFETCH_DEFAULT);
+	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLIENT);
+	CU_ASSERT_EQUAL(l->clusters[0].copy, LM_COPY_CLIENT);
 	CU_ASSERT_EQUAL(l->clusters[0].cache_size, 64ULL << 20);
 	CU_ASSERT_EQUAL(l->reflectors[0].cache_size, 64ULL << 20);
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {
@@ -434,6 +436,7 @@ static void test_every_key(void)
 		"listen = 0.0.0.0:7410\r\n"
 		"clients = 3\r\n"
 		"cache = 8K\r\n"
+		"copy = Cluster\r\n"
 		"\r\n"
 		"  [lemuria]  ; indented header\r\n"
 		"shared_size = 1G\r\n"
@@ -444,6 +447,7 @@ static void test_every_key(void)
 		"relay = eager\r\n"
 		"updates = Off\r\n"
 		"prefetch = 15\r\n"
+		"copy = client\r\n"
 		"# hash comment\r\n"
 		"[transport root]\r\n"
 		"mtu = 1400\r\n"
@@ -485,6 +489,7 @@ static void test_every_key(void)
 	CU_ASSERT_EQUAL(l->relay, LM_RELAY_EAGER);
 	CU_ASSERT(!l->updates);
 	CU_ASSERT_EQUAL(l->prefetch, 15);
+	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLIENT);
 	tmp_path(key_path, sizeof(key_path), "a.key");
 	CU_ASSERT_STRING_EQUAL(l->secret_file, key_path);
 
@@ -507,7 +512,7 @@ static void test_every_key(void)
 
 	CU_ASSERT_EQUAL(l->nreflectors, 2);
 	CU_ASSERT_STRING_EQUAL(l->reflectors[0].name, "r-b");
-	CU_ASSERT_EQUAL(l->reflectors[0].line, 33);
+	CU_ASSERT_EQUAL(l->reflectors[0].line, 35);
 	CU_ASSERT_EQUAL(l->reflectors[1].id, 2);
 	CU_ASSERT_EQUAL(l->reflectors[0].cache_size,
 			LM_REFLECTOR_CACHE_DEFAULT);
@@ -520,6 +525,7 @@ static void test_every_key(void)
 	CU_ASSERT_STRING_EQUAL(c->reflector, "r-b");
 	CU_ASSERT_EQUAL(c->addr.sin_addr.s_addr, htonl(INADDR_ANY));
 	CU_ASSERT_EQUAL(c->cache_size, 8192);
+	CU_ASSERT_EQUAL(c->copy, LM_COPY_CLUSTER);
 	CU_ASSERT_EQUAL(c->id, 3);
 	CU_ASSERT_EQUAL(c->first_rank, 0);
 	c = lm_layout_cluster(l, "c2");
@@ -527,10 +533,67 @@ static void test_every_key(void)
 	CU_ASSERT_EQUAL(c->reflector_index, 1);
 	CU_ASSERT_EQUAL(c->first_rank, 3);
 	CU_ASSERT_EQUAL(c->cache_size, 1ULL << 30);
+	CU_ASSERT_EQUAL(c->copy, LM_COPY_CLIENT);
 	CU_ASSERT_EQUAL(l->nprocs, 1027);
 	CU_ASSERT_EQUAL(lm_layout_client_id(l, 1026), 4 + 1026 + 1);
 	CU_ASSERT_PTR_EQUAL(lm_layout_cluster_of_rank(l, 3), c);
 	lm_layout_free(l);
+	tmp_teardown();
+}
+
+/* `copy`: [lemuria]'s applies to every cluster that sets none of its own,
+ * wherever [lemuria] stands in the file; a cluster's own wins. */
+static void test_copy(void)
+{
+	struct lm_layout *l = NULL;
+	char err[512] = "";
+
+	tmp_setup();
+	CU_ASSERT_EQUAL(load_text(CL("c0", "7410") LEM "copy = cluster\n"
+				  REF CL("c1", "7411"), &l, err,
+				  sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLUSTER);
+	CU_ASSERT_EQUAL(l->clusters[0].copy, LM_COPY_CLUSTER);
+	CU_ASSERT_EQUAL(l->clusters[1].copy, LM_COPY_CLUSTER);
+	lm_layout_free(l);
+
+	CU_ASSERT_EQUAL(load_text(LEM "copy = cluster\n" REF
+				  CL("c0", "7410") "copy = client\n"
+				  CL("c1", "7411"), &l, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLUSTER);
+	CU_ASSERT_EQUAL(l->clusters[0].copy, LM_COPY_CLIENT);
+	CU_ASSERT_EQUAL(l->clusters[1].copy, LM_COPY_CLUSTER);
+	lm_layout_free(l);
+
+	/* A cluster may choose cluster under the default [lemuria]. */
+	CU_ASSERT_EQUAL(load_text(LEM REF CL("c0", "7410")
+				  CL("c1", "7411") "copy = CLUSTER\n", &l,
+				  err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLIENT);
+	CU_ASSERT_EQUAL(l->clusters[0].copy, LM_COPY_CLIENT);
+	CU_ASSERT_EQUAL(l->clusters[1].copy, LM_COPY_CLUSTER);
+	lm_layout_free(l);
+
+	expect_reject(LEM "copy = shared\n", 5,
+		      "copy \"shared\" is not cluster or client");
+	expect_reject(LEM "copy =\n", 5, "copy \"\" is not cluster or client");
+	expect_reject(LEM REF CL("c0", "7410") "copy = process\n", 11,
+		      "copy \"process\" is not cluster or client");
+	expect_reject(LEM "copy = client\ncopy = cluster\n", 6,
+		      "duplicate key \"copy\" in [lemuria] (first on line 5)");
+	expect_reject(LEM REF CL("c0", "7410") "copy = cluster\n"
+		      "copy = cluster\n", 12,
+		      "duplicate key \"copy\" in [cluster c0] (first on line "
+		      "11)");
+	expect_reject(LEM REF "copy = cluster\n", 7,
+		      "unknown key \"copy\" in [reflector r0]");
+	expect_reject(LEM "[transport client]\ncopy = cluster\n", 6,
+		      "unknown key \"copy\" in [transport client]");
+	expect_reject(LEM "[faults]\ncopy = cluster\n", 6,
+		      "unknown key \"copy\" in [faults]");
 	tmp_teardown();
 }
 
@@ -928,6 +991,7 @@ LM_TEST_SUITE("config",
 	      LM_TEST(test_examples_ports_distinct),
 	      LM_TEST(test_defaults),
 	      LM_TEST(test_every_key),
+	      LM_TEST(test_copy),
 	      LM_TEST(test_accepted_edges),
 	      LM_TEST(test_reject_structure),
 	      LM_TEST(test_reject_region),
