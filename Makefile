@@ -55,7 +55,8 @@ TEST_SRC := $(wildcard tests/*.c)
 # must be added here (the .so is linked with --no-undefined, so a missing
 # one fails the build).
 LIB_COMMON_SRC := $(addprefix common/,auth.c config.c diff.c error.c \
-	link_config.c log.c loss.c mem.c proto.c reliable.c rpc.c udp.c wire.c)
+	fdpass.c link_config.c log.c loss.c mem.c proto.c reliable.c rpc.c \
+	udp.c wire.c)
 LIB_SRC := $(LIB_COMMON_SRC) $(CLIENT_SRC)
 # Everything else is linked by the daemons, tools, unit tests and benches
 # from an internal archive that is never installed.
