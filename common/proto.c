@@ -14,7 +14,9 @@
  *            u32 writer, u32 wcluster}
  *
  *   type       fields after run (the table msg_kinds below is the truth)
- *   JOIN       rank, pid, layout_hash
+ *   JOIN       rank, pid, layout_hash, data (copy = cluster: the abstract
+ *              socket name where the client takes the cluster's copy; else
+ *              empty)
  *   FETCH      page, version (the oldest that may answer)
  *   PAGE       page, version, data (the page; empty: refused)
  *   FLUSH      rank (the writer), epoch (R -> home), diffs
@@ -198,7 +200,7 @@ struct msg_kind {
 static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_PING] = { "PING", 0, false },
 	[LM_MSG_PONG] = { "PONG", 0, false },
-	[LM_MSG_JOIN] = { "JOIN", F_RANK | F_PID | F_HASH, true },
+	[LM_MSG_JOIN] = { "JOIN", F_RANK | F_PID | F_HASH | F_DATA, true },
 	[LM_MSG_JOIN_OK] = { "JOIN_OK", F_STATUS, true },
 	[LM_MSG_FETCH] = { "FETCH", F_PAGE | F_VERSION, true },
 	[LM_MSG_PAGE] = { "PAGE", F_PAGE | F_VERSION | F_DATA, true },

@@ -21,7 +21,7 @@ enum lm_msg_type {
 	LM_MSG_PING = 1,        /* tool -> daemon request: are you up? */
 	LM_MSG_PONG = 2,        /* reply to PING: struct lm_msg_pong */
 	/* DSM messages (docs/dsm.md): every body starts with the u64 run id. */
-	LM_MSG_JOIN = 3,        /* C->L req: rank, pid, layout hash */
+	LM_MSG_JOIN = 3,        /* C->L req: rank, pid, layout hash, socket */
 	LM_MSG_JOIN_OK = 4,     /* L->C reply, R->L reply: status */
 	LM_MSG_FETCH = 5,       /* C->L, L->R req: page */
 	LM_MSG_PAGE = 6,        /* reply to FETCH: page, version, data */

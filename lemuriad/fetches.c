@@ -36,6 +36,24 @@ static void hold(lm_lemuriad *c, uint16_t node, uint32_t page)
 		lm_updates_hold(c->updates, (uint32_t)slot, page);
 }
 
+/* Answers a client's FETCH with `page` at `version`: the data itself, or
+ * under copy = cluster a PAGE without it, the data being in the
+ * cluster's copy (lm_copy_install before, by the caller). */
+static void answer_page(lm_lemuriad *c, uint16_t node, uint32_t req_id,
+			uint32_t page, uint32_t version, const uint8_t *data)
+{
+	struct lm_msg r;
+
+	msg_init(c, &r, LM_MSG_PAGE);
+	r.page = page;
+	r.version = version;
+	if (!c->shared) {
+		r.data = data;
+		r.data_len = c->page_size;
+	}
+	c->out.reply(c->ctx, node, req_id, &r);
+}
+
 /* Answers a client's FETCHV with PAGES: `page` at `version` (data), then
  * each of the n pages of `more` that we hold, in order. */
 static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
@@ -48,6 +66,14 @@ static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 	size_t len = 0;
 	struct cpage *cp;
 
+	if (c->shared) { /* the others we hold go into the copy too */
+		for (uint32_t i = 0; i < n; i++)
+			if ((cp = lm_cache_find(c, more[i])))
+				lm_copy_install(c, cp->page, cp->version,
+						cp->data);
+		answer_page(c, node, req_id, page, version, data);
+		return;
+	}
 	served[count++] = (struct lm_notice){ .page = page,
 		.version = version, .base = LM_NO_BASE,
 		.writer = LM_WRITER_MANY, .wcluster = LM_WRITER_MANY };
@@ -97,12 +123,9 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 		lm_cache_touch(c, cp);
 		c->stats.fetch_hits++;
 		hold(c, from, cp->page);
-		msg_init(c, &r, LM_MSG_PAGE);
-		r.page = cp->page;
-		r.version = cp->version;
-		r.data = cp->data;
-		r.data_len = c->page_size;
-		c->out.reply(c->ctx, from, req_id, &r);
+		if (c->shared)
+			lm_copy_install(c, cp->page, cp->version, cp->data);
+		answer_page(c, from, req_id, cp->page, cp->version, cp->data);
 		return;
 	}
 	up = lm_upreq_fetch_of(c, m->page);
@@ -179,6 +202,8 @@ void lm_fetch_handle_v(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 	lm_cache_touch(c, cp);
 	hold(c, from, cp->page);
 	c->stats.fetch_hits++;
+	if (c->shared)
+		lm_copy_install(c, cp->page, cp->version, cp->data);
 	reply_pages(c, from, req_id, cp->page, cp->version, cp->data, more,
 		    nmore);
 }
@@ -193,6 +218,7 @@ static void reply_page(lm_lemuriad *c, struct upreq *up,
 {
 	struct waiter **pp = &up->waiters;
 	struct lm_msg r;
+	bool fits;
 
 	if (m->type != LM_MSG_PAGE || m->page != up->page ||
 	    m->data_len != c->page_size || !m->data) {
@@ -213,22 +239,28 @@ static void reply_page(lm_lemuriad *c, struct upreq *up,
 	if (m->data != c->pagebuf)
 		memcpy(c->pagebuf, m->data, c->page_size);
 	lm_deltas_overlay(c->deltas, m->page, m->version, c->pagebuf);
-	if (m->version >= up->min_version && m->version >= up->left)
+	fits = m->version >= up->left;
+	if (m->version >= up->min_version && fits) {
 		lm_cache_put(c, m->page, m->version, c->pagebuf);
+		/* pages fetched ahead too: the clients' faults on them are
+		 * served from the copy, without asking us */
+		if (c->shared)
+			lm_copy_install(c, m->page, m->version, c->pagebuf);
+	}
 	/* a reply that crossed data of ours leaving is no update source */
 	if (up->pre)
 		c->hooks.arrived(c, up,
 				 m->version >= up->left ? c->pagebuf : NULL,
 				 m->version);
-	msg_init(c, &r, LM_MSG_PAGE);
-	r.page = m->page;
-	r.version = m->version;
-	r.data = c->pagebuf;
-	r.data_len = m->data_len;
+	/* under copy = cluster the answer is the copy itself, which must
+	 * not take a page that lacks data of ours gone up meanwhile (it
+	 * would undo those bytes): such a reply answers nobody */
+	if (c->shared && fits)
+		lm_copy_install(c, m->page, m->version, c->pagebuf);
 	while (*pp) {
 		struct waiter *w = *pp;
 
-		if (w->need > m->version) {
+		if (w->need > m->version || (c->shared && !fits)) {
 			pp = &w->next;
 			continue;
 		}
@@ -237,7 +269,8 @@ static void reply_page(lm_lemuriad *c, struct upreq *up,
 			reply_pages(c, w->node, w->req_id, m->page, m->version,
 				    c->pagebuf, w->more, w->nmore);
 		else
-			c->out.reply(c->ctx, w->node, w->req_id, &r);
+			answer_page(c, w->node, w->req_id, m->page,
+				    m->version, c->pagebuf);
 		hold(c, w->node, m->page);
 		free(w);
 		c->nwaits--;

@@ -207,6 +207,18 @@ static void handle_join(lm_lemuriad *c, int slot, uint16_t from,
 				    (unsigned long long)m->run,
 				    (unsigned long long)c->run);
 		reset_run(c, m->run);
+		if (c->shared && (status = lm_copy_start(c)) != 0) {
+			reply_status(c, from, req_id, LM_MSG_JOIN_OK, status);
+			return;
+		}
+	}
+	/* copy = cluster: the client maps our copy, handed over before it
+	 * hears that it joined; one we cannot reach (another host, another
+	 * network or pid namespace) fails its lm_init, naming the key */
+	if (c->shared &&
+	    (status = lm_copy_give(c, m->pid, m->data, m->data_len)) != 0) {
+		reply_status(c, from, req_id, LM_MSG_JOIN_OK, status);
+		return;
 	}
 	c->clients[slot].joined = true;
 	c->clients[slot].pid = m->pid;
@@ -536,6 +548,18 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 	was_fresh = client_fresh(&c->clients[slot]);
 	if (m->type != LM_MSG_WAIT_WORK)
 		c->clients[slot].active = true;
+	/* copy = cluster: a release publishes what the cluster wrote, found
+	 * in the shared copy, as the client's FLUSH would have (I2) */
+	if (c->shared &&
+	    (m->type == LM_MSG_BARRIER || m->type == LM_MSG_UNLOCK ||
+	     m->type == LM_MSG_CREATE || m->type == LM_MSG_END)) {
+		if (lm_copy_seal(c) != 0) {
+			lose_run(c, "no memory for the deltas of the "
+				    "cluster's copy");
+			return;
+		}
+		lm_park_keep_budget(c);
+	}
 	switch (m->type) {
 	case LM_MSG_FETCH:
 		lm_fetch_handle(c, from, req_id, m);
@@ -803,6 +827,8 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->layout_hash = layout_hash;
 	c->reflector = layout->reflectors[cfg->reflector_index].id;
 	c->index = (uint32_t)(cfg - layout->clusters);
+	c->shared = cfg->copy == LM_COPY_CLUSTER;
+	c->copy_fd = -1;
 	c->nclients = cfg->clients;
 	c->first_node = lm_layout_client_id(layout, cfg->first_rank);
 	c->page_size = layout->page_size;
@@ -839,7 +865,8 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->fetchv_buf = malloc(c->fetchv_cap);
 	/* the epoch's masks, and the updates encoded at a release: an eighth
 	 * of the cache each at most (docs/dsm.md "Updates") */
-	if (layout->updates)
+	/* one copy per cluster: no client copies to bring up to date */
+	if (layout->updates && !c->shared)
 		c->updates = lm_updates_create(
 			c->page_size, (uint32_t)c->npages, c->nclients,
 			c->cache_max * c->page_size / 8);
@@ -847,7 +874,7 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	    !c->up_by_id || !c->up_by_page ||
 	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->fetchv_buf ||
 	    !c->known || !c->leaving ||
-	    (layout->updates && !c->updates))
+	    (layout->updates && !c->shared && !c->updates))
 		goto err;
 	return c;
 err:
@@ -873,6 +900,8 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	free(c->fetchv_buf);
 	free(c->known);
 	free(c->leaving);
+	lm_copy_stop(c);
+	free(c->sealbuf);
 	free(c->by_page);
 	free(c->up_by_id);
 	free(c->up_by_page);

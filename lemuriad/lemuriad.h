@@ -104,6 +104,10 @@ struct lm_lemuriad_stats {
 	uint64_t local_handoffs;    /* lock grants made from a token here
 				       (the first after it came included) */
 	size_t cached_bytes;        /* page bytes held now (<= cache size) */
+	uint64_t copy_installs;     /* copy = cluster: pages put into the
+				       cluster's copy */
+	uint64_t copy_seals;        /* ... seals of its writes */
+	uint64_t copy_sealed_bytes; /* ... and the diff bytes they found */
 };
 
 /* Counters since creation (a new run does not clear them). */

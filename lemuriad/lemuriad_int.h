@@ -10,6 +10,8 @@
  *   parking.c   registration of our deltas, PULL, and the messages parked
  *               behind a registration
  *   notices.c   write notices applied to the cache, kept for local GRANTs
+ *   copy.c      copy = cluster: the cluster's one copy, shared with the
+ *               clients (installs, seals)
  *   cache.c     the page cache and the table of our requests to R
  *   deltas.c, updates.c  (their own headers)
  *
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "lemuriad.h"
+#include "cluster_copy.h"
 #include "deltas.h"
 #include "log.h"
 #include "notice_set.h"
@@ -323,6 +326,13 @@ struct lm_lemuriad {
 	size_t ndeferred, deferred_cap;
 	bool replaying;         /* lemuriad.c is handling the deferred */
 
+	/* copy = cluster (copy.c): the run's object, shared with the
+	 * clients; copy.map NULL and copy_fd -1 when none */
+	bool shared;
+	int copy_fd;
+	struct lm_ccopy copy;
+	uint8_t *sealbuf;
+
 	struct lm_lemuriad_stats stats;
 };
 
@@ -513,6 +523,28 @@ void lm_notices_note(lm_lemuriad *c, const struct lm_notice *n,
 /* Every process passed a barrier (or the run ends): the epoch's notices
  * are known to all and need not ride on local GRANTs any more. */
 void lm_notices_epoch_end(lm_lemuriad *c);
+
+/* ---- copy.c: the cluster's one copy (copy = cluster) ---- */
+
+/* A new run: the object of the last one goes, a new one is made (when
+ * the cluster shares one).  0, or LM_E* after logging why. */
+int lm_copy_start(lm_lemuriad *c);
+void lm_copy_stop(lm_lemuriad *c);
+/* Hands the object to client `pid`, which listens on the abstract socket
+ * `name` (len bytes, the JOIN's data).  0, or LM_E* after logging why. */
+int lm_copy_give(lm_lemuriad *c, uint32_t pid, const uint8_t *name,
+		 size_t len);
+/* A page fetched for the cluster goes into the copy (a newer one there
+ * is kept); the run is lost (hooks.lose) when its lock stays taken. */
+void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
+		     const uint8_t *data);
+/* Notices of pages only we wrote move the copy's versions along (the
+ * sole-cluster rule of lm_notices_apply). */
+void lm_copy_advance(lm_lemuriad *c, const struct lm_notice *n,
+		     uint32_t count);
+/* What the cluster wrote since the last seal goes into the open deltas,
+ * as a client's FLUSH would: 0 or LM_E*. */
+int lm_copy_seal(lm_lemuriad *c);
 
 /* ---- cache.c: the page cache and the table of our requests to R ---- */
 

@@ -31,6 +31,9 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_CLUSTER, tokens_returned),
 	F(LM_STAT_CLIENT, local_handoffs),
 	F(LM_STAT_NONE, cached_bytes),
+	F(LM_STAT_NONE, copy_installs),
+	F(LM_STAT_NONE, copy_seals),
+	F(LM_STAT_NONE, copy_sealed_bytes),
 };
 
 #undef F

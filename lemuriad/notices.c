@@ -37,6 +37,7 @@ void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
 			}
 		}
 	}
+	lm_copy_advance(c, n, count);
 	/* what we learn, our clients may learn from us: local GRANTs pass
 	 * it on; and our FETCHes on their way remember it (notices_note) */
 	lm_notices_note(c, n, count);

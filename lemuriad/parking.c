@@ -263,6 +263,7 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
 		}
 		lm_deltas_registered(c->deltas, m->notices, m->nnotices);
 		know_registered(c, m->notices, m->nnotices);
+		lm_copy_advance(c, m->notices, m->nnotices);
 		if (batch)
 			lm_notices_note(c, m->notices, m->nnotices);
 	}

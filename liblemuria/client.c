@@ -5,6 +5,7 @@
  * the write notices that come back. */
 #include "lemuria.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "auth.h"
 #include "config.h"
+#include "fdpass.h"
 #include "link_config.h"
 #include "lm_error.h"
 #include "log.h"
@@ -27,6 +29,9 @@
 
 /* A FLUSH request carries at most this many bytes of diffs. */
 #define LM_CLIENT_FLUSH_CHUNK (1u << 20)
+/* How long a client of a copy = cluster cluster waits, after its JOIN is
+ * answered, for the copy the lemuriad sent before answering. */
+#define LM_CLIENT_COPY_WAIT_MS 5000
 /* Locks one process may hold at once (nesting depth). */
 #define LM_CLIENT_MAX_HELD 64
 /* The most LEMURIA_ACK_DELAY_US may ask a reply's ack to wait for the
@@ -211,6 +216,36 @@ static int lm_client_fetch(void *ctx, uint32_t page, void *dst,
 	if (rc)
 		return rc;
 	rc = lm_client_take_page(&reply, page, dst, version);
+	lm_client_buf_free(buf);
+	return rc;
+}
+
+/* The region's fetch_shared (copy = cluster): a FETCHV of the page alone,
+ * `after` saying how far the lemuriad may fetch ahead; it answers once
+ * the page is in the cluster's copy, with a PAGE (or PAGES) that carries
+ * no data. */
+static int lm_client_fetch_shared(void *ctx, uint32_t page, uint32_t after,
+				  uint32_t *version)
+{
+	struct lm_notice ask[1];
+	struct lm_msg req = lm_client_msg(LM_MSG_FETCHV), reply;
+	uint64_t t0 = lm_clock_us();
+	void *buf;
+	int rc;
+
+	(void)ctx;
+	lm_msg_fetchv(&req, ask, &page, 1, after);
+	rc = lm_client_call2(&req, LM_MSG_PAGE, LM_MSG_PAGES, &reply, &buf);
+	lm_profile_add(&lm_self.prof.fetch, t0);
+	if (rc)
+		return rc;
+	if (reply.type == LM_MSG_PAGE && reply.page == page)
+		*version = reply.version;
+	else if (reply.type == LM_MSG_PAGES && reply.nnotices > 0 &&
+		 reply.notices[0].page == page)
+		*version = reply.notices[0].version;
+	else
+		rc = LM_EBADMSG;
 	lm_client_buf_free(buf);
 	return rc;
 }
@@ -418,8 +453,11 @@ int lm_init(int *argc, char ***argv)
 	struct lm_region_backend be = { .fetch = lm_client_fetch,
 					.fetch_list = lm_client_fetch_list };
 	struct lm_rel_config rcfg;
+	struct lm_fdpass_listener listener = { .fd = -1 };
 	struct lm_msg req, reply;
 	char err[512], *end;
+	int copy_fd = -1;
+	bool shared;
 	void *buf;
 	int rc;
 
@@ -483,28 +521,66 @@ int lm_init(int *argc, char ***argv)
 		rc = LM_EIO;
 		goto fail;
 	}
+	shared = lm_self.cluster->copy == LM_COPY_CLUSTER;
+	if (shared && lm_fdpass_listen(&listener, err, sizeof(err))) {
+		lm_log_error("rank %u: copy = cluster: %s", lm_self.rank, err);
+		rc = LM_EIO;
+		goto fail;
+	}
 	req = lm_client_msg(LM_MSG_JOIN);
 	req.pid = (uint32_t)getpid();
 	req.layout_hash = lm_self.layout->hash;
+	if (shared) { /* where the lemuriad hands us the cluster's copy */
+		req.data = (const uint8_t *)listener.name;
+		req.data_len = strlen(listener.name);
+	}
 	rc = lm_client_call(&req, LM_MSG_JOIN_OK, &reply, &buf);
 	if (rc == 0)
 		rc = reply.status;
 	lm_client_buf_free(buf);
+	if (rc == 0 && shared)
+		rc = lm_fdpass_receive(&listener, 0, LM_CLIENT_COPY_WAIT_MS,
+				       &copy_fd, err, sizeof(err));
+	lm_fdpass_close(&listener);
+	if (rc && shared) {
+		lm_log_error("rank %u: cannot map cluster %s's copy (copy = "
+			     "cluster in %s): %s.  The clients of a cluster "
+			     "with copy = cluster must run on its lemuriad's "
+			     "host (%s); elsewhere set copy = client in its "
+			     "[cluster %s] section", lm_self.rank,
+			     lm_self.cluster->name, layout_path,
+			     copy_fd < 0 && rc != LM_ETIMEDOUT &&
+				     rc != LM_EBADMSG ? lm_strerror(rc) : err,
+			     inet_ntoa(lm_self.cluster->addr.sin_addr),
+			     lm_self.cluster->name);
+		goto fail;
+	}
 	if (rc) {
 		lm_client_fail("joining the run", rc);
 		goto fail;
 	}
 	lm_region_set_prefetch(lm_self.layout->prefetch);
-	rc = lm_region_init(lm_self.layout->base, lm_self.layout->shared_size,
-			    lm_self.layout->page_size, &be, NULL, err,
-			    sizeof(err));
+	if (shared) {
+		be.fetch_shared = lm_client_fetch_shared;
+		rc = lm_region_init_shared(
+			lm_self.layout->base, lm_self.layout->shared_size,
+			lm_self.layout->page_size, copy_fd,
+			(uint32_t)(lm_self.cluster - lm_self.layout->clusters),
+			&be, NULL, err, sizeof(err));
+	} else {
+		rc = lm_region_init(lm_self.layout->base,
+				    lm_self.layout->shared_size,
+				    lm_self.layout->page_size, &be, NULL, err,
+				    sizeof(err));
+	}
 	if (rc) {
 		lm_log_error("rank %u: %s", lm_self.rank, err);
 		goto fail;
 	}
 	/* alone in the run, nobody reads our writes: no need to track them
 	 * (docs/dsm.md "A run of one process") */
-	if (lm_self.layout->nprocs == 1 && (rc = lm_region_make_private())) {
+	if (lm_self.layout->nprocs == 1 && !shared &&
+	    (rc = lm_region_make_private())) {
 		lm_client_fail("opening the region", rc);
 		lm_region_fini();
 		goto fail;

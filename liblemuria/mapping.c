@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "diff.h"
@@ -120,8 +121,11 @@ void lm_mapping_fini(void)
 		munmap(R->chunks[i], (size_t)R->chunk_pages * R->page_size);
 	if (R->view)
 		munmap(R->view, R->size);
-	if (R->rw)
+	if (R->ccopy.map)
+		munmap(R->ccopy.map, R->ccopy.size);
+	else if (R->rw)
 		munmap(R->rw, R->size);
+	memset(&R->ccopy, 0, sizeof(R->ccopy));
 	if (R->fd >= 0)
 		close(R->fd);
 	free(R->chunks);
@@ -215,23 +219,13 @@ int lm_mapping_check(uint64_t base, uint64_t size, uint32_t page_size,
 	return 0;
 }
 
-static int map_region(uint64_t base, uint64_t size, char *err, size_t errlen)
+/* The view at base, from offset `off` of R->fd. */
+static int map_view(uint64_t base, uint64_t size, off_t off, char *err,
+		    size_t errlen)
 {
-	void *view;
+	void *view = mmap((void *)(uintptr_t)base, size, PROT_NONE,
+			  MAP_SHARED | MAP_FIXED_NOREPLACE, R->fd, off);
 
-	R->fd = memfd_create("lemuria-region", MFD_CLOEXEC);
-	if (R->fd < 0) {
-		snprintf(err, errlen, "memfd_create: %s", strerror(errno));
-		return LM_EIO;
-	}
-	if (ftruncate(R->fd, (off_t)size) != 0) {
-		snprintf(err, errlen, "cannot size the region's memfd to %llu "
-			 "bytes: %s", (unsigned long long)size,
-			 strerror(errno));
-		return LM_EIO;
-	}
-	view = mmap((void *)(uintptr_t)base, size, PROT_NONE,
-		    MAP_SHARED | MAP_FIXED_NOREPLACE, R->fd, 0);
 	if (view == MAP_FAILED) {
 		snprintf(err, errlen, "cannot map the shared region at 0x%llx "
 			 "(%llu bytes): %s", (unsigned long long)base,
@@ -250,6 +244,61 @@ static int map_region(uint64_t base, uint64_t size, char *err, size_t errlen)
 	}
 	R->view = view;
 	R->size = size;
+	return 0;
+}
+
+/* copy = cluster: the lemuriad's object R->fd, whole, and its pages
+ * again at base as the view. */
+static int map_shared(uint64_t base, uint64_t size, char *err, size_t errlen)
+{
+	struct stat st;
+	void *map;
+
+	if (fstat(R->fd, &st) != 0) {
+		snprintf(err, errlen, "the cluster's copy: %s", strerror(errno));
+		return LM_EIO;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+		   MAP_SHARED, R->fd, 0);
+	if (map == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map the cluster's copy (%llu "
+			 "bytes): %s", (unsigned long long)st.st_size,
+			 strerror(errno));
+		return LM_EIO;
+	}
+	if (lm_ccopy_attach(&R->ccopy, map, (uint64_t)st.st_size,
+			    (uint32_t)(size / R->page_size), R->page_size)) {
+		munmap(map, (size_t)st.st_size);
+		memset(&R->ccopy, 0, sizeof(R->ccopy));
+		snprintf(err, errlen, "the cluster's copy the lemuriad handed "
+			 "over does not fit this layout's region");
+		return LM_EINVAL;
+	}
+	R->rw = R->ccopy.pages;
+	return map_view(base, size, (off_t)R->ccopy.hdr->pages_off, err,
+			errlen);
+}
+
+static int map_region(uint64_t base, uint64_t size, char *err, size_t errlen)
+{
+	int rc;
+
+	if (R->shared)
+		return map_shared(base, size, err, errlen);
+	R->fd = memfd_create("lemuria-region", MFD_CLOEXEC);
+	if (R->fd < 0) {
+		snprintf(err, errlen, "memfd_create: %s", strerror(errno));
+		return LM_EIO;
+	}
+	if (ftruncate(R->fd, (off_t)size) != 0) {
+		snprintf(err, errlen, "cannot size the region's memfd to %llu "
+			 "bytes: %s", (unsigned long long)size,
+			 strerror(errno));
+		return LM_EIO;
+	}
+	rc = map_view(base, size, 0, err, errlen);
+	if (rc)
+		return rc;
 	R->rw = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, R->fd, 0);
 	if (R->rw == MAP_FAILED) {
 		R->rw = NULL;

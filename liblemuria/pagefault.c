@@ -451,6 +451,51 @@ static void open_written(uint32_t page)
 	R->stats.written_ahead += end - page - 1;
 }
 
+/* copy = cluster: the page comes from the cluster's copy.  The copy
+ * serves the fault itself when it holds the page at the version this
+ * process's notices ask for (R->version); else the lemuriad puts it there
+ * first, and its answer is the word that the copy is now new enough for
+ * us.  A write takes the page's cluster twin before the view opens for
+ * it, so that the lemuriad's next seal finds the write. */
+static void serve_shared(uint32_t page, enum fault_access access)
+{
+	bool write = access == ACCESS_WRITE ||
+		     (access == ACCESS_UNKNOWN && R->state[page] == PAGE_READ);
+
+	if (R->state[page] == PAGE_INVALID &&
+	    !lm_ccopy_holds(&R->ccopy, page, R->version[page])) {
+		uint32_t version = 0;
+		int rc = R->be.fetch_shared(R->ctx, page, R->prefetch,
+					    &version);
+
+		if (rc != 0)
+			fault_fatal(page, "cannot fetch", lm_strerror(rc));
+		if (!lm_ccopy_holds(&R->ccopy, page, version))
+			fault_fatal(page, "cannot fetch", "the lemuriad "
+				    "answered but the cluster's copy lacks "
+				    "the page");
+		R->version[page] = 0;
+		R->stats.fetches++;
+	}
+	if (write) {
+		if (lm_ccopy_twin(&R->ccopy, page) != 0)
+			fault_fatal(page, "cannot write", "the page of the "
+				    "cluster's copy stayed locked (did the "
+				    "lemuriad die?)");
+		if (R->state[page] != PAGE_PRIVATE)
+			R->stats.write_faults++;
+		R->state[page] = PAGE_PRIVATE;
+		open_page(page, PROT_READ | PROT_WRITE);
+		return;
+	}
+	if (R->state[page] == PAGE_INVALID) {
+		R->stats.read_faults++;
+		R->state[page] = PAGE_READ;
+	}
+	open_page(page, R->state[page] == PAGE_PRIVATE ?
+				PROT_READ | PROT_WRITE : PROT_READ);
+}
+
 /* Called with the lock held.  A fault that finds the page's state open
  * for its access was raced by another thread, or hit a page whose view
  * a protection change left closed when it could not open it again
@@ -460,6 +505,10 @@ static void serve_fault(uint32_t page, enum fault_access access)
 {
 	bool sample;
 
+	if (R->shared) {
+		serve_shared(page, access);
+		return;
+	}
 	switch (R->state[page]) {
 	case PAGE_INVALID:
 		fetch_with_neighbours(page, access);

@@ -38,9 +38,44 @@
  * other, and writes it again in the next step. */
 #define OPEN_IDLE_MAX 3
 
+static int region_init(uint64_t base, uint64_t size, uint32_t page_size,
+		       const struct lm_region_backend *be, void *ctx,
+		       char *err, size_t errlen);
+
 int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 		   const struct lm_region_backend *be, void *ctx, char *err,
 		   size_t errlen)
+{
+	if (!atomic_load(&R->active))
+		R->shared = false;
+	return region_init(base, size, page_size, be, ctx, err, errlen);
+}
+
+int lm_region_init_shared(uint64_t base, uint64_t size, uint32_t page_size,
+			  int fd, uint32_t cluster,
+			  const struct lm_region_backend *be, void *ctx,
+			  char *err, size_t errlen)
+{
+	int rc;
+
+	if (atomic_load(&R->active) || !be || !be->fetch_shared || fd < 0) {
+		if (err)
+			snprintf(err, errlen, "the shared region is already "
+				 "initialised, or has no copy or fetch");
+		return LM_EINVAL;
+	}
+	R->shared = true;
+	R->fd = fd;
+	R->cluster = cluster;
+	rc = region_init(base, size, page_size, be, ctx, err, errlen);
+	if (rc)
+		R->shared = false;
+	return rc;
+}
+
+static int region_init(uint64_t base, uint64_t size, uint32_t page_size,
+		       const struct lm_region_backend *be, void *ctx,
+		       char *err, size_t errlen)
 {
 	char scratch_err[8];
 	int rc;
@@ -54,7 +89,7 @@ int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 			 "initialised");
 		return LM_EINVAL;
 	}
-	if (!be || !be->fetch) {
+	if (!be || (!be->fetch && !R->shared)) {
 		snprintf(err, errlen, "no fetch function for the region");
 		return LM_EINVAL;
 	}
@@ -214,6 +249,12 @@ int lm_region_flush(const uint8_t **diffs, size_t *len, uint32_t *count)
 
 	if (!atomic_load(&R->active))
 		return LM_EINVAL;
+	if (R->shared) { /* the lemuriad finds the writes in the copy */
+		*diffs = NULL;
+		*len = 0;
+		*count = 0;
+		return 0;
+	}
 	lm_region_lock();
 	rc = encode_written(&used, &n);
 	if (rc != 0) {
@@ -330,6 +371,42 @@ static bool apply_update(uint32_t page, const uint8_t *update, size_t len)
 				     R->page_size, update, len) == 0;
 }
 
+/* Notices under copy = cluster: the copy is the cluster's, so a notice
+ * only asks whether it is new enough for this process.  It is when it
+ * holds the notice's version, or its base and the notice names our
+ * cluster the only one that wrote the page since (the sole-cluster
+ * rule: those writes were made in the copy itself).  Else our view of
+ * the page closes and the next access waits until the copy reaches the
+ * version (pagefault.c); a cluster-mate's view stays as it is until it
+ * acquires the notice itself. */
+static int apply_shared(const struct lm_notice *n, uint32_t count)
+{
+	int rc;
+
+	for (uint32_t i = 0; i < count; i++)
+		if (n[i].page >= R->npages)
+			return LM_EINVAL;
+	lm_region_lock();
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t page = n[i].page;
+
+		if (lm_ccopy_holds(&R->ccopy, page, n[i].version) ||
+		    (n[i].wcluster == R->cluster &&
+		     lm_ccopy_holds(&R->ccopy, page, n[i].base)))
+			continue;
+		if (R->version[page] < n[i].version)
+			R->version[page] = n[i].version;
+		if (R->state[page] == PAGE_INVALID)
+			continue;
+		R->state[page] = PAGE_INVALID;
+		R->stats.invalidations++;
+		lm_protect_mark(page);
+	}
+	rc = lm_protect_marked(PROT_NONE, NULL);
+	lm_region_unlock();
+	return rc;
+}
+
 int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 			    uint32_t self_rank,
 			    const struct lm_msg_diffs *updates)
@@ -339,6 +416,8 @@ int lm_region_apply_release(const struct lm_notice *n, uint32_t count,
 
 	if (!atomic_load(&R->active) || (count && !n))
 		return LM_EINVAL;
+	if (R->shared)
+		return apply_shared(n, count);
 	lm_region_lock();
 	/* the samples the program did not read by now went unread */
 	lm_reach_settle(&R->reach);

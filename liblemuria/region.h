@@ -52,6 +52,12 @@ struct lm_region_backend {
 	int (*fetch_list)(void *ctx, const uint32_t *pages, uint32_t n,
 			  uint32_t after, uint8_t *const *dst,
 			  uint32_t *versions, uint8_t *got);
+	/* copy = cluster (lm_region_init_shared) instead of both: have the
+	 * lemuriad put `page` into the cluster's copy, bringing along what
+	 * it can of the `after` pages after it; *version: the version it
+	 * answered with, which the copy then holds.  Called like fetch. */
+	int (*fetch_shared)(void *ctx, uint32_t page, uint32_t after,
+			    uint32_t *version);
 };
 
 /* Pages after a faulting one that a fault may bring along, and as many
@@ -86,6 +92,20 @@ void lm_region_fill(void *dst, const void *src, size_t len);
 int lm_region_init(uint64_t base, uint64_t size, uint32_t page_size,
 		   const struct lm_region_backend *be, void *ctx, char *err,
 		   size_t errlen);
+
+/* lm_region_init under copy = cluster (docs/dsm.md "One copy per
+ * cluster"): the region is the cluster's copy, the memory object `fd`
+ * (common/cluster_copy.h; owned from now on, closed at fini) that the
+ * lemuriad handed over, mapped at base.  A fault maps a page the copy
+ * holds, new enough for what this process acquired, or has be->fetch_shared
+ * put it there first; a write fault takes the page's cluster twin
+ * (lm_ccopy_twin).  Nothing is flushed: the lemuriad finds the writes in
+ * the copy.  `cluster`: our cluster's layout index (notices whose pages
+ * only it wrote leave the copy valid). */
+int lm_region_init_shared(uint64_t base, uint64_t size, uint32_t page_size,
+			  int fd, uint32_t cluster,
+			  const struct lm_region_backend *be, void *ctx,
+			  char *err, size_t errlen);
 
 /* Unmaps the region, restores the SIGSEGV action found by lm_region_init,
  * frees twins and buffers.  Unflushed writes are lost.  Safe when not

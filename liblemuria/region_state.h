@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster_copy.h"
 #include "reach.h"
 #include "region.h"
 
@@ -82,6 +83,14 @@ struct lm_region_state {
 	 * along its stream's stride (fetch_list); kept across init and
 	 * fini */
 	uint32_t prefetch;
+	/* copy = cluster (lm_region_init_shared): the cluster's copy, mapped
+	 * whole (its pages are `rw`, and the view maps them at base); no
+	 * twins, dirty or open lists of our own.  `version` holds, per
+	 * page, the version a notice told us the copy must reach before we
+	 * may use it (0: any) */
+	bool shared;
+	struct lm_ccopy ccopy;
+	uint32_t cluster; /* our cluster's index, as notices name it */
 };
 
 _Static_assert(LM_REACH_KINDS == 2, "lm_region_stats has two reaches");

@@ -17,6 +17,11 @@ private_layout() {
 			$0 = substr($0, 1, RSTART - 1) p substr($0, RSTART + RLENGTH) }
 			print }' >"$out"
 	cp "$(dirname "$src")/demo.key" "$dir/demo.key"
+	# LM_TEST_COPY=cluster|client: every layout of the script in that
+	# mode (docs/layout.md, copy)
+	if [ -n "${LM_TEST_COPY:-}" ]; then
+		sed -i "/^\[lemuria\]/a copy = $LM_TEST_COPY" "$out"
+	fi
 	echo "$out"
 }
 

@@ -163,8 +163,8 @@ static bool run_asked(uint32_t page)
 	return false;
 }
 
-static const struct lm_region_backend fake_backend = { fake_fetch,
-							fake_fetch_list };
+static const struct lm_region_backend fake_backend = {
+	.fetch = fake_fetch, .fetch_list = fake_fetch_list };
 
 static volatile uint8_t *pg(uint32_t page)
 {

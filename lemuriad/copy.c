@@ -1,0 +1,155 @@
+/* The cluster's one copy under `copy = cluster` (DESIGN.md §2 "One copy
+ * per cluster", docs/dsm.md "One copy per cluster"): a memory object made
+ * per run, handed to each client that joins, pages installed in it as
+ * they are fetched, and the cluster's writes sealed from it into the
+ * open deltas where a client's FLUSH would have put them.  The object's
+ * own rules are in common/cluster_copy.h. */
+#include "lemuriad_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "diff.h"
+#include "fdpass.h"
+#include "lm_error.h"
+
+void lm_copy_stop(lm_lemuriad *c)
+{
+	if (c->copy.map)
+		munmap(c->copy.map, c->copy.size);
+	memset(&c->copy, 0, sizeof(c->copy));
+	if (c->copy_fd >= 0)
+		close(c->copy_fd);
+	c->copy_fd = -1;
+}
+
+int lm_copy_start(lm_lemuriad *c)
+{
+	struct lm_ccopy_hdr g;
+	char name[LM_NAME_MAX + 32];
+	void *map;
+	int fd;
+
+	lm_copy_stop(c);
+	if (!c->shared)
+		return 0;
+	if (lm_ccopy_geometry((uint32_t)c->npages, c->page_size, &g))
+		return LM_EINVAL;
+	snprintf(name, sizeof(name), "lemuria-copy-%s", c->cfg->name);
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t)g.size) != 0 ||
+	    /* a client cannot shrink it under the others (SIGBUS) */
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		lm_log_error("cluster %s: cannot make the cluster's copy "
+			     "(%llu bytes): %s", c->cfg->name,
+			     (unsigned long long)g.size, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return LM_EIO;
+	}
+	map = mmap(NULL, g.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		lm_log_error("cluster %s: cannot map the cluster's copy: %s",
+			     c->cfg->name, strerror(errno));
+		close(fd);
+		return LM_EIO;
+	}
+	lm_ccopy_format(map, &g, c->run);
+	if (lm_ccopy_attach(&c->copy, map, g.size, (uint32_t)c->npages,
+			    c->page_size)) {
+		munmap(map, g.size);
+		close(fd);
+		return LM_EINVAL;
+	}
+	c->copy_fd = fd;
+	return 0;
+}
+
+int lm_copy_give(lm_lemuriad *c, uint32_t pid, const uint8_t *name,
+		 size_t len)
+{
+	char sock[LM_FDPASS_NAME_MAX], err[256];
+
+	if (c->copy_fd < 0)
+		return LM_EIO;
+	if (len == 0 || len >= sizeof(sock) || memchr(name, '\0', len)) {
+		lm_log_error("cluster %s: a JOIN under copy = cluster names "
+			     "no socket for the copy", c->cfg->name);
+		return LM_EINVAL;
+	}
+	memcpy(sock, name, len);
+	sock[len] = '\0';
+	if (lm_fdpass_send(sock, pid, c->copy_fd, err, sizeof(err))) {
+		lm_log_error("cluster %s: cannot hand the cluster's copy to "
+			     "pid %u: %s", c->cfg->name, pid, err);
+		return LM_EUNREACH;
+	}
+	return 0;
+}
+
+void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
+		     const uint8_t *data)
+{
+	char why[96];
+
+	if (!c->copy.map || page >= c->npages)
+		return;
+	if (lm_ccopy_install(&c->copy, page, version, data) >= 0) {
+		c->stats.copy_installs++;
+		return;
+	}
+	snprintf(why, sizeof(why), "page %u of the cluster's copy stayed "
+		 "locked (a client died inside its fault?)", page);
+	c->hooks.lose(c, why);
+}
+
+void lm_copy_advance(lm_lemuriad *c, const struct lm_notice *n,
+		     uint32_t count)
+{
+	if (!c->copy.map)
+		return;
+	for (uint32_t i = 0; n && i < count; i++)
+		if (n[i].wcluster == c->index && n[i].page < c->npages)
+			lm_ccopy_advance(&c->copy, n[i].page, n[i].base,
+					 n[i].version);
+}
+
+/* One sealed diff: into the page's open delta and our cached copy, as a
+ * client's FLUSH is (lemuriad.c), with no writer rank: the cluster's
+ * processes wrote it together. */
+static int take_diff(void *ctx, uint32_t page, const uint8_t *diff,
+		     size_t len)
+{
+	lm_lemuriad *c = ctx;
+	struct cpage *cp = lm_cache_find(c, page);
+	struct lm_delta *open;
+
+	if (cp)
+		cp->tag = ++c->next_tag;
+	open = lm_deltas_open(c->deltas, page, LM_WRITER_MANY);
+	if (!open)
+		return LM_ENOMEM;
+	lm_delta_add_valid_diff_also(open, NULL, cp ? cp->data : NULL, diff,
+				     len);
+	c->stats.copy_sealed_bytes += len;
+	return 0;
+}
+
+int lm_copy_seal(lm_lemuriad *c)
+{
+	int rc;
+
+	if (!c->copy.map)
+		return 0;
+	if (!c->sealbuf &&
+	    !(c->sealbuf = malloc(lm_ccopy_seal_buf_size(c->page_size))))
+		return LM_ENOMEM;
+	rc = lm_ccopy_seal(&c->copy, c->sealbuf, take_diff, c);
+	c->stats.copy_seals++;
+	return rc;
+}
