@@ -56,6 +56,8 @@ static void free_client_work(struct client *cl)
  * locks) and starts `run`.  Counters stay. */
 static void reset_run(lm_lemuriad *c, uint64_t run)
 {
+	if (run != c->run)
+		lm_copy_stop(c); /* the next run's first JOIN makes its own */
 	lm_cache_clear(c);
 	while (c->ups) {
 		struct upreq *up = c->ups;
@@ -207,10 +209,12 @@ static void handle_join(lm_lemuriad *c, int slot, uint16_t from,
 				    (unsigned long long)m->run,
 				    (unsigned long long)c->run);
 		reset_run(c, m->run);
-		if (c->shared && (status = lm_copy_start(c)) != 0) {
-			reply_status(c, from, req_id, LM_MSG_JOIN_OK, status);
-			return;
-		}
+	}
+	/* the run's copy, made at its first JOIN (the run may have begun
+	 * here with a message from the reflector) */
+	if (c->shared && c->copy_fd < 0 && (status = lm_copy_start(c)) != 0) {
+		reply_status(c, from, req_id, LM_MSG_JOIN_OK, status);
+		return;
 	}
 	/* copy = cluster: the client maps our copy, handed over before it
 	 * hears that it joined; one we cannot reach (another host, another
@@ -548,18 +552,6 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 	was_fresh = client_fresh(&c->clients[slot]);
 	if (m->type != LM_MSG_WAIT_WORK)
 		c->clients[slot].active = true;
-	/* copy = cluster: a release publishes what the cluster wrote, found
-	 * in the shared copy, as the client's FLUSH would have (I2) */
-	if (c->shared &&
-	    (m->type == LM_MSG_BARRIER || m->type == LM_MSG_UNLOCK ||
-	     m->type == LM_MSG_CREATE || m->type == LM_MSG_END)) {
-		if (lm_copy_seal(c) != 0) {
-			lose_run(c, "no memory for the deltas of the "
-				    "cluster's copy");
-			return;
-		}
-		lm_park_keep_budget(c);
-	}
 	switch (m->type) {
 	case LM_MSG_FETCH:
 		lm_fetch_handle(c, from, req_id, m);

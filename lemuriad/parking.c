@@ -156,6 +156,19 @@ static void park(lm_lemuriad *c, const struct parked *p, const uint8_t *data)
 {
 	struct parked *e;
 
+	/* copy = cluster: what goes up publishes what the cluster wrote, so
+	 * it is sealed from the shared copy first, as the clients' FLUSHes
+	 * would have come first (I2).  A local GRANT needs none: the next
+	 * holder reads the same copy. */
+	if (c->shared && p->type != LM_MSG_GRANT) {
+		if (lm_copy_seal(c) != 0) {
+			c->hooks.lose(c, "no memory for the deltas of the "
+				      "cluster's copy");
+			return;
+		}
+		lm_park_keep_budget(c);
+	}
+
 	if (c->nparked == c->parked_cap) {
 		size_t cap = c->parked_cap ? c->parked_cap * 2 : 16;
 		struct parked *np = realloc(c->parked, cap * sizeof(*np));

@@ -457,7 +457,7 @@ int lm_init(int *argc, char ***argv)
 	struct lm_msg req, reply;
 	char err[512], *end;
 	int copy_fd = -1;
-	bool shared;
+	bool shared, no_copy;
 	void *buf;
 	int rc;
 
@@ -535,22 +535,27 @@ int lm_init(int *argc, char ***argv)
 		req.data_len = strlen(listener.name);
 	}
 	rc = lm_client_call(&req, LM_MSG_JOIN_OK, &reply, &buf);
+	/* the lemuriad answers LM_EUNREACH when it cannot hand us the copy */
+	no_copy = rc == 0 && shared && reply.status == LM_EUNREACH;
 	if (rc == 0)
 		rc = reply.status;
 	lm_client_buf_free(buf);
-	if (rc == 0 && shared)
+	if (rc == 0 && shared) {
 		rc = lm_fdpass_receive(&listener, 0, LM_CLIENT_COPY_WAIT_MS,
 				       &copy_fd, err, sizeof(err));
+		no_copy = rc != 0;
+	}
 	lm_fdpass_close(&listener);
-	if (rc && shared) {
+	if (no_copy) {
 		lm_log_error("rank %u: cannot map cluster %s's copy (copy = "
 			     "cluster in %s): %s.  The clients of a cluster "
 			     "with copy = cluster must run on its lemuriad's "
-			     "host (%s); elsewhere set copy = client in its "
+			     "host (%s), in its pid namespace; elsewhere set "
+			     "copy = client in its "
 			     "[cluster %s] section", lm_self.rank,
 			     lm_self.cluster->name, layout_path,
-			     copy_fd < 0 && rc != LM_ETIMEDOUT &&
-				     rc != LM_EBADMSG ? lm_strerror(rc) : err,
+			     rc == LM_EUNREACH ? "the lemuriad could not "
+						 "reach this process" : err,
 			     inet_ntoa(lm_self.cluster->addr.sin_addr),
 			     lm_self.cluster->name);
 		goto fail;

@@ -516,6 +516,39 @@ kill_daemon lemuriad c2 "lemuriad c2" 17
 
 # No daemons at all: every client fails lm_init with a message naming its
 # lemuriad instead of hanging (few retries, so the test stays short).
+# copy = cluster beside copy = client (docs/dsm.md "One copy per
+# cluster"), and a client its lemuriad cannot hand the copy to.
+mkdir -p "$tmp/mixed"
+lay=$(private_layout conf/4+4.ini "$tmp/mixed" 12)
+sed -i '/^\[cluster c0\]/a copy = cluster' "$lay"
+sed -i '/^\[cluster c1\]/a copy = client' "$lay"
+echo "dsm: 4+4 with c0 sharing one copy and c1 a copy per client"
+run_expect "LU n=128 b=16, mixed copies" "$lay" 120 "TEST PASSED" \
+	"$build/splash2/lu" -n128 -b16 -t
+run_expect "bytes of one page from every rank, mixed copies" "$lay" 120 \
+	"PASSED" "$build/tests/dsmtest" bytes 20
+run_expect "chaos 20 121, mixed copies" "$lay" 120 "PASSED" \
+	"$build/tests/dsmtest" chaos 20 121
+if unshare -p -f true 2>/dev/null; then
+	checks=$((checks + 1))
+	start=$(date +%s)
+	timeout -k 5 60 "$bin/lemuria-run" -c "$lay" --start-daemons -- \
+		unshare -p -f "$build/tests/dsmtest" counter 1 >"$tmp/out" 2>&1
+	st=$?
+	secs=$(( $(date +%s) - start ))
+	if [ $st -ne 0 ] && [ $secs -le 20 ] &&
+	   grep -q "rank [0-3]: cannot map cluster c0's copy (copy = cluster" "$tmp/out" &&
+	   grep -q "set copy = client in its \[cluster c0\] section" "$tmp/out"; then
+		echo "  ok   a client in another pid namespace fails lm_init naming copy (${secs}s)"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL a client in another pid namespace (status $st, ${secs}s)"
+		tail -n 25 "$tmp/out" | sed 's/^/       /'
+	fi
+else
+	echo "  skip a client in another pid namespace (unshare -p needs privileges here)"
+fi
+
 mkdir -p "$tmp/none"
 lay=$(private_layout conf/2.ini "$tmp/none" 11)
 printf '\n[transport client]\nretries = 4\nrto_initial = 20ms\n' >>"$lay"

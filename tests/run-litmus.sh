@@ -9,14 +9,20 @@
 #             and within one (lost when notices stopped at a lock)
 #   created   what rank 0 writes before CREATE, read by every worker
 #             (stale when CREATE carried no notices)
-#   tests/run-litmus.sh [BUILD_DIR] [RUNS] [LAYOUTS]
+#   bytes     every rank's own byte of one page, under barriers and under
+#             locks of its own while the others write theirs (lost under
+#             copy = cluster when another cluster's page overwrote the
+#             cluster's copy whole)
+#   tests/run-litmus.sh [BUILD_DIR] [RUNS] [LAYOUTS] [COPIES]
 # RUNS (default 2) runs of counters per layout and relay, RUNS / 5 + 1 of
 # the others.  make check runs the default; make check-litmus 50 runs on
-# the layouts with several reflectors.
+# the layouts with several reflectors.  COPIES: the `copy` modes to run
+# each in (default "client cluster", docs/layout.md).
 set -u
 build=${1:-build}
 runs=${2:-2}
 layouts=${3:-"4+4 2x2-two-reflectors 3-reflectors"}
+copies=${4:-"client cluster"}
 bin=$build/bin
 tmp=$(mktemp -d /tmp/lm-litmus.XXXXXX)
 failures=0
@@ -61,20 +67,27 @@ for l in $layouts; do
 		echo "run-litmus: no layout conf/$l.ini" >&2
 		exit 2
 	fi
-	for relay in lazy adaptive eager; do
-		n=$((n + 1))
-		mkdir -p "$tmp/$n"
-		lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
-		sed -i "s/^relay = .*/relay = $relay/" "$lay"
-		if ! grep -q "^relay = $relay\$" "$lay"; then
-			echo "run-litmus: cannot set relay = $relay in $lay" >&2
-			exit 2
-		fi
-		echo "litmus: $l, relay = $relay"
-		litmus "$lay" "$runs" "two counters on one page" counters 100 8
-		litmus "$lay" $((runs / 5 + 1)) "a chain of two locks" chain 20
-		litmus "$lay" $((runs / 5 + 1)) "data written before CREATE" \
-			created 64
+	for copy in $copies; do
+		for relay in lazy adaptive eager; do
+			n=$((n + 1))
+			mkdir -p "$tmp/$n"
+			lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
+			sed -i "s/^relay = .*/relay = $relay/" "$lay"
+			sed -i "/^copy = /d; /^\[lemuria\]/a copy = $copy" "$lay"
+			if ! grep -q "^relay = $relay\$" "$lay" ||
+			   ! grep -q "^copy = $copy\$" "$lay"; then
+				echo "run-litmus: cannot set relay = $relay and" \
+					"copy = $copy in $lay" >&2
+				exit 2
+			fi
+			echo "litmus: $l, relay = $relay, copy = $copy"
+			litmus "$lay" "$runs" "two counters on one page" counters 100 8
+			litmus "$lay" $((runs / 5 + 1)) "a chain of two locks" chain 20
+			litmus "$lay" $((runs / 5 + 1)) "data written before CREATE" \
+				created 64
+			litmus "$lay" $((runs / 5 + 1)) "bytes of one page from every rank" \
+				bytes 20
+		done
 	done
 done
 
