@@ -214,6 +214,10 @@ int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf,
 			int rc;
 
 			bits &= bits - 1;
+			/* most twinned pages are clean at most seals */
+			if (memcmp(lm_ccopy_page(cc, page), twin,
+				   cc->page_size) == 0)
+				continue;
 			/* one read of the live page: a byte written after it
 			 * differs from the new twin and goes next time.  No
 			 * lock: only we touch a twin once it is taken. */

@@ -819,7 +819,8 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->layout_hash = layout_hash;
 	c->reflector = layout->reflectors[cfg->reflector_index].id;
 	c->index = (uint32_t)(cfg - layout->clusters);
-	c->shared = cfg->copy == LM_COPY_CLUSTER;
+	/* a run of one process keeps its region private (client.c) */
+	c->shared = cfg->copy == LM_COPY_CLUSTER && layout->nprocs > 1;
 	c->copy_fd = -1;
 	c->nclients = cfg->clients;
 	c->first_node = lm_layout_client_id(layout, cfg->first_rank);

@@ -521,7 +521,10 @@ int lm_init(int *argc, char ***argv)
 		rc = LM_EIO;
 		goto fail;
 	}
-	shared = lm_self.cluster->copy == LM_COPY_CLUSTER;
+	/* alone in the run, the process keeps its region private instead
+	 * (below): there is nobody to share a copy with */
+	shared = lm_self.cluster->copy == LM_COPY_CLUSTER &&
+		 lm_self.layout->nprocs > 1;
 	if (shared && lm_fdpass_listen(&listener, err, sizeof(err))) {
 		lm_log_error("rank %u: copy = cluster: %s", lm_self.rank, err);
 		rc = LM_EIO;

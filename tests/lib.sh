@@ -25,6 +25,12 @@ private_layout() {
 	echo "$out"
 }
 
+# set_copy LAYOUT MODE: `copy = MODE` for every cluster of LAYOUT, for a
+# check of what one mode alone does (the FLUSHes of copy = client, say).
+set_copy() {
+	sed -i "/^copy = /d; /^\[lemuria\]/a copy = $2" "$1"
+}
+
 # one_page_faults LAYOUT: sets `prefetch = 0` in LAYOUT, so that each read
 # fault of bench/micro is one page's round trip: its faults step through
 # the pages one by one, a stride that would bring the next ones along.

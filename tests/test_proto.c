@@ -310,7 +310,7 @@ enum { U_STATUS = 1, U_ID = 2, U_RANK = 4, U_PAGE = 8, U_VERSION = 16,
 static unsigned used_fields(int type)
 {
 	switch (type) {
-	case LM_MSG_JOIN: return U_RANK | U_PID | U_HASH;
+	case LM_MSG_JOIN: return U_RANK | U_PID | U_HASH | U_DATA;
 	case LM_MSG_FETCH: return U_PAGE | U_VERSION;
 	case LM_MSG_PAGE: return U_PAGE | U_VERSION | U_DATA;
 	case LM_MSG_FLUSH: return U_RANK | U_EPOCH | U_DIFFS;
