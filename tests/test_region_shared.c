@@ -1,0 +1,189 @@
+/* The client's region under copy = cluster (liblemuria/region.h,
+ * lm_region_init_shared; docs/dsm.md "One copy per cluster"), over a
+ * cluster's copy made here as the lemuriad makes it, with a fake
+ * fetch_shared that installs pages the way the lemuriad does: a page the
+ * copy holds new enough is served without asking; notices close the view
+ * only when the copy is too old for them (the sole-cluster rule keeps
+ * it); a write takes the page's cluster twin; nothing is flushed.
+ *
+ * Real SIGSEGVs, which AddressSanitizer intercepts: skipped under ASan
+ * like the region suite. */
+#include "unit.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+
+static void test_skipped_under_asan(void)
+{
+	CU_PASS("shared region tests need SIGSEGV; skipped under ASan");
+}
+
+LM_TEST_SUITE("region_shared", LM_TEST(test_skipped_under_asan))
+
+#else
+
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cluster_copy.h"
+#include "lm_error.h"
+#include "proto.h"
+#include "region.h"
+
+#define BASE 0x520000000000ull
+#define PAGE 4096u
+#define NPAGES 16u
+#define OURS 1u   /* our cluster's index */
+#define OTHER 2u  /* another cluster's */
+
+static struct lm_ccopy lemuriad; /* the lemuriad's view of the copy */
+static uint8_t home[NPAGES][PAGE];
+static uint32_t home_version[NPAGES];
+static unsigned nfetch;
+
+/* The lemuriad's answer to a fault: the home's page into the copy. */
+static int fake_fetch_shared(void *ctx, uint32_t page, uint32_t after,
+			     uint32_t *version)
+{
+	(void)ctx;
+	(void)after;
+	nfetch++;
+	if (lm_ccopy_install(&lemuriad, page, home_version[page],
+			     home[page]) < 0)
+		return LM_EIO;
+	*version = home_version[page];
+	return 0;
+}
+
+static const struct lm_region_backend shared_backend = {
+	.fetch_shared = fake_fetch_shared };
+
+/* A copy as the lemuriad makes it, handed to the region (which closes
+ * its descriptor at fini); the lemuriad's own mapping stays here. */
+static void setup(void)
+{
+	struct lm_ccopy_hdr g;
+	char err[256] = "";
+	void *map;
+	int fd;
+
+	for (uint32_t p = 0; p < NPAGES; p++) {
+		memset(home[p], (int)(p + 1), PAGE);
+		home_version[p] = 4;
+	}
+	nfetch = 0;
+	CU_ASSERT_FATAL(lm_ccopy_geometry(NPAGES, PAGE, &g) == 0);
+	fd = memfd_create("test-copy", MFD_CLOEXEC);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(ftruncate(fd, (off_t)g.size) == 0);
+	map = mmap(NULL, g.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CU_ASSERT_FATAL(map != MAP_FAILED);
+	lm_ccopy_format(map, &g, 1);
+	CU_ASSERT_FATAL(lm_ccopy_attach(&lemuriad, map, g.size, NPAGES,
+					PAGE) == 0);
+	CU_ASSERT_EQUAL_FATAL(lm_region_init_shared(BASE,
+						    (uint64_t)NPAGES * PAGE,
+						    PAGE, fd, OURS,
+						    &shared_backend, NULL, err,
+						    sizeof(err)),
+			      0);
+}
+
+static void teardown(void)
+{
+	lm_region_fini();
+	munmap(lemuriad.map, lemuriad.size);
+	memset(&lemuriad, 0, sizeof(lemuriad));
+}
+
+static volatile uint8_t *pg(uint32_t page)
+{
+	return (volatile uint8_t *)(uintptr_t)(BASE + (uint64_t)page * PAGE);
+}
+
+/* A page the copy lacks is fetched once for the cluster; one it holds
+ * (fetched for a cluster-mate) is served with no fetch at all. */
+static void test_held_pages_need_no_fetch(void)
+{
+	setup();
+	CU_ASSERT_EQUAL(pg(0)[0], 1);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	CU_ASSERT(lm_ccopy_install(&lemuriad, 5, 4, home[5]) == 0);
+	CU_ASSERT_EQUAL(pg(5)[10], 6);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	teardown();
+}
+
+/* A write lands in the shared copy after the page's twin was taken, so
+ * the lemuriad's seal finds it; nothing is left to flush. */
+static void test_write_twins_and_lands_in_the_copy(void)
+{
+	const uint8_t *diffs;
+	size_t len = 1;
+	uint32_t count = 1;
+
+	setup();
+	pg(3)[7] = 0xee;
+	CU_ASSERT(lm_ccopy_is_twinned(&lemuriad, 3));
+	CU_ASSERT_EQUAL(lm_ccopy_page(&lemuriad, 3)[7], 0xee);
+	CU_ASSERT_EQUAL(lm_ccopy_twin_of(&lemuriad, 3)[7], 4);
+	CU_ASSERT_EQUAL(lm_region_flush(&diffs, &len, &count), 0);
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(count, 0);
+	teardown();
+}
+
+/* A notice the copy is too old for closes the view, and the next access
+ * waits for the lemuriad; one the copy holds, or one whose writes were
+ * all our cluster's since the copy's version, leaves the view open. */
+static void test_notices_close_only_stale_views(void)
+{
+	struct lm_notice n[3] = {
+		{ .page = 1, .version = 9, .base = 4, .writer = LM_WRITER_MANY,
+		  .wcluster = OTHER },
+		{ .page = 2, .version = 9, .base = 4, .writer = LM_WRITER_MANY,
+		  .wcluster = OURS },
+		{ .page = 6, .version = 3, .base = 2, .writer = LM_WRITER_MANY,
+		  .wcluster = OTHER },
+	};
+
+	setup();
+	CU_ASSERT_EQUAL(pg(1)[0], 2);
+	CU_ASSERT_EQUAL(pg(2)[0], 3);
+	CU_ASSERT_EQUAL(pg(6)[0], 7);
+	CU_ASSERT_EQUAL(nfetch, 3);
+	memset(home[1], 0x55, PAGE);
+	home_version[1] = 9;
+	CU_ASSERT_EQUAL(lm_region_apply_notices(n, 3, 0), 0);
+	CU_ASSERT_EQUAL(pg(2)[0], 3); /* sole cluster: kept */
+	CU_ASSERT_EQUAL(pg(6)[0], 7); /* older notice: kept */
+	CU_ASSERT_EQUAL(nfetch, 3);
+	CU_ASSERT_EQUAL(pg(1)[0], 0x55); /* stale: fetched again */
+	CU_ASSERT_EQUAL(nfetch, 4);
+	teardown();
+}
+
+/* A stale view whose page a cluster-mate brought up to date meanwhile
+ * opens without asking the lemuriad. */
+static void test_stale_view_opens_once_the_copy_caught_up(void)
+{
+	struct lm_notice n = { .page = 8, .version = 7, .base = 4,
+			       .writer = LM_WRITER_MANY, .wcluster = OTHER };
+
+	setup();
+	CU_ASSERT_EQUAL(pg(8)[0], 9);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&n, 1, 0), 0);
+	memset(home[8], 0x77, PAGE);
+	CU_ASSERT(lm_ccopy_install(&lemuriad, 8, 7, home[8]) == 0);
+	CU_ASSERT_EQUAL(pg(8)[0], 0x77);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	teardown();
+}
+
+LM_TEST_SUITE("region_shared", LM_TEST(test_held_pages_need_no_fetch),
+	      LM_TEST(test_write_twins_and_lands_in_the_copy),
+	      LM_TEST(test_notices_close_only_stale_views),
+	      LM_TEST(test_stale_view_opens_once_the_copy_caught_up))
+
+#endif
