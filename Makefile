@@ -211,9 +211,11 @@ check-calls: all
 	@sh tools/check-calls.sh $(BUILD) $(CHECK_CALLS_DIRS)
 
 # Every program with injected loss on every layout: about 2 minutes, and
-# some 5 more for the chaos test.
+# some 5 more for the chaos test; once with the layouts' own copy mode
+# (the default, cluster) and once with a copy per client.
 check-loss: all
 	@sh tests/run-loss.sh $(BUILD)
+	@LM_TEST_COPY=client sh tests/run-loss.sh $(BUILD)
 
 # The lost-write litmus programs 50 times on each layout with several
 # reflectors and each relay mode, every other run with loss (long).

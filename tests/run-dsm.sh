@@ -54,6 +54,26 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	done
 done
 
+# The same programs with a copy per client process (copy = client, for
+# clients on other hosts than their lemuriad; docs/layout.md), on the
+# layouts with several clusters.
+n=40
+for l in 4+4 2x2-two-reflectors 3-reflectors; do
+	n=$((n + 1))
+	mkdir -p "$tmp/$n"
+	lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
+	set_copy "$lay" client
+	echo "dsm: layout $l, copy = client"
+	run_expect "LU n=128 b=16 on $l, copy = client" "$lay" 120 \
+		"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
+	run_expect "lock counter on $l, copy = client" "$lay" 120 "PASSED" \
+		"$build/tests/dsmtest" counter 50
+	run_expect "race-free stress on $l, copy = client" "$lay" 240 \
+		"PASSED" "$build/tests/dsmtest" stress 6 8 7
+	run_expect "chaos 20 $((n * 10)) on $l, copy = client" "$lay" 120 \
+		"PASSED" "$build/tests/dsmtest" chaos 20 $((n * 10))
+done
+
 mkdir -p "$tmp/progs"
 lay=$(private_layout conf/4+4.ini "$tmp/progs" 8)
 echo "dsm: more SPLASH-2 programs on 4+4"
