@@ -112,6 +112,12 @@ lm_lemuriad *setup_path(const char *path)
 		fprintf(stderr, "%s\n", err);
 		CU_FAIL_FATAL("layout does not load");
 	}
+	/* the clients these tests play keep copies of their own: they send
+	 * FLUSHes and take pages as data (copy = client; copy = cluster's
+	 * are tests/test_region_shared.c and the DSM runs) */
+	layout->copy = LM_COPY_CLIENT;
+	for (size_t i = 0; i < layout->nclusters; i++)
+		layout->clusters[i].copy = LM_COPY_CLIENT;
 	refl = lm_layout_reflector(layout, "r0")->id;
 	c = lm_lemuriad_create(layout, "c0", HASH, out_now, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);

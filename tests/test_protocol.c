@@ -1572,6 +1572,10 @@ static bool sim_run(struct lm_layout *l, const struct saved_layout *orig,
 	/* this run's layout: the region shrunk, the relay, and choices */
 	layout->shared_size = (uint64_t)SIM_PAGES * S.ps;
 	layout->relay = relay;
+	/* the simulated clients keep copies of their own (copy = client) */
+	layout->copy = LM_COPY_CLIENT;
+	for (size_t i = 0; i < layout->nclusters; i++)
+		layout->clusters[i].copy = LM_COPY_CLIENT;
 	S.updates = rnd(2);
 	layout->updates = S.updates;
 	S.prefetch = (uint32_t[]){ 0, 3, 31 }[rnd(3)];
