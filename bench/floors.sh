@@ -18,6 +18,9 @@
 #             transport of the flushes and nothing after it
 #   full      the protocol unchanged (the program must pass its test)
 #
+# Every stage runs with `copy = client` (docs/layout.md): the oracles are
+# the per-process protocol's.
+#
 #   bench/floors.sh [-q] [-r ROUNDS] [-l LAYOUT] [-p PROGRAM] [-a "ARGS"]
 #                   [-O DIR] [-T SECONDS]
 #
@@ -149,8 +152,11 @@ if ! timed 900 "$tmp/build.log" make -C "$tmp/src" BUILD="$build" \
 	tail -n 15 "$tmp/build.log" | sed 's/^/  | /' >&2
 	exit 1
 fi
-. "$root/tests/lib.sh" # private_layout
+. "$root/tests/lib.sh" # private_layout set_copy
 lay=$(private_layout "$lf" "$tmp" 63) || exit 1
+# the stages take away the per-process protocol's data path (FLUSHes,
+# twins of each client), so they run with a copy per client
+set_copy "$lay" client
 mkdir -p "$outdir" || exit 1
 
 # the tree's commit, "-dirty" when its sources differ (results written by
