@@ -39,7 +39,7 @@ enum lm_copy_mode {
 };
 
 /* `copy` when neither [lemuria] nor the cluster's section sets it. */
-#define LM_COPY_DEFAULT LM_COPY_CLIENT
+#define LM_COPY_DEFAULT LM_COPY_CLUSTER
 
 /* Transport levels of the hierarchy; each has its own settings. */
 enum lm_level {

@@ -97,6 +97,11 @@ measure() {
 	name=$1; dir=$tmp/$3
 	mkdir -p "$dir"
 	lay=$(private_layout "$2" "$dir" "$3")
+	# The lemuriad's own memory (I5) under copy = client, where its
+	# cache is the cluster's copy; under copy = cluster the copy is a
+	# memory object shared with the clients, bounded by the region
+	# (docs/dsm.md "One copy per cluster"), which VmHWM would count.
+	set_copy "$lay" client
 	page=$(size "$(key "$lay" lemuria page_size)")
 	page=${page:-4096}
 	npages=$(( $(size "$(key "$lay" lemuria shared_size)") / page ))

@@ -402,8 +402,8 @@ static void test_defaults(void)
 	CU_ASSERT_EQUAL(l->relay, LM_RELAY_ADAPTIVE);
 	CU_ASSERT(l->updates);
 	CU_ASSERT_EQUAL(l->prefetch, LM_CFG_PREFETCH_DEFAULT);
-	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLIENT);
-	CU_ASSERT_EQUAL(l->clusters[0].copy, LM_COPY_CLIENT);
+	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLUSTER);
+	CU_ASSERT_EQUAL(l->clusters[0].copy, LM_COPY_CLUSTER);
 	CU_ASSERT_EQUAL(l->clusters[0].cache_size, 64ULL << 20);
 	CU_ASSERT_EQUAL(l->reflectors[0].cache_size, 64ULL << 20);
 	for (int lv = 0; lv < LM_LEVEL_COUNT; lv++) {
@@ -567,14 +567,14 @@ static void test_copy(void)
 	CU_ASSERT_EQUAL(l->clusters[1].copy, LM_COPY_CLUSTER);
 	lm_layout_free(l);
 
-	/* A cluster may choose cluster under the default [lemuria]. */
+	/* A cluster may choose client under the default [lemuria]. */
 	CU_ASSERT_EQUAL(load_text(LEM REF CL("c0", "7410")
-				  CL("c1", "7411") "copy = CLUSTER\n", &l,
+				  CL("c1", "7411") "copy = CLIENT\n", &l,
 				  err, sizeof(err)), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
-	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLIENT);
-	CU_ASSERT_EQUAL(l->clusters[0].copy, LM_COPY_CLIENT);
-	CU_ASSERT_EQUAL(l->clusters[1].copy, LM_COPY_CLUSTER);
+	CU_ASSERT_EQUAL(l->copy, LM_COPY_CLUSTER);
+	CU_ASSERT_EQUAL(l->clusters[0].copy, LM_COPY_CLUSTER);
+	CU_ASSERT_EQUAL(l->clusters[1].copy, LM_COPY_CLIENT);
 	lm_layout_free(l);
 
 	expect_reject(LEM "copy = shared\n", 5,
