@@ -43,8 +43,16 @@ void lm_ccopy_format(uint8_t *map, const struct lm_ccopy_hdr *geometry,
 {
 	struct lm_ccopy_hdr *h = (struct lm_ccopy_hdr *)map;
 
-	*h = *geometry;
+	h->magic = geometry->magic;
 	h->run = run;
+	h->page_size = geometry->page_size;
+	h->npages = geometry->npages;
+	h->table_off = geometry->table_off;
+	h->twinned_off = geometry->twinned_off;
+	h->pages_off = geometry->pages_off;
+	h->twins_off = geometry->twins_off;
+	h->size = geometry->size;
+	atomic_store(&h->drops, 0);
 }
 
 int lm_ccopy_attach(struct lm_ccopy *cc, uint8_t *map, uint64_t size,
@@ -194,7 +202,8 @@ size_t lm_ccopy_seal_buf_size(uint32_t page_size)
 	return page_size + lm_diff_bound(page_size);
 }
 
-int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf,
+int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf, uint8_t *idle,
+		  bool drop,
 		  int (*emit)(void *ctx, uint32_t page, const uint8_t *diff,
 			      size_t len),
 		  void *ctx)
@@ -202,6 +211,8 @@ int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf,
 	uint8_t *snap = buf, *diff = buf + cc->page_size;
 	size_t cap = lm_diff_bound(cc->page_size);
 	uint32_t words = (cc->npages + 63) / 64;
+	bool dropped = false;
+	int rc = 0;
 
 	for (uint32_t w = 0; w < words; w++) {
 		uint64_t bits = atomic_load_explicit(&cc->twinned[w],
@@ -211,28 +222,41 @@ int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf,
 			uint32_t page = w * 64 + (uint32_t)__builtin_ctzll(bits);
 			uint8_t *twin = lm_ccopy_twin_of(cc, page);
 			size_t len;
-			int rc;
 
 			bits &= bits - 1;
 			/* most twinned pages are clean at most seals */
 			if (memcmp(lm_ccopy_page(cc, page), twin,
-				   cc->page_size) == 0)
+				   cc->page_size) == 0) {
+				if (idle[page] < UINT8_MAX)
+					idle[page]++;
+				if (drop && idle[page] >= LM_CCOPY_IDLE_SEALS) {
+					atomic_fetch_and_explicit(
+						&cc->twinned[w],
+						~((uint64_t)1 << (page % 64)),
+						memory_order_release);
+					idle[page] = 0;
+					dropped = true;
+				}
 				continue;
+			}
+			idle[page] = 0;
 			/* one read of the live page: a byte written after it
 			 * differs from the new twin and goes next time.  No
 			 * lock: only we touch a twin once it is taken. */
 			memcpy(snap, lm_ccopy_page(cc, page), cc->page_size);
 			rc = lm_diff_encode(twin, snap, cc->page_size, diff,
 					    cap, &len);
+			if (rc == 0 && len > 0) {
+				memcpy(twin, snap, cc->page_size);
+				rc = emit(ctx, page, diff, len);
+			}
 			if (rc)
-				return rc;
-			if (len == 0)
-				continue;
-			memcpy(twin, snap, cc->page_size);
-			rc = emit(ctx, page, diff, len);
-			if (rc)
-				return rc;
+				goto out;
 		}
 	}
-	return 0;
+out:
+	if (dropped) /* after the bits: a client reads them after it */
+		atomic_fetch_add_explicit(&cc->hdr->drops, 1,
+					  memory_order_release);
+	return rc;
 }

@@ -21,9 +21,11 @@
  * (fetched bytes that differ from the twin), byte by byte, so a
  * cluster-mate writing other bytes of it meanwhile loses nothing.
  *
- * A twin stays for the rest of the run: the page's clients keep it
+ * A twin stays while the page is written: the page's clients keep it
  * writable, and every seal compares it (cheap for a clean page) instead
- * of write-protecting it again in every client. */
+ * of write-protecting it again in every client.  One found unchanged at
+ * several seals in a row is dropped at a barrier, where every client
+ * waits and write-protects its view before it goes on. */
 #ifndef LM_CLUSTER_COPY_H
 #define LM_CLUSTER_COPY_H
 
@@ -44,7 +46,15 @@ struct lm_ccopy_hdr {
 	uint32_t page_size;
 	uint32_t npages;
 	uint64_t table_off, twinned_off, pages_off, twins_off, size;
+	/* seals that dropped twins (lm_ccopy_seal): a client that sees it
+	 * move write-protects its views of pages no longer twinned */
+	_Atomic uint64_t drops;
 };
+
+/* Seals in a row at which a twinned page must be found unchanged before
+ * a barrier's seal drops its twin (lm_ccopy_seal): LU writes a block in
+ * one interval of a step and not in the next, and again a step later. */
+#define LM_CCOPY_IDLE_SEALS 3
 
 struct lm_ccopy_entry {
 	_Atomic uint32_t version; /* home version the copy reflects */
@@ -138,9 +148,14 @@ void lm_ccopy_advance(const struct lm_ccopy *cc, uint32_t page,
  * from its twin to a snapshot of the page, which becomes the twin; each
  * non-empty diff goes to emit(ctx, page, diff, len), which returns 0 or
  * stops the seal with its error.  `buf` holds a snapshot and a diff
- * (page_size + lm_diff_bound(page_size) bytes).  0, LM_ETIMEDOUT (a lock
- * that could not be had) or emit's error. */
-int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf,
+ * (page_size + lm_diff_bound(page_size) bytes).  `idle` (npages bytes,
+ * the caller's, zero at first) counts the seals in a row that found each
+ * page unchanged; with `drop`, a page unchanged for LM_CCOPY_IDLE_SEALS
+ * seals loses its twin and hdr->drops moves on.  Only when no client can
+ * write before it has seen `drops` move: at a barrier every client of the
+ * cluster waits in, before its RELEASE.  0 or emit's error. */
+int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf, uint8_t *idle,
+		  bool drop,
 		  int (*emit)(void *ctx, uint32_t page, const uint8_t *diff,
 			      size_t len),
 		  void *ctx);

@@ -20,6 +20,8 @@
 
 void lm_copy_stop(lm_lemuriad *c)
 {
+	free(c->copy_idle);
+	c->copy_idle = NULL;
 	if (c->copy.map)
 		munmap(c->copy.map, c->copy.size);
 	memset(&c->copy, 0, sizeof(c->copy));
@@ -140,8 +142,9 @@ static int take_diff(void *ctx, uint32_t page, const uint8_t *diff,
 	return 0;
 }
 
-int lm_copy_seal(lm_lemuriad *c)
+int lm_copy_seal(lm_lemuriad *c, bool barrier)
 {
+	uint64_t drops;
 	int rc;
 
 	if (!c->copy.map)
@@ -149,7 +152,13 @@ int lm_copy_seal(lm_lemuriad *c)
 	if (!c->sealbuf &&
 	    !(c->sealbuf = malloc(lm_ccopy_seal_buf_size(c->page_size))))
 		return LM_ENOMEM;
-	rc = lm_ccopy_seal(&c->copy, c->sealbuf, take_diff, c);
+	if (!c->copy_idle && !(c->copy_idle = calloc(c->npages, 1)))
+		return LM_ENOMEM;
+	drops = atomic_load(&c->copy.hdr->drops);
+	rc = lm_ccopy_seal(&c->copy, c->sealbuf, c->copy_idle, barrier,
+			   take_diff, c);
 	c->stats.copy_seals++;
+	if (atomic_load(&c->copy.hdr->drops) != drops)
+		c->stats.copy_drops++;
 	return rc;
 }

@@ -108,6 +108,8 @@ struct lm_lemuriad_stats {
 				       cluster's copy */
 	uint64_t copy_seals;        /* ... seals of its writes */
 	uint64_t copy_sealed_bytes; /* ... and the diff bytes they found */
+	uint64_t copy_drops;        /* ... barrier seals that dropped idle
+				       pages' twins */
 };
 
 /* Counters since creation (a new run does not clear them). */

@@ -332,6 +332,7 @@ struct lm_lemuriad {
 	int copy_fd;
 	struct lm_ccopy copy;
 	uint8_t *sealbuf;
+	uint8_t *copy_idle;     /* per page: seals in a row it was clean */
 
 	struct lm_lemuriad_stats stats;
 };
@@ -543,8 +544,10 @@ void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
 void lm_copy_advance(lm_lemuriad *c, const struct lm_notice *n,
 		     uint32_t count);
 /* What the cluster wrote since the last seal goes into the open deltas,
- * as a client's FLUSH would: 0 or LM_E*. */
-int lm_copy_seal(lm_lemuriad *c);
+ * as a client's FLUSH would: 0 or LM_E*.  `barrier`: every client waits
+ * at a barrier, so twins of pages idle for a while may go
+ * (LM_CCOPY_IDLE_SEALS). */
+int lm_copy_seal(lm_lemuriad *c, bool barrier);
 
 /* ---- cache.c: the page cache and the table of our requests to R ---- */
 

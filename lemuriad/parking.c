@@ -161,7 +161,9 @@ static void park(lm_lemuriad *c, const struct parked *p, const uint8_t *data)
 	 * would have come first (I2).  A local GRANT needs none: the next
 	 * holder reads the same copy. */
 	if (c->shared && p->type != LM_MSG_GRANT) {
-		if (lm_copy_seal(c) != 0) {
+		/* a barrier's BARRIER goes up once every client waits in
+		 * it: twins of idle pages may go then */
+		if (lm_copy_seal(c, p->type == LM_MSG_BARRIER) != 0) {
 			c->hooks.lose(c, "no memory for the deltas of the "
 				      "cluster's copy");
 			return;

@@ -67,6 +67,7 @@ int lm_region_init_shared(uint64_t base, uint64_t size, uint32_t page_size,
 	R->shared = true;
 	R->fd = fd;
 	R->cluster = cluster;
+	R->drops = 0;
 	rc = region_init(base, size, page_size, be, ctx, err, errlen);
 	if (rc)
 		R->shared = false;
@@ -381,12 +382,28 @@ static bool apply_update(uint32_t page, const uint8_t *update, size_t len)
  * acquires the notice itself. */
 static int apply_shared(const struct lm_notice *n, uint32_t count)
 {
-	int rc;
+	uint64_t drops;
+	int rc = 0;
 
 	for (uint32_t i = 0; i < count; i++)
 		if (n[i].page >= R->npages)
 			return LM_EINVAL;
 	lm_region_lock();
+	/* Twins the lemuriad dropped at a barrier while we waited in it:
+	 * our views of those pages go read-only before we go on, so that
+	 * the next write takes a twin again (cluster_copy.h) */
+	drops = atomic_load_explicit(&R->ccopy.hdr->drops,
+				     memory_order_acquire);
+	if (drops != R->drops) {
+		R->drops = drops;
+		for (uint32_t p = 0; p < R->npages; p++)
+			if (R->state[p] == PAGE_PRIVATE &&
+			    !lm_ccopy_is_twinned(&R->ccopy, p)) {
+				R->state[p] = PAGE_READ;
+				lm_protect_mark(p);
+			}
+		rc = lm_protect_marked(PROT_READ, NULL);
+	}
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t page = n[i].page;
 
@@ -402,7 +419,8 @@ static int apply_shared(const struct lm_notice *n, uint32_t count)
 		R->stats.invalidations++;
 		lm_protect_mark(page);
 	}
-	rc = lm_protect_marked(PROT_NONE, NULL);
+	if (lm_protect_marked(PROT_NONE, NULL) != 0)
+		rc = LM_ENOMEM;
 	lm_region_unlock();
 	return rc;
 }

@@ -91,6 +91,7 @@ struct lm_region_state {
 	bool shared;
 	struct lm_ccopy ccopy;
 	uint32_t cluster; /* our cluster's index, as notices name it */
+	uint64_t drops;   /* ccopy's hdr->drops when last looked at */
 };
 
 _Static_assert(LM_REACH_KINDS == 2, "lm_region_stats has two reaches");

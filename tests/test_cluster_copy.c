@@ -2,6 +2,7 @@
  * whole and merged, twins, seals and the sole-cluster advance. */
 #include "unit.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 
 static uint8_t *map;
 static struct lm_ccopy cc;
+static uint8_t idle[NP];
 
 static void make_copy(void)
 {
@@ -24,6 +26,7 @@ static void make_copy(void)
 	CU_ASSERT_FATAL(map != NULL);
 	memset(map, 0, g.size);
 	lm_ccopy_format(map, &g, 42);
+	memset(idle, 0, sizeof(idle));
 	CU_ASSERT_FATAL(lm_ccopy_attach(&cc, map, g.size, NP, PS) == 0);
 }
 
@@ -117,7 +120,7 @@ static void test_install_merges_into_twinned(void)
 	CU_ASSERT(live[100] == 0xaa);
 	CU_ASSERT(live[200] == 0xbb);
 	CU_ASSERT(live[0] == 1);
-	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, collect, s) == 0);
+	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
 	CU_ASSERT_FATAL(s->n == 1);
 	CU_ASSERT(s->pages[0] == 10);
 	/* the diff writes byte 100 and nothing else: 200 came from home */
@@ -164,15 +167,15 @@ static void test_seal_each_write_once(void)
 	lm_ccopy_page(&cc, 2)[5] = 3;
 	lm_ccopy_page(&cc, 65)[PS - 1] = 4;
 	lm_ccopy_page(&cc, 30)[0] = 9; /* untwinned: a misuse, not seen */
-	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, collect, s) == 0);
+	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
 	CU_ASSERT_FATAL(s->n == 2);
 	CU_ASSERT(s->pages[0] == 2 && s->after[0][5] == 3);
 	CU_ASSERT(s->pages[1] == 65 && s->after[1][PS - 1] == 4);
 	s->n = 0;
-	CU_ASSERT(lm_ccopy_seal(&cc, buf, collect, s) == 0);
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
 	CU_ASSERT(s->n == 0);
 	lm_ccopy_page(&cc, 2)[6] = 8;
-	CU_ASSERT(lm_ccopy_seal(&cc, buf, collect, s) == 0);
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
 	CU_ASSERT_FATAL(s->n == 1);
 	CU_ASSERT(s->after[0][5] == 0 && s->after[0][6] == 8);
 	free(buf);
@@ -197,9 +200,46 @@ static void test_advance_from_base_only(void)
 	drop_copy();
 }
 
+/* A barrier's seal drops the twin of a page found unchanged at
+ * LM_CCOPY_IDLE_SEALS seals in a row, and says so in hdr->drops; a seal
+ * that may not drop (a lock's) keeps it, and a write resets the count. */
+static void test_idle_twins_dropped_at_barriers(void)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
+	uint8_t zero[PS] = { 0 };
+
+	make_copy();
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 9, 1, zero) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 9) == 0);
+	for (int k = 0; k < LM_CCOPY_IDLE_SEALS + 1; k++)
+		CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, false, collect, s) ==
+			  0);
+	CU_ASSERT(lm_ccopy_is_twinned(&cc, 9));
+	lm_ccopy_page(&cc, 9)[1] = 5; /* written: the count starts again */
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, true, collect, s) == 0);
+	CU_ASSERT(s->n == 1);
+	for (int k = 0; k < LM_CCOPY_IDLE_SEALS; k++) {
+		CU_ASSERT(lm_ccopy_is_twinned(&cc, 9));
+		CU_ASSERT(atomic_load(&cc.hdr->drops) == 0);
+		s->n = 0;
+		CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, true, collect, s) ==
+			  0);
+	}
+	CU_ASSERT(!lm_ccopy_is_twinned(&cc, 9));
+	CU_ASSERT(atomic_load(&cc.hdr->drops) == 1);
+	/* twinned again at the next write, from the page as it is */
+	CU_ASSERT(lm_ccopy_twin(&cc, 9) == 0);
+	CU_ASSERT(lm_ccopy_twin_of(&cc, 9)[1] == 5);
+	free(buf);
+	free(s);
+	drop_copy();
+}
+
 LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_install_versions),
 	      LM_TEST(test_install_merges_into_twinned),
 	      LM_TEST(test_install_whole_untwinned),
 	      LM_TEST(test_seal_each_write_once),
-	      LM_TEST(test_advance_from_base_only))
+	      LM_TEST(test_advance_from_base_only),
+	      LM_TEST(test_idle_twins_dropped_at_barriers))

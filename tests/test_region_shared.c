@@ -21,6 +21,7 @@ LM_TEST_SUITE("region_shared", LM_TEST(test_skipped_under_asan))
 
 #else
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -181,9 +182,32 @@ static void test_stale_view_opens_once_the_copy_caught_up(void)
 	teardown();
 }
 
+/* A twin the lemuriad dropped at a barrier: the view of the page goes
+ * read-only at the RELEASE, so the next write takes the twin again and
+ * the lemuriad's next seal finds it. */
+static void test_dropped_twin_is_taken_again(void)
+{
+	setup();
+	pg(4)[0] = 0x11;
+	CU_ASSERT_FATAL(lm_ccopy_is_twinned(&lemuriad, 4));
+	/* the lemuriad's barrier seal found it idle and dropped it */
+	memcpy(lm_ccopy_twin_of(&lemuriad, 4), lm_ccopy_page(&lemuriad, 4),
+	       PAGE);
+	atomic_fetch_and(&lemuriad.twinned[0], ~((uint64_t)1 << 4));
+	atomic_fetch_add(&lemuriad.hdr->drops, 1);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, 0), 0);
+	CU_ASSERT(!lm_ccopy_is_twinned(&lemuriad, 4));
+	pg(4)[1] = 0x22; /* faults: twinned again before the write */
+	CU_ASSERT(lm_ccopy_is_twinned(&lemuriad, 4));
+	CU_ASSERT_EQUAL(lm_ccopy_twin_of(&lemuriad, 4)[1], 5);
+	CU_ASSERT_EQUAL(lm_ccopy_page(&lemuriad, 4)[1], 0x22);
+	teardown();
+}
+
 LM_TEST_SUITE("region_shared", LM_TEST(test_held_pages_need_no_fetch),
 	      LM_TEST(test_write_twins_and_lands_in_the_copy),
 	      LM_TEST(test_notices_close_only_stale_views),
-	      LM_TEST(test_stale_view_opens_once_the_copy_caught_up))
+	      LM_TEST(test_stale_view_opens_once_the_copy_caught_up),
+	      LM_TEST(test_dropped_twin_is_taken_again))
 
 #endif
