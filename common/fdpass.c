@@ -131,13 +131,31 @@ err:
 	return LM_EIO;
 }
 
+/* Control data for one descriptor, aligned for its header. */
+union fd_control {
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct cmsghdr align;
+};
+
+/* A message of the one byte *byte with room for one descriptor's
+ * control data in *ctl (both zeroed). */
+static void one_byte_msg(struct msghdr *msg, struct iovec *iov, char *byte,
+			 union fd_control *ctl)
+{
+	memset(ctl, 0, sizeof(*ctl));
+	memset(msg, 0, sizeof(*msg));
+	iov->iov_base = byte;
+	iov->iov_len = 1;
+	msg->msg_iov = iov;
+	msg->msg_iovlen = 1;
+	msg->msg_control = ctl->buf;
+	msg->msg_controllen = sizeof(ctl->buf);
+}
+
 int lm_fdpass_send(const char *name, uint32_t expect_pid, int fd, char *err,
 		   size_t errlen)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
+	union fd_control ctl;
 	struct sockaddr_un sa;
 	socklen_t salen;
 	struct ucred cred;
@@ -194,14 +212,7 @@ int lm_fdpass_send(const char *name, uint32_t expect_pid, int fd, char *err,
 		rc = LM_EAUTH;
 		goto out;
 	}
-	memset(&ctl, 0, sizeof(ctl));
-	memset(&msg, 0, sizeof(msg));
-	iov.iov_base = &byte;
-	iov.iov_len = 1;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = ctl.buf;
-	msg.msg_controllen = sizeof(ctl.buf);
+	one_byte_msg(&msg, &iov, &byte, &ctl);
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
@@ -265,10 +276,7 @@ static int wait_readable(int fd, long long deadline, const char *what,
 static int take_fd(int c, long long deadline, const char *peer, int *fd_out,
 		   char *err, size_t errlen)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
+	union fd_control ctl;
 	struct msghdr msg;
 	struct cmsghdr *cm;
 	struct iovec iov;
@@ -282,14 +290,7 @@ static int take_fd(int c, long long deadline, const char *peer, int *fd_out,
 
 		if (rc <= 0)
 			return rc == 0 ? 1 : rc;
-		memset(&ctl, 0, sizeof(ctl));
-		memset(&msg, 0, sizeof(msg));
-		iov.iov_base = &byte;
-		iov.iov_len = 1;
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = ctl.buf;
-		msg.msg_controllen = sizeof(ctl.buf);
+		one_byte_msg(&msg, &iov, &byte, &ctl);
 		n = recvmsg(c, &msg, MSG_CMSG_CLOEXEC);
 		if (n >= 0)
 			break;

@@ -536,8 +536,6 @@ echo "dsm: daemons killed mid-run on 2x2-two-reflectors"
 kill_daemon reflector r1 "reflector" 16
 kill_daemon lemuriad c2 "lemuriad c2" 17
 
-# No daemons at all: every client fails lm_init with a message naming its
-# lemuriad instead of hanging (few retries, so the test stays short).
 # copy = cluster beside copy = client (docs/dsm.md "One copy per
 # cluster"), and a client its lemuriad cannot hand the copy to.
 mkdir -p "$tmp/mixed"
@@ -571,6 +569,8 @@ else
 	echo "  skip a client in another pid namespace (unshare -p needs privileges here)"
 fi
 
+# No daemons at all: every client fails lm_init with a message naming its
+# lemuriad instead of hanging (few retries, so the test stays short).
 mkdir -p "$tmp/none"
 lay=$(private_layout conf/2.ini "$tmp/none" 11)
 printf '\n[transport client]\nretries = 4\nrto_initial = 20ms\n' >>"$lay"
