@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "diff.h"
@@ -44,7 +45,9 @@ int lm_copy_start(lm_lemuriad *c)
 		return LM_EINVAL;
 	snprintf(name, sizeof(name), "lemuria-copy-%s", c->cfg->name);
 	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0 || ftruncate(fd, (off_t)g.size) != 0 ||
+	/* only our user may open it again (through /proc/PID/fd) */
+	if (fd < 0 || fchmod(fd, 0600) != 0 ||
+	    ftruncate(fd, (off_t)g.size) != 0 ||
 	    /* a client cannot shrink it under the others (SIGBUS) */
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
 		lm_log_error("cluster %s: cannot make the cluster's copy "
