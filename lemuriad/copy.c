@@ -145,6 +145,8 @@ static int take_diff(void *ctx, uint32_t page, const uint8_t *diff,
 	return 0;
 }
 
+static void check_copy(lm_lemuriad *c);
+
 int lm_copy_seal(lm_lemuriad *c, bool barrier)
 {
 	uint64_t drops;
@@ -163,5 +165,41 @@ int lm_copy_seal(lm_lemuriad *c, bool barrier)
 	c->stats.copy_seals++;
 	if (atomic_load(&c->copy.hdr->drops) != drops)
 		c->stats.copy_drops++;
+	if (rc == 0 && barrier && c->check_copy)
+		check_copy(c);
 	return rc;
+}
+
+/* LEMURIA_CHECK_COPY (docs/dsm.md "One copy per cluster"): at a barrier,
+ * once its seal has put every write of the cluster into our cached
+ * copies, each page the shared copy holds at the version of our cached
+ * copy must equal it byte for byte; the first that differs ends the run,
+ * naming the page and the first byte. */
+static void check_copy(lm_lemuriad *c)
+{
+	char why[160];
+
+	for (struct cpage *cp = c->lru_head; cp; cp = cp->next) {
+		const uint8_t *live;
+		uint32_t v;
+
+		if (!lm_ccopy_version(&c->copy, cp->page, &v) ||
+		    v != cp->version)
+			continue;
+		live = lm_ccopy_page(&c->copy, cp->page);
+		c->stats.copy_checked++;
+		if (memcmp(live, cp->data, c->page_size) == 0)
+			continue;
+		for (uint32_t i = 0; i < c->page_size; i++)
+			if (live[i] != cp->data[i]) {
+				snprintf(why, sizeof(why),
+					 "LEMURIA_CHECK_COPY: page %u of the "
+					 "cluster's copy differs from our copy "
+					 "of version %u at byte %u (%u, not %u)",
+					 cp->page, v, i, live[i], cp->data[i]);
+				break;
+			}
+		c->hooks.lose(c, why);
+		return;
+	}
 }

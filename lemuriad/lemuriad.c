@@ -821,6 +821,8 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->index = (uint32_t)(cfg - layout->clusters);
 	/* a run of one process keeps its region private (client.c) */
 	c->shared = cfg->copy == LM_COPY_CLUSTER && layout->nprocs > 1;
+	c->check_copy = c->shared && getenv("LEMURIA_CHECK_COPY") &&
+			strcmp(getenv("LEMURIA_CHECK_COPY"), "1") == 0;
 	c->copy_fd = -1;
 	c->nclients = cfg->clients;
 	c->first_node = lm_layout_client_id(layout, cfg->first_rank);

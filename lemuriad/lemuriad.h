@@ -110,6 +110,7 @@ struct lm_lemuriad_stats {
 	uint64_t copy_sealed_bytes; /* ... and the diff bytes they found */
 	uint64_t copy_drops;        /* ... barrier seals that dropped idle
 				       pages' twins */
+	uint64_t copy_checked;      /* ... pages LEMURIA_CHECK_COPY compared */
 };
 
 /* Counters since creation (a new run does not clear them). */

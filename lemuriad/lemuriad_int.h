@@ -333,6 +333,8 @@ struct lm_lemuriad {
 	struct lm_ccopy copy;
 	uint8_t *sealbuf;
 	uint8_t *copy_idle;     /* per page: seals in a row it was clean */
+	bool check_copy;        /* LEMURIA_CHECK_COPY: compare it with our
+				   cached copies at every barrier */
 
 	struct lm_lemuriad_stats stats;
 };

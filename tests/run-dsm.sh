@@ -569,6 +569,27 @@ else
 	echo "  skip a client in another pid namespace (unshare -p needs privileges here)"
 fi
 
+# LEMURIA_CHECK_COPY=1 (docs/dsm.md "One copy per cluster"): at every
+# barrier each lemuriad compares the cluster's copy with its own copies
+# of the homes' pages; the runs pass, and the comparisons did happen.
+mkdir -p "$tmp/check"
+lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/check" 13)
+set_copy "$lay" cluster
+echo "dsm: LEMURIA_CHECK_COPY on 2x2-two-reflectors"
+for prog in "splash2/lu -n256 -b16 -t" "tests/dsmtest chaos 20 131" \
+	"tests/dsmtest bytes 20"; do
+	checks=$((checks + 1))
+	# shellcheck disable=SC2086 # the program and its arguments
+	LEMURIA_CHECK_COPY=1 timeout -k 5 120 "$bin/lemuria-run" -c "$lay" \
+		--start-daemons --stats --timeout 110 -- "$build"/$prog \
+		>"$tmp/out" 2>&1
+	st=$?
+	compared=$(awk '$2 == "copy_checked" { print $NF; exit }' "$tmp/out")
+	ok=$([ $st -eq 0 ] && grep -q "PASSED" "$tmp/out" &&
+		[ "${compared:-0}" -gt 0 ] 2>/dev/null && echo y)
+	verdict "$ok" "${prog%% *} ${prog#* }: status $st, $compared pages compared"
+done
+
 # No daemons at all: every client fails lm_init with a message naming its
 # lemuriad instead of hanging (few retries, so the test stays short).
 mkdir -p "$tmp/none"
