@@ -172,7 +172,14 @@ static void token_next(lm_lemuriad *c, struct token *t)
 			t->handoffs++;
 		t->busy = true;
 		t->holder = w.rank;
-		lm_park_grant(c, t->id, w.node, w.req_id);
+		/* copy = cluster: the next holder reads the copy the last one
+		 * wrote; the registration of our deltas is for other
+		 * clusters, which a token leaving waits for (docs/dsm.md "One
+		 * copy per cluster") */
+		if (c->shared)
+			lm_locks_grant_local(c, t->id, w.node, w.req_id);
+		else
+			lm_park_grant(c, t->id, w.node, w.req_id);
 		return;
 	}
 	if (t->recalled || t->nq) {
