@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "diff.h"
 #include "lm_error.h"
@@ -62,6 +63,8 @@ int lm_region_init_shared(uint64_t base, uint64_t size, uint32_t page_size,
 		if (err)
 			snprintf(err, errlen, "the shared region is already "
 				 "initialised, or has no copy or fetch");
+		if (fd >= 0)
+			close(fd); /* ours from the call on, as on success */
 		return LM_EINVAL;
 	}
 	R->shared = true;
