@@ -240,13 +240,8 @@ static void reply_page(lm_lemuriad *c, struct upreq *up,
 		memcpy(c->pagebuf, m->data, c->page_size);
 	lm_deltas_overlay(c->deltas, m->page, m->version, c->pagebuf);
 	fits = m->version >= up->left;
-	if (m->version >= up->min_version && fits) {
+	if (m->version >= up->min_version && fits)
 		lm_cache_put(c, m->page, m->version, c->pagebuf);
-		/* pages fetched ahead too: the clients' faults on them are
-		 * served from the copy, without asking us */
-		if (c->shared)
-			lm_copy_install(c, m->page, m->version, c->pagebuf);
-	}
 	/* a reply that crossed data of ours leaving is no update source */
 	if (up->pre)
 		c->hooks.arrived(c, up,
@@ -254,7 +249,9 @@ static void reply_page(lm_lemuriad *c, struct upreq *up,
 				 m->version);
 	/* under copy = cluster the answer is the copy itself, which must
 	 * not take a page that lacks data of ours gone up meanwhile (it
-	 * would undo those bytes): such a reply answers nobody */
+	 * would undo those bytes): such a reply answers nobody.  Pages
+	 * fetched ahead go in too: the clients' faults on them are served
+	 * from the copy, without asking us */
 	if (c->shared && fits)
 		lm_copy_install(c, m->page, m->version, c->pagebuf);
 	while (*pp) {
