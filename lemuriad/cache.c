@@ -1,13 +1,17 @@
-/* The lemuriad's cluster page cache (hash by page + LRU list) and the
- * table of its requests to the reflector (by req_id, and FETCHes by page),
- * apart from the protocol logic (fetches.c, notices.c) that decides what
- * is cached, dropped and asked for. */
+/* The lemuriad's cluster page cache (hash by page + LRU list), the diffs
+ * the cluster writes taken into it and into the open deltas (a client's
+ * FLUSH, a seal of the shared copy), and the table of its requests to the
+ * reflector (by req_id, and FETCHes by page), apart from the protocol
+ * logic (fetches.c, notices.c) that decides what is cached, dropped and
+ * asked for. */
 #include "lemuriad_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "deltas.h"
+#include "diff.h"
 #include "lm_error.h"
 #include "log.h"
 
@@ -92,6 +96,29 @@ void lm_cache_clear(lm_lemuriad *c)
 
 /* Stores data (page_size bytes, copied) as page at version.  A copy
  * already there is replaced only by one at least as new (I3). */
+int lm_cache_take_diff(lm_lemuriad *c, uint32_t page, uint32_t rank,
+		       struct lm_delta *w, const uint8_t *diff, size_t len)
+{
+	struct cpage *cp = lm_cache_find(c, page);
+	struct lm_delta *open;
+
+	if (cp)
+		cp->tag = ++c->next_tag;
+	/* the copy, the writer's mask and the delta from one pass over the
+	 * diff */
+	open = lm_deltas_open(c->deltas, page, rank);
+	if (!open) {
+		if (cp)
+			lm_diff_apply_valid(cp->data, diff, len);
+		if (w)
+			lm_delta_mark_valid_diff(w, diff, len);
+		return LM_ENOMEM;
+	}
+	lm_delta_add_valid_diff_also(open, w, cp ? cp->data : NULL, diff,
+				     len);
+	return 0;
+}
+
 void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		  const uint8_t *data)
 {

@@ -124,25 +124,17 @@ void lm_copy_advance(lm_lemuriad *c, const struct lm_notice *n,
 					 n[i].version);
 }
 
-/* One sealed diff: into the page's open delta and our cached copy, as a
- * client's FLUSH is (lemuriad.c), with no writer rank: the cluster's
- * processes wrote it together. */
+/* One sealed diff, taken as a client's FLUSH is (lemuriad.c), with no
+ * writer rank: the cluster's processes wrote it together. */
 static int take_diff(void *ctx, uint32_t page, const uint8_t *diff,
 		     size_t len)
 {
 	lm_lemuriad *c = ctx;
-	struct cpage *cp = lm_cache_find(c, page);
-	struct lm_delta *open;
+	int rc = lm_cache_take_diff(c, page, LM_WRITER_MANY, NULL, diff, len);
 
-	if (cp)
-		cp->tag = ++c->next_tag;
-	open = lm_deltas_open(c->deltas, page, LM_WRITER_MANY);
-	if (!open)
-		return LM_ENOMEM;
-	lm_delta_add_valid_diff_also(open, NULL, cp ? cp->data : NULL, diff,
-				     len);
-	c->stats.copy_sealed_bytes += len;
-	return 0;
+	if (rc == 0)
+		c->stats.copy_sealed_bytes += len;
+	return rc;
 }
 
 static void check_copy(lm_lemuriad *c);

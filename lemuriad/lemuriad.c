@@ -267,33 +267,22 @@ static void handle_flush(lm_lemuriad *c, int slot, uint16_t from,
 	 * data) before anything the client publishes later (I2); a reply
 	 * still on its way gets them from the delta. */
 	while (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff, &len) == 1) {
-		struct cpage *cp = lm_cache_find(c, page);
-		struct lm_delta *w = NULL, *open;
+		struct lm_delta *w = NULL;
 
-		if (cp)
-			cp->tag = ++c->next_tag;
 		if (c->updates) {
 			/* a refused mask only costs this epoch its updates */
 			w = lm_updates_writer_mask(c->updates, page,
 						   (uint32_t)slot);
 			lm_updates_hold(c->updates, (uint32_t)slot, page);
 		}
-		/* the copy, the writer's mask and the delta from one pass
-		 * over the diff */
-		open = lm_deltas_open(c->deltas, page, slot_rank(c, slot));
-		if (!open) {
-			if (cp)
-				lm_diff_apply_valid(cp->data, diff, len);
-			if (w)
-				lm_delta_mark_valid_diff(w, diff, len);
+		if (lm_cache_take_diff(c, page, slot_rank(c, slot), w, diff,
+				       len) != 0) {
 			lm_log_error("cluster %s: no memory for a delta of "
 				     "page %u", c->cfg->name, page);
 			reply_status(c, from, req_id, LM_MSG_FLUSH_OK,
 				     LM_ENOMEM);
 			return;
 		}
-		lm_delta_add_valid_diff_also(open, w, cp ? cp->data : NULL,
-					     diff, len);
 	}
 	c->stats.flushes++;
 	reply_status(c, from, req_id, LM_MSG_FLUSH_OK, 0);

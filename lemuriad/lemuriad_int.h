@@ -12,7 +12,8 @@
  *   notices.c   write notices applied to the cache, kept for local GRANTs
  *   copy.c      copy = cluster: the cluster's one copy, shared with the
  *               clients (installs, seals)
- *   cache.c     the page cache and the table of our requests to R
+ *   cache.c     the page cache, the diffs our cluster writes into it and
+ *               the open deltas, and the table of our requests to R
  *   deltas.c, updates.c  (their own headers)
  *
  * Where a lower part must tell a higher one something it goes through
@@ -563,6 +564,15 @@ void lm_cache_free_spares(lm_lemuriad *c);
 void lm_cache_detach(lm_lemuriad *c, struct cpage *cp);
 void lm_cache_recycle(lm_lemuriad *c, struct cpage *cp);
 void lm_cache_clear(lm_lemuriad *c);
+/* A diff our cluster wrote to `page` (validated), by `rank`
+ * (LM_WRITER_MANY: the cluster's processes together): into the page's
+ * open delta, which goes up before anything published later (I2), our
+ * cached copy (which keeps its version: it now holds more than that
+ * version, I3) and, when not NULL, the writer's mask w, in one pass.
+ * LM_ENOMEM when no delta could be opened; the copy and the mask take
+ * the diff all the same. */
+int lm_cache_take_diff(lm_lemuriad *c, uint32_t page, uint32_t rank,
+		       struct lm_delta *w, const uint8_t *diff, size_t len);
 void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		  const uint8_t *data);
 void lm_upreq_free_waiters(lm_lemuriad *c, struct waiter *w);
