@@ -3,6 +3,7 @@
 #include "cluster_copy.h"
 
 #include <sched.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "clock.h"
@@ -43,15 +44,9 @@ void lm_ccopy_format(uint8_t *map, const struct lm_ccopy_hdr *geometry,
 {
 	struct lm_ccopy_hdr *h = (struct lm_ccopy_hdr *)map;
 
-	h->magic = geometry->magic;
+	/* the geometry is every field before the atomic one */
+	memcpy(h, geometry, offsetof(struct lm_ccopy_hdr, drops));
 	h->run = run;
-	h->page_size = geometry->page_size;
-	h->npages = geometry->npages;
-	h->table_off = geometry->table_off;
-	h->twinned_off = geometry->twinned_off;
-	h->pages_off = geometry->pages_off;
-	h->twins_off = geometry->twins_off;
-	h->size = geometry->size;
 	atomic_store(&h->drops, 0);
 }
 
