@@ -78,6 +78,8 @@ BENCH_DIFF := $(BUILD)/bench/diff
 BENCH_MAC := $(BUILD)/bench/mac
 DSMTEST := $(BUILD)/tests/dsmtest
 BIGBSS := $(BUILD)/tests/bigbss
+# Programs the unit tests run, beside the unit binary (tests/helpers/).
+UNIT_HELPERS := $(BUILD)/tests/auth_at_exit
 SPLASH2_BINS :=
 -include splash2/splash2.mk
 include tests/fuzz/fuzz.mk
@@ -146,9 +148,14 @@ $(BUILD)/bin/lemuria-run: $(call obj,tools/lemuria-run.c $(TOOLS_SRC)) $(INTERNA
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) $(JSON_LIBS)
 
 # The test binary links the modules, never a main.
-$(UNIT): $(call obj,$(TEST_SRC) $(LEMURIAD_SRC) $(REFLECTOR_SRC) $(TOOLS_SRC)) $(INTERNAL_A)
+$(UNIT): $(call obj,$(TEST_SRC) $(LEMURIAD_SRC) $(REFLECTOR_SRC) $(TOOLS_SRC)) $(INTERNAL_A) \
+		| $(UNIT_HELPERS)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(CUNIT_LIBS) $(PKG_LIBS) $(JSON_LIBS)
+
+$(BUILD)/tests/auth_at_exit: $(call obj,tests/helpers/auth_at_exit.c) $(INTERNAL_A)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS)
 
 $(BENCH_TRANSPORT): $(call obj,bench/transport.c) $(INTERNAL_A)
 	@mkdir -p $(dir $@)

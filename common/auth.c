@@ -50,11 +50,17 @@ struct lm_auth {
 	struct lm_auth_slot slots[LM_AUTH_CACHE_SLOTS];
 };
 
+int lm_auth_init_library(void)
+{
+	return OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL) == 1 ? 0
+								       : LM_EIO;
+}
+
 lm_auth *lm_auth_create(const uint8_t key[LM_KEY_BYTES])
 {
-	lm_auth *auth = calloc(1, sizeof(*auth));
+	lm_auth *auth;
 
-	if (!auth)
+	if (lm_auth_init_library() != 0 || !(auth = calloc(1, sizeof(*auth))))
 		return NULL;
 	auth->aes_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
 	auth->hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
@@ -150,7 +156,8 @@ int lm_auth_key_from_file(const char *path, uint8_t key[LM_KEY_BYTES],
 		OPENSSL_cleanse(secret, got);
 		return LM_EINVAL;
 	}
-	hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	hkdf = lm_auth_init_library() == 0 ? EVP_KDF_fetch(NULL, "HKDF", NULL)
+					   : NULL;
 	rc = hkdf ? lm_auth_hkdf(hkdf, EVP_KDF_HKDF_MODE_EXTRACT_ONLY, secret,
 				 got, LM_AUTH_KEY_SALT, LM_AUTH_SALT_LEN, key,
 				 LM_KEY_BYTES)
@@ -270,7 +277,9 @@ int lm_auth_verify(const lm_auth *auth, const uint8_t *dg, size_t len)
 int lm_auth_gmac(const uint8_t key[32], const uint8_t nonce[12],
 		 const uint8_t *data, size_t len, uint8_t tag[16])
 {
-	EVP_CIPHER *aes_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+	EVP_CIPHER *aes_gcm = lm_auth_init_library() == 0
+				      ? EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL)
+				      : NULL;
 	EVP_CIPHER_CTX *gcm = EVP_CIPHER_CTX_new();
 	int ok = aes_gcm && gcm &&
 		 EVP_EncryptInit_ex2(gcm, aes_gcm, key, NULL, NULL) == 1 &&

@@ -29,6 +29,15 @@
 
 typedef struct lm_auth lm_auth;
 
+/* Initialises libcrypto without the teardown it would otherwise register
+ * with atexit() on first use.  Exit handlers run last-registered first,
+ * so that teardown would come before every handler registered earlier,
+ * such as liblemuria's, which still signs rank 0's LEAVE (client.c), and
+ * while threads that verify datagrams still run.  The other functions
+ * here call it; a library that registers an exit handler calls it first.
+ * Returns 0, or LM_EIO when libcrypto cannot start. */
+int lm_auth_init_library(void);
+
 /* Copies the key.  NULL on allocation failure or when libcrypto lacks
  * AES-256-GCM or HKDF. */
 lm_auth *lm_auth_create(const uint8_t key[LM_KEY_BYTES]);

@@ -677,9 +677,13 @@ static void lm_client_at_exit(int status, void *arg)
 }
 
 /* Installed as the library loads, before main runs, so that it runs after
- * every exit handler of the program's (those may still use the region). */
+ * every exit handler of the program's (those may still use the region).
+ * libcrypto is started first and without its own exit handler, which
+ * would otherwise run before this one (auth.h), even when the program
+ * uses libcrypto before lm_init. */
 __attribute__((constructor)) static void lm_client_hook_exit(void)
 {
+	(void)lm_auth_init_library(); /* lm_init reports a failure */
 	on_exit(lm_client_at_exit, NULL);
 }
 

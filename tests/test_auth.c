@@ -3,12 +3,14 @@
  * AES-256-GCM one and the key derivation the one auth.h states. */
 #include "unit.h"
 
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "auth.h"
+#include "children.h"
 #include "lm_error.h"
 #include "wire.h"
 
@@ -310,6 +312,39 @@ static void test_key_from_file(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file"));
 }
 
+/* An exit handler registered before libcrypto's first use still signs
+ * (auth.h, lm_auth_init_library): tests/helpers/auth_at_exit.c, a program
+ * of its own beside this one, must print "signed at exit" and exit 0.
+ * With libcrypto's own exit handler it died of SIGSEGV every time. */
+static void test_sign_in_exit_handler(void)
+{
+	char self[4096], helper[4200], out[64] = "";
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int pipefd[2];
+	pid_t pid;
+
+	CU_ASSERT_FATAL(n > 0);
+	self[n] = '\0';
+	snprintf(helper, sizeof(helper), "%s/auth_at_exit", dirname(self));
+	CU_ASSERT_FATAL(access(helper, X_OK) == 0);
+	CU_ASSERT_FATAL(pipe(pipefd) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		dup2(pipefd[1], STDOUT_FILENO);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		execl(helper, helper, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	CU_ASSERT_EQUAL(tc_wait(pid, 10000), 0); /* -1: a signal, or hung */
+	n = read(pipefd[0], out, sizeof(out) - 1);
+	close(pipefd[0]);
+	out[n > 0 ? n : 0] = '\0';
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "signed at exit"));
+}
+
 LM_TEST_SUITE("auth",
 	      LM_TEST(test_sign_then_verify),
 	      LM_TEST(test_every_bit_flip_detected),
@@ -318,4 +353,5 @@ LM_TEST_SUITE("auth",
 	      LM_TEST(test_many_sender_sessions),
 	      LM_TEST(test_gmac_nist_vectors),
 	      LM_TEST(test_construction_known_answer),
-	      LM_TEST(test_key_from_file))
+	      LM_TEST(test_key_from_file),
+	      LM_TEST(test_sign_in_exit_handler))

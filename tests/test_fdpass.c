@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "children.h"
 #include "fdpass.h"
 #include "lm_error.h"
 #include "unit.h"
@@ -35,30 +36,6 @@ static long long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The child's exit status, or -1 (killed) when it outlives timeout_ms or
- * dies of a signal. */
-static int wait_child(pid_t pid, int timeout_ms)
-{
-	long long deadline = now_ms() + timeout_ms;
-	int status;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			break;
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (now_ms() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-		usleep(5000);
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* What a listening child does once its name is out: its exit status. */
@@ -234,7 +211,7 @@ static void test_fdpass_child_maps_parents_memfd(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(name, "lemuria-fd-"));
 	CU_ASSERT_EQUAL(
 	    lm_fdpass_send(name, (uint32_t)child, fd, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(wait_child(child, CHILD_WAIT_MS), 0);
+	CU_ASSERT_EQUAL(tc_wait(child, CHILD_WAIT_MS), 0);
 	CU_ASSERT_STRING_EQUAL(map + PAGE / 2, reply);
 	munmap(map, PAGE);
 	close(fd);
@@ -257,7 +234,7 @@ static void test_fdpass_send_refuses_another_listener(void)
 		 (long)getpid(), (unsigned long)geteuid());
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not sent"));
-	CU_ASSERT_EQUAL(wait_child(child, CHILD_WAIT_MS), 0);
+	CU_ASSERT_EQUAL(tc_wait(child, CHILD_WAIT_MS), 0);
 	munmap(map, PAGE);
 	close(fd);
 }
@@ -378,7 +355,7 @@ static void test_fdpass_receive_skips_an_impostor(void)
 	p = (struct pollfd){ .fd = ready[0], .events = POLLIN };
 	CU_ASSERT_EQUAL(poll(&p, 1, CHILD_WAIT_MS), 1);
 	close(ready[0]);
-	CU_ASSERT_EQUAL(wait_child(child, CHILD_WAIT_MS), 0);
+	CU_ASSERT_EQUAL(tc_wait(child, CHILD_WAIT_MS), 0);
 	mine = pattern_memfd(&map);
 	/* We are the listener here, so we send to ourselves. */
 	CU_ASSERT_EQUAL(
