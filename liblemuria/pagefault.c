@@ -451,16 +451,44 @@ static void open_written(uint32_t page)
 	R->stats.written_ahead += end - page - 1;
 }
 
+/* copy = cluster: whether page q may open ahead of a fault's page with
+ * the fault's access.  For a read, a closed view of a page the copy
+ * holds at the version this process's notices ask for: what a read
+ * fault would find and open.  For a write, besides that, a read-only
+ * view; the page takes its cluster twin first, as a write fault would
+ * (a twin of a page left unwritten costs a comparison at a few seals,
+ * then goes: cluster_copy.h). */
+static bool shared_opens_ahead(uint32_t q, bool write)
+{
+	bool current = R->state[q] == PAGE_INVALID &&
+		       lm_ccopy_holds(&R->ccopy, q, R->version[q]);
+
+	if (!write)
+		return current;
+	return (current || R->state[q] == PAGE_READ) &&
+	       lm_ccopy_twin(&R->ccopy, q) == 0;
+}
+
 /* copy = cluster: the page comes from the cluster's copy.  The copy
  * serves the fault itself when it holds the page at the version this
  * process's notices ask for (R->version); else the lemuriad puts it there
  * first, and its answer is the word that the copy is now new enough for
  * us.  A write takes the page's cluster twin before the view opens for
- * it, so that the lemuriad's next seal finds the write. */
+ * it, so that the lemuriad's next seal finds the write.
+ * The view opens with the run of pages right after it, up to the
+ * layout's prefetch, that the same fault would open (shared_opens_ahead),
+ * in one mprotect, and is mapped in the same call that maps them
+ * (MADV_POPULATE_*): a program that reads or writes one page of the copy
+ * goes on to the next ones (LU its columns, FFT its rows; a fetch brings
+ * the run into the copy), and each would take a SIGSEGV, an mprotect and
+ * a page fault of its own. */
 static void serve_shared(uint32_t page, enum fault_access access)
 {
 	bool write = access == ACCESS_WRITE ||
 		     (access == ACCESS_UNKNOWN && R->state[page] == PAGE_READ);
+	uint64_t last = (uint64_t)page + R->prefetch;
+	uint32_t end = page + 1;
+	int prot;
 
 	if (R->state[page] == PAGE_INVALID &&
 	    !lm_ccopy_holds(&R->ccopy, page, R->version[page])) {
@@ -485,15 +513,26 @@ static void serve_shared(uint32_t page, enum fault_access access)
 		if (R->state[page] != PAGE_PRIVATE)
 			R->stats.write_faults++;
 		R->state[page] = PAGE_PRIVATE;
-		open_page(page, PROT_READ | PROT_WRITE);
-		return;
-	}
-	if (R->state[page] == PAGE_INVALID) {
+	} else if (R->state[page] == PAGE_INVALID) {
 		R->stats.read_faults++;
 		R->state[page] = PAGE_READ;
 	}
-	open_page(page, R->state[page] == PAGE_PRIVATE ?
-				PROT_READ | PROT_WRITE : PROT_READ);
+	/* a write, or a read that finds the page written since (raced) */
+	write = R->state[page] == PAGE_PRIVATE;
+	prot = write ? PROT_READ | PROT_WRITE : PROT_READ;
+	while (end < R->npages && end <= last &&
+	       shared_opens_ahead(end, write)) {
+		R->state[end] = write ? PAGE_PRIVATE : PAGE_READ;
+		end++;
+	}
+	open_pages(page, end - page, prot);
+	R->stats.written_ahead += end - page - 1;
+	if (write)
+		lm_mem_populate(R->view + lm_page_off(page),
+				(size_t)(end - page) * R->page_size);
+	else
+		lm_mem_populate_read(R->view + lm_page_off(page),
+				     (size_t)(end - page) * R->page_size);
 }
 
 /* Called with the lock held.  A fault that finds the page's state open

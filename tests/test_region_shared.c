@@ -37,6 +37,7 @@ LM_TEST_SUITE("region_shared", LM_TEST(test_skipped_under_asan))
 #define NPAGES 16u
 #define OURS 1u   /* our cluster's index */
 #define OTHER 2u  /* another cluster's */
+#define PREFETCH 4u /* the layout's prefetch: how far a fault opens ahead */
 
 static struct lm_ccopy lemuriad; /* the lemuriad's view of the copy */
 static uint8_t home[NPAGES][PAGE];
@@ -83,6 +84,7 @@ static void setup(void)
 	lm_ccopy_format(map, &g, 1);
 	CU_ASSERT_FATAL(lm_ccopy_attach(&lemuriad, map, g.size, NPAGES,
 					PAGE) == 0);
+	lm_region_set_prefetch(PREFETCH);
 	CU_ASSERT_EQUAL_FATAL(lm_region_init_shared(BASE,
 						    (uint64_t)NPAGES * PAGE,
 						    PAGE, fd, OURS,
@@ -204,10 +206,75 @@ static void test_dropped_twin_is_taken_again(void)
 	teardown();
 }
 
+/* A read fault opens, in the same mprotect, the run of pages after its
+ * own that the copy holds new enough for this process, up to the
+ * prefetch: their reads take no fault.  The run stops at a page a notice
+ * says the copy is too old for, and never goes past the prefetch. */
+static void test_read_fault_opens_the_held_run(void)
+{
+	struct lm_notice n = { .page = 4, .version = 9, .base = 4,
+			       .writer = LM_WRITER_MANY, .wcluster = OTHER };
+	struct lm_region_stats before, after;
+
+	setup();
+	for (uint32_t p = 1; p <= 10; p++)
+		CU_ASSERT(lm_ccopy_install(&lemuriad, p, 4, home[p]) == 0);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(&n, 1, 0), 0);
+	lm_region_stats(&before);
+	CU_ASSERT_EQUAL(pg(1)[0], 2);
+	CU_ASSERT_EQUAL(pg(2)[0], 3);
+	CU_ASSERT_EQUAL(pg(3)[0], 4);
+	lm_region_stats(&after);
+	CU_ASSERT_EQUAL(after.read_faults - before.read_faults, 1);
+	CU_ASSERT_EQUAL(after.mprotects - before.mprotects, 1);
+	CU_ASSERT_EQUAL(after.written_ahead - before.written_ahead, 2);
+	CU_ASSERT_EQUAL(nfetch, 0);
+	/* page 4: the copy is too old for our notice, so it asks */
+	memset(home[4], 0x44, PAGE);
+	home_version[4] = 9;
+	CU_ASSERT_EQUAL(pg(4)[0], 0x44);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	/* that fault opened 5..8 with it (prefetch 4), not 9 */
+	lm_region_stats(&before);
+	CU_ASSERT_EQUAL(pg(8)[0], 9);
+	CU_ASSERT_EQUAL(pg(9)[0], 10);
+	lm_region_stats(&after);
+	CU_ASSERT_EQUAL(after.read_faults - before.read_faults, 1);
+	teardown();
+}
+
+/* A write fault takes the cluster twin of each held page in its run and
+ * opens them writable with its own: the writes that follow take no fault
+ * and the lemuriad's next seal finds them against their twins. */
+static void test_write_fault_twins_its_run(void)
+{
+	struct lm_region_stats before, after;
+
+	setup();
+	for (uint32_t p = 8; p <= 10; p++)
+		CU_ASSERT(lm_ccopy_install(&lemuriad, p, 4, home[p]) == 0);
+	lm_region_stats(&before);
+	pg(8)[0] = 0xa8;
+	for (uint32_t p = 9; p <= 10; p++) {
+		CU_ASSERT(lm_ccopy_is_twinned(&lemuriad, p));
+		pg(p)[5] = 0xa0;
+		CU_ASSERT_EQUAL(lm_ccopy_page(&lemuriad, p)[5], 0xa0);
+		CU_ASSERT_EQUAL(lm_ccopy_twin_of(&lemuriad, p)[5], p + 1);
+	}
+	CU_ASSERT(!lm_ccopy_is_twinned(&lemuriad, 11)); /* not held */
+	lm_region_stats(&after);
+	CU_ASSERT_EQUAL(after.write_faults - before.write_faults, 1);
+	CU_ASSERT_EQUAL(after.written_ahead - before.written_ahead, 2);
+	CU_ASSERT_EQUAL(nfetch, 0);
+	teardown();
+}
+
 LM_TEST_SUITE("region_shared", LM_TEST(test_held_pages_need_no_fetch),
 	      LM_TEST(test_write_twins_and_lands_in_the_copy),
 	      LM_TEST(test_notices_close_only_stale_views),
 	      LM_TEST(test_stale_view_opens_once_the_copy_caught_up),
-	      LM_TEST(test_dropped_twin_is_taken_again))
+	      LM_TEST(test_dropped_twin_is_taken_again),
+	      LM_TEST(test_read_fault_opens_the_held_run),
+	      LM_TEST(test_write_fault_twins_its_run))
 
 #endif
