@@ -23,6 +23,9 @@ void lm_copy_stop(lm_lemuriad *c)
 {
 	free(c->copy_idle);
 	c->copy_idle = NULL;
+	free(c->copy_notes);
+	c->copy_notes = NULL;
+	c->copy_notes_cap = 0;
 	if (c->copy.map)
 		munmap(c->copy.map, c->copy.size);
 	memset(&c->copy, 0, sizeof(c->copy));
@@ -122,6 +125,37 @@ void lm_copy_advance(lm_lemuriad *c, const struct lm_notice *n,
 		if (n[i].wcluster == c->index && n[i].page < c->npages)
 			lm_ccopy_advance(&c->copy, n[i].page, n[i].base,
 					 n[i].version);
+}
+
+const struct lm_notice *lm_copy_client_notices(lm_lemuriad *c,
+					       const struct lm_notice *n,
+					       uint32_t count, uint32_t *kept)
+{
+	uint32_t k = 0;
+
+	*kept = count;
+	if (!c->copy.map || count == 0)
+		return n;
+	if (count > c->copy_notes_cap) {
+		struct lm_notice *v = realloc(c->copy_notes,
+					      count * sizeof(*v));
+
+		if (!v)
+			return n; /* the clients apply the same rule */
+		c->copy_notes = v;
+		c->copy_notes_cap = count;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		if (n[i].page < c->npages &&
+		    (lm_ccopy_holds(&c->copy, n[i].page, n[i].version) ||
+		     (n[i].wcluster == c->index &&
+		      lm_ccopy_holds(&c->copy, n[i].page, n[i].base))))
+			continue;
+		c->copy_notes[k++] = n[i];
+	}
+	c->stats.copy_notices_held += count - k;
+	*kept = k;
+	return c->copy_notes;
 }
 
 /* One sealed diff, taken as a client's FLUSH is (lemuriad.c), with no

@@ -368,10 +368,13 @@ static void handle_create(lm_lemuriad *c, int slot, uint16_t from,
 static void reply_work(lm_lemuriad *c, int slot, const struct lm_msg *create)
 {
 	struct client *cl = &c->clients[slot];
+	struct lm_msg w = *create;
 
 	cl->wants_work = false;
 	cl->fresh = create->offset != LM_CREATE_NO_WORK;
-	c->out.reply(c->ctx, slot_node(c, slot), cl->work_req, create);
+	w.notices = lm_copy_client_notices(c, create->notices,
+					   create->nnotices, &w.nnotices);
+	c->out.reply(c->ctx, slot_node(c, slot), cl->work_req, &w);
 }
 
 static void handle_wait_work(lm_lemuriad *c, int slot, uint16_t from,
@@ -422,8 +425,9 @@ static void check_wait_end(lm_lemuriad *c)
 		cl->wants_end = false;
 		msg_init(c, &r, LM_MSG_RELEASE);
 		r.id = 0;
-		r.notices = c->end_notices;
-		r.nnotices = c->end_nnotices;
+		r.notices = lm_copy_client_notices(c, c->end_notices,
+						   c->end_nnotices,
+						   &r.nnotices);
 		c->out.reply(c->ctx, slot_node(c, (int)i), cl->end_req, &r);
 		if (c->ends == 0) { /* all delivered: start afresh */
 			free(c->end_notices);

@@ -111,6 +111,9 @@ struct lm_lemuriad_stats {
 	uint64_t copy_drops;        /* ... barrier seals that dropped idle
 				       pages' twins */
 	uint64_t copy_checked;      /* ... pages LEMURIA_CHECK_COPY compared */
+	uint64_t copy_notices_held; /* ... notices left out of a list for
+				       the clients (RELEASE, GRANT, CREATE;
+				       once a list): the copy held them */
 };
 
 /* Counters since creation (a new run does not clear them). */

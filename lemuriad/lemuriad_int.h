@@ -334,6 +334,8 @@ struct lm_lemuriad {
 	struct lm_ccopy copy;
 	uint8_t *sealbuf;
 	uint8_t *copy_idle;     /* per page: seals in a row it was clean */
+	struct lm_notice *copy_notes; /* lm_copy_client_notices' answer */
+	uint32_t copy_notes_cap;
 	bool check_copy;        /* LEMURIA_CHECK_COPY: compare it with our
 				   cached copies at every barrier */
 
@@ -546,6 +548,15 @@ void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
  * sole-cluster rule of lm_notices_apply). */
 void lm_copy_advance(lm_lemuriad *c, const struct lm_notice *n,
 		     uint32_t count);
+/* The notices of n[0..count) that a client of the copy must apply: those
+ * the copy is too old for, the only ones that change a client's view
+ * (liblemuria/region.c, apply_shared, has the same rule).  The copy's
+ * versions only grow, so a notice it holds now it holds when the client
+ * applies it.  n itself when the cluster has no copy (or no memory for
+ * the list); else a list valid until the next call.  *kept: its length. */
+const struct lm_notice *lm_copy_client_notices(lm_lemuriad *c,
+					       const struct lm_notice *n,
+					       uint32_t count, uint32_t *kept);
 /* What the cluster wrote since the last seal goes into the open deltas,
  * as a client's FLUSH would: 0 or LM_E*.  `barrier`: every client waits
  * at a barrier, so twins of pages idle for a while may go

@@ -36,6 +36,7 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_NONE, copy_sealed_bytes),
 	F(LM_STAT_NONE, copy_drops),
 	F(LM_STAT_NONE, copy_checked),
+	F(LM_STAT_CLIENT, copy_notices_held),
 };
 
 #undef F

@@ -251,8 +251,8 @@ void lm_locks_grant_local(lm_lemuriad *c, uint32_t id, uint16_t node,
 
 	msg_init(c, &r, LM_MSG_GRANT);
 	r.id = id;
-	r.notices = c->epoch_notes.v;
-	r.nnotices = c->epoch_notes.n;
+	r.notices = lm_copy_client_notices(c, c->epoch_notes.v,
+					   c->epoch_notes.n, &r.nnotices);
 	c->stats.locks++;
 	c->out.reply(c->ctx, node, req_id, &r);
 }

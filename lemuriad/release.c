@@ -41,6 +41,7 @@ static bool release_one(lm_lemuriad *c, uint32_t i, uint32_t id,
 static void release_clients(lm_lemuriad *c, uint32_t id,
 			    const struct lm_notice *n, uint32_t count)
 {
+	n = lm_copy_client_notices(c, n, count, &count);
 	for (uint32_t i = 0; i < c->nclients; i++)
 		release_one(c, i, id, n, count, false);
 	if (c->updates)

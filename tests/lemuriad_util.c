@@ -11,6 +11,7 @@
 #include "deltas.h"
 #include "diff.h"
 #include "diff_util.h"
+#include "fdpass.h"
 #include "lm_error.h"
 #include "updates.h"
 
@@ -101,6 +102,9 @@ void clear_outs(void)
 struct lm_layout *layout;
 uint16_t refl;   /* node id of r0 */
 
+/* setup_path's copy mode for the clients it plays (setup_shared). */
+static enum lm_copy_mode setup_copy = LM_COPY_CLIENT;
+
 lm_lemuriad *setup_path(const char *path)
 {
 	char err[256];
@@ -115,9 +119,9 @@ lm_lemuriad *setup_path(const char *path)
 	/* the clients these tests play keep copies of their own: they send
 	 * FLUSHes and take pages as data (copy = client; copy = cluster's
 	 * are tests/test_region_shared.c and the DSM runs) */
-	layout->copy = LM_COPY_CLIENT;
+	layout->copy = setup_copy;
 	for (size_t i = 0; i < layout->nclusters; i++)
-		layout->clusters[i].copy = LM_COPY_CLIENT;
+		layout->clusters[i].copy = setup_copy;
 	refl = lm_layout_reflector(layout, "r0")->id;
 	c = lm_lemuriad_create(layout, "c0", HASH, out_now, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -548,6 +552,46 @@ lm_lemuriad *setup_text(const char *text)
 	c = setup_path(path);
 	remove(path);
 	return c;
+}
+
+lm_lemuriad *setup_shared(void)
+{
+	lm_lemuriad *c;
+
+	setup_copy = LM_COPY_CLUSTER;
+	c = setup_text(lazy_layout);
+	setup_copy = LM_COPY_CLIENT;
+	return c;
+}
+
+void join_all_shared(lm_lemuriad *c, uint64_t run)
+{
+	struct lm_fdpass_listener l;
+	char err[256] = "";
+
+	CU_ASSERT_EQUAL_FATAL(lm_fdpass_listen(&l, err, sizeof(err)), 0);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct lm_msg m = msg(LM_MSG_JOIN, run);
+		int fd = -1;
+
+		m.rank = r;
+		m.pid = (uint32_t)getpid();
+		m.layout_hash = HASH;
+		m.data = (const uint8_t *)l.name;
+		m.data_len = strlen(l.name);
+		creq(c, r, 1, &m);
+		/* the copy came to our listener before the JOIN_OK */
+		CU_ASSERT_EQUAL(lm_fdpass_receive(&l, (uint32_t)getpid(), 1000,
+						  &fd, err, sizeof(err)),
+				0);
+		if (fd >= 0)
+			close(fd);
+	}
+	lm_fdpass_close(&l);
+	CU_ASSERT_EQUAL(nouts, 4);
+	for (size_t i = 0; i < nouts; i++)
+		CU_ASSERT_EQUAL(outs[i].m.status, 0);
+	clear_outs();
 }
 
 /* small_layout: a cache of three pages. */

@@ -88,6 +88,12 @@ extern const char lazy_layout[];
 
 lm_lemuriad *setup(void);
 
+/* setup() under copy = cluster: the lemuriad makes the cluster's copy at
+ * the first JOIN and hands it to each client; join_all_shared joins the
+ * four clients as this process, taking (and closing) each copy handed. */
+lm_lemuriad *setup_shared(void);
+void join_all_shared(lm_lemuriad *c, uint64_t run);
+
 void teardown(lm_lemuriad *c);
 
 uint16_t node_of(uint32_t rank);

@@ -408,6 +408,50 @@ static void test_release_updates_off(void)
 	teardown(c);
 }
 
+/* copy = cluster: a client's RELEASE carries only the notices the
+ * cluster's copy is too old for (docs/dsm.md "One copy per cluster"); a
+ * page the copy holds at the notice's version, or at its base with our
+ * cluster the only writer since, would leave every view alone. */
+static void test_shared_release_leaves_out_held_notices(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice n[4] = {
+		NOTE(1, 3), /* the copy holds 2: sent */
+		NOTE(2, 5), /* the copy holds 5: left out */
+		/* the copy holds the base, and only we (c0) wrote since */
+		{ .page = 3, .version = 6, .base = 4, .writer = LM_WRITER_MANY,
+		  .wcluster = 0 },
+		NOTE(4, 2), /* the copy lacks the page: sent */
+	};
+	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
+
+	join_all_shared(c, RUN);
+	cache_page(c, 1, 2, 0xa1);
+	cache_page(c, 2, 5, 0xa2);
+	cache_page(c, 3, 4, 0xa3);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_installs, 3);
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 6);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1); /* the BARRIER up */
+	clear_outs();
+	rel.id = 6;
+	rel.notices = n;
+	rel.nnotices = 4;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	CU_ASSERT_EQUAL_FATAL(nouts, 4);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct out *o = find_out(REPLIED, node_of(r), LM_MSG_RELEASE);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL_FATAL(o->m.nnotices, 2);
+		CU_ASSERT_EQUAL(o->notices[0].page, 1);
+		CU_ASSERT_EQUAL(o->notices[0].version, 3);
+		CU_ASSERT_EQUAL(o->notices[1].page, 4);
+	}
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_notices_held, 2);
+	teardown(c);
+}
+
 LM_TEST_SUITE("release",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_release_carries_updates),
@@ -418,4 +462,5 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_held_release_too_old_then_abort),
 	LM_TEST(test_fetchv_pages_as_diffs),
 	LM_TEST(test_neighbour_pages_get_no_updates),
-	LM_TEST(test_release_updates_off))
+	LM_TEST(test_release_updates_off),
+	LM_TEST(test_shared_release_leaves_out_held_notices))
