@@ -454,10 +454,12 @@ static void open_written(uint32_t page)
 /* copy = cluster: whether page q may open ahead of a fault's page with
  * the fault's access.  For a read, a closed view of a page the copy
  * holds at the version this process's notices ask for: what a read
- * fault would find and open.  For a write, besides that, a read-only
- * view; the page takes its cluster twin first, as a write fault would
- * (a twin of a page left unwritten costs a comparison at a few seals,
- * then goes: cluster_copy.h). */
+ * fault would find and open.  For a write, a read-only view, which takes
+ * the page's cluster twin first as a write fault would (the process
+ * reads the run it writes: LU its columns, Ocean its rows), or such a
+ * closed view of a page already twinned; not a page nobody writes yet,
+ * whose twin would cost a comparison at each of several seals, then a
+ * drop and a write-protection in every client. */
 static bool shared_opens_ahead(uint32_t q, bool write)
 {
 	bool current = R->state[q] == PAGE_INVALID &&
@@ -465,8 +467,9 @@ static bool shared_opens_ahead(uint32_t q, bool write)
 
 	if (!write)
 		return current;
-	return (current || R->state[q] == PAGE_READ) &&
-	       lm_ccopy_twin(&R->ccopy, q) == 0;
+	if (R->state[q] == PAGE_READ)
+		return lm_ccopy_twin(&R->ccopy, q) == 0;
+	return current && lm_ccopy_is_twinned(&R->ccopy, q);
 }
 
 /* copy = cluster: the page comes from the cluster's copy.  The copy
