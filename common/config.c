@@ -947,6 +947,16 @@ static int get_listen(struct parser *p, const char *v,
 		     "(port 1..65535)", v);
 		return -1;
 	}
+	/* the same address is where the others send: a daemon listening on
+	 * every interface would be sent nothing it can answer from */
+	if (out->sin_addr.s_addr == htonl(INADDR_ANY)) {
+		fail(p, p->line, LM_ECONFIG,
+		     "listen \"%s\": 0.0.0.0 is no address to send to; "
+		     "the other daemons and clients send to this address, so "
+		     "give the daemon's own address on its host (127.0.0.1 "
+		     "for one host)", v);
+		return -1;
+	}
 	return 0;
 }
 
@@ -1199,9 +1209,7 @@ static bool addr_overlap(const struct sockaddr_in *a,
 			 const struct sockaddr_in *b)
 {
 	return a->sin_port == b->sin_port &&
-	       (a->sin_addr.s_addr == b->sin_addr.s_addr ||
-		a->sin_addr.s_addr == htonl(INADDR_ANY) ||
-		b->sin_addr.s_addr == htonl(INADDR_ANY));
+	       a->sin_addr.s_addr == b->sin_addr.s_addr;
 }
 
 static const struct sockaddr_in *section_addr(struct parser *p,

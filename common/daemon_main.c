@@ -117,8 +117,7 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role,
 	mallopt(M_TOP_PAD, LM_DAEMON_HEAP_PAD);
 	lm_mem_setup_from_env();
 	lm_mem_follow_heap();
-	rc = lm_daemon_parse_args(argc, argv, prog, &opts,
-				  stderr);
+	rc = lm_daemon_parse_args(argc, argv, prog, &opts, stdout, stderr);
 	if (rc)
 		return rc == 1 ? 0 : 2;
 	lm_log_set_ident(prog);

@@ -5,6 +5,8 @@
 #include <getopt.h>
 #include <string.h>
 
+#include "version.h"
+
 /* Long options without a short form. */
 enum { LM_OPT_SYSLOG = 256, LM_OPT_LOG_FILE };
 
@@ -27,7 +29,9 @@ static void lm_daemon_usage(const char *prog, FILE *out)
 		"                        process)\n"
 		"      --syslog          log to syslog, facility daemon\n"
 		"      --log-file FILE   append the log to FILE; SIGHUP "
-		"reopens it\n",
+		"reopens it\n"
+		"  -V, --version         print the version and exit\n"
+		"  -h, --help            print this and exit\n",
 		prog, (int)strlen(prog), "");
 }
 
@@ -47,7 +51,7 @@ static const char *lm_daemon_optname(char **argv, int optchar, char *buf)
 }
 
 static int lm_daemon_parse(int argc, char **argv, const char *prog,
-			   struct lm_daemon_opts *opts, FILE *out)
+			   struct lm_daemon_opts *opts, FILE *info, FILE *out)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -58,6 +62,7 @@ static int lm_daemon_parse(int argc, char **argv, const char *prog,
 		{ "syslog", no_argument, NULL, LM_OPT_SYSLOG },
 		{ "log-file", required_argument, NULL, LM_OPT_LOG_FILE },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	char sopt[3];
@@ -66,7 +71,7 @@ static int lm_daemon_parse(int argc, char **argv, const char *prog,
 	memset(opts, 0, sizeof(*opts));
 	opts->level = LM_LOG_INFO;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":c:n:l:dp:h", longopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, ":c:n:l:dp:hV", longopts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'c':
@@ -97,7 +102,11 @@ static int lm_daemon_parse(int argc, char **argv, const char *prog,
 			opts->log_file = optarg;
 			break;
 		case 'h':
-			lm_daemon_usage(prog, out);
+			lm_daemon_usage(prog, info);
+			return 1;
+		case 'V':
+			fprintf(info, "%s (Lemuria) %s\n", prog,
+				LM_VERSION_STRING);
 			return 1;
 		case ':':
 			fprintf(out, "%s: option %s needs a value; try '%s "
@@ -145,13 +154,13 @@ static int lm_daemon_parse(int argc, char **argv, const char *prog,
 }
 
 int lm_daemon_parse_args(int argc, char **argv, const char *prog,
-			 struct lm_daemon_opts *opts, FILE *out)
+			 struct lm_daemon_opts *opts, FILE *info, FILE *out)
 {
 	int saved = opterr;
 	int rc;
 
 	opterr = 0; /* our own messages, on `out` */
-	rc = lm_daemon_parse(argc, argv, prog, opts, out);
+	rc = lm_daemon_parse(argc, argv, prog, opts, info, out);
 	opterr = saved;
 	return rc;
 }

@@ -20,8 +20,9 @@ struct lm_daemon_opts {
 };
 
 /* Parses argv for `prog`.  Returns 0 when the daemon should run, 1 when
- * help was printed to `out`, 2 on a usage error (message on `out`). */
+ * help or the version was printed to `info` (the daemon exits 0), 2 on a
+ * usage error (message on `out`). */
 int lm_daemon_parse_args(int argc, char **argv, const char *prog,
-			 struct lm_daemon_opts *opts, FILE *out);
+			 struct lm_daemon_opts *opts, FILE *info, FILE *out);
 
 #endif

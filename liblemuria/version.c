@@ -2,13 +2,11 @@
 #include "lemuria.h"
 
 #include "clock.h"
-
-#define LM_STR2(x) #x
-#define LM_STR(x) LM_STR2(x)
+#include "version.h"
 
 const char *lm_version(void)
 {
-	return LM_STR(LEMURIA_VERSION_MAJOR) "." LM_STR(LEMURIA_VERSION_MINOR);
+	return LM_VERSION_STRING;
 }
 
 uint64_t lm_clock_us(void)

@@ -201,6 +201,15 @@ sig TERM "$npid"; wait_gone "$npid"
 pids=""
 if grep -qi "error" "$logf" "$logf.1"; then fail "detached daemon logged errors"; cat "$logf"; else ok "detached daemon logged no errors"; fi
 
+echo "integration: --help and --version of every program"
+for p in reflector lemuriad lemuriactl lemuria-run; do
+	expect "$p --help exits 0" 0 sh -c "$bin/$p --help 2>/dev/null"
+	expect_output "... with its usage on stdout" "^usage: $p "
+	expect "$p --version exits 0" 0 sh -c "$bin/$p --version 2>/dev/null"
+	expect_output "... naming it and the version" \
+		"^$p (Lemuria) [0-9][0-9]*\.[0-9][0-9]*\$"
+done
+
 echo "integration: bad input to the programs"
 expect "reflector without -n is a usage error" 2 $bin/reflector -c "$tmp/layout.ini"
 expect_output "usage error says what is missing" "-n NAME"

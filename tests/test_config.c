@@ -433,7 +433,7 @@ static void test_every_key(void)
 		"\xEF\xBB\xBF; a full layout\r\n"
 		"[cluster c.1]\r\n"
 		"reflector = r-b   ; defined below\r\n"
-		"listen = 0.0.0.0:7410\r\n"
+		"listen = 10.1.2.3:7410\r\n"
 		"clients = 3\r\n"
 		"cache = 8K\r\n"
 		"copy = Cluster\r\n"
@@ -523,7 +523,7 @@ static void test_every_key(void)
 	CU_ASSERT_EQUAL(c->line, 2);
 	CU_ASSERT_EQUAL(c->reflector_index, 0);
 	CU_ASSERT_STRING_EQUAL(c->reflector, "r-b");
-	CU_ASSERT_EQUAL(c->addr.sin_addr.s_addr, htonl(INADDR_ANY));
+	CU_ASSERT_EQUAL(ntohl(c->addr.sin_addr.s_addr), 0x0a010203u);
 	CU_ASSERT_EQUAL(c->cache_size, 8192);
 	CU_ASSERT_EQUAL(c->copy, LM_COPY_CLUSTER);
 	CU_ASSERT_EQUAL(c->id, 3);
@@ -794,14 +794,15 @@ static void test_reject_clusters(void)
 	expect_reject(LEM REF CL("c0", "7400"), 9,
 		      "listen \"127.0.0.1:7400\" overlaps the listen address "
 		      "of [reflector r0] on line 6");
-	expect_reject(LEM REF "[reflector r1]\nlisten = 0.0.0.0:7400\n"
+	/* the address peers send to: 0.0.0.0 cannot be one (issue 42) */
+	expect_reject(LEM REF "[reflector r1]\nlisten = 0.0.0.0:7401\n"
 		      CL("c0", "7410"), 8,
-		      "listen \"0.0.0.0:7400\" overlaps the listen address of "
-		      "[reflector r0]");
-	expect_reject(LEM "[reflector r1]\nlisten = 0.0.0.0:7410\n" REF
-		      CL("c0", "7410"), 11,
-		      "listen \"127.0.0.1:7410\" overlaps the listen address "
-		      "of [reflector r1] on line 6");
+		      "listen \"0.0.0.0:7401\": 0.0.0.0 is no address to send "
+		      "to");
+	expect_reject(LEM REF CL("c0", "7410")
+		      "[cluster c1]\nreflector = r0\nlisten = 0.0.0.0:7411\n"
+		      "clients = 1\n", 13,
+		      "give the daemon's own address on its host");
 	tmp_teardown();
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon_opts.h"
+#include "version.h"
 #include "unit.h"
 
 /* ------------------------------------------------------------------ */
@@ -24,7 +25,7 @@ static int parse(const char *const *args, struct lm_daemon_opts *opts,
 		argv[argc++] = (char *)*args++;
 	argv[argc] = NULL;
 	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
-	rc = lm_daemon_parse_args(argc, argv, "lemuriad", opts, out);
+	rc = lm_daemon_parse_args(argc, argv, "lemuriad", opts, out, out);
 	fclose(out);
 	snprintf(msg, msglen, "%s", text ? text : "");
 	free(text);
@@ -176,6 +177,20 @@ static void test_parse_help_lists_service_options(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--pidfile FILE"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--syslog"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--log-file FILE"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--version"));
+}
+
+static void test_parse_version(void)
+{
+	const char *lng[] = { "--version", NULL }, *shrt[] = { "-V", NULL };
+	struct lm_daemon_opts o;
+	char msg[256];
+
+	CU_ASSERT_EQUAL(parse(lng, &o, msg, sizeof(msg)), 1);
+	CU_ASSERT_STRING_EQUAL(msg, "lemuriad (Lemuria) " LM_VERSION_STRING
+				    "\n");
+	CU_ASSERT_EQUAL(parse(shrt, &o, msg, sizeof(msg)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "(Lemuria)"));
 }
 
 LM_TEST_SUITE("daemon_opts", LM_TEST(test_parse_defaults_stay_in_foreground),
@@ -187,4 +202,5 @@ LM_TEST_SUITE("daemon_opts", LM_TEST(test_parse_defaults_stay_in_foreground),
 	      LM_TEST(test_parse_missing_value_names_option),
 	      LM_TEST(test_parse_unknown_option_named),
 	      LM_TEST(test_parse_old_errors_kept),
-	      LM_TEST(test_parse_help_lists_service_options))
+	      LM_TEST(test_parse_help_lists_service_options),
+	      LM_TEST(test_parse_version))

@@ -21,6 +21,7 @@
 #include "lm_error.h"
 #include "runstats.h"
 #include "stats.h"
+#include "version.h"
 
 #define MAX_CLUSTERS 256
 #define STATS_TIMEOUT_MS 2000 /* per daemon, for --stats */
@@ -66,7 +67,9 @@ static void usage(FILE *out)
 		"  -s, --stats           print what the run changed in the "
 		"daemons' counters\n"
 		"  -v, --verbose         say what is started and how it "
-		"ends\n");
+		"ends\n"
+		"  -V, --version         print the version and exit\n"
+		"  -h, --help            print this and exit\n");
 }
 
 static int find_daemon(const char *name, char *out, size_t outlen)
@@ -196,6 +199,7 @@ int main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *layout_path = NULL, *clusters[MAX_CLUSTERS];
@@ -213,7 +217,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+c:dC:r:t:bpsvh", longopts,
+	while ((c = getopt_long(argc, argv, "+c:dC:r:t:bpsvhV", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -267,6 +271,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("lemuria-run (Lemuria) %s\n", LM_VERSION_STRING);
 			return 0;
 		default:
 			usage(stderr);

@@ -24,6 +24,7 @@
 #include "runstats.h"
 #include "stats.h"
 #include "udp.h"
+#include "version.h"
 
 struct lm_ctl_target {
 	const char *name;
@@ -90,7 +91,9 @@ static void lm_ctl_usage(FILE *out)
 		"          clients attached and current run\n"
 		"  ping    the same, with the median of COUNT round trips\n"
 		"  stats   every daemon's counters per level (--json: as "
-		"JSON)\n");
+		"JSON)\n"
+		"  -V, --version  print the version and exit\n"
+		"  -h, --help     print this and exit\n");
 }
 
 /* Daemon i's attached clients and current run (from its STATS answer),
@@ -147,7 +150,14 @@ int main(int argc, char **argv)
 	uint16_t self;
 	char err[512], abuf[32];
 
-	while ((c = getopt(argc, argv, "+c:t:n:h")) != -1) {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+
+	while ((c = getopt_long(argc, argv, "+c:t:n:hV", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'c':
 			layout_path = optarg;
@@ -166,6 +176,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			lm_ctl_usage(stdout);
+			return 0;
+		case 'V':
+			printf("lemuriactl (Lemuria) %s\n", LM_VERSION_STRING);
 			return 0;
 		default:
 			lm_ctl_usage(stderr);
