@@ -438,6 +438,31 @@ pids=""
 if [ $clean -eq 0 ]; then ok "the daemons, restarted or not, stop cleanly"; else
 	fail "a daemon exited non-zero on SIGTERM"; cat "$tmp"/restart/*.log; fi
 
+echo "integration: lemuria-run -n N makes the run's layout itself (issue 42)"
+mkdir -p "$tmp/quick"
+expect "-n 8: one cluster of 8, daemons and all" 0 env TMPDIR="$tmp/quick" \
+	timeout -k 5 60 $bin/lemuria-run -n 8 -v -- "$build/tests/dsmtest" counter 20
+expect_output "... every rank passed" "rank 7 exited with status 0"
+expect "--clusters 4+2 (-n left out)" 0 env TMPDIR="$tmp/quick" \
+	timeout -k 5 60 $bin/lemuria-run --clusters 4+2 -v -- "$build/tests/dsmtest" counter 20
+expect_output "... started two lemuriads" "lemuriad c1"
+expect "-n 5 --per-cluster 2, placed" 0 env TMPDIR="$tmp/quick" \
+	timeout -k 5 60 $bin/lemuria-run -n 5 --per-cluster 2 --pin --batch -v -- \
+	"$build/tests/dsmtest" counter 10
+expect_output "... in three clusters" "cluster c2 on CPUs"
+if [ -z "$(ls -A "$tmp/quick")" ]; then ok "each run removed its layout and secret"; else
+	fail "left in TMPDIR: $(ls "$tmp/quick")"; fi
+expect "a failing rank's status comes back" 3 env TMPDIR="$tmp/quick" \
+	timeout -k 5 60 $bin/lemuria-run -n 2 -- sh -c 'exit 3'
+if [ -z "$(ls -A "$tmp/quick")" ]; then ok "... and its layout went too"; else
+	fail "left in TMPDIR after a failed run: $(ls "$tmp/quick")"; fi
+expect "-n with -c refused" 2 $bin/lemuria-run -n 4 -c "$tmp/layout.ini" -- true
+expect_output "... naming both" "it does not go with -c"
+expect "--clusters that do not sum to -n refused" 2 $bin/lemuria-run -n 6 --clusters 4+4 -- true
+expect_output "... naming the sum" "holds 8 ranks, but -n asks for 6"
+expect "a bad --shared-size refused" 2 $bin/lemuria-run -n 2 --shared-size 12Q -- true
+expect_output "... quoting it" '"12Q" is not a size'
+
 echo "integration: lemuria-run killed (SIGKILL) leaves no rank or daemon behind"
 # The launcher cannot clean up after SIGKILL: what it started must die
 # with it.  -v names every pid it starts; the ranks then sit in a barrier

@@ -2,9 +2,11 @@
  *
  *   lemuria-run -c LAYOUT [--start-daemons] [--cluster NAME]... [--run ID]
  *               [--timeout SEC] [--stats] [-v] -- PROGRAM ARGS...
+ *   lemuria-run -n N [--clusters A+B... | --per-cluster K] [--shared-size S]
+ *               [options] -- PROGRAM ARGS...
  *
- * Thin main over tools/launch.c (and tools/runstats.c for --stats); the
- * user's guide is docs/operations.md.
+ * Thin main over tools/launch.c (tools/runstats.c for --stats,
+ * tools/quick_layout.c for -n); the user's guide is docs/operations.md.
  * Exit status: 0 when every rank exits 0; a failed rank's exit status (128
  * + N for signal N); 124 on --timeout; 2 on a usage or layout error; 1 when
  * the daemons cannot be started or one of them dies. */
@@ -19,11 +21,15 @@
 #include "config.h"
 #include "launch.h"
 #include "lm_error.h"
+#include "quick_layout.h"
 #include "runstats.h"
 #include "stats.h"
 #include "version.h"
 
 #define MAX_CLUSTERS 256
+
+/* Long options without a short form. */
+enum { LM_OPT_CLUSTERS = 256, LM_OPT_PER_CLUSTER, LM_OPT_SHARED_SIZE };
 #define STATS_TIMEOUT_MS 2000 /* per daemon, for --stats */
 
 extern char **environ;
@@ -47,7 +53,21 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: lemuria-run -c LAYOUT [options] -- PROGRAM [ARGS...]\n"
+		"       lemuria-run -n N [--clusters A+B... | --per-cluster K]\n"
+		"                   [--shared-size SIZE] [options] -- PROGRAM "
+		"[ARGS...]\n"
 		"  -c, --config LAYOUT   the layout (INI) every rank joins\n"
+		"  -n, --np N            N ranks on this host, on a layout made "
+		"for the run\n"
+		"                        (fresh secret, free loopback ports, "
+		"removed after)\n"
+		"                        and its daemons: one cluster of N, "
+		"or as given by\n"
+		"      --clusters A+B... the ranks of each cluster (-n may then "
+		"be left out)\n"
+		"      --per-cluster K   clusters of K ranks, the last what is "
+		"left\n"
+		"      --shared-size SIZE  the region for -n (default 64M)\n"
 		"  -d, --start-daemons   start the layout's reflectors and "
 		"lemuriads first,\n"
 		"                        stop them at the end\n"
@@ -186,6 +206,163 @@ static int place(const struct lm_layout *l, const char *const *clusters,
 	return 0;
 }
 
+/* What the command line asked for. */
+struct run_opts {
+	const char *layout_path;
+	const char *clusters[MAX_CLUSTERS];
+	size_t nclusters;
+	int daemons, verbose, stats, pin, batch;
+	unsigned timeout_ms;
+	uint64_t run;
+	char **argv; /* the program and its arguments */
+	/* -n: a layout of our own (quick_layout.h) */
+	unsigned np, per_cluster;
+	const char *cluster_sizes, *shared_size;
+};
+
+/* Runs the ranks of o->layout_path (and its daemons with
+ * --start-daemons): the exit status. */
+static int run_layout(const struct run_opts *o)
+{
+	const char *const *clusters = o->clusters;
+	size_t nclusters = o->nclusters, nranks = 0;
+	int status;
+	cpu_set_t *cluster_cpus = NULL, *rank_cpus = NULL;
+	uint64_t run = o->run;
+	struct lm_layout *l = NULL;
+	lm_launch_daemons *ds = NULL;
+	uint32_t *ranks = NULL;
+	char err[512], layout_abs[LM_PATH_MAX];
+	struct lm_launch_result res;
+	struct sigaction sa;
+
+	if (lm_layout_load(o->layout_path, &l, err, sizeof(err))) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		return 2;
+	}
+	if (!realpath(o->layout_path, layout_abs)) {
+		fprintf(stderr, "lemuria-run: %s: %s\n", o->layout_path,
+			strerror(errno));
+		lm_layout_free(l);
+		return 2;
+	}
+	if (lm_launch_ranks(l, clusters, nclusters, &ranks, &nranks, err,
+			    sizeof(err))) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		lm_layout_free(l);
+		return 2;
+	}
+	if (o->pin && place(l, clusters, nclusters, ranks, nranks, o->verbose,
+			    &cluster_cpus, &rank_cpus)) {
+		free(cluster_cpus);
+		free(rank_cpus);
+		free(ranks);
+		lm_layout_free(l);
+		return 2;
+	}
+	if (run == 0)
+		run = lm_launch_run_id();
+	if (o->verbose)
+		fprintf(stderr, "lemuria-run: run %llu, %zu ranks, layout %s\n",
+			(unsigned long long)run, nranks, layout_abs);
+
+	/* No SA_RESTART: the supervision loop's sleep must end early. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_sigpipe;
+	sigaction(SIGPIPE, &sa, NULL);
+
+	if (o->daemons && start_daemons(l, layout_abs, clusters, nclusters,
+					cluster_cpus, o->verbose, &ds)) {
+		status = 1;
+	} else if (stop_signal) {
+		status = 128 + stop_signal;
+	} else {
+		lm_runstats *before = o->stats ? stats_snapshot(l, "before")
+					       : NULL;
+		struct lm_launch lo = {
+			.argv = o->argv, .environ_base = environ,
+			.ranks = ranks, .nranks = nranks,
+			.rank_cpus = rank_cpus, .batch = o->batch != 0,
+			.layout_abs = layout_abs, .run = run,
+			.timeout_ms = o->timeout_ms, .daemons = ds,
+			.stop = &stop_signal,
+			.verbose = o->verbose ? stderr : NULL,
+		};
+
+		status = lm_launch_run(&lo, &res);
+		if (res.msg[0])
+			fprintf(stderr, "lemuria-run: %s\n", res.msg);
+		else if (o->verbose)
+			fprintf(stderr, "lemuria-run: all %zu ranks exited "
+					"with status 0\n", nranks);
+		stats_report(l, before);
+		lm_runstats_destroy(before);
+	}
+	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
+	free(cluster_cpus);
+	free(rank_cpus);
+	free(ranks);
+	lm_layout_free(l);
+	return status;
+}
+
+/* -n N: the run on a layout of its own, made for it and removed after. */
+static int run_quick(struct run_opts *o)
+{
+	unsigned sizes[LM_QUICK_MAX_CLUSTERS];
+	struct lm_quick_layout q;
+	char err[512];
+	int n, status;
+
+	if (o->layout_path || o->nclusters) {
+		fprintf(stderr, "lemuria-run: -n makes a layout of its own; "
+				"it does not go with %s\n",
+			o->layout_path ? "-c" : "--cluster");
+		return 2;
+	}
+	n = lm_quick_split(o->np, o->cluster_sizes, o->per_cluster, sizes,
+			   LM_QUICK_MAX_CLUSTERS, err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		return 2;
+	}
+	if (lm_quick_layout_make(&q, sizes, (size_t)n,
+				 o->shared_size ? o->shared_size : "64M", err,
+				 sizeof(err))) {
+		fprintf(stderr, "lemuria-run: -n: %s\n", err);
+		return o->shared_size && strstr(err, "--shared-size") ? 2 : 1;
+	}
+	o->layout_path = q.path;
+	o->daemons = 1;
+	status = run_layout(o);
+	lm_quick_layout_remove(&q);
+	return status;
+}
+
+/* A count for -n or --per-cluster: 1..LM_QUICK_MAX_CLUSTERS * 1024. */
+static int parse_count(const char *opt, const char *v, unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || *v == '-' || n == 0 ||
+	    n > LM_QUICK_MAX_CLUSTERS * 1024ul) {
+		fprintf(stderr, "lemuria-run: %s takes a number of ranks from "
+				"1 to %lu, not \"%s\"\n",
+			opt, LM_QUICK_MAX_CLUSTERS * 1024ul, v);
+		return 2;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -200,44 +377,37 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "np", required_argument, NULL, 'n' },
+		{ "clusters", required_argument, NULL, LM_OPT_CLUSTERS },
+		{ "per-cluster", required_argument, NULL, LM_OPT_PER_CLUSTER },
+		{ "shared-size", required_argument, NULL, LM_OPT_SHARED_SIZE },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *layout_path = NULL, *clusters[MAX_CLUSTERS];
-	size_t nclusters = 0, nranks = 0;
-	int c, daemons = 0, verbose = 0, stats = 0, pin = 0, batch = 0;
-	int status;
-	cpu_set_t *cluster_cpus = NULL, *rank_cpus = NULL;
-	unsigned timeout_ms = 0;
-	uint64_t run = 0;
-	struct lm_layout *l = NULL;
-	lm_launch_daemons *ds = NULL;
-	uint32_t *ranks = NULL;
-	char err[512], layout_abs[LM_PATH_MAX];
-	struct lm_launch_result res;
-	struct sigaction sa;
+	struct run_opts o = { 0 };
+	int c;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+c:dC:r:t:bpsvhV", longopts,
+	while ((c = getopt_long(argc, argv, "+c:dC:r:t:bpsvhVn:", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			layout_path = optarg;
+			o.layout_path = optarg;
 			break;
 		case 'd':
-			daemons = 1;
+			o.daemons = 1;
 			break;
 		case 'C':
-			if (nclusters == MAX_CLUSTERS) {
+			if (o.nclusters == MAX_CLUSTERS) {
 				fprintf(stderr, "lemuria-run: too many "
 						"--cluster options\n");
 				return 2;
 			}
-			clusters[nclusters++] = optarg;
+			o.clusters[o.nclusters++] = optarg;
 			break;
 		case 'r':
 			errno = 0;
-			run = strtoull(optarg, &end, 10);
-			if (errno || *end || end == optarg || run == 0) {
+			o.run = strtoull(optarg, &end, 10);
+			if (errno || *end || end == optarg || o.run == 0) {
 				fprintf(stderr, "lemuria-run: --run takes a "
 						"non-zero decimal number, not "
 						"\"%s\"\n", optarg);
@@ -254,20 +424,35 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
-			timeout_ms = (unsigned)(sec * 1000 + 0.5);
+			o.timeout_ms = (unsigned)(sec * 1000 + 0.5);
 			break;
 		}
 		case 'b':
-			batch = 1;
+			o.batch = 1;
 			break;
 		case 'p':
-			pin = 1;
+			o.pin = 1;
 			break;
 		case 's':
-			stats = 1;
+			o.stats = 1;
 			break;
 		case 'v':
-			verbose = 1;
+			o.verbose = 1;
+			break;
+		case 'n':
+			if (parse_count("-n", optarg, &o.np))
+				return 2;
+			break;
+		case LM_OPT_CLUSTERS:
+			o.cluster_sizes = optarg;
+			break;
+		case LM_OPT_PER_CLUSTER:
+			if (parse_count("--per-cluster", optarg,
+					&o.per_cluster))
+				return 2;
+			break;
+		case LM_OPT_SHARED_SIZE:
+			o.shared_size = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -280,81 +465,27 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!layout_path || optind >= argc) {
+	if (optind >= argc) {
 		usage(stderr);
 		return 2;
 	}
-	if (lm_layout_load(layout_path, &l, err, sizeof(err))) {
-		fprintf(stderr, "lemuria-run: %s\n", err);
+	o.argv = argv + optind;
+	if (o.np || o.cluster_sizes || o.per_cluster || o.shared_size) {
+		if (o.cluster_sizes && o.per_cluster) {
+			fprintf(stderr, "lemuria-run: --clusters and "
+					"--per-cluster exclude each other\n");
+			return 2;
+		}
+		if (!o.np && !o.cluster_sizes) {
+			fprintf(stderr, "lemuria-run: --per-cluster and "
+					"--shared-size go with -n N\n");
+			return 2;
+		}
+		return run_quick(&o);
+	}
+	if (!o.layout_path) {
+		usage(stderr);
 		return 2;
 	}
-	if (!realpath(layout_path, layout_abs)) {
-		fprintf(stderr, "lemuria-run: %s: %s\n", layout_path,
-			strerror(errno));
-		lm_layout_free(l);
-		return 2;
-	}
-	if (lm_launch_ranks(l, clusters, nclusters, &ranks, &nranks, err,
-			    sizeof(err))) {
-		fprintf(stderr, "lemuria-run: %s\n", err);
-		lm_layout_free(l);
-		return 2;
-	}
-	if (pin && place(l, clusters, nclusters, ranks, nranks, verbose,
-			 &cluster_cpus, &rank_cpus)) {
-		free(cluster_cpus);
-		free(rank_cpus);
-		free(ranks);
-		lm_layout_free(l);
-		return 2;
-	}
-	if (run == 0)
-		run = lm_launch_run_id();
-	if (verbose)
-		fprintf(stderr, "lemuria-run: run %llu, %zu ranks, layout %s\n",
-			(unsigned long long)run, nranks, layout_abs);
-
-	/* No SA_RESTART: the supervision loop's sleep must end early. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = on_sigpipe;
-	sigaction(SIGPIPE, &sa, NULL);
-
-	if (daemons && start_daemons(l, layout_abs, clusters, nclusters,
-				     cluster_cpus, verbose, &ds)) {
-		status = 1;
-	} else if (stop_signal) {
-		status = 128 + stop_signal;
-	} else {
-		lm_runstats *before = stats ? stats_snapshot(l, "before")
-					    : NULL;
-		struct lm_launch o = {
-			.argv = argv + optind, .environ_base = environ,
-			.ranks = ranks, .nranks = nranks,
-			.rank_cpus = rank_cpus, .batch = batch != 0,
-			.layout_abs = layout_abs, .run = run,
-			.timeout_ms = timeout_ms, .daemons = ds,
-			.stop = &stop_signal,
-			.verbose = verbose ? stderr : NULL,
-		};
-
-		status = lm_launch_run(&o, &res);
-		if (res.msg[0])
-			fprintf(stderr, "lemuria-run: %s\n", res.msg);
-		else if (verbose)
-			fprintf(stderr, "lemuria-run: all %zu ranks exited "
-					"with status 0\n", nranks);
-		stats_report(l, before);
-		lm_runstats_destroy(before);
-	}
-	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
-	free(cluster_cpus);
-	free(rank_cpus);
-	free(ranks);
-	lm_layout_free(l);
-	return status;
+	return run_layout(&o);
 }
