@@ -14,7 +14,13 @@
  * server (it acked our request and works on it, or waits for others), the
  * driver sends a PING every keepalive interval.  A server that died stops
  * acking it, the engine gives up after its retries, and the waiting calls
- * fail with LM_EUNREACH instead of waiting for ever.
+ * fail with LM_EUNREACH instead of waiting for ever.  Sooner when the
+ * server never answered and the kernel keeps reporting that nothing
+ * listens at its address (ICMP port unreachable, ECONNREFUSED on the
+ * connected socket): after LM_RPC_REFUSED_US of that, with no datagram
+ * from it in between, the calls fail with LM_EUNREACH at once instead of
+ * after every retry (a client started before its lemuriad, a layout with
+ * the wrong port).
  *
  * Delayed acks (ack_delay_us > 0): the ack of a reply rides on the next
  * request when that comes soon, as it does in a run of read faults, which
@@ -58,6 +64,11 @@
 #define LM_RPC_QUEUE_BYTES (16u << 20)
 /* Stack of the ack thread: it only locks, encodes an ack and sends. */
 #define LM_RPC_ACK_STACK (64u << 10)
+/* Refusals, without a datagram from the server in between, that give it
+ * up before it ever answered: at least this many, over at least this long
+ * (a daemon started a moment later than its clients still answers). */
+#define LM_RPC_REFUSED_MIN 3
+#define LM_RPC_REFUSED_US 1000000u
 
 struct lm_rpc_queued {
 	struct lm_rpc_queued *next;
@@ -98,6 +109,9 @@ struct lm_rpc {
 	_Atomic uint64_t ack_wakeups; /* of the ack thread, by the timer */
 	_Atomic uint64_t ack_arms;    /* timer_settime calls */
 	uint64_t reads;       /* recv calls on the socket */
+	bool heard;           /* a datagram from the server came in */
+	uint32_t refused;     /* ECONNREFUSED since then, or since start */
+	uint64_t refused_since; /* when the first of those came */
 	unsigned npending, pending_max; /* calls in flight, most at once */
 };
 
@@ -129,6 +143,26 @@ static void kick_driver_locked(struct lm_rpc *rpc)
 	}
 }
 
+static void on_peer_event(void *ctx, uint16_t peer,
+			  enum lm_rel_peer_event event);
+
+/* The kernel said nothing listens at the server's address (an earlier
+ * send met ICMP port unreachable).  Once a server that never answered
+ * was refused often enough for long enough, the calls waiting fail as if
+ * the engine had given it up. */
+static void note_refused_locked(struct lm_rpc *rpc, uint64_t now)
+{
+	if (rpc->heard)
+		return; /* it answered once: keepalives tell whether it went */
+	if (rpc->refused++ == 0)
+		rpc->refused_since = now;
+	if (rpc->refused >= LM_RPC_REFUSED_MIN &&
+	    now - rpc->refused_since >= LM_RPC_REFUSED_US) {
+		rpc->refused = 0;
+		on_peer_event(rpc, rpc->server_id, LM_REL_PEER_UNREACHABLE);
+	}
+}
+
 static void send_now(struct lm_rpc *rpc, const uint8_t *dg, size_t len)
 {
 	ssize_t n;
@@ -140,6 +174,8 @@ static void send_now(struct lm_rpc *rpc, const uint8_t *dg, size_t len)
 	 * end, declares the server unreachable. */
 	if (n < 0)
 		rpc->tx_drops++;
+	if (n < 0 && errno == ECONNREFUSED)
+		note_refused_locked(rpc, lm_now_us());
 }
 
 static void drain_faults_locked(struct lm_rpc *rpc, uint64_t now)
@@ -266,10 +302,13 @@ static void read_socket_locked(struct lm_rpc *rpc, uint64_t now)
 		rpc->reads++;
 		if (n < 0) {
 			/* ECONNREFUSED reports an earlier send; go on. */
+			if (errno == ECONNREFUSED)
+				note_refused_locked(rpc, now);
 			if (errno == EINTR || errno == ECONNREFUSED)
 				continue;
 			break;
 		}
+		rpc->heard = true;
 		if ((size_t)n > LM_RPC_BUF)
 			continue; /* truncated: cannot be one of ours */
 		lm_rel_input(rpc->rel, rpc->rxbuf, (size_t)n, now);

@@ -450,6 +450,41 @@ static void test_call_to_missing_server_is_unreachable(void)
 	lm_rpc_destroy(rpc);
 }
 
+/* Nobody listens and the kernel says so (ICMP port unreachable): a call
+ * fails after about a second of refusals, far before the engine's own
+ * retries (here 40 of at least 100 ms) would give the server up, and not
+ * before the second (a daemon a moment late still answers). */
+static void test_refused_server_fails_within_a_second(void)
+{
+	struct sockaddr_in gone = { .sin_family = AF_INET };
+	struct lm_rel_config ccfg;
+	char err[256];
+	void *rep = NULL;
+	size_t rlen;
+	uint64_t t0, elapsed;
+	lm_rpc *rpc;
+	int fd, rc;
+
+	gone.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&gone, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	ccfg.transport.max_retries = 40;
+	ccfg.transport.rto_initial_us = 100000;
+	ccfg.transport.rto_min_us = 100000;
+	rpc = lm_rpc_create(&gone, SERVER_ID, &ccfg, NULL, err, sizeof(err));
+	CU_ASSERT_FATAL(rpc != NULL);
+	t0 = lm_now_us();
+	rc = lm_rpc_call(rpc, "hello", 5, &rep, &rlen, 20000);
+	elapsed = lm_now_us() - t0;
+	CU_ASSERT_EQUAL(rc, LM_EUNREACH);
+	CU_ASSERT(elapsed >= 1000000u);
+	CU_ASSERT(elapsed < 2500000u);
+	CU_ASSERT_PTR_NULL(rep);
+	lm_rpc_destroy(rpc);
+}
+
 /* A request given in parts (an empty one among them) arrives as their
  * concatenation, over several datagrams; a part with no bytes to give
  * is refused. */
@@ -1242,6 +1277,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_echo_10000_under_faults),
 	      LM_TEST(test_concurrent_callers_get_their_own_replies),
 	      LM_TEST(test_call_to_missing_server_is_unreachable),
+	      LM_TEST(test_refused_server_fails_within_a_second),
 	      LM_TEST(test_call_timeout_without_reply),
 	      LM_TEST(test_call_in_parts_arrives_whole),
 	      LM_TEST(test_late_reply_after_timeout_is_discarded),
