@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/errqueue.h>
+#include <netinet/in.h>
+#include <netinet/ip_icmp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -56,7 +59,18 @@ enum lm_evnode_addr_state {
 struct lm_evnode_peer {
 	struct sockaddr_in addr;
 	enum lm_evnode_addr_state state;
+	bool heard;             /* a datagram came from its address */
+	uint32_t refused;       /* ICMP port unreachable since then */
+	uint64_t refused_since; /* when the first of those came */
+	bool give_up;           /* to be reported unreachable (report_refused) */
 };
+
+/* A declared peer never heard from whose port is refused this often over
+ * at least this long is given up at once, as the engine would after its
+ * retries (a reflector not started, a layout's wrong port); a daemon
+ * started a moment later still answers in time. */
+#define LM_EVNODE_REFUSED_MIN 3
+#define LM_EVNODE_REFUSED_US 1000000u
 
 struct lm_evnode {
 	struct event_base *base;
@@ -124,9 +138,24 @@ static const struct sockaddr_in *peer_addr(const struct lm_evnode *node,
 /* Sends the loaded train: one sendmmsg (more only if the kernel takes
  * part of it).  A datagram refused (EAGAIN, ENOBUFS and the like) is
  * counted and left to the engine's retransmission. */
+static void drain_errors(struct lm_evnode *node, uint64_t now);
+
+/* A send that failed with an error an earlier datagram met (IP_RECVERR
+ * reports ICMP errors on the next call): the errors are read, and the
+ * datagram is worth sending again. */
+static bool stale_error(struct lm_evnode *node)
+{
+	if (errno != ECONNREFUSED && errno != EHOSTUNREACH &&
+	    errno != ENETUNREACH)
+		return false;
+	drain_errors(node, lm_now_us());
+	return true;
+}
+
 static void train_flush(struct lm_evnode *node)
 {
 	unsigned sent = 0;
+	bool retried = false;
 
 	if (!node->ntrain)
 		return;
@@ -145,6 +174,11 @@ static void train_flush(struct lm_evnode *node)
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && !retried && stale_error(node)) {
+			retried = true;
+			continue;
+		}
+		retried = false;
 		if (n <= 0) {
 			node->tx_drops++;
 			sent++; /* skip the refused one, try the rest */
@@ -172,10 +206,15 @@ static void send_now(struct lm_evnode *node, uint16_t peer, const uint8_t *dg,
 		train_flush(node); /* what came before goes first */
 		node->trains++;
 		node->train_dgs++;
-		do {
-			n = sendto(node->fd, dg, len, 0,
-				   (const struct sockaddr *)to, sizeof(*to));
-		} while (n < 0 && errno == EINTR);
+		for (int tries = 0; tries < 2; tries++) {
+			do {
+				n = sendto(node->fd, dg, len, 0,
+					   (const struct sockaddr *)to,
+					   sizeof(*to));
+			} while (n < 0 && errno == EINTR);
+			if (n >= 0 || !stale_error(node))
+				break;
+		}
 		if (n < 0)
 			node->tx_drops++; /* the engine retransmits */
 		return;
@@ -394,6 +433,8 @@ static void input_one(struct lm_evnode *node, size_t len,
 		node->in_input = true;
 		node->input_sender = h.sender;
 		node->input_src = *src;
+		if (p->state == LM_EVNODE_ADDR_DECLARED)
+			p->heard = true;
 	}
 	/* Undecodable datagrams still go in, to be counted by reason. */
 	rc = lm_rel_input(node->rel, node->rxbuf, len, now);
@@ -441,6 +482,88 @@ static void take_datagram(struct lm_evnode *node, unsigned k, uint64_t now)
 	input_one(node, n, src, now);
 }
 
+/* The kernel reports that nothing listens where a datagram of ours went
+ * (ICMP port unreachable, IP_RECVERR).  Only declared peers count:
+ * clients come and go, and their ports close with them.  The peer is
+ * given up later, at the top of an event (report_refused): this may run
+ * inside a send. */
+static void note_refused(struct lm_evnode *node,
+			 const struct sockaddr_in *dst, uint64_t now)
+{
+	for (size_t i = 0; i < node->npeers; i++) {
+		struct lm_evnode_peer *p = &node->peers[i];
+
+		if (p->state != LM_EVNODE_ADDR_DECLARED || p->heard ||
+		    !same_addr(&p->addr, dst))
+			continue;
+		if (p->refused++ == 0)
+			p->refused_since = now;
+		if (p->refused >= LM_EVNODE_REFUSED_MIN &&
+		    now - p->refused_since >= LM_EVNODE_REFUSED_US) {
+			p->refused = 0;
+			p->give_up = true;
+		}
+		return;
+	}
+}
+
+static void report_refused(struct lm_evnode *node)
+{
+	for (size_t i = 0; i < node->npeers; i++) {
+		struct lm_evnode_peer *p = &node->peers[i];
+		char at[32];
+
+		if (!p->give_up)
+			continue;
+		p->give_up = false;
+		lm_log_limited("refused peers", LM_LOG_WARN,
+			       "node %zu at %s: nothing listens there (port "
+			       "unreachable)",
+			       i, lm_addr_str(&p->addr, at, sizeof(at)));
+		on_peer_event(node, (uint16_t)i, LM_REL_PEER_UNREACHABLE);
+	}
+}
+
+/* Takes the errors the socket queued (IP_RECVERR): each names, in
+ * msg_name, where the datagram that met it was going. */
+static void drain_errors(struct lm_evnode *node, uint64_t now)
+{
+	for (int i = 0; i < LM_EVNODE_READ_BATCH; i++) {
+		union {
+			char buf[CMSG_SPACE(sizeof(struct sock_extended_err) +
+					    sizeof(struct sockaddr_in))];
+			struct cmsghdr align;
+		} ctl;
+		struct sockaddr_in dst;
+		uint8_t head[32]; /* the datagram itself: not needed */
+		struct iovec iov = { head, sizeof(head) };
+		struct msghdr mh = {
+			.msg_name = &dst, .msg_namelen = sizeof(dst),
+			.msg_iov = &iov, .msg_iovlen = 1,
+			.msg_control = ctl.buf,
+			.msg_controllen = sizeof(ctl.buf),
+		};
+
+		if (recvmsg(node->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+		     c = CMSG_NXTHDR(&mh, c)) {
+			const struct sock_extended_err *ee;
+
+			if (c->cmsg_level != IPPROTO_IP ||
+			    c->cmsg_type != IP_RECVERR)
+				continue;
+			ee = (const struct sock_extended_err *)CMSG_DATA(c);
+			if (ee->ee_origin == SO_EE_ORIGIN_ICMP &&
+			    ee->ee_type == ICMP_DEST_UNREACH &&
+			    ee->ee_code == ICMP_PORT_UNREACH &&
+			    mh.msg_namelen == sizeof(dst) &&
+			    dst.sin_family == AF_INET)
+				note_refused(node, &dst, now);
+		}
+	}
+}
+
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct lm_evnode *node = arg;
@@ -464,13 +587,25 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 			     NULL);
 		node->rx_reads++;
 		if (n < 0) {
+			int e = errno;
+
 			n = 0;
-			if (errno == EINTR)
+			if (e == EINTR)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			/* an error queued by IP_RECVERR: read it, go on */
+			if (e == ECONNREFUSED || e == EHOSTUNREACH ||
+			    e == ENETUNREACH) {
+				drain_errors(node, lm_now_us());
+				continue;
+			}
+			if (e != EAGAIN && e != EWOULDBLOCK) {
 				node->drops.recv_errors++;
 				lm_log_limited("receive errors", LM_LOG_WARN,
-					       "recvmmsg: %s", strerror(errno));
+					       "recvmmsg: %s", strerror(e));
+			} else if (calls == 0) {
+				/* woken with nothing to read: the error queue
+				 * alone (EPOLLERR), readable until read */
+				drain_errors(node, lm_now_us());
 			}
 			break;
 		}
@@ -483,6 +618,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	}
 	if (now)
 		drain_faults(node, now);
+	report_refused(node);
 	arm_timer(node);
 	train_end(node);
 }
@@ -498,6 +634,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	train_begin(node);
 	lm_rel_tick(node->rel, now);
 	drain_faults(node, now);
+	report_refused(node);
 	arm_timer(node);
 	train_end(node);
 }
@@ -553,6 +690,12 @@ lm_evnode *lm_evnode_create(struct event_base *base, struct sockaddr_in *addr,
 	node->fd = lm_udp_bind(addr, err, errlen);
 	if (node->fd < 0)
 		goto err;
+	/* ICMP errors of an unconnected socket come only so (note_refused) */
+	if (setsockopt(node->fd, IPPROTO_IP, IP_RECVERR, &(int){ 1 },
+		       sizeof(int)) != 0)
+		lm_log_warn("evnode: IP_RECVERR: %s; a peer that does not "
+			    "listen is found by retries alone",
+			    strerror(errno));
 	node->read_ev = event_new(base, node->fd, EV_READ | EV_PERSIST,
 				  on_readable, node);
 	node->timer_ev = evtimer_new(base, on_timer, node);

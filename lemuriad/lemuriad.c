@@ -35,6 +35,7 @@
 #include "diff.h"
 #include "lm_error.h"
 #include "log.h"
+#include "udp.h"
 #include "updates.h"
 
 /* Client requests that may wait on the reflector at once, per client
@@ -973,13 +974,18 @@ void lm_lemuriad_tick(lm_lemuriad *c)
 
 void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node)
 {
-	char reason[48];
+	char reason[LM_NAME_MAX + 48], at[32];
 	int slot;
 
 	if (!c)
 		return;
 	if (node == c->reflector) {
-		abort_run(c, LM_LEMURIAD_ABORT_REFLECTOR, "reflector lost", -1);
+		const struct lm_reflector_cfg *r =
+			&c->layout->reflectors[c->cfg->reflector_index];
+
+		snprintf(reason, sizeof(reason), "reflector %s at %s lost",
+			 r->name, lm_addr_str(&r->addr, at, sizeof(at)));
+		abort_run(c, LM_LEMURIAD_ABORT_REFLECTOR, reason, -1);
 		return;
 	}
 	slot = client_slot(c, node);

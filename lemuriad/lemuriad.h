@@ -69,7 +69,8 @@ void lm_lemuriad_tick(lm_lemuriad *c);
 /* The transport says `node` is unreachable or restarted.  A joined client
  * of the run: every other joined client gets ABORT{rank, "rank N lost"}
  * (one-way) and the run's state is dropped.  The reflector: ABORT{
- * LM_LEMURIAD_ABORT_REFLECTOR, "reflector lost"} to every joined client,
+ * LM_LEMURIAD_ABORT_REFLECTOR, "reflector NAME at ADDR lost"} to every
+ * joined client,
  * state dropped.  Until a JOIN with a newer run, the aborted run's
  * messages are dropped (JOIN gets JOIN_OK{LM_ECLOSED}, LEAVE is still
  * answered). */

@@ -463,6 +463,23 @@ expect_output "... naming the sum" "holds 8 ranks, but -n asks for 6"
 expect "a bad --shared-size refused" 2 $bin/lemuria-run -n 2 --shared-size 12Q -- true
 expect_output "... quoting it" '"12Q" is not a size'
 
+echo "integration: a daemon that is not running is found within seconds (issue 42)"
+mkdir -p "$tmp/absent"
+alay=$(private_layout conf/4+4.ini "$tmp/absent" 8)
+start=$(date +%s)
+expect "no daemon at all: the run fails" 1 timeout -k 5 60 \
+	$bin/lemuria-run -c "$alay" -- "$build/tests/dsmtest" counter 5
+secs=$(( $(date +%s) - start ))
+expect_output "... naming the lemuriad and its address" "unreachable (lemuriad c[01] at 127.0.0.1:"
+if [ $secs -le 4 ]; then ok "... within 4 s (${secs}s)"; else fail "took ${secs}s"; fi
+start=$(date +%s)
+expect "lemuriads without their reflector: the run fails" 1 timeout -k 5 60 \
+	$bin/lemuria-run -c "$alay" --start-daemons --cluster c0 --cluster c1 -- \
+	"$build/tests/dsmtest" counter 5
+secs=$(( $(date +%s) - start ))
+expect_output "... naming the reflector and its address" "reflector r0 at 127.0.0.1:[0-9]* lost"
+if [ $secs -le 5 ]; then ok "... within 5 s (${secs}s)"; else fail "took ${secs}s"; fi
+
 echo "integration: lemuria-run killed (SIGKILL) leaves no rank or daemon behind"
 # The launcher cannot clean up after SIGKILL: what it started must die
 # with it.  -v names every pid it starts; the ranks then sit in a barrier

@@ -461,8 +461,11 @@ static void test_peer_lost_reflector_aborts(void)
 		CU_ASSERT_EQUAL(outs[i].how, SENT);
 		CU_ASSERT_EQUAL(outs[i].m.type, LM_MSG_ABORT);
 		CU_ASSERT_EQUAL(outs[i].m.rank, LM_LEMURIAD_ABORT_REFLECTOR);
-		CU_ASSERT(outs[i].m.data_len == strlen("reflector lost") &&
-			  memcmp(outs[i].data, "reflector lost",
+		/* the reflector by name and address (setup's layout) */
+		CU_ASSERT(outs[i].m.data_len ==
+				  strlen("reflector r0 at 127.0.0.1:17500 lost") &&
+			  memcmp(outs[i].data,
+				 "reflector r0 at 127.0.0.1:17500 lost",
 				 outs[i].m.data_len) == 0);
 	}
 	teardown(c);

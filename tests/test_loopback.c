@@ -844,6 +844,73 @@ static void test_evnode_drops_wrong_source_for_declared_peer(void)
 	server_free(&srv);
 }
 
+/* A daemon's peer that nothing listens for (ICMP port unreachable) and
+ * that never sent anything is reported unreachable after about a second,
+ * where the engine's retries (40 of at least 100 ms) would take over 4 s;
+ * a peer whose port is bound but silent is not (no ICMP comes). */
+struct refused_watch {
+	uint64_t t0, at[2];
+};
+
+static void refused_deliver(void *ctx, const struct lm_rel_msg *msg)
+{
+	(void)ctx;
+	(void)msg;
+}
+
+static void refused_event(void *ctx, uint16_t peer,
+			  enum lm_rel_peer_event ev)
+{
+	struct refused_watch *w = ctx;
+
+	if (ev == LM_REL_PEER_UNREACHABLE && peer >= 2 && peer <= 3 &&
+	    !w->at[peer - 2])
+		w->at[peer - 2] = lm_now_us() - w->t0;
+}
+
+static void test_evnode_refused_peer_is_given_up_within_a_second(void)
+{
+	struct lm_evnode_callbacks cbs = { .deliver = refused_deliver,
+					   .peer_event = refused_event };
+	struct sockaddr_in self = { .sin_family = AF_INET }, gone = self,
+			   silent = self;
+	struct refused_watch w = { 0 };
+	struct timeval limit = { 2, 600000 };
+	struct event_base *base = event_base_new();
+	struct lm_rel_config cfg;
+	lm_evnode *node;
+	char err[256];
+	int fd, keep;
+
+	CU_ASSERT_FATAL(base != NULL);
+	self.sin_addr.s_addr = gone.sin_addr.s_addr =
+		silent.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&gone, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd); /* nobody listens there now */
+	keep = lm_udp_bind(&silent, err, sizeof(err));
+	CU_ASSERT_FATAL(keep >= 0); /* bound, never read */
+	fast_config(&cfg, SERVER_ID, NULL, 1400);
+	cfg.transport.max_retries = 40;
+	cfg.transport.rto_initial_us = 100000;
+	cfg.transport.rto_min_us = 100000;
+	node = lm_evnode_create(base, &self, &cfg, NULL, &cbs, &w, err,
+				sizeof(err));
+	CU_ASSERT_FATAL(node != NULL);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(node, 2, &gone), 0);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(node, 3, &silent), 0);
+	w.t0 = lm_now_us();
+	CU_ASSERT_EQUAL(lm_evnode_send(node, 2, "hello", 5), 0);
+	CU_ASSERT_EQUAL(lm_evnode_send(node, 3, "hello", 5), 0);
+	event_base_loopexit(base, &limit);
+	event_base_dispatch(base);
+	CU_ASSERT(w.at[0] >= 1000000u && w.at[0] < 2500000u);
+	CU_ASSERT_EQUAL(w.at[1], 0);
+	lm_evnode_destroy(node);
+	event_base_free(base);
+	close(keep);
+}
+
 /* A server that acked a request and then died: with keepalive PINGs the
  * call fails with LM_EUNREACH (here within a few seconds: 30 retries of
  * at most 100 ms); without them it would still be waiting. */
@@ -1286,6 +1353,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_bad_mac_dropped_server_keeps_serving),
 	      LM_TEST(test_evnode_learns_client_address),
 	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer),
+	      LM_TEST(test_evnode_refused_peer_is_given_up_within_a_second),
 	      LM_TEST(test_evnode_corked_sends_leave_as_one_train),
 	      LM_TEST(test_evnode_long_datagram_leaves_at_once),
 	      LM_TEST(test_evnode_reads_datagrams_in_batches),
