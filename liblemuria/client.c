@@ -928,6 +928,15 @@ int lm_lock(int id)
 
 	if (!lm_client_id_ok("lm_lock", "lock", id))
 		return LM_EINVAL;
+	/* locks are not recursive: the second would wait for the first */
+	for (int i = 0; i < lm_self.nheld; i++)
+		if (lm_self.held[i] == id) {
+			lm_log_error("rank %d: lm_lock(%d): this process holds "
+				     "lock %d already; it would wait for "
+				     "itself for ever",
+				     lm_rank(), id, id);
+			return LM_EINVAL;
+		}
 	if (lm_self.nheld == LM_CLIENT_MAX_HELD) {
 		lm_log_error("rank %d: lm_lock(%d): more than %d locks held",
 			     lm_rank(), id, LM_CLIENT_MAX_HELD);

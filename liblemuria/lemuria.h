@@ -89,8 +89,9 @@ LM_API int lm_distribute(void *var, size_t len);
  * first or a negative error (LM_ENOBUFS when the range is used up). */
 LM_API int lm_id_alloc(int n);
 
-/* Locks: acquire and release.  lm_unlock of a lock this process does not
- * hold returns LM_EINVAL and changes nothing. */
+/* Locks: acquire and release; not recursive.  lm_lock of a lock this
+ * process holds, and lm_unlock of one it does not hold, return LM_EINVAL,
+ * logged with the rank and the id, and change nothing. */
 LM_API int lm_lock(int id);
 LM_API int lm_unlock(int id);
 

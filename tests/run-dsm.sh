@@ -381,7 +381,8 @@ checks=$((checks + 1))
 missing=""
 for msg in "does not hold lock 3" "lm_free(0x[0-9a-f]*): not shared memory" \
 	"larger than the whole shared region" \
-	"not a block lm_malloc returned, or freed already"; do
+	"not a block lm_malloc returned, or freed already" \
+	"lm_lock(3): this process holds lock 3 already"; do
 	[ "$(grep -c "$msg" "$tmp/out")" -eq 2 ] || missing="$missing; $msg"
 done
 verdict "$([ -z "$missing" ] && echo y)" \

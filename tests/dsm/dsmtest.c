@@ -26,7 +26,8 @@
  *                              while the others wait in a second barrier
  *                              with nothing to send (for liveness tests)
  *   dsmtest misuse 1           API misuse (issue 6): lm_unlock of a lock
- *                              not held, lm_free of memory lm_malloc did
+ *                              not held, lm_lock of a lock held (issue
+ *                              42), lm_free of memory lm_malloc did
  *                              not return (a stack address, and a shared
  *                              address freed twice), lm_malloc beyond the
  *                              region: each must fail with an error, and
@@ -1843,6 +1844,12 @@ static int run_misuse(void)
 	}
 	/* and the run goes on */
 	check(lm_lock(3), "lm_lock");
+	/* a lock this process holds: refused, not a wait for ever */
+	if (lm_lock(3) != LM_EINVAL) {
+		fprintf(stderr, "dsmtest: lm_lock of a lock held was not "
+			"refused\n");
+		return 1;
+	}
 	check(lm_unlock(3), "lm_unlock");
 	check(lm_barrier(12), "lm_barrier");
 	return 0;
