@@ -463,8 +463,11 @@ int lm_init(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
-	if (lm_self.ready)
+	if (lm_self.ready) {
+		lm_log_error("rank %d: lm_init: called again; the first call "
+			     "stands", lm_rank());
 		return LM_EINVAL;
+	}
 	lm_mem_setup_from_env();
 	if (lm_client_env("LM_LAYOUT", &layout_path) ||
 	    lm_client_env("LM_RANK", &rank_s) ||
@@ -767,6 +770,17 @@ int lm_cluster(void)
 			     : -1;
 }
 
+/* Whether lm_init succeeded and lm_finalize has not run; a call made
+ * outside that is named (issue 42: the call failed with no word). */
+static bool lm_client_ready(const char *call)
+{
+	if (lm_self.ready)
+		return true;
+	lm_log_error("%s: called before lm_init succeeded, or after "
+		     "lm_finalize; the call does nothing", call);
+	return false;
+}
+
 /* ALLOC/FREE relayed to the allocator; `reply` decoded into *out. */
 static int lm_client_alloc_call(const struct lm_msg *req, uint16_t want,
 				struct lm_msg *out)
@@ -790,7 +804,9 @@ void *lm_malloc(size_t size)
 
 	req.size = size ? size : 1;
 	req.align = 64;
-	if (lm_self.ready && size > lm_self.layout->shared_size) {
+	if (!lm_client_ready("lm_malloc"))
+		return NULL;
+	if (size > lm_self.layout->shared_size) {
 		lm_log_error("rank %d: lm_malloc(%zu): larger than the whole "
 			     "shared region (shared_size %llu bytes in %s)",
 			     lm_rank(), size,
@@ -816,7 +832,9 @@ int lm_free(void *p)
 
 	if (!p)
 		return 0;
-	if (!lm_self.ready || a < lm_self.layout->base ||
+	if (!lm_client_ready("lm_free"))
+		return LM_EINVAL;
+	if (a < lm_self.layout->base ||
 	    a - lm_self.layout->base >= lm_self.layout->shared_size) {
 		lm_log_error("rank %d: lm_free(%p): not shared memory",
 			     lm_rank(), p);
@@ -917,7 +935,8 @@ static int lm_client_barrier(int id)
 
 int lm_barrier(int id)
 {
-	if (!lm_client_id_ok("lm_barrier", "barrier", id))
+	if (!lm_client_ready("lm_barrier") ||
+	    !lm_client_id_ok("lm_barrier", "barrier", id))
 		return LM_EINVAL;
 	return lm_client_barrier(id);
 }
@@ -926,7 +945,8 @@ int lm_lock(int id)
 {
 	int rc;
 
-	if (!lm_client_id_ok("lm_lock", "lock", id))
+	if (!lm_client_ready("lm_lock") ||
+	    !lm_client_id_ok("lm_lock", "lock", id))
 		return LM_EINVAL;
 	/* locks are not recursive: the second would wait for the first */
 	for (int i = 0; i < lm_self.nheld; i++)
@@ -950,7 +970,8 @@ int lm_lock(int id)
 
 int lm_unlock(int id)
 {
-	if (!lm_client_id_ok("lm_unlock", "lock", id))
+	if (!lm_client_ready("lm_unlock") ||
+	    !lm_client_id_ok("lm_unlock", "lock", id))
 		return LM_EINVAL;
 	for (int i = 0; i < lm_self.nheld; i++) {
 		if (lm_self.held[i] != id)
@@ -975,7 +996,7 @@ int lm_create(void (*fn)(void))
 	void *buf;
 	int rc;
 
-	if (!lm_self.ready || lm_self.rank != 0 || !fn)
+	if (!lm_client_ready("lm_create") || lm_self.rank != 0 || !fn)
 		return LM_EINVAL;
 	if (lm_self.next_create >= lm_self.layout->nprocs) {
 		lm_log_error("lm_create: all %u processes are already busy",
@@ -1023,7 +1044,7 @@ int lm_worker_serve(void)
 	void *buf;
 	int rc;
 
-	if (!lm_self.ready || lm_self.rank == 0)
+	if (!lm_client_ready("lm_worker_serve") || lm_self.rank == 0)
 		return 1;
 	req = lm_client_msg(LM_MSG_WAIT_WORK);
 	rc = lm_client_call(&req, LM_MSG_CREATE, &reply, &buf);
@@ -1070,7 +1091,7 @@ int lm_distribute(void *var, size_t len)
 	uint8_t *slot;
 	int rc = 0;
 
-	if (!lm_self.ready || (!var && len))
+	if (!lm_client_ready("lm_distribute") || (!var && len))
 		return LM_EINVAL;
 	slot = (uint8_t *)(uintptr_t)(lm_self.layout->base +
 				      lm_self.layout->shared_size - page);

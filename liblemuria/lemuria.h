@@ -47,7 +47,9 @@ LM_API uint64_t lm_clock_us(void);
 /* Joins the run: reads the layout, connects to this cluster's lemuriad
  * and maps the shared region.  argc/argv may be NULL (they are not
  * consumed today).  Returns 0, LM_EINVAL (environment or layout missing or
- * wrong), LM_EUNREACH (lemuriad does not answer), LM_EIO. */
+ * wrong, or a second call: the first stands), LM_EUNREACH (lemuriad does
+ * not answer), LM_EIO.  The other calls made before it succeeds, or
+ * after lm_finalize, fail (LM_EINVAL, or NULL) naming themselves. */
 LM_API int lm_init(int *argc, char ***argv);
 
 /* Publishes this process's last writes, leaves the run and unmaps the

@@ -388,6 +388,20 @@ done
 verdict "$([ -z "$missing" ] && echo y)" \
 	"each misuse named by every rank${missing:+; missing:$missing}"
 
+# Calls before lm_init and a second lm_init (issue 42): each fails, named.
+run_expect "calls before lm_init fail and the run goes on" "$lay" 60 "PASSED" \
+	"$build/tests/dsmtest" early 1
+checks=$((checks + 1))
+missing=""
+for call in lm_lock lm_unlock lm_barrier lm_malloc lm_free lm_distribute; do
+	[ "$(grep -c "$call: called before lm_init succeeded" "$tmp/out")" -eq 2 ] ||
+		missing="$missing $call"
+done
+[ "$(grep -c "lm_init: called again; the first call stands" "$tmp/out")" -eq 2 ] ||
+	missing="$missing lm_init"
+verdict "$([ -z "$missing" ] && echo y)" \
+	"each early call and the second lm_init named by every rank${missing:+; missing:$missing}"
+
 # LEMURIA_PROFILE (docs/performance.md): each rank reports where its
 # time went, once, at lm_finalize; without it, nothing.
 echo "dsm: LEMURIA_PROFILE"

@@ -32,6 +32,11 @@
  *                              address freed twice), lm_malloc beyond the
  *                              region: each must fail with an error, and
  *                              the run must go on working after them
+ *   dsmtest early 1            calls before lm_init (lm_lock, lm_unlock,
+ *                              lm_barrier, lm_malloc, lm_free,
+ *                              lm_distribute) and a second lm_init must
+ *                              each fail, named by the library (issue
+ *                              42); the run then works
  *   dsmtest ids 1              lock and barrier ids out of range (issue
  *                              38): lm_lock, lm_unlock and lm_barrier of
  *                              0, negative ids and the runtime's own must
@@ -1855,6 +1860,23 @@ static int run_misuse(void)
 	return 0;
 }
 
+/* "early": the calls a program may make before lm_init must each fail,
+ * named on stderr by the library, and leave nothing behind. */
+static int run_early_calls(void)
+{
+	int local = 0;
+
+	if (lm_lock(1) != LM_EINVAL || lm_unlock(1) != LM_EINVAL ||
+	    lm_barrier(1) != LM_EINVAL || lm_malloc(8) != NULL ||
+	    lm_free(&local) != LM_EINVAL ||
+	    lm_distribute(&local, sizeof(local)) != LM_EINVAL) {
+		fprintf(stderr, "dsmtest: a call before lm_init did not "
+			"fail\n");
+		return 1;
+	}
+	return 0;
+}
+
 /* The others of "exit0 MS", after rank 0 has exited: locks need no
  * rank 0. */
 static int run_exit0_spmd(long ms)
@@ -1998,16 +2020,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"private ROUNDS BYTES | sleep SECONDS | "
-				"misuse 1 | ids 1 | numbering 1 | "
+				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
 				"chain ROUNDS | bytes ROUNDS | "
 				"exit0 serve|MS | "
 				"chaos ROUNDS SEED [PAGES]\n");
 		return 2;
 	}
+	if (strcmp(argv[1], "early") == 0 && run_early_calls() != 0)
+		return 1;
 	check(lm_init(&argc, &argv), "lm_init");
 	rank = lm_rank();
 	nprocs = lm_nprocs();
+	if (strcmp(argv[1], "early") == 0 && lm_init(&argc, &argv) != LM_EINVAL) {
+		fprintf(stderr, "dsmtest: a second lm_init was not refused\n");
+		return 1;
+	}
 	if (strcmp(argv[1], "exit0") == 0 && rank == 0) {
 		printf("dsmtest exit0: rank 0 exits\n");
 		exit(0); /* no lm_finalize */
@@ -2045,6 +2073,10 @@ int main(int argc, char **argv)
 		failed = run_sleep(atoi(argv[2]));
 	else if (strcmp(argv[1], "misuse") == 0)
 		failed = run_misuse();
+	else if (strcmp(argv[1], "early") == 0) {
+		check(lm_barrier(1), "lm_barrier"); /* the run works */
+		failed = 0;
+	}
 	else if (strcmp(argv[1], "ids") == 0)
 		failed = run_ids();
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
