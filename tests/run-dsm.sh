@@ -472,7 +472,7 @@ for entry in $(awk '/^\[(reflector|cluster) /{ gsub(/[\[\]]/, ""); print $1 ":" 
 	dpids="$dpids $!"
 done
 i=0
-until "$bin/lemuriactl" -c "$lay" -t 500 status >/dev/null 2>&1; do
+until "$bin/lemuriactl" -c "$lay" -t 0.5 status >/dev/null 2>&1; do
 	i=$((i + 1)); [ $i -ge 10 ] && break; sleep 0.5
 done
 checks=$((checks + 1))
@@ -523,7 +523,7 @@ kill_daemon() {
 		[ "$name" = "$victim" ] && vpid=$!
 	done
 	i=0
-	until "$bin/lemuriactl" -c "$lay" -t 500 status >/dev/null 2>&1; do
+	until "$bin/lemuriactl" -c "$lay" -t 0.5 status >/dev/null 2>&1; do
 		i=$((i + 1)); [ $i -ge 10 ] && break; sleep 0.5
 	done
 	checks=$((checks + 1))

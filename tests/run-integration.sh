@@ -58,7 +58,7 @@ done
 
 # The daemons bind at once; give them up to 5 s to answer.
 i=0
-until $bin/lemuriactl -c "$tmp/layout.ini" -t 500 status >"$tmp/out" 2>&1; do
+until $bin/lemuriactl -c "$tmp/layout.ini" -t 0.5 status >"$tmp/out" 2>&1; do
 	i=$((i + 1)); [ $i -ge 10 ] && break; sleep 0.5
 done
 expect "lemuriactl status: every daemon up" 0 $bin/lemuriactl -c "$tmp/layout.ini" status
@@ -120,12 +120,12 @@ kill -TERM "$vpid"
 wait "$vpid"; st=$?
 pids=$(echo "$pids" | tr ' ' '\n' | grep -vx "$vpid" | tr '\n' ' ')
 if [ "$st" -eq 0 ]; then ok "lemuriad exits 0 on SIGTERM"; else fail "lemuriad exit status $st on SIGTERM"; fi
-expect "status fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 300 status
+expect "status fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 0.3 status
 expect_output "status names the daemon that is down" "$victim .*down"
-expect "stats fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 300 stats
+expect "stats fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 0.3 stats
 expect_output "stats names the daemon that is down" "^lemuriad $victim (127.0.0.1:[0-9]*): down ("
 expect_output "stats still shows the others" "^reflector r0 (127.0.0.1:[0-9]*): up "
-expect "stats --json fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 300 stats --json
+expect "stats --json fails when a daemon is down" 1 $bin/lemuriactl -c "$tmp/layout.ini" -t 0.3 stats --json
 if json_check "$tmp/out" "[x['up'] for x in d['daemons'] if x['name'] == '$victim'] == [False] and sum(x['up'] for x in d['daemons']) == 2"; then
 	ok "stats --json marks only $victim down"
 else
@@ -136,7 +136,7 @@ fi
 "$bin/lemuriad" -c "$tmp/layout.ini" -n "$victim" -l warn 2>>"$tmp/$victim.log" &
 pids="$pids $!"
 i=0
-until $bin/lemuriactl -c "$tmp/layout.ini" -t 500 status >"$tmp/out" 2>&1; do
+until $bin/lemuriactl -c "$tmp/layout.ini" -t 0.5 status >"$tmp/out" 2>&1; do
 	i=$((i + 1)); [ $i -ge 10 ] && break; sleep 0.5
 done
 expect "restarted lemuriad answers again" 0 $bin/lemuriactl -c "$tmp/layout.ini" status
@@ -221,6 +221,8 @@ expect_output "message gives file:line" "bad.ini:4"
 expect "missing layout file" 2 $bin/lemuriactl -c "$tmp/nonexistent.ini" status
 expect "unknown lemuriactl command" 2 $bin/lemuriactl -c "$tmp/layout.ini" frobnicate
 expect "--json only after stats" 2 $bin/lemuriactl -c "$tmp/layout.ini" status --json
+expect "lemuriactl -t takes seconds, as lemuria-run's" 2 $bin/lemuriactl -c "$tmp/layout.ini" -t 500ms status
+expect_output "... and says so" "-t takes seconds"
 
 echo "integration: bad datagrams, and a layout that differs between daemons"
 # Reflector r0 reads layout A, lemuriad c0 layout B: the same file but

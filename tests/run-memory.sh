@@ -115,7 +115,7 @@ measure() {
 		[ "$role" = cluster ] && lems="$lems $dname:$!"
 	done
 	i=0
-	until "$bin/lemuriactl" -c "$lay" -t 500 status >/dev/null 2>&1; do
+	until "$bin/lemuriactl" -c "$lay" -t 0.5 status >/dev/null 2>&1; do
 		i=$((i + 1)); [ $i -ge 10 ] && break; sleep 0.5
 	done
 	for l in $lems; do
@@ -148,7 +148,7 @@ measure() {
 		tail -n 15 "$dir/out" | sed 's/^/       /'
 		tail -n 10 "$dir/daemons.log" | sed 's/^/       /'
 	fi
-	"$bin/lemuriactl" -c "$lay" -t 1000 stats 2>/dev/null | awk '
+	"$bin/lemuriactl" -c "$lay" -t 1 stats 2>/dev/null | awk '
 		/^lemuriad / { d = $2 }
 		d && ($1 == "evictions" || $1 == "spills") {
 			for (i = 2; i <= NF && $i == "."; i++) ;

@@ -78,7 +78,7 @@ pids="$pids $!"
 # lemuriactl runs in the reflector's namespace: the others are reachable
 # over the bridge only.
 i=0
-until ip netns exec "lm-r-$tag" "$bin/lemuriactl" -c "$lay" -t 500 status \
+until ip netns exec "lm-r-$tag" "$bin/lemuriactl" -c "$lay" -t 0.5 status \
 	>"$tmp/status" 2>&1; do
 	i=$((i + 1)); [ $i -ge 20 ] && break; sleep 0.5
 done

@@ -45,7 +45,7 @@ for entry in $(awk '/^\[(reflector|cluster) /{ gsub(/[\[\]]/, ""); print $1 ":" 
 	names="$names $name"
 done
 i=0
-until "$bin/lemuriactl" -c "$lay" -t 500 status >/dev/null 2>&1; do
+until "$bin/lemuriactl" -c "$lay" -t 0.5 status >/dev/null 2>&1; do
 	i=$((i + 1)); [ $i -ge 20 ] && break; sleep 0.5
 done
 

@@ -85,8 +85,9 @@ out:
 static void lm_ctl_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: lemuriactl -c LAYOUT [-t TIMEOUT_MS] [-n COUNT] "
+		"usage: lemuriactl -c LAYOUT [-t SECONDS] [-n COUNT] "
 		"status|ping|stats [--json]\n"
+		"  -t SECONDS  how long each daemon has to answer (default 2)\n"
 		"  status  which daemons of the layout answer, their uptime,\n"
 		"          clients attached and current run\n"
 		"  ping    the same, with the median of COUNT round trips\n"
@@ -162,9 +163,21 @@ int main(int argc, char **argv)
 		case 'c':
 			layout_path = optarg;
 			break;
-		case 't':
-			timeout_ms = atoi(optarg);
+		case 't': {
+			/* seconds, as lemuria-run's --timeout */
+			char *end;
+			double sec = strtod(optarg, &end);
+
+			if (*end || end == optarg || !(sec >= 0.001) ||
+			    sec > 3600) {
+				fprintf(stderr, "lemuriactl: -t takes seconds "
+						"(0.001 to 3600), not \"%s\"\n",
+					optarg);
+				return 2;
+			}
+			timeout_ms = (int)(sec * 1000 + 0.5);
 			break;
+		}
 		case 'n':
 			count = atoi(optarg);
 			if (count <= 0 || count > 100000) {
