@@ -29,7 +29,8 @@ $(eval $(call splash2_pthread,lu,splash2/lu/lu.C))
 SPLASH2_PT := $(BUILD)/splash2
 splash2-check: $(SPLASH2_PT)/lu-pthread $(SPLASH2_PT)/lucontig-pthread \
 		$(SPLASH2_PT)/radix-pthread $(SPLASH2_PT)/fft-pthread \
-		$(SPLASH2_PT)/ocean-pthread
+		$(SPLASH2_PT)/ocean-pthread $(SPLASH2_PT)/initenv-pthread
+	$(SPLASH2_PT)/initenv-pthread 4 | grep -q 'initenv: 4 processes: PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
@@ -68,3 +69,7 @@ $(eval $(call splash2_pthread,fft,splash2/fft/fft.C))
 $(eval $(call splash2_lemuria,fft,splash2/fft/fft.C))
 $(eval $(call splash2_pthread,ocean,splash2/ocean/ocean.C))
 $(eval $(call splash2_lemuria,ocean,splash2/ocean/ocean.C))
+# Patterns of the original codes that the runtime must take as they are
+# (issue 41): small programs of our own, built both ways.
+$(eval $(call splash2_pthread,initenv,splash2/patterns/initenv.C))
+$(eval $(call splash2_lemuria,initenv,splash2/patterns/initenv.C))

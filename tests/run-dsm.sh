@@ -87,6 +87,10 @@ run_expect "FFT 2^12 points" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/fft" -m12 -t
 run_expect "Ocean n=66" "$lay" 120 "TEST PASSED" \
 	"$build/splash2/ocean" -n66 -t
+# Issue 41's patterns of the original codes, taken as they are:
+# MAIN_INITENV in a function with no argc or argv, PAGE_SIZE undefined
+run_expect "MAIN_INITENV in a function of the program's own" "$lay" 60 \
+	"initenv: 8 processes: PASSED" "$build/splash2/initenv" 8
 # Processes that compute after their last read faults, calling nothing,
 # for far longer than the lemuriad resends a reply before it gives up
 # (here about 0.4 s: 8 retries, rto_max 100 ms): the acks of those

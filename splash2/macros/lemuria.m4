@@ -27,6 +27,12 @@ define(`LM_M4_DECLS', `
 /* The runtime fixes the number of processes; programs may consult it. */
 #define LM_PROCS ((long)lm_nprocs())
 
+/* The standard macro sets give programs a page size (some SPLASH-2 codes
+ * align on it); one of their own wins. */
+#ifndef PAGE_SIZE
+#define PAGE_SIZE 4096
+#endif
+
 struct lm_m4_pause {
 	int lock;
 	volatile int flag;
@@ -110,10 +116,12 @@ long lm_m4_gsub_get(struct lm_m4_gsub *g, long max, long nprocs)
 ')
 
 # Environment.  MAIN_INITENV joins the run; ranks other than 0 serve their
-# CREATE and exit there.  MAIN_END(status) finalizes and exits.
+# CREATE and exit there.  It needs no argc or argv in scope: barnes calls
+# it inside a function of its own, radiosity names them ac and av.
+# MAIN_END(status) finalizes and exits.
 define(`MAIN_ENV', `LM_M4_DECLS`'LM_M4_RUNTIME')
 define(`EXTERN_ENV', `LM_M4_DECLS')
-define(`MAIN_INITENV', `{ if (lm_init(&argc, &argv) != 0) exit(1);
+define(`MAIN_INITENV', `{ if (lm_init(NULL, NULL) != 0) exit(1);
 	if (lm_rank() != 0) exit(lm_worker_serve()); }')
 define(`MAIN_END', `{ lm_finalize(); exit(ifelse(`$1', `', `0', `$1')); }')
 

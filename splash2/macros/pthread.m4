@@ -25,6 +25,12 @@ define(`LM_PT_DECLS', `
 #include <stdlib.h>
 #include <unistd.h>
 
+/* The standard macro sets give programs a page size (some SPLASH-2 codes
+ * align on it); one of their own wins. */
+#ifndef PAGE_SIZE
+#define PAGE_SIZE 4096
+#endif
+
 /* Barrier whose size may be given at init time or at each wait. */
 struct lm_pt_barrier {
 	pthread_mutex_t mutex;
