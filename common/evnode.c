@@ -135,9 +135,6 @@ static const struct sockaddr_in *peer_addr(const struct lm_evnode *node,
 	return NULL;
 }
 
-/* Sends the loaded train: one sendmmsg (more only if the kernel takes
- * part of it).  A datagram refused (EAGAIN, ENOBUFS and the like) is
- * counted and left to the engine's retransmission. */
 static void drain_errors(struct lm_evnode *node, uint64_t now);
 
 /* A send that failed with an error an earlier datagram met (IP_RECVERR
@@ -152,6 +149,9 @@ static bool stale_error(struct lm_evnode *node)
 	return true;
 }
 
+/* Sends the loaded train: one sendmmsg (more only if the kernel takes
+ * part of it).  A datagram refused (EAGAIN, ENOBUFS and the like) is
+ * counted and left to the engine's retransmission. */
 static void train_flush(struct lm_evnode *node)
 {
 	unsigned sent = 0;
