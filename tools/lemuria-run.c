@@ -317,7 +317,7 @@ static int run_quick(struct run_opts *o)
 	unsigned sizes[LM_QUICK_MAX_CLUSTERS];
 	struct lm_quick_layout q;
 	char err[512];
-	int n, status;
+	int n, rc, status;
 
 	if (o->layout_path || o->nclusters) {
 		fprintf(stderr, "lemuria-run: -n makes a layout of its own; "
@@ -331,11 +331,12 @@ static int run_quick(struct run_opts *o)
 		fprintf(stderr, "lemuria-run: %s\n", err);
 		return 2;
 	}
-	if (lm_quick_layout_make(&q, sizes, (size_t)n,
-				 o->shared_size ? o->shared_size : "64M", err,
-				 sizeof(err))) {
+	rc = lm_quick_layout_make(&q, sizes, (size_t)n,
+				  o->shared_size ? o->shared_size : "64M", err,
+				  sizeof(err));
+	if (rc) {
 		fprintf(stderr, "lemuria-run: -n: %s\n", err);
-		return o->shared_size && strstr(err, "--shared-size") ? 2 : 1;
+		return rc == LM_EINVAL ? 2 : 1; /* a bad value, or the host */
 	}
 	o->layout_path = q.path;
 	o->daemons = 1;
