@@ -96,6 +96,10 @@ if json_check "$tmp/after.json" "len(d['daemons']) == 3 and all(x['up'] for x in
 else
 	fail "stats --json: client-level counts"; sed 's/^/       /' "$tmp/after.json"
 fi
+# --json before the command too (issue 42: it worked only after stats)
+expect "lemuriactl --json stats" 0 $bin/lemuriactl -c "$tmp/layout.ini" --json stats
+if json_check "$tmp/out" "len(d['daemons']) == 3"; then ok "... is the same JSON"; else
+	fail "--json stats is not the JSON of every daemon"; sed 's/^/       /' "$tmp/out"; fi
 if json_check "$tmp/before.json" "all(x['counters']['client']['msgs_received'] < y['counters']['client']['msgs_received'] for x, y in zip($lemuriads, [x for x in json.load(open('$tmp/after.json'))['daemons'] if x['role'] == 'lemuriad']))"; then
 	ok "stats: the run raised the client-level counts"
 else
@@ -220,7 +224,9 @@ expect "bad layout refused" 2 $bin/reflector -c "$tmp/bad.ini" -n r0
 expect_output "message gives file:line" "bad.ini:4"
 expect "missing layout file" 2 $bin/lemuriactl -c "$tmp/nonexistent.ini" status
 expect "unknown lemuriactl command" 2 $bin/lemuriactl -c "$tmp/layout.ini" frobnicate
-expect "--json only after stats" 2 $bin/lemuriactl -c "$tmp/layout.ini" status --json
+expect "--json only with stats" 2 $bin/lemuriactl -c "$tmp/layout.ini" status --json
+expect_output "... says so" "--json goes with stats only, not with status"
+expect "--json before a command other than stats" 2 $bin/lemuriactl -c "$tmp/layout.ini" --json ping
 expect "lemuriactl -t takes seconds, as lemuria-run's" 2 $bin/lemuriactl -c "$tmp/layout.ini" -t 500ms status
 expect_output "... and says so" "-t takes seconds"
 

@@ -85,14 +85,15 @@ out:
 static void lm_ctl_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: lemuriactl -c LAYOUT [-t SECONDS] [-n COUNT] "
-		"status|ping|stats [--json]\n"
+		"usage: lemuriactl -c LAYOUT [-t SECONDS] [-n COUNT] [--json] "
+		"status|ping|stats\n"
 		"  -t SECONDS  how long each daemon has to answer (default 2)\n"
 		"  status  which daemons of the layout answer, their uptime,\n"
 		"          clients attached and current run\n"
 		"  ping    the same, with the median of COUNT round trips\n"
-		"  stats   every daemon's counters per level (--json: as "
-		"JSON)\n"
+		"  stats   every daemon's counters per level (--json, before "
+		"or after it:\n"
+		"          as JSON)\n"
 		"  -V, --version  print the version and exit\n"
 		"  -h, --help     print this and exit\n");
 }
@@ -154,6 +155,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 
@@ -193,6 +195,9 @@ int main(int argc, char **argv)
 		case 'V':
 			printf("lemuriactl (Lemuria) %s\n", LM_VERSION_STRING);
 			return 0;
+		case 'j': /* before the command, or after stats (below) */
+			json = 1;
+			break;
 		default:
 			lm_ctl_usage(stderr);
 			return 2;
@@ -203,10 +208,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[optind++];
-	if (strcmp(cmd, "stats") == 0 && optind < argc &&
-	    strcmp(argv[optind], "--json") == 0) {
+	if (optind < argc && strcmp(argv[optind], "--json") == 0) {
 		json = 1;
 		optind++;
+	}
+	if (json && strcmp(cmd, "stats") != 0) {
+		fprintf(stderr, "lemuriactl: --json goes with stats only, not "
+				"with %s\n", cmd);
+		return 2;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "lemuriactl: unexpected argument \"%s\"\n",
