@@ -418,36 +418,57 @@ static void test_concurrent_callers_get_their_own_replies(void)
 	lm_auth_destroy(auth);
 }
 
-/* Nobody listens: the engine gives up after its retries and the call
- * says so even though its own timeout is far away. */
-static void test_call_to_missing_server_is_unreachable(void)
+/* A loopback address where nobody listens (almost surely: the port was
+ * bound a moment ago and closed). */
+static struct sockaddr_in closed_port(void)
 {
-	struct sockaddr_in gone = { .sin_family = AF_INET };
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	char err[256];
+	int fd;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = lm_udp_bind(&a, err, sizeof(err));
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	return a;
+}
+
+/* One call to a closed port with the given retries and retransmission
+ * time: its result, and how long it took in *elapsed. */
+static int call_closed_port(uint32_t retries, uint32_t rto_us,
+			    uint64_t *elapsed)
+{
+	struct sockaddr_in gone = closed_port();
 	struct lm_rel_config ccfg;
 	char err[256];
 	void *rep = NULL;
 	size_t rlen;
-	uint64_t t0, elapsed;
+	uint64_t t0;
 	lm_rpc *rpc;
-	int fd, rc;
+	int rc;
 
-	gone.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = lm_udp_bind(&gone, err, sizeof(err));
-	CU_ASSERT_FATAL(fd >= 0);
-	close(fd); /* the port is now (almost surely) free */
 	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	ccfg.transport.max_retries = 3;
-	ccfg.transport.rto_initial_us = 5000;
-	ccfg.transport.rto_min_us = 5000;
+	ccfg.transport.max_retries = retries;
+	ccfg.transport.rto_initial_us = rto_us;
+	ccfg.transport.rto_min_us = rto_us;
 	rpc = lm_rpc_create(&gone, SERVER_ID, &ccfg, NULL, err, sizeof(err));
 	CU_ASSERT_FATAL(rpc != NULL);
 	t0 = lm_now_us();
-	rc = lm_rpc_call(rpc, "hello", 5, &rep, &rlen, 5000);
-	elapsed = lm_now_us() - t0;
-	CU_ASSERT_EQUAL(rc, LM_EUNREACH);
-	CU_ASSERT(elapsed < 2000000u);
+	rc = lm_rpc_call(rpc, "hello", 5, &rep, &rlen, 20000);
+	*elapsed = lm_now_us() - t0;
 	CU_ASSERT_PTR_NULL(rep);
 	lm_rpc_destroy(rpc);
+	return rc;
+}
+
+/* Nobody listens: the engine gives up after its retries and the call
+ * says so even though its own timeout is far away. */
+static void test_call_to_missing_server_is_unreachable(void)
+{
+	uint64_t elapsed;
+
+	CU_ASSERT_EQUAL(call_closed_port(3, 5000, &elapsed), LM_EUNREACH);
+	CU_ASSERT(elapsed < 2000000u);
 }
 
 /* Nobody listens and the kernel says so (ICMP port unreachable): a call
@@ -456,33 +477,11 @@ static void test_call_to_missing_server_is_unreachable(void)
  * before the second (a daemon a moment late still answers). */
 static void test_refused_server_fails_within_a_second(void)
 {
-	struct sockaddr_in gone = { .sin_family = AF_INET };
-	struct lm_rel_config ccfg;
-	char err[256];
-	void *rep = NULL;
-	size_t rlen;
-	uint64_t t0, elapsed;
-	lm_rpc *rpc;
-	int fd, rc;
+	uint64_t elapsed;
 
-	gone.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = lm_udp_bind(&gone, err, sizeof(err));
-	CU_ASSERT_FATAL(fd >= 0);
-	close(fd);
-	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
-	ccfg.transport.max_retries = 40;
-	ccfg.transport.rto_initial_us = 100000;
-	ccfg.transport.rto_min_us = 100000;
-	rpc = lm_rpc_create(&gone, SERVER_ID, &ccfg, NULL, err, sizeof(err));
-	CU_ASSERT_FATAL(rpc != NULL);
-	t0 = lm_now_us();
-	rc = lm_rpc_call(rpc, "hello", 5, &rep, &rlen, 20000);
-	elapsed = lm_now_us() - t0;
-	CU_ASSERT_EQUAL(rc, LM_EUNREACH);
+	CU_ASSERT_EQUAL(call_closed_port(40, 100000, &elapsed), LM_EUNREACH);
 	CU_ASSERT(elapsed >= 1000000u);
 	CU_ASSERT(elapsed < 2500000u);
-	CU_ASSERT_PTR_NULL(rep);
-	lm_rpc_destroy(rpc);
 }
 
 /* A request given in parts (an empty one among them) arrives as their
@@ -872,22 +871,18 @@ static void test_evnode_refused_peer_is_given_up_within_a_second(void)
 {
 	struct lm_evnode_callbacks cbs = { .deliver = refused_deliver,
 					   .peer_event = refused_event };
-	struct sockaddr_in self = { .sin_family = AF_INET }, gone = self,
-			   silent = self;
+	struct sockaddr_in self = { .sin_family = AF_INET }, silent = self,
+			   gone = closed_port();
 	struct refused_watch w = { 0 };
 	struct timeval limit = { 2, 600000 };
 	struct event_base *base = event_base_new();
 	struct lm_rel_config cfg;
 	lm_evnode *node;
 	char err[256];
-	int fd, keep;
+	int keep;
 
 	CU_ASSERT_FATAL(base != NULL);
-	self.sin_addr.s_addr = gone.sin_addr.s_addr =
-		silent.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = lm_udp_bind(&gone, err, sizeof(err));
-	CU_ASSERT_FATAL(fd >= 0);
-	close(fd); /* nobody listens there now */
+	self.sin_addr.s_addr = silent.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	keep = lm_udp_bind(&silent, err, sizeof(err));
 	CU_ASSERT_FATAL(keep >= 0); /* bound, never read */
 	fast_config(&cfg, SERVER_ID, NULL, 1400);

@@ -423,21 +423,12 @@ static void test_shared_release_leaves_out_held_notices(void)
 		  .wcluster = 0 },
 		NOTE(4, 2), /* the copy lacks the page: sent */
 	};
-	struct lm_msg rel = msg(LM_MSG_RELEASE, RUN);
-
 	join_all_shared(c, RUN);
 	cache_page(c, 1, 2, 0xa1);
 	cache_page(c, 2, 5, 0xa2);
 	cache_page(c, 3, 4, 0xa3);
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_installs, 3);
-	for (uint32_t r = 0; r < 4; r++)
-		barrier(c, r, 6);
-	CU_ASSERT_EQUAL_FATAL(nouts, 1); /* the BARRIER up */
-	clear_outs();
-	rel.id = 6;
-	rel.notices = n;
-	rel.nnotices = 4;
-	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &rel);
+	arrive_and_release(c, 6, n, 4); /* checks the BARRIER went up */
 	CU_ASSERT_EQUAL_FATAL(nouts, 4);
 	for (uint32_t r = 0; r < 4; r++) {
 		struct out *o = find_out(REPLIED, node_of(r), LM_MSG_RELEASE);
