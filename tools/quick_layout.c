@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "lm_error.h"
+#include "udp.h"
 
 /* Ports are taken from here: below 32768, where Linux hands out the
  * ephemeral ports of the clients' own sockets, so that no client can hold
@@ -107,15 +107,13 @@ static int free_ports(unsigned *ports, size_t count, char *err, size_t errlen)
 				(start + i) % LM_QUICK_PORT_SPAN;
 		struct sockaddr_in a = { .sin_family = AF_INET,
 					 .sin_port = htons((uint16_t)port) };
-		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		char why[128];
+		int fd;
 
-		if (fd < 0)
-			break;
 		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-			close(fd);
-			continue;
-		}
+		fd = lm_udp_bind(&a, why, sizeof(why));
+		if (fd < 0)
+			continue; /* taken */
 		fds[got] = fd;
 		ports[got++] = port;
 	}
