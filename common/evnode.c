@@ -28,6 +28,7 @@
 #include "loss.h"
 #include "lm_error.h"
 #include "log.h"
+#include "refusals.h"
 #include "udp.h"
 #include "wire.h"
 
@@ -59,18 +60,11 @@ enum lm_evnode_addr_state {
 struct lm_evnode_peer {
 	struct sockaddr_in addr;
 	enum lm_evnode_addr_state state;
-	bool heard;             /* a datagram came from its address */
-	uint32_t refused;       /* ICMP port unreachable since then */
-	uint64_t refused_since; /* when the first of those came */
+	/* ICMP port unreachable while never heard from (refusals.h): a
+	 * reflector not started, a layout's wrong port */
+	struct lm_refusals refused;
 	bool give_up;           /* to be reported unreachable (report_refused) */
 };
-
-/* A declared peer never heard from whose port is refused this often over
- * at least this long is given up at once, as the engine would after its
- * retries (a reflector not started, a layout's wrong port); a daemon
- * started a moment later still answers in time. */
-#define LM_EVNODE_REFUSED_MIN 3
-#define LM_EVNODE_REFUSED_US 1000000u
 
 struct lm_evnode {
 	struct event_base *base;
@@ -434,7 +428,7 @@ static void input_one(struct lm_evnode *node, size_t len,
 		node->input_sender = h.sender;
 		node->input_src = *src;
 		if (p->state == LM_EVNODE_ADDR_DECLARED)
-			p->heard = true;
+			p->refused.heard = true;
 	}
 	/* Undecodable datagrams still go in, to be counted by reason. */
 	rc = lm_rel_input(node->rel, node->rxbuf, len, now);
@@ -493,16 +487,11 @@ static void note_refused(struct lm_evnode *node,
 	for (size_t i = 0; i < node->npeers; i++) {
 		struct lm_evnode_peer *p = &node->peers[i];
 
-		if (p->state != LM_EVNODE_ADDR_DECLARED || p->heard ||
+		if (p->state != LM_EVNODE_ADDR_DECLARED ||
 		    !same_addr(&p->addr, dst))
 			continue;
-		if (p->refused++ == 0)
-			p->refused_since = now;
-		if (p->refused >= LM_EVNODE_REFUSED_MIN &&
-		    now - p->refused_since >= LM_EVNODE_REFUSED_US) {
-			p->refused = 0;
+		if (lm_refusals_note(&p->refused, now))
 			p->give_up = true;
-		}
 		return;
 	}
 }

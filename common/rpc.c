@@ -17,10 +17,10 @@
  * fail with LM_EUNREACH instead of waiting for ever.  Sooner when the
  * server never answered and the kernel keeps reporting that nothing
  * listens at its address (ICMP port unreachable, ECONNREFUSED on the
- * connected socket): after LM_RPC_REFUSED_US of that, with no datagram
- * from it in between, the calls fail with LM_EUNREACH at once instead of
- * after every retry (a client started before its lemuriad, a layout with
- * the wrong port).
+ * connected socket): after a second of that with no datagram from it
+ * (refusals.h), the calls fail with LM_EUNREACH at once instead of after
+ * every retry (a client started before its lemuriad, a layout with the
+ * wrong port).
  *
  * Delayed acks (ack_delay_us > 0): the ack of a reply rides on the next
  * request when that comes soon, as it does in a run of read faults, which
@@ -51,6 +51,7 @@
 #include "loss.h"
 #include "lm_error.h"
 #include "proto.h"
+#include "refusals.h"
 #include "udp.h"
 
 /* Datagrams read per poll round before the engine is ticked. */
@@ -64,11 +65,6 @@
 #define LM_RPC_QUEUE_BYTES (16u << 20)
 /* Stack of the ack thread: it only locks, encodes an ack and sends. */
 #define LM_RPC_ACK_STACK (64u << 10)
-/* Refusals, without a datagram from the server in between, that give it
- * up before it ever answered: at least this many, over at least this long
- * (a daemon started a moment later than its clients still answers). */
-#define LM_RPC_REFUSED_MIN 3
-#define LM_RPC_REFUSED_US 1000000u
 
 struct lm_rpc_queued {
 	struct lm_rpc_queued *next;
@@ -109,9 +105,7 @@ struct lm_rpc {
 	_Atomic uint64_t ack_wakeups; /* of the ack thread, by the timer */
 	_Atomic uint64_t ack_arms;    /* timer_settime calls */
 	uint64_t reads;       /* recv calls on the socket */
-	bool heard;           /* a datagram from the server came in */
-	uint32_t refused;     /* ECONNREFUSED since then, or since start */
-	uint64_t refused_since; /* when the first of those came */
+	struct lm_refusals refused; /* ECONNREFUSED of a server never heard */
 	unsigned npending, pending_max; /* calls in flight, most at once */
 };
 
@@ -152,15 +146,8 @@ static void on_peer_event(void *ctx, uint16_t peer,
  * the engine had given it up. */
 static void note_refused_locked(struct lm_rpc *rpc, uint64_t now)
 {
-	if (rpc->heard)
-		return; /* it answered once: keepalives tell whether it went */
-	if (rpc->refused++ == 0)
-		rpc->refused_since = now;
-	if (rpc->refused >= LM_RPC_REFUSED_MIN &&
-	    now - rpc->refused_since >= LM_RPC_REFUSED_US) {
-		rpc->refused = 0;
+	if (lm_refusals_note(&rpc->refused, now))
 		on_peer_event(rpc, rpc->server_id, LM_REL_PEER_UNREACHABLE);
-	}
 }
 
 static void send_now(struct lm_rpc *rpc, const uint8_t *dg, size_t len)
@@ -308,7 +295,7 @@ static void read_socket_locked(struct lm_rpc *rpc, uint64_t now)
 				continue;
 			break;
 		}
-		rpc->heard = true;
+		rpc->refused.heard = true;
 		if ((size_t)n > LM_RPC_BUF)
 			continue; /* truncated: cannot be one of ours */
 		lm_rel_input(rpc->rel, rpc->rxbuf, (size_t)n, now);
