@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "diff.h"
+#include "proto.h"
 #include "lm_error.h"
 
 static uint64_t round_up(uint64_t n, uint64_t to)
@@ -94,6 +95,13 @@ bool lm_ccopy_holds(const struct lm_ccopy *cc, uint32_t page, uint32_t need)
 	uint32_t v;
 
 	return lm_ccopy_version(cc, page, &v) && v >= need;
+}
+
+bool lm_ccopy_covers(const struct lm_ccopy *cc, const struct lm_notice *n,
+		     uint32_t cluster)
+{
+	return lm_ccopy_holds(cc, n->page, n->version) ||
+	       (n->wcluster == cluster && lm_ccopy_holds(cc, n->page, n->base));
 }
 
 bool lm_ccopy_lock(const struct lm_ccopy *cc, uint32_t page)

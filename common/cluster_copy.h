@@ -115,6 +115,16 @@ static inline bool lm_ccopy_is_twinned(const struct lm_ccopy *cc,
  * check before it opens its view of the page). */
 bool lm_ccopy_holds(const struct lm_ccopy *cc, uint32_t page, uint32_t need);
 
+struct lm_notice;
+/* Whether the copy of cluster `cluster` reflects notice n already: it
+ * holds the notice's version, or holds its base and `cluster` is the
+ * only writer since (every such write was made in the copy).  A client
+ * leaves its view alone for such a notice (liblemuria/region.c), and the
+ * lemuriad leaves it out of its clients' lists (lemuriad/copy.c).
+ * n->page must be below the copy's page count. */
+bool lm_ccopy_covers(const struct lm_ccopy *cc, const struct lm_notice *n,
+		     uint32_t cluster);
+
 /* The copy's version of `page`, and whether it holds the page at all. */
 bool lm_ccopy_version(const struct lm_ccopy *cc, uint32_t page,
 		      uint32_t *version);

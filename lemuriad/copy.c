@@ -147,9 +147,7 @@ const struct lm_notice *lm_copy_client_notices(lm_lemuriad *c,
 	}
 	for (uint32_t i = 0; i < count; i++) {
 		if (n[i].page < c->npages &&
-		    (lm_ccopy_holds(&c->copy, n[i].page, n[i].version) ||
-		     (n[i].wcluster == c->index &&
-		      lm_ccopy_holds(&c->copy, n[i].page, n[i].base))))
+		    lm_ccopy_covers(&c->copy, &n[i], c->index))
 			continue;
 		c->copy_notes[k++] = n[i];
 	}

@@ -550,7 +550,7 @@ void lm_copy_advance(lm_lemuriad *c, const struct lm_notice *n,
 		     uint32_t count);
 /* The notices of n[0..count) that a client of the copy must apply: those
  * the copy is too old for, the only ones that change a client's view
- * (liblemuria/region.c, apply_shared, has the same rule).  The copy's
+ * (lm_ccopy_covers, the rule the client applies too).  The copy's
  * versions only grow, so a notice it holds now it holds when the client
  * applies it.  n itself when the cluster has no copy (or no memory for
  * the list); else a list valid until the next call.  *kept: its length. */

@@ -410,9 +410,7 @@ static int apply_shared(const struct lm_notice *n, uint32_t count)
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t page = n[i].page;
 
-		if (lm_ccopy_holds(&R->ccopy, page, n[i].version) ||
-		    (n[i].wcluster == R->cluster &&
-		     lm_ccopy_holds(&R->ccopy, page, n[i].base)))
+		if (lm_ccopy_covers(&R->ccopy, &n[i], R->cluster))
 			continue;
 		if (R->version[page] < n[i].version)
 			R->version[page] = n[i].version;
