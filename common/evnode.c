@@ -77,7 +77,9 @@ struct lm_evnode {
 	struct lm_evnode_callbacks cbs;
 	void *ctx;
 	struct lm_evnode_peer *peers; /* indexed by node id */
-	size_t npeers;
+	size_t npeers;     /* every id the engine allows: 65536 */
+	unsigned give_ups; /* peers with give_up set: report_refused scans
+			      the table only then, not at every event */
 	/* While lm_rel_input runs: who sent the datagram and from where, so
 	 * that an answer to a peer not yet learned can still go out. */
 	bool in_input;
@@ -490,21 +492,24 @@ static void note_refused(struct lm_evnode *node,
 		if (p->state != LM_EVNODE_ADDR_DECLARED ||
 		    !same_addr(&p->addr, dst))
 			continue;
-		if (lm_refusals_note(&p->refused, now))
+		if (lm_refusals_note(&p->refused, now) && !p->give_up) {
 			p->give_up = true;
+			node->give_ups++;
+		}
 		return;
 	}
 }
 
 static void report_refused(struct lm_evnode *node)
 {
-	for (size_t i = 0; i < node->npeers; i++) {
+	for (size_t i = 0; node->give_ups && i < node->npeers; i++) {
 		struct lm_evnode_peer *p = &node->peers[i];
 		char at[32];
 
 		if (!p->give_up)
 			continue;
 		p->give_up = false;
+		node->give_ups--;
 		lm_log_limited("refused peers", LM_LOG_WARN,
 			       "node %zu at %s: nothing listens there (port "
 			       "unreachable)",
