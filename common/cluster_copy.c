@@ -130,20 +130,73 @@ void lm_ccopy_unlock(const struct lm_ccopy *cc, uint32_t page)
 	atomic_store_explicit(&cc->table[page].lock, 0, memory_order_release);
 }
 
+static void set_twinned(const struct lm_ccopy *cc, uint32_t page, bool on)
+{
+	uint64_t bit = (uint64_t)1 << (page % 64);
+
+	if (on)
+		atomic_fetch_or_explicit(&cc->twinned[page / 64], bit,
+					 memory_order_release);
+	else
+		atomic_fetch_and_explicit(&cc->twinned[page / 64], ~bit,
+					  memory_order_release);
+}
+
 int lm_ccopy_twin(const struct lm_ccopy *cc, uint32_t page)
 {
-	if (lm_ccopy_is_twinned(cc, page))
+	if (lm_ccopy_writable(cc, page))
 		return 0;
 	if (!lm_ccopy_lock(cc, page))
 		return LM_ETIMEDOUT;
-	if (!lm_ccopy_is_twinned(cc, page)) {
+	/* owned is set and cleared under the lock (lm_ccopy_own, _recall) */
+	if (!lm_ccopy_writable(cc, page)) {
 		memcpy(lm_ccopy_twin_of(cc, page), lm_ccopy_page(cc, page),
 		       cc->page_size);
 		/* the twin before the bit: the seal reads it after the bit */
-		atomic_fetch_or_explicit(&cc->twinned[page / 64],
-					 (uint64_t)1 << (page % 64),
-					 memory_order_release);
+		set_twinned(cc, page, true);
 	}
+	lm_ccopy_unlock(cc, page);
+	return 0;
+}
+
+int lm_ccopy_own(const struct lm_ccopy *cc, uint32_t page)
+{
+	if (!lm_ccopy_lock(cc, page))
+		return LM_ETIMEDOUT;
+	/* owned first: a client between its check and its lock (lm_ccopy_twin)
+	 * then finds it and takes no twin the seal would compare */
+	atomic_store_explicit(&cc->table[page].owned, 1, memory_order_release);
+	set_twinned(cc, page, false);
+	lm_ccopy_unlock(cc, page);
+	return 0;
+}
+
+int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap)
+{
+	int rc = 1;
+
+	if (!lm_ccopy_lock(cc, page))
+		return LM_ETIMEDOUT;
+	if (lm_ccopy_is_owned(cc, page)) {
+		/* one read of the live page: what is sent is what the twin
+		 * holds, so a write made meanwhile goes with the next seal */
+		memcpy(snap, lm_ccopy_page(cc, page), cc->page_size);
+		memcpy(lm_ccopy_twin_of(cc, page), snap, cc->page_size);
+		set_twinned(cc, page, true);
+		atomic_store_explicit(&cc->table[page].owned, 0,
+				      memory_order_release);
+		rc = 0;
+	}
+	lm_ccopy_unlock(cc, page);
+	return rc;
+}
+
+int lm_ccopy_forget(const struct lm_ccopy *cc, uint32_t page)
+{
+	if (!lm_ccopy_lock(cc, page))
+		return LM_ETIMEDOUT;
+	atomic_store_explicit(&cc->table[page].valid, 0, memory_order_release);
+	set_twinned(cc, page, false);
 	lm_ccopy_unlock(cc, page);
 	return 0;
 }
@@ -174,10 +227,16 @@ int lm_ccopy_install(const struct lm_ccopy *cc, uint32_t page,
 	struct lm_ccopy_entry *e = &cc->table[page];
 	uint32_t have;
 
-	if (lm_ccopy_version(cc, page, &have) && have >= version)
+	if ((lm_ccopy_version(cc, page, &have) && have >= version) ||
+	    lm_ccopy_is_owned(cc, page))
 		return 1;
 	if (!lm_ccopy_lock(cc, page))
 		return LM_ETIMEDOUT;
+	if (lm_ccopy_is_owned(cc, page)) {
+		/* its writes are tracked by nobody: never copied over */
+		lm_ccopy_unlock(cc, page);
+		return 1;
+	}
 	if (lm_ccopy_is_twinned(cc, page))
 		merge_changed(lm_ccopy_page(cc, page),
 			      lm_ccopy_twin_of(cc, page), data, cc->page_size);

@@ -60,7 +60,10 @@ struct lm_ccopy_entry {
 	_Atomic uint32_t version; /* home version the copy reflects */
 	_Atomic uint8_t valid;    /* the copy holds the page */
 	_Atomic uint8_t lock;
-	uint8_t spare[2];
+	/* the cluster owns the page (lm_ccopy_own): nobody else holds it,
+	 * so its writes need no twin until a home recalls it */
+	_Atomic uint8_t owned;
+	uint8_t spare;
 };
 
 /* One process's view of the object: `map` is the whole object mapped
@@ -111,6 +114,19 @@ static inline bool lm_ccopy_is_twinned(const struct lm_ccopy *cc,
 				    memory_order_acquire) >> (page % 64) & 1;
 }
 
+static inline bool lm_ccopy_is_owned(const struct lm_ccopy *cc, uint32_t page)
+{
+	return atomic_load_explicit(&cc->table[page].owned,
+				    memory_order_acquire);
+}
+
+/* Whether a client may hold `page` open for writing: it has a twin, or
+ * the cluster owns it. */
+static inline bool lm_ccopy_writable(const struct lm_ccopy *cc, uint32_t page)
+{
+	return lm_ccopy_is_twinned(cc, page) || lm_ccopy_is_owned(cc, page);
+}
+
 /* Whether the copy holds `page` at version `need` or newer (a client's
  * check before it opens its view of the page). */
 bool lm_ccopy_holds(const struct lm_ccopy *cc, uint32_t page, uint32_t need);
@@ -135,18 +151,33 @@ bool lm_ccopy_lock(const struct lm_ccopy *cc, uint32_t page);
 void lm_ccopy_unlock(const struct lm_ccopy *cc, uint32_t page);
 
 /* A client's first write to `page` (held by the copy): its twin, taken
- * once for the cluster.  LM_ETIMEDOUT when the lock could not be had.
- * Safe in a signal handler (no allocation). */
+ * once for the cluster; none for a page the cluster owns.  LM_ETIMEDOUT
+ * when the lock could not be had.  Safe in a signal handler (no
+ * allocation). */
 int lm_ccopy_twin(const struct lm_ccopy *cc, uint32_t page);
 
 /* The lemuriad installs `data`, the page at home version `version` with
  * every delta of this cluster that the home lacked written on top: a
- * copy already at that version or newer is left alone;
+ * copy already at that version or newer, or an owned page, is left alone;
  * an untwinned page is copied whole, a twinned one takes the bytes where
  * data differs from the twin, into both.  LM_ETIMEDOUT when the lock could
  * not be had, else 0 (installed) or 1 (left alone). */
 int lm_ccopy_install(const struct lm_ccopy *cc, uint32_t page,
 		     uint32_t version, const uint8_t *data);
+
+/* Ownership (docs/dsm.md "Pages one cluster owns"), the lemuriad's side.
+ * lm_ccopy_own: the home made the cluster the page's only holder; the
+ * page drops its twin, and from now on its writes are tracked by nobody
+ * (the home gets the whole page when someone else wants it).
+ * lm_ccopy_recall: a home wants the page for another cluster: its bytes
+ * go to `snap` (page_size bytes), which also becomes its twin, so that
+ * writes from now on are sealed as any twinned page's; 1 when the page
+ * is not owned (nothing done).  lm_ccopy_forget: the copy no longer
+ * holds the page (it was stale and nobody here had it open).  All three
+ * take the page's lock: LM_ETIMEDOUT when it could not be had. */
+int lm_ccopy_own(const struct lm_ccopy *cc, uint32_t page);
+int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap);
+int lm_ccopy_forget(const struct lm_ccopy *cc, uint32_t page);
 
 /* Moves the copy's version from `base` to `version` when it is at `base`
  * (the sole-cluster rule: every write between them was ours, and is in

@@ -1045,6 +1045,22 @@ int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 	return codec()->encode(twin, page, page_size, out, cap, out_len);
 }
 
+int lm_diff_encode_whole(const void *page, size_t page_size, uint8_t *out,
+			 size_t cap, size_t *out_len)
+{
+	size_t n;
+
+	if (page_size == 0 || page_size > LM_DIFF_MAX_PAGE)
+		return LM_EINVAL;
+	if (cap < varint_len(0) + varint_len(2 * page_size) + page_size)
+		return LM_ENOBUFS;
+	n = put_varint(out, 0);
+	n += put_varint(out + n, 2 * page_size);
+	memcpy(out + n, page, page_size);
+	*out_len = n + page_size;
+	return 0;
+}
+
 HOT int validate(const uint8_t *diff, size_t len, size_t page_size,
 		 enum lm_diff_path path)
 {

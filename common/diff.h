@@ -60,6 +60,12 @@ size_t lm_diff_bound(size_t page_size);
 int lm_diff_encode(const void *twin, const void *page, size_t page_size,
 		   uint8_t *out, size_t cap, size_t *out_len);
 
+/* The diff that writes every byte of the page: one run of page_size
+ * bytes (what a cluster sends of a page it owned, whose writes nobody
+ * tracked).  0, LM_ENOBUFS or LM_EINVAL as lm_diff_encode. */
+int lm_diff_encode_whole(const void *page, size_t page_size, uint8_t *out,
+			 size_t cap, size_t *out_len);
+
 /* Checks that diff (len bytes) is well formed for a page of page_size
  * bytes (see the top of this file).  Returns 0 or LM_EBADMSG. */
 int lm_diff_validate(const uint8_t *diff, size_t len, size_t page_size);

@@ -39,7 +39,8 @@
  *   REGISTER   epoch, notices (entries: page, writer, cluster, kind in
  *              base, version), diffs (the data of the entries that carry
  *              it, in entry order)
- *   REGISTER_OK status, notices
+ *   REGISTER_OK status, notices, data (the pages the cluster now owns,
+ *              u32 each: docs/dsm.md "Pages one cluster owns")
  *   PULL       id (the cluster), page, version
  *   DELTA      status, page, version, diffs (one entry)
  *   RECALL     id, rank
@@ -230,7 +231,8 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_STATS] = { "STATS", 0, false },
 	[LM_MSG_STATS_REPLY] = { "STATS_REPLY", 0, false },
 	[LM_MSG_REGISTER] = { "REGISTER", F_EPOCH | F_NOTICES | F_DIFFS, true },
-	[LM_MSG_REGISTER_OK] = { "REGISTER_OK", F_STATUS | F_NOTICES, true },
+	[LM_MSG_REGISTER_OK] = { "REGISTER_OK", F_STATUS | F_NOTICES | F_DATA,
+				  true },
 	[LM_MSG_PULL] = { "PULL", F_ID | F_PAGE | F_VERSION, true },
 	[LM_MSG_DELTA] = { "DELTA", F_STATUS | F_PAGE | F_VERSION | F_DIFFS,
 			   true },

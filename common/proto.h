@@ -7,6 +7,7 @@
 #ifndef LM_PROTO_H
 #define LM_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -184,7 +185,16 @@ struct lm_msg {
 #define LM_REG_DATA 1u /* the delta travels now (eager relay, or memory
 			  pressure at the lemuriad) */
 #define LM_REG_PUSH 2u /* the data of the delta registered at `version` */
-#define LM_REG_KINDS 3u
+#define LM_REG_DROP 3u /* no data, no new version: the cluster's copy no
+			  longer holds the page (docs/dsm.md "Pages one
+			  cluster owns") */
+#define LM_REG_KINDS 4u
+
+/* Whether a REGISTER entry of this kind takes the next diff of the list. */
+static inline bool lm_reg_has_data(uint32_t kind)
+{
+	return kind == LM_REG_DATA || kind == LM_REG_PUSH;
+}
 
 /* CREATE's offset when rank 0 has finished without giving the rank any
  * work (it never called CREATE for it): the worker ends at once. */

@@ -18,11 +18,19 @@
 #include "diff.h"
 #include "fdpass.h"
 #include "lm_error.h"
+#include "wire.h"
 
 void lm_copy_stop(lm_lemuriad *c)
 {
 	free(c->copy_idle);
 	c->copy_idle = NULL;
+	free(c->copy_pulled);
+	c->copy_pulled = NULL;
+	free(c->copy_stale);
+	c->copy_stale = NULL;
+	free(c->copy_stale_on);
+	c->copy_stale_on = NULL;
+	c->ncopy_stale = 0;
 	free(c->copy_notes);
 	c->copy_notes = NULL;
 	c->copy_notes_cap = 0;
@@ -100,20 +108,27 @@ int lm_copy_give(lm_lemuriad *c, uint32_t pid, const uint8_t *name,
 	return 0;
 }
 
-void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
-		     const uint8_t *data)
+/* A page's lock stayed taken past LM_CCOPY_LOCK_WAIT_US: its holder, a
+ * client, died inside its fault, and the run is lost. */
+static void lose_locked(lm_lemuriad *c, uint32_t page)
 {
 	char why[96];
 
+	snprintf(why, sizeof(why), "page %u of the cluster's copy stayed "
+		 "locked (a client died inside its fault?)", page);
+	c->hooks.lose(c, why);
+}
+
+void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
+		     const uint8_t *data)
+{
 	if (!c->copy.map || page >= c->npages)
 		return;
 	if (lm_ccopy_install(&c->copy, page, version, data) >= 0) {
 		c->stats.copy_installs++;
 		return;
 	}
-	snprintf(why, sizeof(why), "page %u of the cluster's copy stayed "
-		 "locked (a client died inside its fault?)", page);
-	c->hooks.lose(c, why);
+	lose_locked(c, page);
 }
 
 void lm_copy_advance(lm_lemuriad *c, const struct lm_notice *n,
@@ -156,6 +171,154 @@ const struct lm_notice *lm_copy_client_notices(lm_lemuriad *c,
 	return c->copy_notes;
 }
 
+/* ---- pages the cluster owns (docs/dsm.md "Pages one cluster owns") -- */
+
+void lm_copy_own(lm_lemuriad *c, const struct lm_msg *ok)
+{
+	if (!c->copy.map)
+		return;
+	for (size_t off = 0; off + 4 <= ok->data_len; off += 4) {
+		uint32_t page = lm_get32(ok->data + off), have, want = 0;
+		bool named = false;
+		struct cpage *cp;
+
+		if (page >= c->npages)
+			continue;
+		for (uint32_t i = 0; i < ok->nnotices; i++)
+			if (ok->notices[i].page == page) {
+				want = ok->notices[i].version;
+				named = true;
+			}
+		/* the copy must hold every change the home has: else another
+		 * cluster's, not here yet, would be lost under our page.  And
+		 * the entry the grant marked must still be there: a PULL that
+		 * came before this answer took it as a delta (the home's
+		 * answer and its PULL cross, the answer waiting for the other
+		 * homes), and from then on the home expects our writes in
+		 * deltas again */
+		if (!named || !lm_ccopy_version(&c->copy, page, &have) ||
+		    have != want ||
+		    (c->copy_pulled &&
+		     c->copy_pulled[page] == c->batch_started)) {
+			c->stats.copy_own_refused++;
+			continue;
+		}
+		if (lm_ccopy_own(&c->copy, page) != 0) {
+			lose_locked(c, page);
+			return;
+		}
+		/* the home pulls the whole page now; our cached copy would
+		 * go stale under the clients' writes */
+		lm_deltas_forget(c->deltas, page);
+		cp = lm_cache_find(c, page);
+		if (cp)
+			lm_cache_remove(c, cp);
+		if (c->copy_idle)
+			c->copy_idle[page] = 0;
+		c->stats.copy_owned++;
+	}
+}
+
+void lm_copy_pulled(lm_lemuriad *c, uint32_t page)
+{
+	if (!c->copy.map || page >= c->npages)
+		return;
+	if (!c->copy_pulled &&
+	    !(c->copy_pulled = calloc(c->npages, sizeof(*c->copy_pulled)))) {
+		/* no memory to remember it: no grant is taken from now on */
+		c->hooks.lose(c, "no memory for the cluster copy's table of "
+			      "pulled pages");
+		return;
+	}
+	c->copy_pulled[page] = c->batch_started;
+}
+
+int lm_copy_recall(lm_lemuriad *c, uint32_t page, uint8_t *out, size_t cap,
+		   size_t *len)
+{
+	int rc;
+
+	if (!c->copy.map || page >= c->npages ||
+	    !lm_ccopy_is_owned(&c->copy, page))
+		return 1;
+	if (!c->sealbuf &&
+	    !(c->sealbuf = malloc(lm_ccopy_seal_buf_size(c->page_size))))
+		return LM_ENOMEM;
+	rc = lm_ccopy_recall(&c->copy, page, c->sealbuf);
+	if (rc == LM_ETIMEDOUT) {
+		lose_locked(c, page);
+		return rc;
+	}
+	if (rc)
+		return rc;
+	if (c->copy_idle)
+		c->copy_idle[page] = 0;
+	c->stats.copy_recalls++;
+	return lm_diff_encode_whole(c->sealbuf, c->page_size, out, cap, len);
+}
+
+void lm_copy_note_known(lm_lemuriad *c, uint32_t page)
+{
+	uint32_t v;
+
+	if (!c->copy.map || page >= c->npages ||
+	    !lm_ccopy_version(&c->copy, page, &v) || v >= c->known[page])
+		return;
+	if (!c->copy_stale &&
+	    (!(c->copy_stale = calloc(c->npages, sizeof(*c->copy_stale))) ||
+	     !(c->copy_stale_on = calloc(c->npages, 1)))) {
+		free(c->copy_stale); /* the pages stay held: nothing lost */
+		c->copy_stale = NULL;
+		return;
+	}
+	if (c->copy_stale_on[page])
+		return;
+	c->copy_stale_on[page] = 1;
+	c->copy_stale[c->ncopy_stale++] = page;
+}
+
+/* At a barrier, with every client waiting: pages the copy holds older
+ * than a notice we applied, that nobody here wrote since (no twin) and
+ * that we neither cache nor fetch, leave the copy, and the next
+ * registration tells their homes, so that a cluster that writes one of
+ * them alone may come to own it.  The clients closed their views of
+ * them when they took the notices; the drops count makes sure.  Only the
+ * pages listed by lm_copy_note_known are looked at; those that may go
+ * later (twinned, cached, fetched now) stay listed. */
+static int forget_stale(lm_lemuriad *c)
+{
+	uint32_t v, forgotten = 0, keep = 0;
+
+	for (uint32_t i = 0; i < c->ncopy_stale; i++) {
+		uint32_t p = c->copy_stale[i];
+
+		if (!lm_ccopy_version(&c->copy, p, &v) || v >= c->known[p] ||
+		    lm_ccopy_is_owned(&c->copy, p)) {
+			c->copy_stale_on[p] = 0; /* stale no more */
+			continue;
+		}
+		if (lm_ccopy_is_twinned(&c->copy, p) || lm_cache_find(c, p) ||
+		    lm_upreq_fetch_of(c, p) ||
+		    lm_deltas_drop(c->deltas, p) != 0) {
+			c->copy_stale[keep++] = p; /* perhaps next time */
+			continue;
+		}
+		c->copy_stale_on[p] = 0;
+		if (lm_ccopy_forget(&c->copy, p) != 0) {
+			lose_locked(c, p);
+			return LM_ETIMEDOUT;
+		}
+		forgotten++;
+	}
+	c->ncopy_stale = keep;
+	if (forgotten) {
+		atomic_fetch_add_explicit(&c->copy.hdr->drops, 1,
+					  memory_order_release);
+		c->stats.copy_forgotten += forgotten;
+	}
+	return 0;
+}
+
 /* One sealed diff, taken as a client's FLUSH is (lemuriad.c), with no
  * writer rank: the cluster's processes wrote it together. */
 static int take_diff(void *ctx, uint32_t page, const uint8_t *diff,
@@ -186,6 +349,8 @@ int lm_copy_seal(lm_lemuriad *c, bool barrier)
 	drops = atomic_load(&c->copy.hdr->drops);
 	rc = lm_ccopy_seal(&c->copy, c->sealbuf, c->copy_idle, barrier,
 			   take_diff, c);
+	if (rc == 0 && barrier)
+		rc = forget_stale(c);
 	c->stats.copy_seals++;
 	if (atomic_load(&c->copy.hdr->drops) != drops)
 		c->stats.copy_drops++;

@@ -36,6 +36,8 @@ struct lm_deltas {
 	uint32_t bits;
 	uint32_t *dirty;      /* pages with an open delta */
 	size_t ndirty, dirty_cap;
+	uint32_t *drops;      /* pages to name in LM_REG_DROP entries */
+	size_t ndrops, drops_cap;
 	size_t nbuf;          /* lm_delta buffers in use */
 	struct lm_delta *spare; /* buffers kept for reuse (drop) */
 	size_t nspare, spare_max;
@@ -174,6 +176,7 @@ void lm_deltas_reset(lm_deltas *d)
 		}
 	}
 	d->ndirty = 0;
+	d->ndrops = 0;
 	d->nentries = 0;
 	d->data_len = 0;
 	d->data_count = 0;
@@ -191,6 +194,7 @@ void lm_deltas_destroy(lm_deltas *d)
 	free(d->spare);
 	free(d->buckets);
 	free(d->dirty);
+	free(d->drops);
 	free(d->entries);
 	free(d->data);
 	free(d->enc);
@@ -244,7 +248,36 @@ size_t lm_deltas_spares(const lm_deltas *d)
 
 size_t lm_deltas_dirty(const lm_deltas *d)
 {
-	return d->ndirty;
+	return d->ndirty + d->ndrops;
+}
+
+void lm_deltas_forget(lm_deltas *d, uint32_t page)
+{
+	struct pdelta *p = find(d, page);
+
+	if (!p)
+		return;
+	/* an open delta stays listed in dirty; the seal skips it */
+	drop(d, &p->open, &p->has_open);
+	drop(d, &p->reg, &p->has_reg);
+	drop(d, &p->sealed, &p->has_sealed);
+	tidy(d, p);
+	d->stats.deltas_forgotten++;
+}
+
+int lm_deltas_drop(lm_deltas *d, uint32_t page)
+{
+	if (d->ndrops == d->drops_cap) {
+		size_t cap = d->drops_cap ? d->drops_cap * 2 : 64;
+		uint32_t *nd = realloc(d->drops, cap * sizeof(*nd));
+
+		if (!nd)
+			return LM_ENOMEM;
+		d->drops = nd;
+		d->drops_cap = cap;
+	}
+	d->drops[d->ndrops++] = page;
+	return 0;
 }
 
 size_t lm_deltas_buffers(const lm_deltas *d)
@@ -366,6 +399,9 @@ int lm_deltas_seal(lm_deltas *d, bool with_data, bool all_sealed)
 		tidy(d, p);
 	}
 	d->ndirty = 0;
+	for (size_t i = 0; i < d->ndrops; i++)
+		add_entry(d, d->drops[i], LM_REG_DROP, 0, LM_WRITER_MANY, NULL);
+	d->ndrops = 0;
 	if (with_data && all_sealed) {
 		for (size_t b = 0; b < ((size_t)1 << d->bits); b++) {
 			struct pdelta *p = d->buckets[b], *next;

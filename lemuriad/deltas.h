@@ -64,8 +64,17 @@ void lm_deltas_reset(lm_deltas *d);
  * runs out (nothing changed). */
 struct lm_delta *lm_deltas_open(lm_deltas *d, uint32_t page, uint32_t rank);
 
-/* Pages with an open delta. */
+/* Pages with an open delta, and pages whose DROP waits for the next
+ * seal: what the next registration would carry. */
 size_t lm_deltas_dirty(const lm_deltas *d);
+
+/* copy = cluster (docs/dsm.md "Pages one cluster owns").
+ * lm_deltas_forget: every delta of `page` is let go: the cluster owns
+ * the page now, and what the home may pull of it is the whole page.
+ * lm_deltas_drop: the next seal's registration says the cluster's copy
+ * no longer holds `page` (an LM_REG_DROP entry). */
+void lm_deltas_forget(lm_deltas *d, uint32_t page);
+int lm_deltas_drop(lm_deltas *d, uint32_t page);
 /* Delta buffers held (each page_size bytes plus a bit per byte). */
 size_t lm_deltas_buffers(const lm_deltas *d);
 
@@ -107,6 +116,8 @@ struct lm_deltas_stats {
 					 answers */
 	uint64_t deltas_sent_shared;  /* adaptive: sent with their data
 					 because the page was pulled before */
+	uint64_t deltas_forgotten;    /* pages whose deltas went when the
+					 cluster came to own them */
 };
 const struct lm_deltas_stats *lm_deltas_stats(const lm_deltas *d);
 

@@ -339,7 +339,10 @@ static void ahead_add(lm_lemuriad *c, uint32_t p, struct lm_notice *want,
 {
 	struct upreq *up;
 
+	/* a page the cluster owns is in its copy, and the home would have
+	 * to take it back to answer */
 	if (p >= c->npages || lm_cache_find(c, p) || lm_upreq_fetch_of(c, p) ||
+	    (c->shared && lm_ccopy_is_owned(&c->copy, p)) ||
 	    !(up = lm_upreq_new(c, UP_FETCH)))
 		return;
 	lm_upreq_set_page(c, up, p);

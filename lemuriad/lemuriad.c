@@ -1011,3 +1011,8 @@ const struct lm_deltas_stats *lm_lemuriad_delta_stats(const lm_lemuriad *c)
 {
 	return lm_deltas_stats(c->deltas);
 }
+
+const struct lm_ccopy *lm_lemuriad_copy(const lm_lemuriad *c)
+{
+	return c->copy.map ? &c->copy : NULL;
+}

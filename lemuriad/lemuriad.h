@@ -115,6 +115,13 @@ struct lm_lemuriad_stats {
 	uint64_t copy_notices_held; /* ... notices left out of a list for
 				       the clients (RELEASE, GRANT, CREATE;
 				       once a list): the copy held them */
+	uint64_t copy_owned;        /* ... pages the cluster came to own
+				       (docs/dsm.md "Pages one cluster
+				       owns") */
+	uint64_t copy_own_refused;  /* ... grants refused: the copy lacked
+				       another cluster's change */
+	uint64_t copy_recalls;      /* ... owned pages a home took back */
+	uint64_t copy_forgotten;    /* ... stale pages the copy gave up */
 };
 
 /* Counters since creation (a new run does not clear them). */
@@ -128,5 +135,11 @@ lm_lemuriad_updates_stats(const lm_lemuriad *c);
 struct lm_deltas_stats;
 /* Counters of the cluster deltas (lemuriad/deltas.h). */
 const struct lm_deltas_stats *lm_lemuriad_delta_stats(const lm_lemuriad *c);
+
+struct lm_ccopy;
+/* The cluster's one copy under copy = cluster, as the lemuriad sees it
+ * (common/cluster_copy.h); NULL when the cluster has none.  What a test
+ * reads and writes in place of the clients. */
+const struct lm_ccopy *lm_lemuriad_copy(const lm_lemuriad *c);
 
 #endif

@@ -334,6 +334,12 @@ struct lm_lemuriad {
 	struct lm_ccopy copy;
 	uint8_t *sealbuf;
 	uint8_t *copy_idle;     /* per page: seals in a row it was clean */
+	uint32_t *copy_pulled;  /* per page: the batch during which a home
+				   last pulled a delta of it (lm_copy_own) */
+	uint32_t *copy_stale;   /* pages the copy may hold older than known
+				   (lm_copy_note_known), each once */
+	uint8_t *copy_stale_on; /* per page: listed there */
+	uint32_t ncopy_stale;
 	struct lm_notice *copy_notes; /* lm_copy_client_notices' answer */
 	uint32_t copy_notes_cap;
 	bool check_copy;        /* LEMURIA_CHECK_COPY: compare it with our
@@ -562,6 +568,21 @@ const struct lm_notice *lm_copy_client_notices(lm_lemuriad *c,
  * at a barrier, so twins of pages idle for a while may go
  * (LM_CCOPY_IDLE_SEALS). */
 int lm_copy_seal(lm_lemuriad *c, bool barrier);
+/* Pages the cluster owns (docs/dsm.md "Pages one cluster owns").
+ * lm_copy_own: a REGISTER_OK's grants (its data), each taken when the
+ * copy holds the version its notice names.  lm_copy_recall: a home's
+ * PULL of a page we own: its whole page into out (a diff), and the page
+ * is tracked again; 1 when we do not own it, else 0 or LM_E* (the run
+ * is lost when its lock stayed taken). */
+void lm_copy_own(lm_lemuriad *c, const struct lm_msg *ok);
+/* A home pulled a delta of `page`: a grant that comes with the answer to
+ * the registration now out is refused (the entry it marked is gone). */
+void lm_copy_pulled(lm_lemuriad *c, uint32_t page);
+/* known[page] just went up: a copy older now is a candidate for
+ * letting go at the next barrier (forget_stale). */
+void lm_copy_note_known(lm_lemuriad *c, uint32_t page);
+int lm_copy_recall(lm_lemuriad *c, uint32_t page, uint8_t *out, size_t cap,
+		   size_t *len);
 
 /* ---- cache.c: the page cache and the table of our requests to R ---- */
 

@@ -37,6 +37,10 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_NONE, copy_drops),
 	F(LM_STAT_NONE, copy_checked),
 	F(LM_STAT_CLIENT, copy_notices_held),
+	F(LM_STAT_CLUSTER, copy_owned),
+	F(LM_STAT_NONE, copy_own_refused),
+	F(LM_STAT_CLUSTER, copy_recalls),
+	F(LM_STAT_CLUSTER, copy_forgotten),
 };
 
 #undef F
@@ -52,6 +56,7 @@ static const struct lm_stats_field lm_delta_stat_fields[] = {
 	F(LM_STAT_CLUSTER, deltas_pull_missing),
 	F(LM_STAT_CLUSTER, delta_bytes_sent),
 	F(LM_STAT_CLUSTER, deltas_sent_shared),
+	F(LM_STAT_NONE, deltas_forgotten),
 };
 
 #undef F

@@ -38,6 +38,8 @@ void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
 		}
 	}
 	lm_copy_advance(c, n, count);
+	for (uint32_t i = 0; n && i < count; i++)
+		lm_copy_note_known(c, n[i].page);
 	/* what we learn, our clients may learn from us: local GRANTs pass
 	 * it on; and our FETCHes on their way remember it (notices_note) */
 	lm_notices_note(c, n, count);

@@ -49,7 +49,7 @@ void lm_park_emit(void *ctx, const struct lm_msg *reg)
 	/* a push names its version; data sent with a new registration
 	 * gets one only in the answer */
 	for (uint32_t i = 0; i < reg->nnotices; i++)
-		if (reg->notices[i].base != LM_REG_NEW)
+		if (lm_reg_has_data(reg->notices[i].base))
 			mark_data_left(c, reg->notices[i].page,
 				       reg->notices[i].base == LM_REG_PUSH ?
 				       reg->notices[i].version : UINT32_MAX);
@@ -279,6 +279,9 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
 		lm_deltas_registered(c->deltas, m->notices, m->nnotices);
 		know_registered(c, m->notices, m->nnotices);
 		lm_copy_advance(c, m->notices, m->nnotices);
+		for (uint32_t i = 0; i < m->nnotices; i++)
+			lm_copy_note_known(c, m->notices[i].page);
+		lm_copy_own(c, m);
 		if (batch)
 			lm_notices_note(c, m->notices, m->nnotices);
 	}
@@ -293,15 +296,23 @@ void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 {
 	struct lm_msg r;
 	size_t len = 0;
-	int rc = LM_EINVAL;
+	int rc;
 
 	msg_init(c, &r, LM_MSG_DELTA);
 	r.page = m->page;
 	r.version = m->version;
-	if (m->page < c->npages)
-		rc = lm_deltas_pull(c->deltas, m->page, m->version,
-				    c->deltabuf + LM_MSG_DIFFS_ENTRY_HDR,
-				    lm_diff_bound(c->page_size), &len);
+	/* a page we own goes whole: our writes since are in no delta */
+	rc = lm_copy_recall(c, m->page, c->deltabuf + LM_MSG_DIFFS_ENTRY_HDR,
+			    lm_diff_bound(c->page_size), &len);
+	if (rc == 0)
+		lm_deltas_forget(c->deltas, m->page);
+	else if (rc == 1 && m->page >= c->npages)
+		rc = LM_EINVAL;
+	else if (rc == 1 &&
+		 (rc = lm_deltas_pull(c->deltas, m->page, m->version,
+				      c->deltabuf + LM_MSG_DIFFS_ENTRY_HDR,
+				      lm_diff_bound(c->page_size), &len)) == 0)
+		lm_copy_pulled(c, m->page);
 	if (rc == 0) {
 		lm_msg_diffs_put_header(c->deltabuf, m->page, len);
 		r.diffs.data = c->deltabuf;

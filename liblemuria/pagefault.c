@@ -457,7 +457,8 @@ static void open_written(uint32_t page)
  * fault would find and open.  For a write, a read-only view, which takes
  * the page's cluster twin first as a write fault would (the process
  * reads the run it writes: LU its columns, Ocean its rows), or such a
- * closed view of a page already twinned; not a page nobody writes yet,
+ * closed view of a page already twinned or owned by the cluster; not a
+ * page nobody writes yet,
  * whose twin would cost a comparison at each of several seals, then a
  * drop and a write-protection in every client. */
 static bool shared_opens_ahead(uint32_t q, bool write)
@@ -469,7 +470,7 @@ static bool shared_opens_ahead(uint32_t q, bool write)
 		return current;
 	if (R->state[q] == PAGE_READ)
 		return lm_ccopy_twin(&R->ccopy, q) == 0;
-	return current && lm_ccopy_is_twinned(&R->ccopy, q);
+	return current && lm_ccopy_writable(&R->ccopy, q);
 }
 
 /* copy = cluster: the page comes from the cluster's copy.  The copy
@@ -501,10 +502,24 @@ static void serve_shared(uint32_t page, enum fault_access access)
 
 		if (rc != 0)
 			fault_fatal(page, "cannot fetch", lm_strerror(rc));
-		if (!lm_ccopy_holds(&R->ccopy, page, version))
-			fault_fatal(page, "cannot fetch", "the lemuriad "
-				    "answered but the cluster's copy lacks "
-				    "the page");
+		if (!lm_ccopy_holds(&R->ccopy, page, version)) {
+			struct sigmsg w = { .len = 0 };
+			uint32_t have = 0;
+			bool held = lm_ccopy_version(&R->ccopy, page, &have);
+
+			sigmsg_str(&w, "the lemuriad answered with version ");
+			sigmsg_num(&w, version, 10);
+			sigmsg_str(&w, " but the cluster's copy ");
+			sigmsg_str(&w, held ? "holds version " :
+				   "lacks the page");
+			if (held)
+				sigmsg_num(&w, have, 10);
+			if (lm_ccopy_is_owned(&R->ccopy, page))
+				sigmsg_str(&w, " (owned)");
+			w.buf[w.len < sizeof(w.buf) ? w.len :
+			      sizeof(w.buf) - 1] = '\0';
+			fault_fatal(page, "cannot fetch", w.buf);
+		}
 		R->version[page] = 0;
 		R->stats.fetches++;
 	}

@@ -392,20 +392,35 @@ static int apply_shared(const struct lm_notice *n, uint32_t count)
 		if (n[i].page >= R->npages)
 			return LM_EINVAL;
 	lm_region_lock();
-	/* Twins the lemuriad dropped at a barrier while we waited in it:
-	 * our views of those pages go read-only before we go on, so that
-	 * the next write takes a twin again (cluster_copy.h) */
+	/* Twins, and stale pages, the lemuriad dropped at a barrier while
+	 * we waited in it: our views of pages with neither twin nor owner go
+	 * read-only before we go on, so that the next write takes a twin
+	 * again, and views of pages the copy no longer holds close
+	 * (cluster_copy.h) */
 	drops = atomic_load_explicit(&R->ccopy.hdr->drops,
 				     memory_order_acquire);
 	if (drops != R->drops) {
+		uint32_t v;
+
 		R->drops = drops;
+		for (uint32_t p = 0; p < R->npages; p++) {
+			if (R->state[p] == PAGE_INVALID)
+				continue;
+			if (!lm_ccopy_version(&R->ccopy, p, &v)) {
+				R->state[p] = PAGE_INVALID;
+				lm_protect_mark(p);
+			}
+		}
+		if (lm_protect_marked(PROT_NONE, NULL) != 0)
+			rc = LM_ENOMEM;
 		for (uint32_t p = 0; p < R->npages; p++)
 			if (R->state[p] == PAGE_PRIVATE &&
-			    !lm_ccopy_is_twinned(&R->ccopy, p)) {
+			    !lm_ccopy_writable(&R->ccopy, p)) {
 				R->state[p] = PAGE_READ;
 				lm_protect_mark(p);
 			}
-		rc = lm_protect_marked(PROT_READ, NULL);
+		if (lm_protect_marked(PROT_READ, NULL) != 0)
+			rc = LM_ENOMEM;
 	}
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t page = n[i].page;

@@ -91,6 +91,9 @@ struct lm_home_stats {
 	uint64_t pulls_ahead;   /* of those, for pages after a FETCH's */
 	uint64_t pushes_received;    /* registered deltas whose data a cluster
 				      pushed */
+	uint64_t owned_granted;  /* pages a cluster was made the owner of
+				    (docs/dsm.md "Pages one cluster owns") */
+	uint64_t holder_drops;   /* pages a cluster's copy gave up */
 	uint64_t fetches_waited;   /* FETCHes that waited for deltas */
 	uint64_t page_diffs;       /* FETCHV pages sent as the bytes other
 				      clusters changed, not whole */

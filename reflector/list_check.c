@@ -59,7 +59,7 @@ int lm_list_check_register(const lm_home *h, const struct lm_msg *m,
 			if (!wc || wc != &h->layout->clusters[ci])
 				return LM_EBADMSG;
 		}
-		if (e->base == LM_REG_NEW)
+		if (!lm_reg_has_data(e->base))
 			continue;
 		if (lm_msg_diffs_next(&m->diffs, &pos, &page, &diff,
 				      &len) != 1 || page != e->page ||

@@ -121,6 +121,46 @@ static bool append_page_diff(lm_home *h, uint8_t *data, size_t cap,
 	return true;
 }
 
+/* Layout index of the cluster at node id `node`, or LM_WRITER_MANY. */
+static uint32_t cluster_of_node(const lm_home *h, uint16_t node)
+{
+	for (size_t i = 0; i < h->layout->nclusters; i++)
+		if (h->layout->clusters[i].id == node)
+			return (uint32_t)i;
+	return LM_WRITER_MANY;
+}
+
+/* ---- holders and owners (docs/dsm.md "Pages one cluster owns") -------- */
+
+#define HOLDER_UNNAMED ((uint64_t)1 << 63)
+
+static uint64_t holder_bit(uint32_t ci)
+{
+	return ci < 63 ? (uint64_t)1 << ci : HOLDER_UNNAMED;
+}
+
+/* `node` got the page or wrote it: a cluster of ours by its index; a
+ * reflector (a relay, whose clusters we cannot tell) for good. */
+static void hold(lm_home *h, uint32_t page, uint16_t node)
+{
+	h->holders[page] |= holder_bit(cluster_of_node(h, node));
+}
+
+/* Whether cluster ci may own the page: it alone holds it, it keeps one
+ * copy for its clients (its lemuriad answers for all their writes), and
+ * it is one of ours, so that nothing of the page passes a relay's cache
+ * between us. */
+static bool may_own(const lm_home *h, uint32_t page, uint32_t ci)
+{
+	const struct lm_cluster_cfg *c;
+
+	if (ci >= h->layout->nclusters || h->holders[page] != holder_bit(ci))
+		return false;
+	c = &h->layout->clusters[ci];
+	return c->copy == LM_COPY_CLUSTER &&
+	       (uint32_t)c->reflector_index == h->self_index;
+}
+
 static void serve_page(lm_home *h, uint16_t node, uint32_t req_id,
 		       uint32_t page)
 {
@@ -131,16 +171,8 @@ static void serve_page(lm_home *h, uint16_t node, uint32_t req_id,
 	r.data = h->pages[page] ? h->pages[page] : h->zero;
 	r.data_len = h->page_size;
 	h->stats.fetches++;
+	hold(h, page, node);
 	h->out.reply(h->ctx, node, req_id, &r);
-}
-
-/* Layout index of the cluster at node id `node`, or LM_WRITER_MANY. */
-static uint32_t cluster_of_node(const lm_home *h, uint16_t node)
-{
-	for (size_t i = 0; i < h->layout->nclusters; i++)
-		if (h->layout->clusters[i].id == node)
-			return (uint32_t)i;
-	return LM_WRITER_MANY;
 }
 
 void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
@@ -170,6 +202,7 @@ void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 		if (lm_home_of_page(h->layout, page) != h->self_index ||
 		    h->pend[page])
 			continue;
+		hold(h, page, node);
 		served[count].page = page;
 		served[count].version = h->versions[page];
 		served[count].writer = LM_WRITER_MANY;
@@ -308,6 +341,7 @@ long lm_page_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 	pos = 0;
 	while (lm_msg_diffs_next(d, &pos, &page, &diff, &len) == 1) {
 		if (h->pend[page]) {
+			h->holders[page] |= holder_bit(wcluster);
 			/* registered deltas come first (I1): this one waits
 			 * behind them with its own version */
 			if (queue_delta(h, page, wcluster == LM_WRITER_MANY ?
@@ -319,6 +353,7 @@ long lm_page_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
 							  writer, wcluster);
 			continue;
 		}
+		h->holders[page] |= holder_bit(wcluster);
 		/* checked whole by lm_list_check_flush above */
 		lm_diff_apply_valid(h->pages[page], diff, len);
 		h->stats.diffs_applied++;
@@ -402,7 +437,9 @@ static void settle(lm_home *h, uint32_t page)
  * so that the reader's FETCHes find the data here or on its way instead
  * of paying for a PULL each.  The reader's own deltas stay where they
  * are: pulled, their pages would go with their data from then on
- * (adaptive relay) though nobody else may read them.  A FETCH that
+ * (adaptive relay) though nobody else may read them.  A page another
+ * cluster owns is pulled too (taken back from it: the reader goes on to
+ * the next pages as it did to this one).  A FETCH that
  * another reflector forwards names no reader (reader is then
  * LM_WRITER_MANY), and every unpulled delta in the window is pulled. */
 static void pull_ahead(lm_home *h, uint32_t page, uint32_t reader)
@@ -508,15 +545,23 @@ long lm_page_home_register(lm_home *h, uint16_t from, uint32_t ci,
 		h->stats.dropped_bad++;
 		return LM_EBADMSG;
 	}
+	h->ngranted = 0;
 	for (uint32_t i = 0; i < m->nnotices; i++) {
 		const struct lm_notice *e = &m->notices[i];
 		struct pending *pd, *last = NULL;
 
 		diff = NULL;
 		len = 0;
-		if (e->base != LM_REG_NEW)
+		if (lm_reg_has_data(e->base))
 			(void)lm_msg_diffs_next(&m->diffs, &pos, &page, &diff,
 						&len);
+		if (e->base == LM_REG_DROP) {
+			/* its data stays with us or with it (pending) */
+			h->holders[e->page] &= ~holder_bit(ci);
+			h->stats.holder_drops++;
+			continue;
+		}
+		h->holders[e->page] |= holder_bit(ci);
 		for (pd = h->pend[e->page]; pd; pd = pd->next)
 			last = pd;
 		if (e->base == LM_REG_PUSH) {
@@ -535,7 +580,7 @@ long lm_page_home_register(lm_home *h, uint16_t from, uint32_t ci,
 		}
 		if (e->base == LM_REG_NEW && e->version && last &&
 		    last->cluster == ci && last->version == e->version &&
-		    !last->has_data && !last->pulling &&
+		    !last->has_data && !last->pulling && !last->owned &&
 		    h->versions[e->page] == e->version) {
 			/* the cluster folds the new delta into the one it
 			 * holds: nobody wrote the page in between (I1) */
@@ -545,6 +590,20 @@ long lm_page_home_register(lm_home *h, uint16_t from, uint32_t ci,
 			lm_log_error("home: no memory to register page %u",
 				     e->page);
 			continue;
+		} else {
+			for (last = h->pend[e->page]; last->next;
+			     last = last->next)
+				;
+		}
+		/* the cluster alone holds the page, and its delta, unpulled,
+		 * is the last change: it may own the page, and this entry
+		 * then stands for every write it makes until we pull it */
+		if (e->base == LM_REG_NEW && !last->has_data &&
+		    !last->pulling && h->ngranted < h->npages &&
+		    may_own(h, e->page, ci)) {
+			last->owned = true;
+			h->granted[h->ngranted++] = e->page;
+			h->stats.owned_granted++;
 		}
 		h->stats.regs_entered++;
 		h->scratch[count++] = note_change(h, e->page, epoch, e->writer,
@@ -570,10 +629,13 @@ int lm_page_home_init(lm_home *h)
 	h->flush_mark = calloc(npages, sizeof(*h->flush_mark));
 	h->pend = calloc(npages, sizeof(*h->pend));
 	h->fwait = calloc(npages, sizeof(*h->fwait));
+	h->holders = calloc(npages, sizeof(*h->holders));
+	h->granted = calloc(npages, sizeof(*h->granted));
 	/* I5: the masks take at most an eighth of the reflector's cache */
 	h->em_budget = h->layout->reflectors[h->self_index].cache_size / 8;
 	if (!h->pages || !h->versions || !h->pe || !h->em || !h->em_union ||
-	    !h->zero || !h->flush_mark || !h->pend || !h->fwait)
+	    !h->zero || !h->flush_mark || !h->pend || !h->fwait ||
+	    !h->holders || !h->granted)
 		return LM_ENOMEM;
 	return 0;
 }
@@ -619,6 +681,8 @@ void lm_page_home_clear(lm_home *h)
 	h->em_bytes = 0;
 	memset(h->versions, 0, (size_t)h->npages * sizeof(*h->versions));
 	memset(h->pe, 0, (size_t)h->npages * sizeof(*h->pe));
+	memset(h->holders, 0, (size_t)h->npages * sizeof(*h->holders));
+	h->ngranted = 0;
 	pending_clear(h);
 }
 
@@ -641,4 +705,6 @@ void lm_page_home_destroy(lm_home *h)
 		pending_clear(h);
 	free(h->pend);
 	free(h->fwait);
+	free(h->holders);
+	free(h->granted);
 }

@@ -115,6 +115,8 @@ struct reg_agg {
 	int32_t status;
 	struct lm_notice *notices;
 	size_t n, cap;
+	uint8_t *granted;  /* REGISTER_OK's data: pages made ours, u32 LE */
+	size_t granted_len;
 };
 
 /* A delta registered at its home and not applied yet (lazy relay): it
@@ -125,6 +127,8 @@ struct pending {
 	uint32_t cluster;  /* layout index of the cluster holding it */
 	bool pulling;      /* PULL sent */
 	bool has_data;
+	bool owned;        /* the cluster owns the page: what it sends is
+			      the whole page, its writes since included */
 	uint8_t *data;     /* the delta as a diff, owned */
 	size_t len;
 };
@@ -222,6 +226,12 @@ struct lm_home {
 	 * and the FETCHes that wait for them (lazy relay) */
 	struct pending **pend;
 	struct fetch_wait **fwait;
+	/* per page, the clusters that hold it (bit = layout index; bit 63:
+	 * one we cannot name, a reflector's relay, for good) and the pages
+	 * lm_page_home_register just made a cluster the owner of */
+	uint64_t *holders;
+	uint32_t *granted;
+	uint32_t ngranted;
 
 	/* ---- the routing of our own clusters */
 	uint32_t epoch;            /* barriers released to our clusters */
@@ -442,6 +452,9 @@ void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 void lm_page_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
 			uint32_t page);
 void lm_page_home_pulled(lm_home *h, const struct lm_msg *m);
+/* Enters a cluster's REGISTER (its part of ours); the pages it made
+ * cluster ci the owner of are left in h->granted (h->ngranted), until
+ * the next call. */
 long lm_page_home_register(lm_home *h, uint16_t from, uint32_t ci,
 			   uint32_t epoch, const struct lm_msg *m);
 

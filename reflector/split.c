@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "lm_error.h"
+#include "wire.h"
 
 int lm_split_init(lm_home *h)
 {
@@ -146,8 +147,31 @@ static void agg_done(lm_home *h, struct reg_agg *a)
 	r.status = done.status;
 	r.notices = done.notices;
 	r.nnotices = (uint32_t)lm_notices_merge(done.notices, done.n);
+	r.data = done.granted;
+	r.data_len = done.granted_len;
 	h->out.reply(h->ctx, done.node, done.req_id, &r);
 	free(done.notices);
+	free(done.granted);
+}
+
+/* The pages our home just made the cluster the owner of go back with
+ * the answer (only ours can be: docs/dsm.md "Pages one cluster owns"). */
+static int agg_add_granted(struct reg_agg *a, const uint32_t *pages,
+			   uint32_t n)
+{
+	uint8_t *g;
+
+	if (!n)
+		return 0;
+	g = realloc(a->granted, a->granted_len + (size_t)n * 4);
+	if (!g)
+		return LM_ENOMEM;
+	a->granted = g;
+	for (uint32_t i = 0; i < n; i++) {
+		lm_put32(g + a->granted_len, pages[i]);
+		a->granted_len += 4;
+	}
+	return 0;
 }
 
 /* One home's part of a registration: entered here or sent to the home. */
@@ -167,6 +191,11 @@ static void register_part(lm_home *h, struct reg_agg *a, uint32_t home,
 			lm_notice_set_put(&h->epoch_set, &h->scratch[i]);
 		if (agg_add_notices(a, h->scratch, (size_t)n) < 0)
 			a->status = LM_ENOMEM;
+		/* untold, a grant is only a hint at us: the cluster answers
+		 * our PULL with its delta, as for any page */
+		if (agg_add_granted(a, h->granted, h->ngranted) < 0)
+			lm_log_warn("home: no memory to tell a cluster of the "
+				    "%u pages it now owns", h->ngranted);
 		return;
 	}
 	if (where < 0) {
@@ -237,13 +266,13 @@ void lm_split_register(lm_home *h, uint16_t from, long ci,
 			const struct lm_notice *e = &m->notices[i];
 			bool mine = lm_home_of_page(h->layout, e->page) == k;
 
-			if (e->base != LM_REG_NEW)
+			if (lm_reg_has_data(e->base))
 				(void)lm_msg_diffs_next(&m->diffs, &pos, &page,
 							&diff, &len);
 			if (!mine)
 				continue;
 			h->split_notices[part.nnotices++] = *e;
-			if (e->base != LM_REG_NEW) {
+			if (lm_reg_has_data(e->base)) {
 				(void)lm_msg_diffs_append(h->split,
 							  h->split_cap,
 							  &part.diffs.len,
@@ -283,8 +312,10 @@ void lm_split_register_acked(lm_home *h, uint32_t agg,
 
 void lm_split_clear(lm_home *h)
 {
-	for (size_t i = 0; i < h->naggs; i++)
+	for (size_t i = 0; i < h->naggs; i++) {
 		free(h->aggs[i].notices);
+		free(h->aggs[i].granted);
+	}
 	h->naggs = 0;
 }
 

@@ -659,7 +659,7 @@ int answer_registers(lm_lemuriad *c, bool merge, uint32_t fresh)
 			v[r.nnotices].base = 0;
 			v[r.nnotices].version = e->version ?
 				e->version + (merge ? 1 : 2) : fresh;
-			if (e->base != LM_REG_PUSH)
+			if (e->base == LM_REG_NEW || e->base == LM_REG_DATA)
 				r.nnotices++;
 		}
 		r.notices = v;

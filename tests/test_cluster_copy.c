@@ -236,10 +236,69 @@ static void test_idle_twins_dropped_at_barriers(void)
 	drop_copy();
 }
 
+/* An owned page (docs/dsm.md "Pages one cluster owns"): a write takes
+ * no twin and no seal sees it; a fetched page is not copied over it; a
+ * recall hands over the page as it is, which becomes the twin, so the
+ * next seal sends only what was written after it. */
+static void test_owned_untracked_until_recalled(void)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
+	uint8_t zero[PS] = { 0 }, other[PS], snap[PS];
+
+	make_copy();
+	memset(other, 7, sizeof(other));
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 3, 1, zero) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 3) == 0);
+	CU_ASSERT(lm_ccopy_own(&cc, 3) == 0);
+	CU_ASSERT(lm_ccopy_is_owned(&cc, 3) && !lm_ccopy_is_twinned(&cc, 3));
+	CU_ASSERT(lm_ccopy_writable(&cc, 3));
+	CU_ASSERT(lm_ccopy_twin(&cc, 3) == 0);
+	CU_ASSERT(!lm_ccopy_is_twinned(&cc, 3)); /* owned: no twin */
+	lm_ccopy_page(&cc, 3)[10] = 1;
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, true, collect, s) == 0);
+	CU_ASSERT(s->n == 0);
+	CU_ASSERT(lm_ccopy_install(&cc, 3, 9, other) == 1);
+	CU_ASSERT(lm_ccopy_page(&cc, 3)[0] == 0);
+	CU_ASSERT(lm_ccopy_page(&cc, 3)[10] == 1);
+	/* a page not owned is not recalled */
+	CU_ASSERT(lm_ccopy_recall(&cc, 4, snap) == 1);
+	CU_ASSERT(lm_ccopy_recall(&cc, 3, snap) == 0);
+	CU_ASSERT(snap[10] == 1 && snap[0] == 0);
+	CU_ASSERT(!lm_ccopy_is_owned(&cc, 3) && lm_ccopy_is_twinned(&cc, 3));
+	CU_ASSERT(memcmp(lm_ccopy_twin_of(&cc, 3), snap, PS) == 0);
+	lm_ccopy_page(&cc, 3)[11] = 2;
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
+	CU_ASSERT_FATAL(s->n == 1);
+	CU_ASSERT(s->after[0][11] == 2 && s->after[0][10] == 0);
+	free(buf);
+	free(s);
+	drop_copy();
+}
+
+/* A forgotten page is no longer held: the clients' next access asks the
+ * lemuriad, whose install copies it whole. */
+static void test_forget(void)
+{
+	uint8_t zero[PS] = { 0 }, other[PS];
+
+	make_copy();
+	memset(other, 5, sizeof(other));
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 6, 2, zero) == 0);
+	CU_ASSERT(lm_ccopy_forget(&cc, 6) == 0);
+	CU_ASSERT(!lm_ccopy_holds(&cc, 6, 0));
+	CU_ASSERT(lm_ccopy_install(&cc, 6, 4, other) == 0);
+	CU_ASSERT(lm_ccopy_holds(&cc, 6, 4));
+	CU_ASSERT(lm_ccopy_page(&cc, 6)[0] == 5);
+	drop_copy();
+}
+
 LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_install_versions),
 	      LM_TEST(test_install_merges_into_twinned),
 	      LM_TEST(test_install_whole_untwinned),
 	      LM_TEST(test_seal_each_write_once),
 	      LM_TEST(test_advance_from_base_only),
-	      LM_TEST(test_idle_twins_dropped_at_barriers))
+	      LM_TEST(test_idle_twins_dropped_at_barriers),
+	      LM_TEST(test_owned_untracked_until_recalled),
+	      LM_TEST(test_forget))

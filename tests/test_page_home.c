@@ -3,6 +3,7 @@
  * lists applied whole, and the notices that name their writers. */
 #include "unit.h"
 
+#include "diff.h"
 #include "home_util.h"
 
 static void test_fetch_zero_page(void)
@@ -331,6 +332,102 @@ static void test_notice_many_writers(void)
 	teardown(h);
 }
 
+/* REGISTER of one NEW entry for `page` from cluster node `from`; returns
+ * the pages its REGISTER_OK says the cluster now owns (0 or 1 here). */
+static uint32_t register_new(lm_home *h, uint16_t from, uint32_t page,
+			     uint32_t kind, uint32_t *owned)
+{
+	struct lm_notice e = { .page = page, .version = 0, .base = kind,
+			       .writer = LM_WRITER_MANY,
+			       .wcluster = from == C0 ? 0 : 1 };
+	struct lm_msg m = msg(LM_MSG_REGISTER);
+
+	m.notices = &e;
+	m.nnotices = 1;
+	cap_clear();
+	lm_home_handle(h, from, LM_REL_REQUEST, 40, &m);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT_FATAL(cap.v[0].m.type == LM_MSG_REGISTER_OK);
+	CU_ASSERT(cap.v[0].m.status == 0);
+	if (cap.v[0].m.data_len == 4 && owned)
+		*owned = lm_get32(cap.v[0].data);
+	return (uint32_t)(cap.v[0].m.data_len / 4);
+}
+
+/* Pages one cluster owns (docs/dsm.md): a cluster of ours that keeps
+ * one copy and alone holds a page it registers comes to own it; another
+ * cluster's FETCH then waits for the whole page, pulled from the owner,
+ * and after that the page has two holders and no owner until one drops
+ * it. */
+static void test_sole_holder_owns(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_msg d = msg(LM_MSG_DELTA);
+	uint8_t page[PAGE], diff[PAGE + 16];
+	const struct captured *c;
+	uint32_t owned = 0, pull_req;
+	size_t len;
+
+	(void)fetch(h, C1, 3, 5);
+	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, &owned) == 1);
+	CU_ASSERT(owned == 5);
+	CU_ASSERT(lm_home_stats(h)->owned_granted == 1);
+	/* C0 asks: the home pulls the page from its owner and waits */
+	cap_clear();
+	{
+		struct lm_msg f = msg(LM_MSG_FETCH);
+
+		f.page = 5;
+		lm_home_handle(h, C0, LM_REL_REQUEST, 7, &f);
+	}
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_REQUEST && cap.v[0].node == C1);
+	CU_ASSERT_FATAL(cap.v[0].m.type == LM_MSG_PULL);
+	CU_ASSERT(cap.v[0].m.page == 5 && cap.v[0].m.version == 1);
+	pull_req = cap.v[0].req_id;
+	memset(page, 0, sizeof(page));
+	memcpy(page + 300, "owned", 5);
+	CU_ASSERT_FATAL(lm_diff_encode_whole(page, PAGE, diff + 8,
+					     sizeof(diff) - 8, &len) == 0);
+	lm_msg_diffs_put_header(diff, 5, len);
+	d.page = 5;
+	d.version = 1;
+	d.diffs = (struct lm_msg_diffs){ diff, len + 8, 1 };
+	cap_clear();
+	lm_home_handle(h, C1, LM_REL_REPLY, pull_req, &d);
+	CU_ASSERT_FATAL(cap.n == 1);
+	c = &cap.v[0];
+	CU_ASSERT(c->how == HOW_REPLY && c->node == C0 && c->req_id == 7);
+	CU_ASSERT_FATAL(c->m.type == LM_MSG_PAGE && c->m.data_len == PAGE);
+	CU_ASSERT(c->m.version == 1);
+	CU_ASSERT(memcmp(c->data + 300, "owned", 5) == 0);
+	/* two holders: no owner */
+	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, NULL) == 0);
+	/* C0's copy gave the page up: C1 alone holds it again */
+	CU_ASSERT(register_new(h, C0, 5, LM_REG_DROP, NULL) == 0);
+	CU_ASSERT(lm_home_stats(h)->holder_drops == 1);
+	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, &owned) == 1);
+	CU_ASSERT(owned == 5);
+	/* a page another cluster fetched is never owned */
+	(void)fetch(h, C0, 8, 9);
+	(void)fetch(h, C1, 9, 9);
+	CU_ASSERT(register_new(h, C1, 9, LM_REG_NEW, NULL) == 0);
+	teardown(h);
+}
+
+/* A cluster whose clients keep copies of their own (copy = client) has
+ * no one copy that all its writes land in: it never owns a page. */
+static void test_client_copies_never_own(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+
+	layout->clusters[1].copy = LM_COPY_CLIENT;
+	(void)fetch(h, C1, 3, 5);
+	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, NULL) == 0);
+	CU_ASSERT(lm_home_stats(h)->owned_granted == 0);
+	teardown(h);
+}
+
 LM_TEST_SUITE("page_home",
 	      LM_TEST(test_fetch_zero_page),
 	      LM_TEST(test_flush_then_fetch),
@@ -340,4 +437,6 @@ LM_TEST_SUITE("page_home",
 	      LM_TEST(test_disjoint_flushes_from_two_clusters),
 	      LM_TEST(test_malformed_diff_rejected_whole),
 	      LM_TEST(test_notice_names_sole_writer),
-	      LM_TEST(test_notice_many_writers))
+	      LM_TEST(test_notice_many_writers),
+	      LM_TEST(test_sole_holder_owns),
+	      LM_TEST(test_client_copies_never_own))

@@ -172,7 +172,8 @@ static size_t make_samples(struct lm_msg *s)
 	ADD(.type = LM_MSG_REGISTER, .epoch = 3, .notices = notices5,
 	    .nnotices = 2, .diffs = { diff_list, sizeof(diff_list), 2 });
 	ADD(.type = LM_MSG_REGISTER_OK, .status = 0, .notices = notices5,
-	    .nnotices = 5);
+	    .nnotices = 5, .data = (const uint8_t *)"\x05\0\0\0\x09\0\0\0",
+	    .data_len = 8);
 	ADD(.type = LM_MSG_PULL, .id = 1, .page = 77, .version = 4);
 	ADD(.type = LM_MSG_RECALL, .id = 12, .rank = 5);
 	ADD(.type = LM_MSG_FETCHV, .notices = notices5, .nnotices = 5);
@@ -330,7 +331,7 @@ static unsigned used_fields(int type)
 	case LM_MSG_LEAVE: return 0;
 	case LM_MSG_ABORT: return U_RANK | U_DATA;
 	case LM_MSG_REGISTER: return U_EPOCH | U_NOTICES | U_DIFFS;
-	case LM_MSG_REGISTER_OK: return U_STATUS | U_NOTICES;
+	case LM_MSG_REGISTER_OK: return U_STATUS | U_NOTICES | U_DATA;
 	case LM_MSG_PULL: return U_ID | U_PAGE | U_VERSION;
 	case LM_MSG_DELTA: return U_STATUS | U_PAGE | U_VERSION | U_DIFFS;
 	case LM_MSG_RECALL: return U_ID | U_RANK;

@@ -3,6 +3,7 @@
  * client at a time, and what it puts off meanwhile. */
 #include "unit.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include "log.h"
 #include "proto.h"
 #include "updates.h"
+#include "wire.h"
+#include "cluster_copy.h"
 
 static void test_barrier_and_release(void)
 {
@@ -443,6 +446,178 @@ static void test_shared_release_leaves_out_held_notices(void)
 	teardown(c);
 }
 
+/* The REGISTER among the outputs, answered with notices n and the pages
+ * of `granted` made ours (docs/dsm.md "Pages one cluster owns"). */
+static void grant_to(lm_lemuriad *c, uint32_t req_id,
+		     const struct lm_notice *n, uint32_t nn,
+		     const uint32_t *granted, uint32_t ng)
+{
+	struct lm_msg r = msg(LM_MSG_REGISTER_OK, RUN);
+	uint8_t data[16];
+
+	CU_ASSERT_FATAL(ng <= 4);
+	for (uint32_t i = 0; i < ng; i++)
+		lm_put32(data + 4 * i, granted[i]);
+	r.notices = n;
+	r.nnotices = nn;
+	r.data = data;
+	r.data_len = 4 * ng;
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, req_id, &r);
+}
+
+static void grant(lm_lemuriad *c, const struct lm_notice *n, uint32_t nn,
+		  const uint32_t *granted, uint32_t ng)
+{
+	struct out *reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	struct lm_msg r = msg(LM_MSG_REGISTER_OK, RUN);
+	uint8_t data[16];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	CU_ASSERT_FATAL(ng <= 4);
+	for (uint32_t i = 0; i < ng; i++)
+		lm_put32(data + 4 * i, granted[i]);
+	r.notices = n;
+	r.nnotices = nn;
+	r.data = data;
+	r.data_len = 4 * ng;
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, reg->req_id, &r);
+}
+
+/* copy = cluster: a page the home makes ours loses its twin and its
+ * deltas (the home pulls the whole page); a write to it is sealed by
+ * nobody; a PULL takes the whole page, writes since the grant included,
+ * and the page is tracked again.  A grant for a page whose copy lacks a
+ * change (it is not at the notice's version) is refused. */
+static void test_shared_owned_pages(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice n[2] = {
+		{ .page = 7, .version = 3, .base = 2,
+		  .writer = LM_WRITER_MANY, .wcluster = 0 },
+		/* the copy holds 1, not the base: another change is missing */
+		{ .page = 8, .version = 3, .base = 2,
+		  .writer = LM_WRITER_MANY, .wcluster = 0 },
+	};
+	const uint32_t granted[2] = { 7, 8 };
+	const struct lm_ccopy *cc;
+	const struct out *d;
+
+	join_all_shared(c, RUN);
+	cc = lm_lemuriad_copy(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cc);
+	cache_page(c, 7, 2, 0x11);
+	cache_page(c, 8, 1, 0x22);
+	CU_ASSERT(lm_ccopy_twin(cc, 7) == 0);
+	CU_ASSERT(lm_ccopy_twin(cc, 8) == 0);
+	lm_ccopy_page(cc, 7)[9] = 0x55; /* a client's writes */
+	lm_ccopy_page(cc, 8)[9] = 0x56;
+	clear_outs();
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 1);
+	grant(c, n, 2, granted, 2);
+	CU_ASSERT(lm_ccopy_is_owned(cc, 7));
+	CU_ASSERT(!lm_ccopy_is_twinned(cc, 7));
+	CU_ASSERT(!lm_ccopy_is_owned(cc, 8));
+	CU_ASSERT(lm_ccopy_is_twinned(cc, 8));
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_owned, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_own_refused, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_delta_stats(c)->deltas_forgotten, 1);
+	release(c, 1);
+	CU_ASSERT(!is_cached(c, 7)); /* it would go stale under the writes */
+	clear_outs();
+	lm_ccopy_page(cc, 7)[10] = 0x66; /* untracked */
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 2);
+	/* no registration names page 7: nobody tracks its writes */
+	for (size_t i = 0; i < nouts; i++)
+		for (uint32_t k = 0; outs[i].m.type == LM_MSG_REGISTER &&
+				     k < outs[i].m.nnotices; k++)
+			CU_ASSERT(outs[i].notices[k].page != 7);
+	answer_registers(c, true, 40);
+	release(c, 2);
+	d = pull(c, 7, 3);
+	CU_ASSERT_EQUAL(d->m.status, 0);
+	CU_ASSERT_EQUAL(delta_byte(d, 0, 0xff), 0x11); /* the whole page */
+	CU_ASSERT_EQUAL(delta_byte(d, 9, 0xff), 0x55);
+	CU_ASSERT_EQUAL(delta_byte(d, 10, 0xff), 0x66);
+	CU_ASSERT(!lm_ccopy_is_owned(cc, 7));
+	CU_ASSERT(lm_ccopy_is_twinned(cc, 7));
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_recalls, 1);
+	teardown(c);
+}
+
+/* copy = cluster: the home's PULL of the entry a grant marked may come
+ * before the REGISTER_OK that names the grant (the answer waits for the
+ * other homes): the PULL takes the delta, and the grant, whose entry is
+ * gone, is refused; the page stays twinned and its writes are sealed. */
+static void test_shared_grant_after_pull_refused(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice n = { .page = 7, .version = 3, .base = 2,
+			       .writer = LM_WRITER_MANY, .wcluster = 0 };
+	const uint32_t granted = 7;
+	const struct lm_ccopy *cc;
+	const struct out *d, *reg;
+	uint32_t req;
+
+	join_all_shared(c, RUN);
+	cc = lm_lemuriad_copy(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cc);
+	cache_page(c, 7, 2, 0x11);
+	CU_ASSERT(lm_ccopy_twin(cc, 7) == 0);
+	lm_ccopy_page(cc, 7)[9] = 0x55;
+	clear_outs();
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 1);
+	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	req = reg->req_id;
+	d = pull(c, 7, 3); /* the registered delta, answer still away */
+	CU_ASSERT_EQUAL(d->m.status, 0);
+	CU_ASSERT_EQUAL(delta_byte(d, 9, 0xff), 0x55);
+	CU_ASSERT_EQUAL(delta_byte(d, 0, 0xff), 0xff); /* a delta, not whole */
+	grant_to(c, req, &n, 1, &granted, 1);
+	CU_ASSERT(!lm_ccopy_is_owned(cc, 7));
+	CU_ASSERT(lm_ccopy_is_twinned(cc, 7));
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_own_refused, 1);
+	teardown(c);
+}
+
+/* copy = cluster: at a barrier, a page the copy holds older than a
+ * notice, that nobody here wrote, leaves the copy, and the registration
+ * says so to its home (an LM_REG_DROP entry); the clients' views of it
+ * close before they go on (drops). */
+static void test_shared_stale_pages_forgotten(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice n = { .page = 9, .version = 5, .base = 2,
+			       .writer = LM_WRITER_MANY, .wcluster = 1 };
+	const struct lm_ccopy *cc;
+	const struct out *reg;
+	uint64_t drops;
+
+	join_all_shared(c, RUN);
+	cc = lm_lemuriad_copy(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cc);
+	cache_page(c, 9, 2, 0x33);
+	barrier_release(c, 1, &n, 1); /* another cluster wrote page 9 */
+	CU_ASSERT(lm_ccopy_holds(cc, 9, 2));
+	drops = atomic_load(&cc->hdr->drops);
+	clear_outs();
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, 2);
+	CU_ASSERT(!lm_ccopy_holds(cc, 9, 0));
+	CU_ASSERT(atomic_load(&cc->hdr->drops) == drops + 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_forgotten, 1);
+	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	CU_ASSERT_EQUAL_FATAL(reg->m.nnotices, 1);
+	CU_ASSERT_EQUAL(reg->notices[0].page, 9);
+	CU_ASSERT_EQUAL(reg->notices[0].base, LM_REG_DROP);
+	CU_ASSERT_EQUAL(reg->notices[0].wcluster, 0);
+	teardown(c);
+}
+
 LM_TEST_SUITE("release",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_release_carries_updates),
@@ -454,4 +629,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_fetchv_pages_as_diffs),
 	LM_TEST(test_neighbour_pages_get_no_updates),
 	LM_TEST(test_release_updates_off),
-	LM_TEST(test_shared_release_leaves_out_held_notices))
+	LM_TEST(test_shared_release_leaves_out_held_notices),
+	LM_TEST(test_shared_owned_pages),
+	LM_TEST(test_shared_grant_after_pull_refused),
+	LM_TEST(test_shared_stale_pages_forgotten))
