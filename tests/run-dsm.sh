@@ -37,6 +37,10 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 		"$build/tests/dsmtest" barriers 1000
 	run_expect "race-free stress on $l" "$lay" 240 "PASSED" \
 		"$build/tests/dsmtest" stress 6 8 7
+	# pages owned by one cluster, taken back, moving on (docs/dsm.md
+	# "Pages one cluster owns"); under copy = client nothing is owned
+	run_expect "owners moving on $l" "$lay" 240 "PASSED" \
+		"$build/tests/dsmtest" owners 8 16 $((n + 5))
 	# The chaos test (docs/testing.md): two seeds with the layout's
 	# adaptive relay and two with eager, a few seconds a run (fewer
 	# rounds where more processes share the two cores).
@@ -70,6 +74,8 @@ for l in 4+4 2x2-two-reflectors 3-reflectors; do
 		"$build/tests/dsmtest" counter 50
 	run_expect "race-free stress on $l, copy = client" "$lay" 240 \
 		"PASSED" "$build/tests/dsmtest" stress 6 8 7
+	run_expect "owners moving on $l, copy = client" "$lay" 240 \
+		"PASSED" "$build/tests/dsmtest" owners 8 16 $n
 	run_expect "chaos 20 $((n * 10)) on $l, copy = client" "$lay" 120 \
 		"PASSED" "$build/tests/dsmtest" chaos 20 $((n * 10))
 done

@@ -66,6 +66,7 @@ for l in $layouts; do
 			"$lay" 290 "$pattern" $args
 	done <<EOF
 race-free-stress PASSED any $build/tests/dsmtest stress 4 8 3
+owners-moving PASSED any $build/tests/dsmtest owners 6 16 $((n + 3))
 chaos-$cr-$((n * 10 + 1)) PASSED any $build/tests/dsmtest chaos $cr $((n * 10 + 1))
 chaos-$cr-$((n * 10 + 2)) PASSED any $build/tests/dsmtest chaos $cr $((n * 10 + 2))
 chaos-$cr-$((n * 10 + 3)) PASSED any $build/tests/dsmtest chaos $cr $((n * 10 + 3))

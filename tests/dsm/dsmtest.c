@@ -88,6 +88,20 @@
  *                              data written before CREATE; checked
  *                              under the locks and against a model
  *                              after each barrier (below, "chaos")
+ *   dsmtest owners E PAGES S   E eras over PAGES pages (seed S): in each
+ *                              era every page has one writer rank (or
+ *                              none) that rewrites it whole for 3 to 7
+ *                              barrier rounds; after each barrier it
+ *                              checks the page, another process now and
+ *                              then, every process at the era's end, so
+ *                              pages
+ *                              come to be owned by one cluster, are
+ *                              taken back by readers and move on to the
+ *                              next era's writer (docs/dsm.md "Pages one
+ *                              cluster owns"); each era ends with a
+ *                              token handed on in rank order under a
+ *                              lock, each holder checking and rewriting
+ *                              a page its predecessor wrote
  *   dsmtest private R BYTES    R barrier rounds; each process rewrites
  *                              BYTES bytes of a slice of its own that no
  *                              other process ever reads, and checks them
@@ -574,6 +588,117 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 	free(model);
 	free(value);
 	free(owner);
+	return 0;
+}
+
+/* owners: the value of word i of page p written in era e, round k. */
+static uint64_t owners_word(uint64_t seed, long e, long k, long p, size_t i)
+{
+	uint64_t z = seed ^ ((uint64_t)e << 48) ^ ((uint64_t)k << 40) ^
+		     ((uint64_t)p << 20) ^ i;
+
+	return next_rand(&z) | 1; /* never the zero of a page never written */
+}
+
+static int run_owners(long eras, long pages, uint64_t seed)
+{
+	const size_t words = 4096 / sizeof(uint64_t);
+	struct shared {
+		int lock;
+		int turn;
+		uint64_t *buf;  /* pages * words */
+		uint64_t *token; /* a page of its own */
+	} *s = NULL;
+	uint64_t *model = calloc((size_t)pages * words, sizeof(uint64_t));
+	int *writer = malloc((size_t)pages * sizeof(int));
+
+	if (!model || !writer)
+		die("malloc", -2);
+	if (rank == 0) {
+		s = lm_malloc(sizeof(*s));
+		if (!s || !(s->buf = lm_malloc((size_t)pages * 4096)) ||
+		    !(s->token = lm_malloc(4096)))
+			die("lm_malloc", -2);
+		s->lock = lm_id_alloc(1);
+		check(s->lock, "lm_id_alloc");
+		s->turn = 0;
+	}
+	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	for (long e = 0; e < eras; e++) {
+		uint64_t z = seed ^ ((uint64_t)e << 32);
+		long rounds = 3 + (long)(next_rand(&z) % 5);
+
+		for (long p = 0; p < pages; p++) {
+			uint64_t w = next_rand(&z) % ((uint64_t)nprocs + 1);
+
+			writer[p] = w == (uint64_t)nprocs ? -1 : (int)w;
+		}
+		for (long k = 0; k < rounds; k++) {
+			for (long p = 0; p < pages; p++) {
+				uint64_t *pg = s->buf + (size_t)p * words;
+
+				if (writer[p] < 0)
+					continue;
+				for (size_t i = 0; i < words; i++) {
+					uint64_t v = owners_word(seed, e, k,
+								 p, i);
+
+					if (writer[p] == rank)
+						pg[i] = v;
+					model[(size_t)p * words + i] = v;
+				}
+			}
+			check(lm_barrier(4), "lm_barrier");
+			/* a page's own writer reads it; another rank now and
+			 * then (taking it back from its owner), every rank at
+			 * the era's end */
+			for (size_t i = 0; i < (size_t)pages * words; i++) {
+				long p = (long)(i / words);
+				uint64_t h = owners_word(seed, e, k, p,
+							 (size_t)rank);
+
+				if (writer[p] != rank && k + 1 < rounds &&
+				    h % 8 != 0) {
+					i += words - 1;
+					continue;
+				}
+				if (s->buf[i] != model[i]) {
+					fprintf(stderr, "dsmtest: rank %d, era "
+						"%ld round %ld: page %zu word "
+						"%zu is %" PRIx64 ", expected "
+						"%" PRIx64 " (writer %d)\n",
+						rank, e, k, i / words,
+						i % words, s->buf[i], model[i],
+						writer[i / words]);
+					return 1;
+				}
+			}
+			check(lm_barrier(5), "lm_barrier");
+		}
+		/* the token goes round in rank order under the lock: each
+		 * holder must see what the one before wrote */
+		for (;;) {
+			check(lm_lock(s->lock), "lm_lock");
+			if (s->turn == rank)
+				break;
+			check(lm_unlock(s->lock), "lm_unlock");
+		}
+		if (rank > 0 && (s->token[0] != (uint64_t)(e * nprocs + rank) ||
+				 s->token[words - 1] != (uint64_t)e)) {
+			fprintf(stderr, "dsmtest: rank %d, era %ld: the token "
+				"page holds %" PRIu64 "/%" PRIu64 ", expected "
+				"%ld/%ld\n", rank, e, s->token[0],
+				s->token[words - 1], e * nprocs + rank, e);
+			return 1;
+		}
+		s->token[0] = (uint64_t)(e * nprocs + rank + 1);
+		s->token[words - 1] = (uint64_t)e;
+		s->turn = (rank + 1) % nprocs;
+		check(lm_unlock(s->lock), "lm_unlock");
+		check(lm_barrier(4), "lm_barrier");
+	}
+	free(model);
+	free(writer);
 	return 0;
 }
 
@@ -2019,6 +2144,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
+				"owners ERAS PAGES SEED | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
@@ -2081,6 +2207,9 @@ int main(int argc, char **argv)
 		failed = run_ids();
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
 		failed = run_private(atol(argv[2]), atol(argv[3]));
+	else if (strcmp(argv[1], "owners") == 0 && argc == 5)
+		failed = run_owners(atol(argv[2]), atol(argv[3]),
+				    strtoull(argv[4], NULL, 10));
 	else if (strcmp(argv[1], "stress") == 0 && argc == 5)
 		failed = run_stress(atol(argv[2]), atol(argv[3]),
 				    strtoull(argv[4], NULL, 10));
