@@ -163,6 +163,7 @@ static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 				 enum lm_rel_peer_event ev)
 {
 	lm_daemon *d = ctx;
+	const char *why;
 
 	/* Control tools (ids outside the layout) come and go: each
 	 * lemuriactl run is a restart, and one that exits before acking
@@ -174,11 +175,14 @@ static void lm_daemon_peer_event(void *ctx, uint16_t peer,
 		memset(&d->peers[peer], 0, sizeof(d->peers[peer]));
 	lm_daemon_backlog_drop(d, peer);
 	lm_daemon_attach(d, peer, false);
-	lm_log_info("%s: node %u %s", d->name, peer,
+	why = ev == LM_REL_PEER_UNREACHABLE ?
+	      lm_evnode_peer_trouble(d->node, peer) : NULL;
+	lm_log_info("%s: node %u %s%s%s", d->name, peer,
 		    ev == LM_REL_PEER_UNREACHABLE ? "is unreachable"
-						  : "restarted");
+						  : "restarted",
+		    why ? ": " : "", why ? why : "");
 	if (d->machine && d->proto->peer_lost)
-		d->proto->peer_lost(d->machine, peer);
+		d->proto->peer_lost(d->machine, peer, why);
 }
 
 static void lm_daemon_out_later(void *ctx)

@@ -26,8 +26,9 @@ struct lm_daemon_protocol {
 	void (*handle)(void *machine, uint16_t from,
 		       enum lm_rel_msg_kind kind, uint32_t req_id,
 		       const struct lm_msg *m);
-	/* A peer is unreachable or restarted (optional). */
-	void (*peer_lost)(void *machine, uint16_t node);
+	/* A peer is unreachable or restarted (optional); `why`, when not
+	 * NULL, says what the transport saw of it (lm_evnode_peer_trouble). */
+	void (*peer_lost)(void *machine, uint16_t node, const char *why);
 	/* Adds the protocol's own counters to a STATS reply (optional;
 	 * reflector/home_stats.c, lemuriad/lemuriad_stats.c). */
 	void (*stats)(void *machine, lm_stats_set *out);

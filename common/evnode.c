@@ -63,6 +63,10 @@ struct lm_evnode_peer {
 	/* ICMP port unreachable while never heard from (refusals.h): a
 	 * reflector not started, a layout's wrong port */
 	struct lm_refusals refused;
+	/* datagrams from its address whose MAC failed, while none passed
+	 * (`heard`): the other side has another secret */
+	struct lm_refusals unauthentic;
+	bool bad_mac;
 	bool give_up;           /* to be reported unreachable (report_refused) */
 };
 
@@ -394,6 +398,38 @@ static void log_refused(const struct lm_evnode *node, int rc,
 	}
 }
 
+/* A datagram from a declared peer's own address went through the
+ * engine with `rc`: one whose MAC fails while none ever passed counts
+ * towards giving the peer up (a layout with another secret answers
+ * every time, so the retries would take their whole time to say only
+ * that it is lost). */
+static void note_authenticity(struct lm_evnode *node,
+			      struct lm_evnode_peer *p, int rc, uint64_t now)
+{
+	if (rc == 0) {
+		p->unauthentic.heard = true;
+		p->bad_mac = false;
+		return;
+	}
+	if (rc != LM_EAUTH || p->unauthentic.heard)
+		return;
+	p->bad_mac = true;
+	if (lm_refusals_note(&p->unauthentic, now) && !p->give_up) {
+		p->give_up = true;
+		node->give_ups++;
+	}
+}
+
+const char *lm_evnode_peer_trouble(const lm_evnode *node, uint16_t peer)
+{
+	if (!node || peer >= node->npeers || !node->peers[peer].bad_mac)
+		return NULL;
+	return node->auth ? "its datagrams fail authentication: the two "
+			    "layouts' secret_file keys differ" :
+			    "its datagrams carry a MAC and this layout has "
+			    "no secret: the two layouts differ in auth";
+}
+
 /* One datagram from `src`.  The header is peeked only to learn who claims
  * to have sent it; authenticity is the engine's business. */
 static void input_one(struct lm_evnode *node, size_t len,
@@ -435,6 +471,8 @@ static void input_one(struct lm_evnode *node, size_t len,
 	/* Undecodable datagrams still go in, to be counted by reason. */
 	rc = lm_rel_input(node->rel, node->rxbuf, len, now);
 	node->in_input = false;
+	if (p && p->state == LM_EVNODE_ADDR_DECLARED)
+		note_authenticity(node, p, rc, now);
 	if (rc)
 		log_refused(node, rc, src, len, &h, decoded);
 	else if (st->drop_malformed != malformed) {
@@ -510,10 +548,17 @@ static void report_refused(struct lm_evnode *node)
 			continue;
 		p->give_up = false;
 		node->give_ups--;
-		lm_log_limited("refused peers", LM_LOG_WARN,
-			       "node %zu at %s: nothing listens there (port "
-			       "unreachable)",
-			       i, lm_addr_str(&p->addr, at, sizeof(at)));
+		if (p->bad_mac)
+			lm_log_limited("unauthentic peers", LM_LOG_WARN,
+				       "node %zu at %s: %s",
+				       i, lm_addr_str(&p->addr, at, sizeof(at)),
+				       lm_evnode_peer_trouble(node,
+							      (uint16_t)i));
+		else
+			lm_log_limited("refused peers", LM_LOG_WARN,
+				       "node %zu at %s: nothing listens there "
+				       "(port unreachable)",
+				       i, lm_addr_str(&p->addr, at, sizeof(at)));
 		on_peer_event(node, (uint16_t)i, LM_REL_PEER_UNREACHABLE);
 	}
 }

@@ -35,6 +35,13 @@ void lm_evnode_destroy(lm_evnode *node);
 int lm_evnode_add_peer(lm_evnode *node, uint16_t peer,
 		       const struct sockaddr_in *addr);
 
+/* Why a declared peer was given up, for the message that names it: "its
+ * datagrams fail authentication..." when datagrams came from its
+ * address and none carried a valid MAC (the two layouts name different
+ * secrets), else NULL.  Such a peer is given up as a refused one is
+ * (refusals.h): LM_REFUSED_MIN bad datagrams over LM_REFUSED_US. */
+const char *lm_evnode_peer_trouble(const lm_evnode *node, uint16_t peer);
+
 /* As lm_rel_send/request/reply, with the current time. */
 int lm_evnode_send(lm_evnode *node, uint16_t peer, const void *msg,
 		   size_t len);

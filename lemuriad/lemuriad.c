@@ -972,9 +972,9 @@ void lm_lemuriad_tick(lm_lemuriad *c)
 	lm_locks_tick(c);
 }
 
-void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node)
+void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node, const char *why)
 {
-	char reason[LM_NAME_MAX + 48], at[32];
+	char reason[LM_NAME_MAX + 160], at[32];
 	int slot;
 
 	if (!c)
@@ -983,8 +983,9 @@ void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node)
 		const struct lm_reflector_cfg *r =
 			&c->layout->reflectors[c->cfg->reflector_index];
 
-		snprintf(reason, sizeof(reason), "reflector %s at %s lost",
-			 r->name, lm_addr_str(&r->addr, at, sizeof(at)));
+		snprintf(reason, sizeof(reason), "reflector %s at %s lost%s%s",
+			 r->name, lm_addr_str(&r->addr, at, sizeof(at)),
+			 why ? ": " : "", why ? why : "");
 		abort_run(c, LM_LEMURIAD_ABORT_REFLECTOR, reason, -1);
 		return;
 	}

@@ -73,8 +73,9 @@ void lm_lemuriad_tick(lm_lemuriad *c);
  * joined client,
  * state dropped.  Until a JOIN with a newer run, the aborted run's
  * messages are dropped (JOIN gets JOIN_OK{LM_ECLOSED}, LEAVE is still
- * answered). */
-void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node);
+ * answered).  `why`, when not NULL, follows "lost" in the reason (what
+ * the transport saw: a different secret). */
+void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node, const char *why);
 
 struct lm_lemuriad_stats {
 	uint64_t fetch_hits;        /* FETCH answered from the cache */

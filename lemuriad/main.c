@@ -32,9 +32,10 @@ static void lemuriad_handle(void *machine, uint16_t from,
 	lm_lemuriad_handle(machine, from, kind, req_id, m);
 }
 
-static void lemuriad_peer_lost(void *machine, uint16_t node)
+static void lemuriad_peer_lost(void *machine, uint16_t node,
+			       const char *why)
 {
-	lm_lemuriad_peer_lost(machine, node);
+	lm_lemuriad_peer_lost(machine, node, why);
 }
 
 static void lemuriad_stats(void *machine, lm_stats_set *out)

@@ -582,10 +582,10 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		from_reflector(h, from, (uint32_t)ri, req_id, m);
 }
 
-void lm_home_peer_lost(lm_home *h, uint16_t node)
+void lm_home_peer_lost(lm_home *h, uint16_t node, const char *why)
 {
 	struct lm_msg a = msg_new(h, LM_MSG_ABORT);
-	char reason[LM_NAME_MAX + 32];
+	char reason[LM_NAME_MAX + 160];
 	long ci, ri;
 
 	if (!h || !h->run)
@@ -593,11 +593,13 @@ void lm_home_peer_lost(lm_home *h, uint16_t node)
 	ci = served_cluster(h, node);
 	ri = ci < 0 ? peer_reflector(h, node) : -1;
 	if (ci >= 0)
-		snprintf(reason, sizeof(reason), "lemuriad %s lost",
-			 h->layout->clusters[ci].name);
+		snprintf(reason, sizeof(reason), "lemuriad %s lost%s%s",
+			 h->layout->clusters[ci].name, why ? ": " : "",
+			 why ? why : "");
 	else if (ri >= 0)
-		snprintf(reason, sizeof(reason), "reflector %s lost",
-			 h->layout->reflectors[ri].name);
+		snprintf(reason, sizeof(reason), "reflector %s lost%s%s",
+			 h->layout->reflectors[ri].name, why ? ": " : "",
+			 why ? why : "");
 	else
 		return;
 	a.rank = LM_HOME_ABORT_PEER;

@@ -69,8 +69,9 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
  * one of our lemuriads, "lemuriad NAME lost" goes as ABORT to our other
  * clusters and the other reflectors (which pass it on); another
  * reflector, "reflector NAME lost" to our clusters.  Their lemuriads
- * abort the run for their clients. */
-void lm_home_peer_lost(lm_home *h, uint16_t node);
+ * abort the run for their clients.  `why`, when not NULL, follows "lost"
+ * in the reason. */
+void lm_home_peer_lost(lm_home *h, uint16_t node, const char *why);
 
 struct lm_home_stats {
 	uint64_t fetches;          /* FETCH requests answered with a page */

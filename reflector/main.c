@@ -31,9 +31,10 @@ static void reflector_handle(void *machine, uint16_t from,
 	lm_home_handle(machine, from, kind, req_id, m);
 }
 
-static void reflector_peer_lost(void *machine, uint16_t node)
+static void reflector_peer_lost(void *machine, uint16_t node,
+				const char *why)
 {
-	lm_home_peer_lost(machine, node);
+	lm_home_peer_lost(machine, node, why);
 }
 
 static void reflector_stats(void *machine, lm_stats_set *out)

@@ -488,6 +488,26 @@ secs=$(( $(date +%s) - start ))
 expect_output "... naming the reflector and its address" "reflector r0 at 127.0.0.1:[0-9]* lost"
 if [ $secs -le 5 ]; then ok "... within 5 s (${secs}s)"; else fail "took ${secs}s"; fi
 
+echo "integration: daemons whose layouts name different secrets (issue 42)"
+# The reflector reads the layout with demo.key, the lemuriads and ranks a
+# copy whose secret_file is another key: every datagram between them
+# fails authentication, and the run must say so, not just "lost".
+mkdir -p "$tmp/secret"
+slay=$(private_layout conf/4+4.ini "$tmp/secret" 9)
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/secret/other.key"
+chmod 600 "$tmp/secret/other.key"
+sed 's|^secret_file = .*|secret_file = other.key|' "$slay" >"$tmp/secret/b.ini"
+"$bin/reflector" -c "$slay" -n r0 -l error 2>/dev/null &
+spid=$!; pids="$pids $spid"
+start=$(date +%s)
+expect "another secret at the reflector: the run fails" 1 timeout -k 5 60 \
+	$bin/lemuria-run -c "$tmp/secret/b.ini" --start-daemons --cluster c0 \
+	--cluster c1 -- "$build/tests/dsmtest" counter 5
+secs=$(( $(date +%s) - start ))
+expect_output "... saying the secrets differ" "reflector r0 at 127.0.0.1:[0-9]* lost: its datagrams fail authentication: the two layouts' secret_file keys differ"
+if [ $secs -le 5 ]; then ok "... within 5 s (${secs}s)"; else fail "took ${secs}s"; fi
+kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+
 echo "integration: lemuria-run killed (SIGKILL) leaves no rank or daemon behind"
 # The launcher cannot clean up after SIGKILL: what it started must die
 # with it.  -v names every pid it starts; the ranks then sit in a barrier

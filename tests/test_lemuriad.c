@@ -411,7 +411,7 @@ static void test_peer_lost_client_aborts(void)
 	join_all(c, RUN);
 	barrier(c, 0, 1);
 	barrier(c, 1, 1);
-	lm_lemuriad_peer_lost(c, node_of(2));
+	lm_lemuriad_peer_lost(c, node_of(2), NULL);
 	/* ABORT to the three others, and as the answer to the two blocked
 	 * BARRIER requests, which would otherwise wait for ever */
 	CU_ASSERT_EQUAL_FATAL(nouts, 5);
@@ -455,7 +455,7 @@ static void test_peer_lost_reflector_aborts(void)
 	lm_lemuriad *c = setup();
 
 	join_all(c, RUN);
-	lm_lemuriad_peer_lost(c, refl);
+	lm_lemuriad_peer_lost(c, refl, NULL);
 	CU_ASSERT_EQUAL_FATAL(nouts, 4);
 	for (size_t i = 0; i < nouts; i++) {
 		CU_ASSERT_EQUAL(outs[i].how, SENT);
@@ -486,7 +486,7 @@ static void test_leave_forgets_client(void)
 	CU_ASSERT_EQUAL(nouts, 0);
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, 1);
 	/* losing a client that left aborts nothing */
-	lm_lemuriad_peer_lost(c, node_of(3));
+	lm_lemuriad_peer_lost(c, node_of(3), NULL);
 	CU_ASSERT_EQUAL(nouts, 0);
 	fetch(c, 0, 103, 0);
 	CU_ASSERT_EQUAL(nouts, 1);

@@ -906,6 +906,60 @@ static void test_evnode_refused_peer_is_given_up_within_a_second(void)
 	close(keep);
 }
 
+/* Two daemons whose layouts name different secrets: each drops the
+ * other's datagrams (bad MAC), and each reports the other unreachable
+ * after about a second, saying why (lm_evnode_peer_trouble), where the
+ * retries would take over 4 s and say only "lost".  Watched on node 1,
+ * whose peer is node 2. */
+static void test_evnode_peer_with_another_secret_is_named(void)
+{
+	struct lm_evnode_callbacks cbs = { .deliver = refused_deliver,
+					   .peer_event = refused_event };
+	struct sockaddr_in a1 = { .sin_family = AF_INET }, a2 = a1;
+	uint8_t other_key[LM_KEY_BYTES];
+	struct refused_watch w = { 0 }, w2 = { 0 };
+	struct timeval limit = { 2, 600000 };
+	struct event_base *base = event_base_new();
+	lm_auth *k1 = lm_auth_create(test_key), *k2;
+	struct lm_rel_config c1, c2;
+	lm_evnode *n1, *n2;
+	const char *why;
+	char err[256];
+
+	memcpy(other_key, test_key, sizeof(other_key));
+	other_key[0] ^= 1;
+	k2 = lm_auth_create(other_key);
+	CU_ASSERT_FATAL(base && k1 && k2);
+	a1.sin_addr.s_addr = a2.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fast_config(&c1, 1, k1, 1400);
+	fast_config(&c2, 2, k2, 1400);
+	c1.transport.max_retries = c2.transport.max_retries = 40;
+	c1.transport.rto_initial_us = c2.transport.rto_initial_us = 100000;
+	c1.transport.rto_min_us = c2.transport.rto_min_us = 100000;
+	n1 = lm_evnode_create(base, &a1, &c1, NULL, &cbs, &w, err,
+			      sizeof(err));
+	n2 = lm_evnode_create(base, &a2, &c2, NULL, &cbs, &w2, err,
+			      sizeof(err));
+	CU_ASSERT_FATAL(n1 != NULL && n2 != NULL);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(n1, 2, &a2), 0);
+	CU_ASSERT_EQUAL(lm_evnode_add_peer(n2, 1, &a1), 0);
+	CU_ASSERT_PTR_NULL(lm_evnode_peer_trouble(n1, 2));
+	w.t0 = lm_now_us();
+	CU_ASSERT_EQUAL(lm_evnode_send(n1, 2, "hello", 5), 0);
+	CU_ASSERT_EQUAL(lm_evnode_send(n2, 1, "hello", 5), 0);
+	event_base_loopexit(base, &limit);
+	event_base_dispatch(base);
+	CU_ASSERT(w.at[0] >= 1000000u && w.at[0] < 2500000u);
+	why = lm_evnode_peer_trouble(n1, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(why);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "secret_file"));
+	lm_evnode_destroy(n1);
+	lm_evnode_destroy(n2);
+	event_base_free(base);
+	lm_auth_destroy(k1);
+	lm_auth_destroy(k2);
+}
+
 /* A server that acked a request and then died: with keepalive PINGs the
  * call fails with LM_EUNREACH (here within a few seconds: 30 retries of
  * at most 100 ms); without them it would still be waiting. */
@@ -1349,6 +1403,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_evnode_learns_client_address),
 	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer),
 	      LM_TEST(test_evnode_refused_peer_is_given_up_within_a_second),
+	      LM_TEST(test_evnode_peer_with_another_secret_is_named),
 	      LM_TEST(test_evnode_corked_sends_leave_as_one_train),
 	      LM_TEST(test_evnode_long_datagram_leaves_at_once),
 	      LM_TEST(test_evnode_reads_datagrams_in_batches),

@@ -299,7 +299,7 @@ static void test_held_release_too_old_then_abort(void)
 	CU_ASSERT_EQUAL(outs[1].m.type, LM_MSG_FETCH);
 	CU_ASSERT_EQUAL(outs[1].m.version, 5);
 	clear_outs();
-	lm_lemuriad_peer_lost(c, refl);
+	lm_lemuriad_peer_lost(c, refl, NULL);
 	for (uint32_t r = 0; r < 4; r++) {
 		CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(r),
 					    LM_MSG_RELEASE));

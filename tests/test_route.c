@@ -259,10 +259,10 @@ static void test_peer_lost_aborts_the_run(void)
 	const struct net_msg *a = NULL;
 
 	setup("conf/2x2-two-reflectors.ini");
-	lm_home_peer_lost(net.h[0], C0);
+	lm_home_peer_lost(net.h[0], C0, NULL);
 	CU_ASSERT_EQUAL(net.qn + net.ndown, 0);
 	oneway(C0, LM_MSG_BARRIER, 1, 0); /* the run begins */
-	lm_home_peer_lost(net.h[0], C0);
+	lm_home_peer_lost(net.h[0], C0, NULL);
 	pump();
 	CU_ASSERT(down_to(C0, LM_MSG_ABORT, NULL) == 0);
 	CU_ASSERT_FATAL(down_to(C2, LM_MSG_ABORT, &a) == 1);
@@ -271,7 +271,7 @@ static void test_peer_lost_aborts_the_run(void)
 	CU_ASSERT(down_to(C1, LM_MSG_ABORT, NULL) == 1);
 	CU_ASSERT(down_to(C3, LM_MSG_ABORT, NULL) == 1);
 	down_clear();
-	lm_home_peer_lost(net.h[0], 2); /* r1 */
+	lm_home_peer_lost(net.h[0], 2, NULL); /* r1 */
 	pump();
 	CU_ASSERT_FATAL(down_to(C0, LM_MSG_ABORT, &a) == 1);
 	CU_ASSERT(a->m.data_len == strlen("reflector r1 lost") &&
