@@ -29,8 +29,10 @@ $(eval $(call splash2_pthread,lu,splash2/lu/lu.C))
 SPLASH2_PT := $(BUILD)/splash2
 splash2-check: $(SPLASH2_PT)/lu-pthread $(SPLASH2_PT)/lucontig-pthread \
 		$(SPLASH2_PT)/radix-pthread $(SPLASH2_PT)/fft-pthread \
-		$(SPLASH2_PT)/ocean-pthread $(SPLASH2_PT)/initenv-pthread
+		$(SPLASH2_PT)/ocean-pthread $(SPLASH2_PT)/initenv-pthread \
+		$(SPLASH2_PT)/funcptr-pthread
 	$(SPLASH2_PT)/initenv-pthread 4 | grep -q 'initenv: 4 processes: PASSED'
+	$(SPLASH2_PT)/funcptr-pthread 4 | grep -q 'funcptr: 4 processes: PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
@@ -73,3 +75,5 @@ $(eval $(call splash2_lemuria,ocean,splash2/ocean/ocean.C))
 # (issue 41): small programs of our own, built both ways.
 $(eval $(call splash2_pthread,initenv,splash2/patterns/initenv.C))
 $(eval $(call splash2_lemuria,initenv,splash2/patterns/initenv.C))
+$(eval $(call splash2_pthread,funcptr,splash2/patterns/funcptr.C))
+$(eval $(call splash2_lemuria,funcptr,splash2/patterns/funcptr.C))

@@ -97,6 +97,9 @@ run_expect "Ocean n=66" "$lay" 120 "TEST PASSED" \
 # MAIN_INITENV in a function with no argc or argv, PAGE_SIZE undefined
 run_expect "MAIN_INITENV in a function of the program's own" "$lay" 60 \
 	"initenv: 8 processes: PASSED" "$build/splash2/initenv" 8
+# pointers into the program (a function, a string) kept in shared memory
+run_expect "a function pointer in shared memory" "$lay" 60 \
+	"funcptr: 8 processes: PASSED" "$build/splash2/funcptr" 8
 # Processes that compute after their last read faults, calling nothing,
 # for far longer than the lemuriad resends a reply before it gives up
 # (here about 0.4 s: 8 retries, rto_max 100 ms): the acks of those

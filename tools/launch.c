@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -89,6 +90,7 @@ struct spawn_how {
 	bool null_stdin;
 	const cpu_set_t *cpus; /* NULL: where the launcher may */
 	bool batch;            /* SCHED_BATCH */
+	bool fixed_layout;     /* no address randomisation (a rank) */
 };
 
 /* fork + exec in a new process group, as `how` says.  `envp` NULL:
@@ -123,6 +125,15 @@ static pid_t spawn(char *const *argv, char *const *envp,
 		child_say("cannot place on its CPUs", argv[0]);
 	if (how->batch && sched_setscheduler(0, SCHED_BATCH, &batch_param))
 		child_say("cannot run as SCHED_BATCH", argv[0]);
+	/* every rank loads the program and its libraries at the same
+	 * addresses, as threads share them: a function or string pointer
+	 * one rank stores in shared memory works in the others (SPLASH-2's
+	 * raytrace does so; docs/operations.md).  Kept across exec. */
+	if (how->fixed_layout &&
+	    personality((unsigned long)personality(0xffffffff) |
+			ADDR_NO_RANDOMIZE) == -1)
+		child_say("cannot turn address randomisation off for",
+			  argv[0]);
 	if (how->null_stdin) {
 		int fd = open("/dev/null", O_RDONLY);
 
@@ -653,6 +664,7 @@ static int start_ranks(const struct lm_launch *o, struct rank_proc *p,
 			.null_stdin = o->ranks[i] != first,
 			.cpus = o->rank_cpus ? &o->rank_cpus[i] : NULL,
 			.batch = o->batch,
+			.fixed_layout = true,
 		};
 
 		p[i].rank = o->ranks[i];
