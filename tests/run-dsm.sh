@@ -97,6 +97,9 @@ run_expect "Ocean n=66" "$lay" 120 "TEST PASSED" \
 # MAIN_INITENV in a function with no argc or argv, PAGE_SIZE undefined
 run_expect "MAIN_INITENV in a function of the program's own" "$lay" 60 \
 	"initenv: 8 processes: PASSED" "$build/splash2/initenv" 8
+# shared memory below 4 GiB, for pointers kept in 32-bit ints
+run_expect "shared memory below 4 GiB" "$lay" 60 "PASSED" \
+	"$build/tests/dsmtest" low 1
 # pointers into the program (a function, a string) kept in shared memory
 run_expect "a function pointer in shared memory" "$lay" 60 \
 	"funcptr: 8 processes: PASSED" "$build/splash2/funcptr" 8

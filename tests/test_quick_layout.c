@@ -100,6 +100,8 @@ static void test_layout_loads_and_goes(void)
 	CU_ASSERT_EQUAL_FATAL(l->nclusters, 3);
 	CU_ASSERT_EQUAL(l->nprocs, 9);
 	CU_ASSERT_EQUAL(l->shared_size, 32u << 20);
+	/* below 4 GiB: pointers kept in 32-bit ints work (issue 41) */
+	CU_ASSERT_EQUAL(l->base, LM_LOW_BASE);
 	for (size_t i = 0; i < 3; i++) {
 		CU_ASSERT_EQUAL(l->clusters[i].clients, sizes[i]);
 		CU_ASSERT_EQUAL(ntohl(l->clusters[i].addr.sin_addr.s_addr),
@@ -153,7 +155,18 @@ static void test_two_layouts_apart(void)
 	lm_quick_layout_remove(&b);
 }
 
-LM_TEST_SUITE("quick_layout", LM_TEST(test_split),
+/* The region ends below 4 GiB while it fits there, else goes high. */
+static void test_base_below_4g_while_it_fits(void)
+{
+	CU_ASSERT_EQUAL(lm_quick_layout_base(64u << 20), LM_LOW_BASE);
+	CU_ASSERT_EQUAL(lm_quick_layout_base(3ull << 30), LM_LOW_BASE);
+	CU_ASSERT(lm_quick_layout_base(3ull << 30) + (3ull << 30) <=
+		  LM_LOW_BASE_MAX);
+	CU_ASSERT_EQUAL(lm_quick_layout_base((3ull << 30) + 4096),
+			LM_HIGH_BASE);
+}
+
+LM_TEST_SUITE("quick_layout", LM_TEST(test_base_below_4g_while_it_fits), LM_TEST(test_split),
 	      LM_TEST(test_split_refuses_bad_input),
 	      LM_TEST(test_layout_loads_and_goes),
 	      LM_TEST(test_two_layouts_apart))

@@ -153,10 +153,20 @@ static int write_secret(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* Where the region goes: at 1 GiB, so that it ends below 4 GiB and a
+ * program that keeps its pointers in 32-bit ints works (four of the
+ * original SPLASH-2 codes do; docs/layout.md, `base`), unless it is too
+ * large for that. */
+uint64_t lm_quick_layout_base(uint64_t shared_size)
+{
+	return shared_size <= LM_LOW_BASE_MAX - LM_LOW_BASE ? LM_LOW_BASE :
+							   LM_HIGH_BASE;
+}
+
 static int write_layout(const struct lm_quick_layout *q,
 			const unsigned *sizes, size_t n,
-			const char *shared_size, const unsigned *ports,
-			char *err, size_t errlen)
+			const char *shared_size, uint64_t base,
+			const unsigned *ports, char *err, size_t errlen)
 {
 	FILE *f = fopen(q->path, "wx");
 	int ok;
@@ -170,9 +180,9 @@ static int write_layout(const struct lm_quick_layout *q,
 		"; made by lemuria-run -n for one run on this host; removed "
 		"when it ends\n"
 		"[lemuria]\nshared_size = %s\npage_size = 4096\n"
-		"base = 0x500000000000\nsecret_file = %s\n\n"
+		"base = 0x%llx\nsecret_file = %s\n\n"
 		"[reflector r0]\nlisten = 127.0.0.1:%u\n",
-		shared_size, q->key, ports[0]);
+		shared_size, (unsigned long long)base, q->key, ports[0]);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f,
 			"\n[cluster c%zu]\nreflector = r0\n"
@@ -225,7 +235,8 @@ int lm_quick_layout_make(struct lm_quick_layout *q, const unsigned *sizes,
 	if (!rc)
 		rc = free_ports(ports, nclusters + 1, err, errlen);
 	if (!rc)
-		rc = write_layout(q, sizes, nclusters, shared_size, ports, err,
+		rc = write_layout(q, sizes, nclusters, shared_size,
+				  lm_quick_layout_base(bytes), ports, err,
 				  errlen);
 	if (rc)
 		lm_quick_layout_remove(q);

@@ -40,4 +40,11 @@ int lm_quick_layout_make(struct lm_quick_layout *q, const unsigned *sizes,
 /* Removes what lm_quick_layout_make made; a second call does nothing. */
 void lm_quick_layout_remove(struct lm_quick_layout *q);
 
+/* The region's base in such a layout: LM_LOW_BASE (1 GiB) when the
+ * region then ends by LM_LOW_BASE_MAX (4 GiB), else LM_HIGH_BASE. */
+#define LM_LOW_BASE 0x40000000ull
+#define LM_LOW_BASE_MAX 0x100000000ull
+#define LM_HIGH_BASE 0x500000000000ull
+uint64_t lm_quick_layout_base(uint64_t shared_size);
+
 #endif

@@ -102,6 +102,11 @@
  *                              token handed on in rank order under a
  *                              lock, each holder checking and rewriting
  *                              a page its predecessor wrote
+ *   dsmtest low 1              shared memory lies below 4 GiB, as the
+ *                              project's layouts put it (issue 41): a
+ *                              pointer from lm_malloc kept in a 32-bit
+ *                              int, as four of the original SPLASH-2
+ *                              codes keep theirs, still points to it
  *   dsmtest private R BYTES    R barrier rounds; each process rewrites
  *                              BYTES bytes of a slice of its own that no
  *                              other process ever reads, and checks them
@@ -588,6 +593,30 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 	free(model);
 	free(value);
 	free(owner);
+	return 0;
+}
+
+static int run_low(void)
+{
+	long *p = NULL;
+
+	if (rank == 0) {
+		p = lm_malloc(3 * sizeof(long));
+		if (!p)
+			die("lm_malloc", -2);
+		p[2] = 41;
+	}
+	check(lm_distribute(&p, sizeof(p)), "lm_distribute");
+	{
+		unsigned int low = (unsigned int)(uintptr_t)p;
+		long *back = (long *)(uintptr_t)low;
+
+		if ((uintptr_t)p > UINT32_MAX || back[2] != 41) {
+			fprintf(stderr, "dsmtest: rank %d: shared memory at %p "
+				"does not fit in 32 bits\n", rank, (void *)p);
+			return 1;
+		}
+	}
 	return 0;
 }
 
@@ -2144,7 +2173,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
-				"owners ERAS PAGES SEED | "
+				"owners ERAS PAGES SEED | low 1 | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
@@ -2207,6 +2236,8 @@ int main(int argc, char **argv)
 		failed = run_ids();
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
 		failed = run_private(atol(argv[2]), atol(argv[3]));
+	else if (strcmp(argv[1], "low") == 0)
+		failed = run_low();
 	else if (strcmp(argv[1], "owners") == 0 && argc == 5)
 		failed = run_owners(atol(argv[2]), atol(argv[3]),
 				    strtoull(argv[4], NULL, 10));
