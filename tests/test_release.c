@@ -469,18 +469,38 @@ static void grant(lm_lemuriad *c, const struct lm_notice *n, uint32_t nn,
 		  const uint32_t *granted, uint32_t ng)
 {
 	struct out *reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
-	struct lm_msg r = msg(LM_MSG_REGISTER_OK, RUN);
-	uint8_t data[16];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
-	CU_ASSERT_FATAL(ng <= 4);
-	for (uint32_t i = 0; i < ng; i++)
-		lm_put32(data + 4 * i, granted[i]);
-	r.notices = n;
-	r.nnotices = nn;
-	r.data = data;
-	r.data_len = 4 * ng;
-	lm_lemuriad_handle(c, refl, LM_REL_REPLY, reg->req_id, &r);
+	grant_to(c, reg->req_id, n, nn, granted, ng);
+}
+
+/* A client's write: page cached at `version` (every byte `fill`) goes
+ * into the copy, takes its twin, and byte 9 becomes `byte`. */
+static void written(lm_lemuriad *c, const struct lm_ccopy *cc, uint32_t page,
+		    uint32_t version, uint8_t fill, uint8_t byte)
+{
+	cache_page(c, page, version, fill);
+	CU_ASSERT(lm_ccopy_twin(cc, page) == 0);
+	lm_ccopy_page(cc, page)[9] = byte;
+}
+
+/* Every client arrives at barrier id: the seal's REGISTER goes up. */
+static void all_arrive(lm_lemuriad *c, uint32_t id)
+{
+	clear_outs();
+	for (uint32_t r = 0; r < 4; r++)
+		barrier(c, r, id);
+}
+
+/* A lemuriad of a shared copy whose clients all joined, and the copy. */
+static const struct lm_ccopy *shared_joined(lm_lemuriad *c)
+{
+	const struct lm_ccopy *cc;
+
+	join_all_shared(c, RUN);
+	cc = lm_lemuriad_copy(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cc);
+	return cc;
 }
 
 /* copy = cluster: a page the home makes ours loses its twin and its
@@ -502,18 +522,10 @@ static void test_shared_owned_pages(void)
 	const struct lm_ccopy *cc;
 	const struct out *d;
 
-	join_all_shared(c, RUN);
-	cc = lm_lemuriad_copy(c);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(cc);
-	cache_page(c, 7, 2, 0x11);
-	cache_page(c, 8, 1, 0x22);
-	CU_ASSERT(lm_ccopy_twin(cc, 7) == 0);
-	CU_ASSERT(lm_ccopy_twin(cc, 8) == 0);
-	lm_ccopy_page(cc, 7)[9] = 0x55; /* a client's writes */
-	lm_ccopy_page(cc, 8)[9] = 0x56;
-	clear_outs();
-	for (uint32_t r = 0; r < 4; r++)
-		barrier(c, r, 1);
+	cc = shared_joined(c);
+	written(c, cc, 7, 2, 0x11, 0x55);
+	written(c, cc, 8, 1, 0x22, 0x56);
+	all_arrive(c, 1);
 	grant(c, n, 2, granted, 2);
 	CU_ASSERT(lm_ccopy_is_owned(cc, 7));
 	CU_ASSERT(!lm_ccopy_is_twinned(cc, 7));
@@ -526,8 +538,7 @@ static void test_shared_owned_pages(void)
 	CU_ASSERT(!is_cached(c, 7)); /* it would go stale under the writes */
 	clear_outs();
 	lm_ccopy_page(cc, 7)[10] = 0x66; /* untracked */
-	for (uint32_t r = 0; r < 4; r++)
-		barrier(c, r, 2);
+	all_arrive(c, 2);
 	/* no registration names page 7: nobody tracks its writes */
 	for (size_t i = 0; i < nouts; i++)
 		for (uint32_t k = 0; outs[i].m.type == LM_MSG_REGISTER &&
@@ -560,15 +571,9 @@ static void test_shared_grant_after_pull_refused(void)
 	const struct out *d, *reg;
 	uint32_t req;
 
-	join_all_shared(c, RUN);
-	cc = lm_lemuriad_copy(c);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(cc);
-	cache_page(c, 7, 2, 0x11);
-	CU_ASSERT(lm_ccopy_twin(cc, 7) == 0);
-	lm_ccopy_page(cc, 7)[9] = 0x55;
-	clear_outs();
-	for (uint32_t r = 0; r < 4; r++)
-		barrier(c, r, 1);
+	cc = shared_joined(c);
+	written(c, cc, 7, 2, 0x11, 0x55);
+	all_arrive(c, 1);
 	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
 	req = reg->req_id;
@@ -596,16 +601,12 @@ static void test_shared_stale_pages_forgotten(void)
 	const struct out *reg;
 	uint64_t drops;
 
-	join_all_shared(c, RUN);
-	cc = lm_lemuriad_copy(c);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(cc);
+	cc = shared_joined(c);
 	cache_page(c, 9, 2, 0x33);
 	barrier_release(c, 1, &n, 1); /* another cluster wrote page 9 */
 	CU_ASSERT(lm_ccopy_holds(cc, 9, 2));
 	drops = atomic_load(&cc->hdr->drops);
-	clear_outs();
-	for (uint32_t r = 0; r < 4; r++)
-		barrier(c, r, 2);
+	all_arrive(c, 2);
 	CU_ASSERT(!lm_ccopy_holds(cc, 9, 0));
 	CU_ASSERT(atomic_load(&cc->hdr->drops) == drops + 1);
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_forgotten, 1);
