@@ -1037,6 +1037,23 @@ int lm_wait_for_end(int n)
 			      "wait for end");
 }
 
+void lm_serve_workers_before_main(void)
+{
+	const char *r = getenv("LM_RANK");
+	char *end;
+	unsigned long rank;
+
+	if (!r || !*r || lm_self.ready)
+		return;
+	errno = 0;
+	rank = strtoul(r, &end, 10);
+	if (errno || *end || rank == 0)
+		return; /* rank 0 runs main; lm_init names a bad LM_RANK */
+	if (lm_init(NULL, NULL) != 0)
+		exit(1);
+	exit(lm_worker_serve());
+}
+
 int lm_worker_serve(void)
 {
 	struct lm_msg req, reply;

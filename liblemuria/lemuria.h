@@ -117,6 +117,13 @@ LM_API int lm_wait_for_end(int n);
  * success).  SPLASH-2's MAIN_INITENV calls it and exits. */
 LM_API int lm_worker_serve(void);
 
+/* Before main, in a rank other than 0 of a run (lemuria-run's
+ * environment): joins, serves the CREATEs addressed to this rank and
+ * exits with lm_worker_serve's status, so that a SPLASH-2 worker never
+ * runs main, as a thread does not (the macros' MAIN_ENV calls it from a
+ * constructor of the program's).  Anywhere else it returns at once. */
+LM_API void lm_serve_workers_before_main(void);
+
 #ifdef __cplusplus
 }
 #endif

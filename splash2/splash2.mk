@@ -30,8 +30,9 @@ SPLASH2_PT := $(BUILD)/splash2
 splash2-check: $(SPLASH2_PT)/lu-pthread $(SPLASH2_PT)/lucontig-pthread \
 		$(SPLASH2_PT)/radix-pthread $(SPLASH2_PT)/fft-pthread \
 		$(SPLASH2_PT)/ocean-pthread $(SPLASH2_PT)/initenv-pthread \
-		$(SPLASH2_PT)/funcptr-pthread
+		$(SPLASH2_PT)/funcptr-pthread $(SPLASH2_PT)/stdinput-pthread
 	$(SPLASH2_PT)/initenv-pthread 4 | grep -q 'initenv: 4 processes: PASSED'
+	echo 4 | $(SPLASH2_PT)/stdinput-pthread | grep -q 'stdinput: 4 processes: PASSED'
 	$(SPLASH2_PT)/funcptr-pthread 4 | grep -q 'funcptr: 4 processes: PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
@@ -77,3 +78,5 @@ $(eval $(call splash2_pthread,initenv,splash2/patterns/initenv.C))
 $(eval $(call splash2_lemuria,initenv,splash2/patterns/initenv.C))
 $(eval $(call splash2_pthread,funcptr,splash2/patterns/funcptr.C))
 $(eval $(call splash2_lemuria,funcptr,splash2/patterns/funcptr.C))
+$(eval $(call splash2_pthread,stdinput,splash2/patterns/stdinput.C))
+$(eval $(call splash2_lemuria,stdinput,splash2/patterns/stdinput.C))

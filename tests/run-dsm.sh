@@ -100,6 +100,10 @@ run_expect "MAIN_INITENV in a function of the program's own" "$lay" 60 \
 # shared memory below 4 GiB, for pointers kept in 32-bit ints
 run_expect "shared memory below 4 GiB" "$lay" 60 "PASSED" \
 	"$build/tests/dsmtest" low 1
+# main reads stdin before MAIN_INITENV: the workers must never run it
+echo 8 >"$tmp/eight"
+run_expect "workers never run main (it reads stdin)" "$lay" 60 \
+	"stdinput: 8 processes: PASSED" "$build/splash2/stdinput" <"$tmp/eight"
 # pointers into the program (a function, a string) kept in shared memory
 run_expect "a function pointer in shared memory" "$lay" 60 \
 	"funcptr: 8 processes: PASSED" "$build/splash2/funcptr" 8

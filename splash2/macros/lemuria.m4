@@ -48,6 +48,14 @@ void lm_m4_check(int rc, const char *what);
 int lm_m4_id(long n);
 void lm_m4_barrier(int id, long size);
 void lm_m4_pause_wait(struct lm_m4_pause *p);
+/* Workers never run main, as threads do not: a rank other than 0 serves
+ * its CREATEs from here, before main (whose code before MAIN_INITENV may
+ * read stdin or parse arguments only the first process should). */
+__attribute__((constructor)) static void lm_m4_workers_start(void)
+{
+	lm_serve_workers_before_main();
+}
+
 long lm_m4_gsub_get(struct lm_m4_gsub *g, long max, long nprocs);
 #endif
 ')
@@ -115,9 +123,11 @@ long lm_m4_gsub_get(struct lm_m4_gsub *g, long max, long nprocs)
 }
 ')
 
-# Environment.  MAIN_INITENV joins the run; ranks other than 0 serve their
-# CREATE and exit there.  It needs no argc or argv in scope: barnes calls
-# it inside a function of its own, radiosity names them ac and av.
+# Environment.  MAIN_INITENV joins the run.  Ranks other than 0 serve
+# their CREATEs from a constructor MAIN_ENV adds, and never run main
+# (should one get there, MAIN_INITENV serves and exits too).  It needs no
+# argc or argv in scope: barnes calls it inside a function of its own,
+# radiosity names them ac and av.
 # MAIN_END(status) finalizes and exits.
 define(`MAIN_ENV', `LM_M4_DECLS`'LM_M4_RUNTIME')
 define(`EXTERN_ENV', `LM_M4_DECLS')
