@@ -206,6 +206,49 @@ static void test_dropped_twin_is_taken_again(void)
 	teardown();
 }
 
+/* A page the cluster owns (docs/dsm.md "Pages one cluster owns") is
+ * written with no twin; its view stays writable across a RELEASE that
+ * sees the drops count move (no second write fault). */
+static void test_owned_page_written_without_twin(void)
+{
+	struct lm_region_stats rs;
+	uint64_t faults;
+
+	setup();
+	CU_ASSERT(lm_ccopy_install(&lemuriad, 6, 4, home[6]) == 0);
+	CU_ASSERT(lm_ccopy_own(&lemuriad, 6) == 0);
+	pg(6)[0] = 0x33;
+	CU_ASSERT(!lm_ccopy_is_twinned(&lemuriad, 6));
+	CU_ASSERT_EQUAL(lm_ccopy_page(&lemuriad, 6)[0], 0x33);
+	lm_region_stats(&rs);
+	faults = rs.write_faults;
+	atomic_fetch_add(&lemuriad.hdr->drops, 1);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, 0), 0);
+	pg(6)[1] = 0x44;
+	lm_region_stats(&rs);
+	CU_ASSERT_EQUAL(rs.write_faults, faults);
+	CU_ASSERT_EQUAL(lm_ccopy_page(&lemuriad, 6)[1], 0x44);
+	teardown();
+}
+
+/* A page the lemuriad let go at a barrier (stale, nobody here wrote
+ * it): the RELEASE that sees the drops count move closes the view, and
+ * the next read fetches the page again. */
+static void test_forgotten_page_view_closes(void)
+{
+	setup();
+	CU_ASSERT_EQUAL(pg(7)[0], 8);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	memset(home[7], 0x77, PAGE);
+	home_version[7] = 6; /* another cluster wrote it */
+	CU_ASSERT(lm_ccopy_forget(&lemuriad, 7) == 0);
+	atomic_fetch_add(&lemuriad.hdr->drops, 1);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, 0), 0);
+	CU_ASSERT_EQUAL(pg(7)[0], 0x77);
+	CU_ASSERT_EQUAL(nfetch, 2);
+	teardown();
+}
+
 /* A read fault opens, in the same mprotect, the run of pages after its
  * own that the copy holds new enough for this process, up to the
  * prefetch: their reads take no fault.  The run stops at a page a notice
@@ -286,6 +329,8 @@ LM_TEST_SUITE("region_shared", LM_TEST(test_held_pages_need_no_fetch),
 	      LM_TEST(test_notices_close_only_stale_views),
 	      LM_TEST(test_stale_view_opens_once_the_copy_caught_up),
 	      LM_TEST(test_dropped_twin_is_taken_again),
+	      LM_TEST(test_owned_page_written_without_twin),
+	      LM_TEST(test_forgotten_page_view_closes),
 	      LM_TEST(test_read_fault_opens_the_held_run),
 	      LM_TEST(test_write_fault_twins_its_read_run))
 
