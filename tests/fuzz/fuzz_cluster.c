@@ -26,7 +26,7 @@ static void cluster_handle(void *c, uint16_t from, enum lm_rel_msg_kind kind,
 
 static void cluster_peer_lost(void *c, uint16_t node)
 {
-	lm_lemuriad_peer_lost(c, node);
+	lm_lemuriad_peer_lost(c, node, NULL);
 }
 
 static bool cluster_background(void *c)
