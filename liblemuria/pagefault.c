@@ -458,9 +458,8 @@ static void open_written(uint32_t page)
  * the page's cluster twin first as a write fault would (the process
  * reads the run it writes: LU its columns, Ocean its rows), or such a
  * closed view of a page already twinned or owned by the cluster; not a
- * page nobody writes yet,
- * whose twin would cost a comparison at each of several seals, then a
- * drop and a write-protection in every client. */
+ * page nobody writes yet, whose twin would cost a comparison at each of
+ * several seals, then a drop and a write-protection in every client. */
 static bool shared_opens_ahead(uint32_t q, bool write)
 {
 	bool current = R->state[q] == PAGE_INVALID &&
@@ -516,8 +515,7 @@ static void serve_shared(uint32_t page, enum fault_access access)
 				sigmsg_num(&w, have, 10);
 			if (lm_ccopy_is_owned(&R->ccopy, page))
 				sigmsg_str(&w, " (owned)");
-			w.buf[w.len < sizeof(w.buf) ? w.len :
-			      sizeof(w.buf) - 1] = '\0';
+			w.buf[w.len] = '\0'; /* sigmsg_str leaves room */
 			fault_fatal(page, "cannot fetch", w.buf);
 		}
 		R->version[page] = 0;
