@@ -85,7 +85,6 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 	lm_park_clear(c);
 	c->barrier_up = false;
 	c->someone_left = false;
-	c->gathering = false;
 	c->ends = 0;
 	free(c->end_notices);
 	c->end_notices = NULL;
@@ -292,25 +291,6 @@ static void handle_flush(lm_lemuriad *c, int slot, uint16_t from,
 	lm_park_keep_budget(c);
 }
 
-/* Every rank takes part in every barrier: barrier `id` waits for rank
- * left_rank, which is gone, for ever.  The run ends at once, naming who
- * waits for what (issue 42); `slot` is the client that just arrived, or
- * -1 when the others were there first. */
-static void barrier_never_completes(lm_lemuriad *c, uint32_t id, int slot)
-{
-	char why[160], waits[32];
-
-	if (slot >= 0)
-		snprintf(waits, sizeof(waits), "rank %u waits in it",
-			 slot_rank(c, slot));
-	else
-		snprintf(waits, sizeof(waits), "others wait in it");
-	snprintf(why, sizeof(why), "barrier %u can never complete: rank %u "
-		 "left the run (lm_finalize or exit) before reaching it, and "
-		 "%s", id, c->left_rank, waits);
-	lose_run(c, why);
-}
-
 static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 			   uint32_t req_id, const struct lm_msg *m)
 {
@@ -322,7 +302,16 @@ static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 		return;
 	}
 	if (c->someone_left) {
-		barrier_never_completes(c, m->id, slot);
+		/* every rank takes part in every barrier: this one waits for
+		 * a rank that is gone, for ever (issue 42: name who waits for
+		 * what, and end the run) */
+		char why[128];
+
+		snprintf(why, sizeof(why), "barrier %u can never complete: "
+			 "rank %u left the run (lm_finalize or exit) before "
+			 "reaching it, and rank %u waits in it", m->id,
+			 c->left_rank, slot_rank(c, slot));
+		lose_run(c, why);
 		return;
 	}
 	cl->at_barrier = true;
@@ -332,12 +321,8 @@ static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 		if (c->clients[i].at_barrier &&
 		    c->clients[i].barrier_id == m->id)
 			arrived++;
-	if (arrived < c->nclients) {
-		c->gathering = true;
-		c->gathering_id = m->id;
+	if (arrived < c->nclients)
 		return;
-	}
-	c->gathering = false;
 	c->barrier_up = true;
 	c->barrier_up_id = m->id;
 	c->stats.barriers++;
@@ -551,18 +536,13 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 	}
 	if (m->type == LM_MSG_LEAVE && m->run == c->run &&
 	    kind == LM_REL_REQUEST) {
-		bool left = c->active && !c->aborted &&
-			    c->clients[slot].joined;
-
-		if (left) {
+		if (c->active && !c->aborted && c->clients[slot].joined) {
 			c->someone_left = true;
 			c->left_rank = slot_rank(c, slot);
 		}
 		/* answered even in an aborted run, so the client can go */
 		forget_client(c, slot);
 		reply_status(c, from, req_id, LM_MSG_LEAVE_OK, 0);
-		if (left && c->gathering)
-			barrier_never_completes(c, c->gathering_id, -1);
 		return;
 	}
 	if (m->run == c->run && c->aborted) {

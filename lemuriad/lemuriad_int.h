@@ -289,8 +289,6 @@ struct lm_lemuriad {
 	bool barrier_up;        /* BARRIER{barrier_up_id} sent, no RELEASE */
 	bool someone_left;      /* a client of the run LEFT it (left_rank): a */
 	uint32_t left_rank;     /* barrier after that can never complete */
-	bool gathering;         /* clients wait at barrier gathering_id, */
-	uint32_t gathering_id;  /* not all of them arrived yet */
 	uint32_t barrier_up_id;
 
 	uint32_t ends;          /* ENDs received, not yet consumed */

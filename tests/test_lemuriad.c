@@ -527,38 +527,6 @@ static void test_barrier_after_a_leave_ends_the_run(void)
 	teardown(c);
 }
 
-/* The same when the others are in the barrier first: the LEAVE ends the
- * run (after its LEAVE_OK: the client that left may go). */
-static void test_leave_during_a_barrier_ends_the_run(void)
-{
-	lm_lemuriad *c = setup();
-	struct lm_msg l = msg(LM_MSG_LEAVE, RUN);
-	const char *want = "barrier 7 can never complete: rank 3 left the run";
-	bool up = false, left_ok = false;
-
-	join_all(c, RUN);
-	clear_outs();
-	barrier(c, 0, 7);
-	barrier(c, 1, 7);
-	barrier(c, 2, 7);
-	CU_ASSERT_EQUAL(nouts, 0);
-	creq(c, 3, 101, &l);
-	for (size_t i = 0; i < nouts; i++) {
-		const struct out *o = &outs[i];
-
-		if (o->m.type == LM_MSG_LEAVE_OK)
-			left_ok = !up; /* before the ABORT went up */
-		if (o->m.type == LM_MSG_ABORT && o->node == refl && o->data) {
-			CU_ASSERT(memmem(o->data, o->m.data_len, want,
-					 strlen(want)) != NULL);
-			up = true;
-		}
-	}
-	CU_ASSERT(left_ok);
-	CU_ASSERT(up);
-	teardown(c);
-}
-
 static void test_bad_input_dropped(void)
 {
 	lm_lemuriad *c = setup();
@@ -630,6 +598,5 @@ LM_TEST_SUITE("lemuriad",
 	LM_TEST(test_peer_lost_reflector_aborts),
 	LM_TEST(test_leave_forgets_client),
 	LM_TEST(test_barrier_after_a_leave_ends_the_run),
-	LM_TEST(test_leave_during_a_barrier_ends_the_run),
 	LM_TEST(test_abort_relayed_both_ways),
 	LM_TEST(test_bad_input_dropped))

@@ -602,11 +602,8 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 
 static int run_leave(int leaver)
 {
-	if (rank == leaver) {
-		/* after the others are in the barrier, most often */
-		usleep(300 * 1000);
+	if (rank == leaver)
 		return 0; /* main's lm_finalize: LEAVE */
-	}
 	check(lm_barrier(1), "lm_barrier");
 	fprintf(stderr, "dsmtest: rank %d passed a barrier rank %d left "
 		"before\n", rank, leaver);
