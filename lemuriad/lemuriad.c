@@ -84,7 +84,6 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 	memset(c->leaving, 0, c->npages);
 	lm_park_clear(c);
 	c->barrier_up = false;
-	c->someone_left = false;
 	c->ends = 0;
 	free(c->end_notices);
 	c->end_notices = NULL;
@@ -299,19 +298,6 @@ static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 
 	if (cl->at_barrier) {
 		count_bad(c, from, m, "second BARRIER while waiting");
-		return;
-	}
-	if (c->someone_left) {
-		/* every rank takes part in every barrier: this one waits for
-		 * a rank that is gone, for ever (issue 42: name who waits for
-		 * what, and end the run) */
-		char why[128];
-
-		snprintf(why, sizeof(why), "barrier %u can never complete: "
-			 "rank %u left the run (lm_finalize or exit) before "
-			 "reaching it, and rank %u waits in it", m->id,
-			 c->left_rank, slot_rank(c, slot));
-		lose_run(c, why);
 		return;
 	}
 	cl->at_barrier = true;
@@ -536,10 +522,6 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 	}
 	if (m->type == LM_MSG_LEAVE && m->run == c->run &&
 	    kind == LM_REL_REQUEST) {
-		if (c->active && !c->aborted && c->clients[slot].joined) {
-			c->someone_left = true;
-			c->left_rank = slot_rank(c, slot);
-		}
 		/* answered even in an aborted run, so the client can go */
 		forget_client(c, slot);
 		reply_status(c, from, req_id, LM_MSG_LEAVE_OK, 0);

@@ -287,8 +287,6 @@ struct lm_lemuriad {
 	size_t nwaits, max_waits;
 
 	bool barrier_up;        /* BARRIER{barrier_up_id} sent, no RELEASE */
-	bool someone_left;      /* a client of the run LEFT it (left_rank): a */
-	uint32_t left_rank;     /* barrier after that can never complete */
 	uint32_t barrier_up_id;
 
 	uint32_t ends;          /* ENDs received, not yet consumed */

@@ -493,40 +493,6 @@ static void test_leave_forgets_client(void)
 	teardown(c);
 }
 
-/* A barrier after a client left the run can never complete (every rank
- * takes part in every barrier): the first arrival ends the run at once,
- * here and (through the reflector) everywhere, naming the barrier, the
- * rank gone and the rank that waits (issue 42). */
-static void test_barrier_after_a_leave_ends_the_run(void)
-{
-	lm_lemuriad *c = setup();
-	struct lm_msg l = msg(LM_MSG_LEAVE, RUN);
-	const char *want = "barrier 7 can never complete: rank 3 left the run";
-	bool up = false, told = false;
-
-	join_all(c, RUN);
-	creq(c, 3, 101, &l);
-	clear_outs();
-	barrier(c, 0, 7);
-	for (size_t i = 0; i < nouts; i++) {
-		const struct out *o = &outs[i];
-
-		if (o->m.type != LM_MSG_ABORT || !o->data)
-			continue;
-		CU_ASSERT(memmem(o->data, o->m.data_len, want,
-				 strlen(want)) != NULL);
-		CU_ASSERT(memmem(o->data, o->m.data_len, "rank 0 waits",
-				 strlen("rank 0 waits")) != NULL);
-		if (o->node == refl)
-			up = true;
-		else
-			told = true;
-	}
-	CU_ASSERT(up);   /* the reflector ends it everywhere */
-	CU_ASSERT(told); /* the clients here hear why */
-	teardown(c);
-}
-
 static void test_bad_input_dropped(void)
 {
 	lm_lemuriad *c = setup();
@@ -597,6 +563,5 @@ LM_TEST_SUITE("lemuriad",
 	LM_TEST(test_peer_lost_client_aborts),
 	LM_TEST(test_peer_lost_reflector_aborts),
 	LM_TEST(test_leave_forgets_client),
-	LM_TEST(test_barrier_after_a_leave_ends_the_run),
 	LM_TEST(test_abort_relayed_both_ways),
 	LM_TEST(test_bad_input_dropped))

@@ -102,10 +102,6 @@
  *                              token handed on in rank order under a
  *                              lock, each holder checking and rewriting
  *                              a page its predecessor wrote
- *   dsmtest leave RANK         process RANK finishes (lm_finalize) at once;
- *                              the others wait in a barrier that can
- *                              therefore never complete: the run must
- *                              end saying so (issue 42), never hang
  *   dsmtest low 1              shared memory lies below 4 GiB, as the
  *                              project's layouts put it (issue 41): a
  *                              pointer from lm_malloc kept in a 32-bit
@@ -598,16 +594,6 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 	free(value);
 	free(owner);
 	return 0;
-}
-
-static int run_leave(int leaver)
-{
-	if (rank == leaver)
-		return 0; /* main's lm_finalize: LEAVE */
-	check(lm_barrier(1), "lm_barrier");
-	fprintf(stderr, "dsmtest: rank %d passed a barrier rank %d left "
-		"before\n", rank, leaver);
-	return 1;
 }
 
 static int run_low(void)
@@ -2187,7 +2173,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
-				"owners ERAS PAGES SEED | low 1 | leave RANK | "
+				"owners ERAS PAGES SEED | low 1 | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
@@ -2250,8 +2236,6 @@ int main(int argc, char **argv)
 		failed = run_ids();
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
 		failed = run_private(atol(argv[2]), atol(argv[3]));
-	else if (strcmp(argv[1], "leave") == 0)
-		failed = run_leave(atoi(argv[2]));
 	else if (strcmp(argv[1], "low") == 0)
 		failed = run_low();
 	else if (strcmp(argv[1], "owners") == 0 && argc == 5)
