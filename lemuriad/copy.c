@@ -219,6 +219,15 @@ void lm_copy_own(lm_lemuriad *c, const struct lm_msg *ok)
 	}
 }
 
+/* The buffer a seal or a recall snapshots a page into (and a seal
+ * encodes its diff into), made at the first use. */
+static uint8_t *seal_buf(lm_lemuriad *c)
+{
+	if (!c->sealbuf)
+		c->sealbuf = malloc(lm_ccopy_seal_buf_size(c->page_size));
+	return c->sealbuf;
+}
+
 void lm_copy_pulled(lm_lemuriad *c, uint32_t page)
 {
 	if (!c->copy.map || page >= c->npages)
@@ -241,8 +250,7 @@ int lm_copy_recall(lm_lemuriad *c, uint32_t page, uint8_t *out, size_t cap,
 	if (!c->copy.map || page >= c->npages ||
 	    !lm_ccopy_is_owned(&c->copy, page))
 		return 1;
-	if (!c->sealbuf &&
-	    !(c->sealbuf = malloc(lm_ccopy_seal_buf_size(c->page_size))))
+	if (!seal_buf(c))
 		return LM_ENOMEM;
 	rc = lm_ccopy_recall(&c->copy, page, c->sealbuf);
 	if (rc == LM_ETIMEDOUT) {
@@ -341,8 +349,7 @@ int lm_copy_seal(lm_lemuriad *c, bool barrier)
 
 	if (!c->copy.map)
 		return 0;
-	if (!c->sealbuf &&
-	    !(c->sealbuf = malloc(lm_ccopy_seal_buf_size(c->page_size))))
+	if (!seal_buf(c))
 		return LM_ENOMEM;
 	if (!c->copy_idle && !(c->copy_idle = calloc(c->npages, 1)))
 		return LM_ENOMEM;
