@@ -86,6 +86,40 @@ static void lm_daemon_on_background(evutil_socket_t fd, short what,
 		lm_daemon_arm_background(d);
 }
 
+/* Runs the machine's clock and arms the timer for the time it names. */
+static void lm_daemon_pulse(lm_daemon *d)
+{
+	uint64_t now, next;
+	struct timeval in;
+
+	if (!d->machine || !d->proto->pulse)
+		return;
+	now = lm_now_us();
+	next = d->proto->pulse(d->machine, now);
+	if (next == d->pulse_at)
+		return;
+	d->pulse_at = next;
+	if (!next) {
+		evtimer_del(d->pulse_ev);
+		return;
+	}
+	next = next > now ? next - now : 0;
+	in.tv_sec = (time_t)(next / 1000000);
+	in.tv_usec = (suseconds_t)(next % 1000000);
+	if (evtimer_add(d->pulse_ev, &in) < 0)
+		lm_log_error("%s: cannot arm the pulse timer", d->name);
+}
+
+static void lm_daemon_on_pulse(evutil_socket_t fd, short what, void *arg)
+{
+	lm_daemon *d = arg;
+
+	(void)fd;
+	(void)what;
+	d->pulse_at = 0;
+	lm_daemon_pulse(d);
+}
+
 static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 {
 	lm_daemon *d = ctx;
@@ -156,6 +190,7 @@ static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 	if (msg.type == LM_MSG_LEAVE)
 		lm_daemon_attach(d, m->peer, false);
 	d->proto->handle(d->machine, m->peer, m->kind, m->req_id, &msg);
+	lm_daemon_pulse(d);
 	lm_mem_follow_heap(); /* what the heap gained, before it is used */
 }
 
@@ -303,7 +338,9 @@ lm_daemon *lm_daemon_create(struct event_base *base,
 	d->abort_ev = event_new(base, -1, 0, lm_daemon_on_abort_ev, d);
 	d->background_ev = evtimer_new(base, lm_daemon_on_background, d);
 	d->held_ev = evtimer_new(base, lm_daemon_backlog_retry, d);
-	if (!d->peers || !d->abort_ev || !d->background_ev || !d->held_ev) {
+	d->pulse_ev = evtimer_new(base, lm_daemon_on_pulse, d);
+	if (!d->peers || !d->abort_ev || !d->background_ev || !d->held_ev ||
+	    !d->pulse_ev) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -352,6 +389,8 @@ void lm_daemon_destroy(lm_daemon *d)
 		event_free(d->background_ev);
 	if (d->held_ev)
 		event_free(d->held_ev);
+	if (d->pulse_ev)
+		event_free(d->pulse_ev);
 	lm_daemon_backlog_free(d);
 	if (d->machine)
 		d->proto->destroy(d->machine);

@@ -41,6 +41,13 @@ struct lm_daemon_protocol {
 	/* The keepalive timer's tick, about once a second while a run is
 	 * on (optional): for waits that no message ends. */
 	void (*tick)(void *machine);
+	/* The clock (optional), for what must happen within a bound that
+	 * no message starts (docs/dsm.md "Eventual visibility"): does what
+	 * is due at now_us and returns the clock time at which it must run
+	 * again, 0 for never.  The shell calls it after every message the
+	 * machine handled and at that time, so a machine that keeps pushing
+	 * its time on (a seal at each of LU's barriers) is never woken. */
+	uint64_t (*pulse)(void *machine, uint64_t now_us);
 };
 
 /* While a run is on, a daemon sends a one-way PING this often to each

@@ -48,6 +48,7 @@
  *              the version of a copy the asker holds; the first entry's
  *              version from a client is its reach, lm_msg_fetchv)
  *   PAGES      notices (page, version, base), diffs (an entry a page)
+ *   CHANGED    id (the cluster, or LM_CHANGED_ALL), notices (page, version)
  *   JOIN_OK, UNLOCK_OK, FREE_OK, CREATE_OK, END_OK, LEAVE_OK: status
  *   PING, PONG, STATS, STATS_REPLY: bodies of their own (below)
  *
@@ -239,6 +240,7 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_RECALL] = { "RECALL", F_ID | F_RANK, true },
 	[LM_MSG_FETCHV] = { "FETCHV", F_NOTICES, true },
 	[LM_MSG_PAGES] = { "PAGES", F_NOTICES | F_DIFFS, true },
+	[LM_MSG_CHANGED] = { "CHANGED", F_ID | F_NOTICES, true },
 };
 
 /* Fields of a DSM type, or NULL when type is not one. */

@@ -72,6 +72,13 @@ enum lm_msg_type {
 	LM_MSG_PAGES = 36,      /* reply to FETCHV: the pages R could serve
 				   at once (notices: page, version; diffs:
 				   the data, an entry each, in that order) */
+	LM_MSG_CHANGED = 37,    /* home -> R -> L one-way: pages the cluster
+				   holds that another cluster changed
+				   (notices: page, version); id = layout
+				   index of the cluster, LM_CHANGED_ALL for
+				   every cluster of the reflector that
+				   passes it on (docs/dsm.md "Eventual
+				   visibility") */
 	LM_MSG_TYPE_COUNT
 };
 
@@ -199,6 +206,14 @@ static inline bool lm_reg_has_data(uint32_t kind)
 /* CREATE's offset when rank 0 has finished without giving the rank any
  * work (it never called CREATE for it): the worker ends at once. */
 #define LM_CREATE_NO_WORK UINT64_MAX
+
+/* CHANGED's id for "every cluster under the reflector that passes it
+ * on": the home knows only that one of that reflector's clusters holds
+ * the page (it fetched through a relay). */
+#define LM_CHANGED_ALL 0xffffffffu
+
+/* Most pages a CHANGED names; a home sends several for more. */
+#define LM_CHANGED_MAX 256u
 
 /* Most pages a FETCHV asks for; a reflector serves no more. */
 #define LM_FETCHV_MAX 64u

@@ -356,6 +356,7 @@ int lm_copy_seal(lm_lemuriad *c, bool barrier)
 	drops = atomic_load(&c->copy.hdr->drops);
 	rc = lm_ccopy_seal(&c->copy, c->sealbuf, c->copy_idle, barrier,
 			   take_diff, c);
+	c->sealed = true; /* the pulse after this message takes the time */
 	if (rc == 0 && barrier)
 		rc = forget_stale(c);
 	c->stats.copy_seals++;

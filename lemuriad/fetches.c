@@ -377,6 +377,61 @@ static void fetch_ahead(lm_lemuriad *c, uint32_t page, uint32_t reach,
 		lm_fetch_batch(c, want, batch, n, true);
 }
 
+/* A client that reads a page without synchronising (a loop on a flag)
+ * keeps its view of the copy open, and nothing else would bring the
+ * copy up to date: the page is fetched as a fault would fetch it, at
+ * the version CHANGED names or newer, and installed in place (byte by
+ * byte where the cluster writes it too, lm_copy_install).  A page the
+ * copy lacks, holds new enough or owns needs nothing; one on its way
+ * comes new enough, as the home sent CHANGED after the change.  Nor
+ * does one that a barrier told every client of a version newer than
+ * the copy's: each closed its view then, and no view opens again
+ * before a fetch brings the copy that far (LU's pages that another
+ * cluster writes at every step, which the copy holds until it drops
+ * them). */
+void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
+{
+	struct lm_notice want[LM_FETCHV_MAX];
+	uint32_t batch[LM_FETCHV_MAX], n = 0;
+
+	if (!c->shared)
+		return;
+	c->stats.changed_heard += m->nnotices;
+	for (uint32_t i = 0; i < m->nnotices; i++) {
+		uint32_t p = m->notices[i].page, need = m->notices[i].version;
+		struct cpage *cp;
+		struct upreq *up;
+		uint32_t v;
+
+		if (p >= c->npages || !lm_ccopy_version(&c->copy, p, &v) ||
+		    v >= need || v < c->told_all[p] ||
+		    lm_ccopy_is_owned(&c->copy, p) ||
+		    lm_upreq_fetch_of(c, p))
+			continue;
+		cp = lm_cache_find(c, p);
+		if (cp && cp->version >= need) {
+			lm_copy_install(c, p, cp->version, cp->data);
+			continue;
+		}
+		if (!(up = lm_upreq_new(c, UP_FETCH)))
+			break; /* the next CHANGED or fault asks again */
+		lm_upreq_set_page(c, up, p);
+		up->min_version = need;
+		up->batched = true;
+		c->stats.changed_fetches++;
+		want[n] = (struct lm_notice){
+			.page = p, .base = LM_NO_BASE,
+			.version = need > c->known[p] ? need : c->known[p] };
+		batch[n++] = p;
+		if (n == LM_FETCHV_MAX) {
+			lm_fetch_batch(c, want, batch, n, false);
+			n = 0;
+		}
+	}
+	if (n)
+		lm_fetch_batch(c, want, batch, n, false);
+}
+
 void lm_fetch_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
 {
 	uint32_t page = up->page, more[LM_LEMURIAD_FETCHV_MAX - 1];

@@ -81,6 +81,7 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 	if (c->updates)
 		lm_updates_reset(c->updates);
 	memset(c->known, 0, c->npages * sizeof(*c->known));
+	memset(c->told_all, 0, c->npages * sizeof(*c->told_all));
 	memset(c->leaving, 0, c->npages);
 	lm_park_clear(c);
 	c->barrier_up = false;
@@ -765,6 +766,9 @@ static void from_reflector(lm_lemuriad *c, enum lm_rel_msg_kind kind,
 	case LM_MSG_RECALL:
 		lm_locks_recall(c, m);
 		break;
+	case LM_MSG_CHANGED:
+		lm_fetch_changed(c, m);
+		break;
 	case LM_MSG_CREATE:
 		handle_create_down(c, m);
 		break;
@@ -845,6 +849,8 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 		lm_deltas_keep_spares(c->deltas, c->cache_max / 8);
 	c->pagebuf = malloc(c->page_size);
 	c->known = calloc(c->npages ? c->npages : 1, sizeof(*c->known));
+	c->told_all = calloc(c->npages ? c->npages : 1,
+			     sizeof(*c->told_all));
 	c->leaving = calloc(c->npages ? c->npages : 1, 1);
 	if (lm_notice_set_init(&c->epoch_notes, c->npages) < 0)
 		goto err;
@@ -862,7 +868,7 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	if (!c->by_page || !c->clients || (c->nclients && c->first_node == 0) ||
 	    !c->up_by_id || !c->up_by_page ||
 	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->fetchv_buf ||
-	    !c->known || !c->leaving ||
+	    !c->known || !c->told_all || !c->leaving ||
 	    (layout->updates && !c->shared && !c->updates))
 		goto err;
 	return c;
@@ -888,6 +894,7 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	free(c->deltabuf);
 	free(c->fetchv_buf);
 	free(c->known);
+	free(c->told_all);
 	free(c->leaving);
 	lm_copy_stop(c);
 	free(c->sealbuf);
@@ -970,6 +977,34 @@ void lm_lemuriad_tick(lm_lemuriad *c)
 	if (c->rel.staging)
 		return;
 	lm_locks_tick(c);
+}
+
+/* A publish that cannot go yet (a registration or a parked message is
+ * out, a release goes down) is tried again this much later. */
+#define PUBLISH_RETRY_US 5000u
+
+uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
+{
+	bool joined = false;
+
+	c->now_us = now_us;
+	for (uint32_t i = 0; i < c->nclients; i++)
+		joined |= c->clients[i].joined;
+	if (c->sealed || !c->sealed_us) {
+		c->sealed_us = now_us;
+		c->sealed = false;
+	}
+	if (!c->shared || !c->run || c->aborted || !joined)
+		return 0;
+	if (!c->rel.active && !c->rel.staging && !c->ndeferred)
+		lm_park_publish(c);
+	if (c->sealed) {
+		c->sealed_us = now_us;
+		c->sealed = false;
+	}
+	if (c->sealed_us + LM_LEMURIAD_PUBLISH_US > now_us)
+		return c->sealed_us + LM_LEMURIAD_PUBLISH_US;
+	return now_us + PUBLISH_RETRY_US;
 }
 
 void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node, const char *why)

@@ -39,6 +39,12 @@ typedef struct lm_lemuriad lm_lemuriad;
  * clusters' LOCKs for as long. */
 #define LM_LEMURIAD_FRESH_TICKS 2u
 
+/* Under copy = cluster, writes the cluster made go up by themselves when
+ * no barrier, lock release, CREATE or END sealed the copy for this long
+ * (docs/dsm.md "Eventual visibility"): a seal and a registration, as a
+ * release would, with nothing behind them. */
+#define LM_LEMURIAD_PUBLISH_US 30000u
+
 /* Creates the state machine of cluster `name` of `layout`.  The layout is
  * borrowed and must outlive the machine; *out is copied; ctx is passed to
  * every callback.  layout_hash is what every JOIN must carry.  NULL when
@@ -65,6 +71,11 @@ bool lm_lemuriad_background(lm_lemuriad *c);
 /* The daemon's clock, about once a second while a run is on: ends the
  * waits no message would end (LM_LEMURIAD_FRESH_TICKS). */
 void lm_lemuriad_tick(lm_lemuriad *c);
+
+/* The daemon's clock, after each message and when asked: publishes what
+ * the cluster wrote when nothing did for LM_LEMURIAD_PUBLISH_US; returns
+ * when to ask next (0: never, no client of a run with one copy). */
+uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us);
 
 /* The transport says `node` is unreachable or restarted.  A joined client
  * of the run: every other joined client gets ABORT{rank, "rank N lost"}
@@ -123,6 +134,12 @@ struct lm_lemuriad_stats {
 				       another cluster's change */
 	uint64_t copy_recalls;      /* ... owned pages a home took back */
 	uint64_t copy_forgotten;    /* ... stale pages the copy gave up */
+	uint64_t copy_published;    /* ... seals of a cluster that sealed
+				       nothing for LM_LEMURIAD_PUBLISH_US
+				       (docs/dsm.md "Eventual visibility") */
+	uint64_t changed_heard;     /* pages CHANGED named */
+	uint64_t changed_fetches;   /* ... that the copy held older and were
+				       fetched into it */
 };
 
 /* Counters since creation (a new run does not clear them). */

@@ -313,6 +313,9 @@ struct lm_lemuriad {
 				   here must reflect (notices seen, our own
 				   registrations), which a FETCH asks the
 				   reflector's cache for */
+	uint32_t *told_all;     /* per page: the newest version a barrier's
+				   RELEASE told every client of (a client
+				   whose view was older closed it then) */
 	uint8_t *leaving;       /* per page: 1 while data of ours is on its
 				   way up with a registration whose version
 				   we do not know yet */
@@ -344,6 +347,9 @@ struct lm_lemuriad {
 	uint32_t copy_notes_cap;
 	bool check_copy;        /* LEMURIA_CHECK_COPY: compare it with our
 				   cached copies at every barrier */
+	uint64_t now_us;        /* the clock at the last lm_lemuriad_pulse */
+	uint64_t sealed_us;     /* ... after the last seal */
+	bool sealed;            /* lm_copy_seal ran since the last pulse */
 
 	struct lm_lemuriad_stats stats;
 };
@@ -493,6 +499,9 @@ void lm_fetch_batch(lm_lemuriad *c, const struct lm_notice *want,
 /* Sends FETCH `up` (again) under a new req_id, asking for a version no
  * older than the newest notice of its page. */
 void lm_fetch_again(lm_lemuriad *c, struct upreq *up);
+/* A home's CHANGED (docs/dsm.md "Eventual visibility"): each page it
+ * names that the cluster's copy holds older is fetched into the copy. */
+void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m);
 
 /* ---- parking.c: our deltas' registrations, and what waits for them ---- */
 
@@ -515,6 +524,9 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m);
 void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m);
 /* Keeps copies and deltas within the cache size (after a FLUSH). */
 void lm_park_keep_budget(lm_lemuriad *c);
+/* Seals and registers the cluster's copy when nothing did for
+ * LM_LEMURIAD_PUBLISH_US (c->now_us). */
+void lm_park_publish(lm_lemuriad *c);
 /* lm_deltas' way out: every REGISTER goes up as a request. */
 void lm_park_emit(void *ctx, const struct lm_msg *reg);
 /* Answers every parked local GRANT with m (an ABORT), but node skip's. */

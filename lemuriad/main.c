@@ -53,6 +53,11 @@ static void lemuriad_tick(void *machine)
 	lm_lemuriad_tick(machine);
 }
 
+static uint64_t lemuriad_pulse(void *machine, uint64_t now_us)
+{
+	return lm_lemuriad_pulse(machine, now_us);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct lm_daemon_protocol proto = {
@@ -63,6 +68,7 @@ int main(int argc, char **argv)
 		.stats = lemuriad_stats,
 		.background = lemuriad_background,
 		.tick = lemuriad_tick,
+		.pulse = lemuriad_pulse,
 	};
 
 	return lm_daemon_main(argc, argv, LM_ROLE_LEMURIAD, &proto);

@@ -233,6 +233,28 @@ void lm_park_grant(lm_lemuriad *c, uint32_t id, uint16_t node,
 	c->stats.local_handoffs++;
 }
 
+/* docs/dsm.md "Eventual visibility": nothing sealed the cluster's copy
+ * for LM_LEMURIAD_PUBLISH_US (its clients compute, or wait in loops for
+ * each other, with no release between); what they wrote goes up now, as
+ * a release's seal would send it, so that the other clusters' lemuriads
+ * hear of it (CHANGED) within a bound.  Not while a registration or a
+ * parked message is out: those seal and publish anyway. */
+void lm_park_publish(lm_lemuriad *c)
+{
+	if (!c->shared || c->nparked || batch_outstanding(c) ||
+	    c->now_us - c->sealed_us < LM_LEMURIAD_PUBLISH_US)
+		return;
+	if (lm_copy_seal(c, false) != 0) {
+		c->hooks.lose(c, "no memory for the deltas of the cluster's "
+			      "copy");
+		return;
+	}
+	c->stats.copy_published++;
+	lm_park_keep_budget(c);
+	if (lm_deltas_dirty(c->deltas) && !batch_outstanding(c))
+		start_batch(c, false, false);
+}
+
 void lm_park_keep_budget(lm_lemuriad *c)
 {
 	/* copies go first (they can be fetched again); deltas alone beyond

@@ -434,6 +434,10 @@ void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m)
 	 * RELEASE we did not expect */
 	lm_notices_apply(c, m->notices, m->nnotices);
 	lm_notices_epoch_end(c);
+	for (uint32_t i = 0; i < m->nnotices; i++)
+		if (m->notices[i].page < c->npages &&
+		    c->told_all[m->notices[i].page] < m->notices[i].version)
+			c->told_all[m->notices[i].page] = m->notices[i].version;
 	if (!expected) {
 		count_bad(c, c->reflector, m, "RELEASE of no pending barrier");
 		return;

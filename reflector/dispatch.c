@@ -119,6 +119,7 @@ static void serve_install(lm_home *h)
 static void run_reset(lm_home *h)
 {
 	lm_page_home_clear(h);
+	lm_changes_clear(h);
 	h->epoch = 0;
 	lm_notice_set_clear(&h->epoch_set);
 	lm_barriers_clear(h);
@@ -168,7 +169,8 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 
 	h->scratch = calloc(npages, sizeof(*h->scratch));
 	if (!h->scratch || lm_notice_set_init(&h->epoch_set, npages) < 0 ||
-	    lm_page_home_init(h) < 0 || lm_relay_cache_init(h) < 0 ||
+	    lm_page_home_init(h) < 0 || lm_changes_init(h) < 0 ||
+	    lm_relay_cache_init(h) < 0 ||
 	    lm_split_init(h) < 0 || lm_barriers_init(h) < 0 ||
 	    lm_alloc_init(h) < 0)
 		goto err;
@@ -185,6 +187,7 @@ void lm_home_destroy(lm_home *h)
 	if (!h)
 		return;
 	lm_page_home_destroy(h);
+	lm_changes_destroy(h);
 	lm_relay_cache_destroy(h);
 	lm_split_destroy(h);
 	lm_barriers_destroy(h);
@@ -195,6 +198,12 @@ void lm_home_destroy(lm_home *h)
 	free(h->scratch);
 	free(h->fwd);
 	free(h);
+}
+
+uint64_t lm_home_pulse(lm_home *h, uint64_t now_us)
+{
+	h->now_us = now_us;
+	return h->run ? lm_changes_send(h) : 0;
 }
 
 const struct lm_home_stats *lm_home_stats(const lm_home *h)
@@ -334,6 +343,27 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 	}
 }
 
+/* Another home's CHANGED: to the cluster it names, or to each of ours
+ * that keeps one copy when it could not name one (changes.c). */
+static void pass_changed(lm_home *h, uint16_t from, const struct lm_msg *m)
+{
+	const struct lm_layout *l = h->layout;
+
+	if (m->id != LM_CHANGED_ALL &&
+	    (m->id >= l->nclusters ||
+	     (uint32_t)l->clusters[m->id].reflector_index != h->self_index)) {
+		drop_bad(h, from, m, "cluster not served here");
+		return;
+	}
+	for (size_t i = 0; i < l->nclusters; i++)
+		if ((uint32_t)l->clusters[i].reflector_index == h->self_index &&
+		    l->clusters[i].copy == LM_COPY_CLUSTER &&
+		    (m->id == LM_CHANGED_ALL || m->id == i)) {
+			h->stats.changed_sent++;
+			h->out.send(h->ctx, l->clusters[i].id, m);
+		}
+}
+
 static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 			   uint32_t req_id, const struct lm_msg *m)
 {
@@ -450,6 +480,9 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 			drop_bad(h, from, m, "holder not served here");
 		else
 			h->out.send(h->ctx, c->id, m);
+		break;
+	case LM_MSG_CHANGED:
+		pass_changed(h, from, m);
 		break;
 	case LM_MSG_CREATE:
 		c = rank_under(h, m->rank, h->self_index);

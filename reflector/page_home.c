@@ -132,11 +132,9 @@ static uint32_t cluster_of_node(const lm_home *h, uint16_t node)
 
 /* ---- holders and owners (docs/dsm.md "Pages one cluster owns") -------- */
 
-#define HOLDER_UNNAMED ((uint64_t)1 << 63)
-
 static uint64_t holder_bit(uint32_t ci)
 {
-	return ci < 63 ? (uint64_t)1 << ci : HOLDER_UNNAMED;
+	return lm_holder_bit(ci);
 }
 
 /* `node` got the page or wrote it: a cluster of ours by its index; a
@@ -294,6 +292,7 @@ static struct lm_notice note_change(lm_home *h, uint32_t page,
 	n.base = pe->base;
 	n.writer = pe->writer;
 	n.wcluster = pe->wcluster;
+	lm_changes_note(h, page, n.version, wcluster);
 	return n;
 }
 

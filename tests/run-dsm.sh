@@ -41,6 +41,11 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	# "Pages one cluster owns"); under copy = client nothing is owned
 	run_expect "owners moving on $l" "$lay" 240 "PASSED" \
 		"$build/tests/dsmtest" owners 8 16 $((n + 5))
+	# words spun on with no synchronisation, changed by other clusters
+	# (docs/dsm.md "Eventual visibility"); the old tree waited for ever
+	np=$(awk -F= '/^clients/ { s += $2 } END { print s }' "$lay")
+	run_expect "spinning on flags and counters on $l" "$lay" 60 \
+		"spinflag: $np processes: PASSED" "$build/splash2/spinflag" "$np" 2
 	# The chaos test (docs/testing.md): two seeds with the layout's
 	# adaptive relay and two with eager, a few seconds a run (fewer
 	# rounds where more processes share the two cores).
@@ -170,6 +175,9 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=21" run_expect \
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=14" run_expect \
 	"LU n=128 on 2x2-two-reflectors with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/lu" -n128 -b16 -t
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=22" run_expect \
+	"spinning on flags on 2x2-two-reflectors with loss" "$lay" 120 \
+	"spinflag: 8 processes: PASSED" "$build/splash2/spinflag" 8 2
 
 mkdir -p "$tmp/eager"
 lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/eager" 13)
@@ -181,6 +189,8 @@ run_expect "race-free stress on 2x2-two-reflectors, eager" "$lay" 240 "PASSED" \
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run_expect \
 	"LU n=128 on 2x2-two-reflectors, eager, with loss" "$lay" 240 \
 	"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
+run_expect "spinning on flags on 2x2-two-reflectors, eager" "$lay" 60 \
+	"spinflag: 8 processes: PASSED" "$build/splash2/spinflag" 8 2
 
 # The acceptance matrix of the hierarchy: three reflectors and 8+8+8+8,
 # each relay, without and with loss on every link.

@@ -201,9 +201,53 @@ static void test_bad_registration_refused(void)
 	teardown();
 }
 
+/* docs/dsm.md "Eventual visibility" across reflectors: the home of page
+ * 8 (r1) tells c3, a holder under it, by name, and c0, which fetched
+ * through r0 and so cannot be named, through r0, which passes CHANGED
+ * to each of its clusters; the writer (c1) is not told.  r0 drops a
+ * CHANGED that names a cluster it does not serve. */
+static void test_changed_through_reflectors(void)
+{
+	struct lm_notice e[1] = { { .page = 8, .writer = 2 } };
+	struct lm_msg bad = msg(LM_MSG_CHANGED);
+	const struct net_msg *ch = NULL;
+	const uint64_t t = 1000000;
+	uint64_t dropped;
+
+	setup("conf/2x2-two-reflectors.ini");
+	fetch_from(C0, 60, 8, 0);
+	fetch_from(C3, 61, 8, 0);
+	pump();
+	CU_ASSERT(reg(C1, 1, e, 1, NULL, 62)->m.status == 0);
+	lm_home_pulse(net.h[1], t);
+	down_clear();
+	lm_home_pulse(net.h[1], t + LM_HOME_CHANGED_DELAY_US);
+	pump();
+	CU_ASSERT_FATAL(down_to(C3, LM_MSG_CHANGED, &ch) == 1);
+	CU_ASSERT(ch->m.id == 3 && ch->m.nnotices == 1);
+	CU_ASSERT(notice_of(ch, 8) && notice_of(ch, 8)->version == 1);
+	CU_ASSERT_FATAL(down_to(C0, LM_MSG_CHANGED, &ch) == 1);
+	CU_ASSERT(ch->m.id == LM_CHANGED_ALL);
+	CU_ASSERT(notice_of(ch, 8) && notice_of(ch, 8)->version == 1);
+	CU_ASSERT(down_to(C2, LM_MSG_CHANGED, NULL) == 1);
+	CU_ASSERT(down_to(C1, LM_MSG_CHANGED, NULL) == 0);
+
+	bad.id = 1; /* c1 is r1's */
+	bad.notices = e;
+	bad.nnotices = 1;
+	dropped = lm_home_stats(net.h[0])->dropped_bad;
+	down_clear();
+	lm_home_handle(net.h[0], 2, LM_REL_ONEWAY, 0, &bad);
+	pump();
+	CU_ASSERT(lm_home_stats(net.h[0])->dropped_bad == dropped + 1);
+	CU_ASSERT(net.ndown == 0);
+	teardown();
+}
+
 LM_TEST_SUITE("page_home_relay",
 	      LM_TEST(test_lazy_fetch_pulls_delta),
 	      LM_TEST(test_fetch_pulls_the_next_pages_ahead),
 	      LM_TEST(test_lazy_deltas_applied_in_version_order),
 	      LM_TEST(test_pushed_and_eager_data_need_no_pull),
-	      LM_TEST(test_bad_registration_refused))
+	      LM_TEST(test_bad_registration_refused),
+	      LM_TEST(test_changed_through_reflectors))

@@ -177,6 +177,8 @@ static size_t make_samples(struct lm_msg *s)
 	ADD(.type = LM_MSG_PULL, .id = 1, .page = 77, .version = 4);
 	ADD(.type = LM_MSG_RECALL, .id = 12, .rank = 5);
 	ADD(.type = LM_MSG_FETCHV, .notices = notices5, .nnotices = 5);
+	ADD(.type = LM_MSG_CHANGED, .id = LM_CHANGED_ALL, .notices = notices5,
+	    .nnotices = 3);
 	ADD(.type = LM_MSG_PAGES, .notices = notices5, .nnotices = 2,
 	    .diffs = { diff_list, sizeof(diff_list), 2 });
 	ADD(.type = LM_MSG_DELTA, .status = LM_ENOENT, .page = 77,
@@ -337,6 +339,7 @@ static unsigned used_fields(int type)
 	case LM_MSG_RECALL: return U_ID | U_RANK;
 	case LM_MSG_FETCHV: return U_NOTICES;
 	case LM_MSG_PAGES: return U_NOTICES | U_DIFFS;
+	case LM_MSG_CHANGED: return U_ID | U_NOTICES;
 	default: return U_STATUS; /* the *_OK replies */
 	}
 }

@@ -619,6 +619,97 @@ static void test_shared_stale_pages_forgotten(void)
 	teardown(c);
 }
 
+/* copy = cluster (docs/dsm.md "Eventual visibility"): a cluster whose
+ * copy nothing sealed for LM_LEMURIAD_PUBLISH_US seals and registers it
+ * by itself, so that processes of other clusters that never synchronise
+ * hear of the writes; not before, and not again until that long passed
+ * after the last seal. */
+static void test_shared_quiet_cluster_publishes(void)
+{
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc;
+	const struct out *reg;
+	const uint64_t t = 5000000;
+
+	cc = shared_joined(c);
+	written(c, cc, 7, 2, 0x11, 0x55);
+	clear_outs();
+	/* the clock starts: the wait counts from here */
+	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t), t + LM_LEMURIAD_PUBLISH_US);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_PUBLISH_US - 1);
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
+	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t + LM_LEMURIAD_PUBLISH_US),
+			t + 2 * LM_LEMURIAD_PUBLISH_US);
+	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	CU_ASSERT_EQUAL_FATAL(reg->m.nnotices, 1);
+	CU_ASSERT_EQUAL(reg->notices[0].page, 7);
+	CU_ASSERT_EQUAL(reg->notices[0].base, LM_REG_NEW);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_published, 1);
+	answer_registers(c, true, 40);
+	/* written again at once: waits for the bound from the last seal */
+	lm_ccopy_page(cc, 7)[9] = 0x56;
+	clear_outs();
+	lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_PUBLISH_US - 1);
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
+	lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_PUBLISH_US);
+	CU_ASSERT_PTR_NOT_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_published, 2);
+	teardown(c);
+}
+
+/* copy = cluster: a CHANGED from the home brings into the copy, in
+ * place, each page it names that the copy holds older (a client may be
+ * reading it in a loop); a page the copy lacks or holds new enough is
+ * left alone, and so is one a barrier told every client of a version
+ * newer than the copy's (their views of it closed then). */
+static void test_shared_changed_fetches_into_copy(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice ch[4] = {
+		{ .page = 9, .version = 5 },  /* held at 2: fetched */
+		{ .page = 10, .version = 5 }, /* not held */
+		{ .page = 11, .version = 5 }, /* held at 6 */
+		{ .page = 12, .version = 5 }, /* held at 2, told of 4 */
+	};
+	struct lm_notice told = { .page = 12, .version = 4, .base = 3,
+				  .writer = LM_WRITER_MANY, .wcluster = 1 };
+	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
+	const struct lm_ccopy *cc;
+	const struct out *f;
+	const uint32_t nine = 9;
+	uint32_t v = 0;
+
+	cc = shared_joined(c);
+	cache_page(c, 9, 2, 0x33);
+	cache_page(c, 11, 6, 0x34);
+	cache_page(c, 12, 2, 0x35);
+	barrier_release(c, 1, &told, 1);
+	CU_ASSERT(lm_ccopy_version(cc, 12, &v) && v == 2);
+	clear_outs();
+	m.id = 0;
+	m.notices = ch;
+	m.nnotices = 4;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_heard, 4);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_fetches, 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->m.nnotices, 1);
+	CU_ASSERT_EQUAL(f->notices[0].page, 9);
+	CU_ASSERT_EQUAL(f->notices[0].version, 5);
+	/* asked again while on its way: nothing more */
+	clear_outs();
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_EQUAL(nouts, 0);
+	r_pages_whole(c, f->req_id, &nine, 1, 5);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v));
+	CU_ASSERT_EQUAL(v, 5);
+	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 9)[100], 9);
+	teardown(c);
+}
+
 LM_TEST_SUITE("release",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_release_carries_updates),
@@ -633,4 +724,6 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_release_leaves_out_held_notices),
 	LM_TEST(test_shared_owned_pages),
 	LM_TEST(test_shared_grant_after_pull_refused),
-	LM_TEST(test_shared_stale_pages_forgotten))
+	LM_TEST(test_shared_stale_pages_forgotten),
+	LM_TEST(test_shared_quiet_cluster_publishes),
+	LM_TEST(test_shared_changed_fetches_into_copy))
