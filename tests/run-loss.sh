@@ -54,6 +54,15 @@ for l in $layouts; do
 	[ "$procs" -gt 8 ] && cr=12
 	[ "$procs" -gt 16 ] && cr=8
 	while read -r name pattern pow2_only args; do
+		# words spun on with no synchronisation are seen within a
+		# bound only where the clusters keep one copy (docs/dsm.md
+		# "Eventual visibility")
+		if [ "$pow2_only" = one-copy ] &&
+		   [ "${LM_TEST_COPY:-cluster}" = client ]; then
+			skipped=$((skipped + 1))
+			echo "  skip $name on $l (copy = client)"
+			continue
+		fi
 		if [ "$pow2_only" = pow2 ] && [ $pow2 = n ]; then
 			skipped=$((skipped + 1))
 			echo "  skip $name on $l (needs a power of two processes)"
@@ -75,6 +84,7 @@ LU-contiguous-n258 TEST.PASSED any $build/splash2/lucontig -n258 -b16 -t
 Radix-n65536 TEST.PASSED any $build/splash2/radix -n65536 -t
 FFT-2^12 TEST.PASSED pow2 $build/splash2/fft -m12 -t
 Ocean-n66 TEST.PASSED pow2 $build/splash2/ocean -n66 -t
+spinning-on-flags PASSED one-copy $build/splash2/spinflag $procs 2
 EOF
 done
 

@@ -62,7 +62,7 @@ static void test_public_version(void)
 /* ---- DSM messages ------------------------------------------------------ */
 
 #define RUN 0x0123456789abcdefull
-#define NSAMPLES 48
+#define NSAMPLES 64
 
 static const uint8_t page_data[64] = { 1, 2, 3, 4, 5, 6, 7, 8, 250 };
 static const uint8_t image[40] = { 0x7f, 'E', 'L', 'F', 9, 9, 9 };

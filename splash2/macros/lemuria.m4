@@ -136,9 +136,13 @@ define(`MAIN_INITENV', `{ if (lm_init(NULL, NULL) != 0) exit(1);
 define(`MAIN_END', `{ lm_finalize(); exit(ifelse(`$1', `', `0', `$1')); }')
 
 # Memory: shared, at the same address in every process.
-define(`G_MALLOC', `lm_malloc($1)')
+# G_MALLOC and NU_MALLOC end their statement themselves, as in the
+# distribution's null macros: several original codes write no semicolon
+# after them (radix, LU contiguous, cholesky, fmm).  Use them only as
+# the right-hand side of an assignment statement.
+define(`G_MALLOC', `lm_malloc($1);')
 define(`G_MALLOC_F', `lm_malloc($1)')
-define(`NU_MALLOC', `lm_malloc($1)')
+define(`NU_MALLOC', `lm_malloc($1);')
 define(`NU_MALLOC_F', `lm_malloc($1)')
 define(`G_FREE', `{ lm_free($1); }')
 define(`G_FREE_F', `{ lm_free($1); }')

@@ -300,9 +300,13 @@ define(`MAIN_END', `{ exit(ifelse(`$1', `', `0', `$1')); }')
 
 # Memory.  The optional second argument (a node hint in some ports) is
 # ignored.
-define(`G_MALLOC', `lm_pt_malloc($1)')
+# G_MALLOC and NU_MALLOC end their statement themselves, as in the
+# distribution's null macros: several original codes write no semicolon
+# after them (radix, LU contiguous, cholesky, fmm).  Use them only as
+# the right-hand side of an assignment statement.
+define(`G_MALLOC', `lm_pt_malloc($1);')
 define(`G_MALLOC_F', `lm_pt_malloc($1)')
-define(`NU_MALLOC', `lm_pt_malloc($1)')
+define(`NU_MALLOC', `lm_pt_malloc($1);')
 define(`NU_MALLOC_F', `lm_pt_malloc($1)')
 define(`G_FREE', `{ lm_pt_free($1); }')
 define(`G_FREE_F', `{ lm_pt_free($1); }')
