@@ -272,6 +272,15 @@ static void reply_page(lm_lemuriad *c, struct upreq *up,
 		free(w);
 		c->nwaits--;
 	}
+	/* a CHANGED's page that did not go into the copy (the reply crossed
+	 * data of ours, or is older than CHANGED said) is asked again:
+	 * nothing else would bring the change to a client that spins */
+	if (up->refresh && !up->waiters && !up->pre &&
+	    (!fits || m->version < up->min_version)) {
+		c->stats.fetch_misses++;
+		lm_fetch_again(c, up);
+		return;
+	}
 	if (!up->waiters && !up->pre) {
 		lm_upreq_free(c, up);
 		return;
@@ -394,7 +403,9 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 	struct lm_notice want[LM_FETCHV_MAX];
 	uint32_t batch[LM_FETCHV_MAX], n = 0;
 
-	if (!c->shared)
+	/* no copy yet (no client of the run joined): nothing to bring up
+	 * to date, and CHANGED may come first under load */
+	if (!c->shared || !c->copy.map)
 		return;
 	c->stats.changed_heard += m->nnotices;
 	for (uint32_t i = 0; i < m->nnotices; i++) {
@@ -418,6 +429,7 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 		lm_upreq_set_page(c, up, p);
 		up->min_version = need;
 		up->batched = true;
+		up->refresh = true;
 		c->stats.changed_fetches++;
 		want[n] = (struct lm_notice){
 			.page = p, .base = LM_NO_BASE,

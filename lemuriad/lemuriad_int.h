@@ -101,6 +101,8 @@ struct upreq {
 				   sends for the pages after it.  UP_FETCHV:
 				   such pages, each fetched alone when left
 				   out only if someone waits for it */
+	bool refresh;           /* UP_FETCH: for a CHANGED (fetches.c): asked
+				   again until a reply goes into the copy */
 	uint32_t *batch;        /* UP_FETCHV: its pages (owned) */
 	uint32_t nbatch;
 	uint32_t lock_id;       /* UP_LOCK */

@@ -46,6 +46,12 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	np=$(awk -F= '/^clients/ { s += $2 } END { print s }' "$lay")
 	run_expect "spinning on flags and counters on $l" "$lay" 60 \
 		"spinflag: $np processes: PASSED" "$build/splash2/spinflag" "$np" 2
+	# random words raised with no synchronisation: never seen going
+	# back, every final value seen (dsmtest visible, two seeds)
+	for k in 1 2; do
+		run_expect "writes seen without synchronisation on $l, seed $((n * 10 + k))" \
+			"$lay" 120 "PASSED" "$build/tests/dsmtest" visible 4 3 $((n * 10 + k))
+	done
 	# The chaos test (docs/testing.md): two seeds with the layout's
 	# adaptive relay and two with eager, a few seconds a run (fewer
 	# rounds where more processes share the two cores).
@@ -162,6 +168,9 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=18" run_expect \
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=19" run_expect \
 	"Ocean n=66 on 4+4 with loss" "$lay" 240 "TEST PASSED" \
 	"$build/splash2/ocean" -n66 -k2 -t
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=25" run_expect \
+	"writes seen without synchronisation on 4+4 with loss" "$lay" 120 \
+	"PASSED" "$build/tests/dsmtest" visible 4 3 25
 
 mkdir -p "$tmp/rloss"
 lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/rloss" 12)
@@ -178,6 +187,9 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=14" run_expect \
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=22" run_expect \
 	"spinning on flags on 2x2-two-reflectors with loss" "$lay" 120 \
 	"spinflag: 8 processes: PASSED" "$build/splash2/spinflag" 8 2
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=23" run_expect \
+	"writes seen without synchronisation on 2x2-two-reflectors with loss" \
+	"$lay" 120 "PASSED" "$build/tests/dsmtest" visible 4 3 23
 
 mkdir -p "$tmp/eager"
 lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/eager" 13)
@@ -191,6 +203,8 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=15" run_expect \
 	"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
 run_expect "spinning on flags on 2x2-two-reflectors, eager" "$lay" 60 \
 	"spinflag: 8 processes: PASSED" "$build/splash2/spinflag" 8 2
+run_expect "writes seen without synchronisation on 2x2-two-reflectors, eager" \
+	"$lay" 120 "PASSED" "$build/tests/dsmtest" visible 4 3 24
 
 # The acceptance matrix of the hierarchy: three reflectors and 8+8+8+8,
 # each relay, without and with loss on every link.
@@ -212,6 +226,9 @@ for l in 3-reflectors 8+8+8+8; do
 		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run_expect \
 			"LU n=128 on $l, $relay, with loss" "$lay" 240 \
 			"TEST PASSED" "$build/splash2/lu" -n128 -b16 -t
+		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$idx" run_expect \
+			"writes seen without synchronisation on $l, $relay, with loss" \
+			"$lay" 120 "PASSED" "$build/tests/dsmtest" visible 3 3 $((idx + 200))
 	done
 done
 

@@ -88,6 +88,18 @@
  *                              data written before CREATE; checked
  *                              under the locks and against a model
  *                              after each barrier (below, "chaos")
+ *   dsmtest visible R PAGES S  R rounds (seed S): every process owns a few
+ *                              words at random places in PAGES pages
+ *                              (shared with other processes' words) and
+ *                              raises them step by step, plainly, under
+ *                              a lock, or followed by an unrelated
+ *                              lock's release, while it reads every
+ *                              other process's words with no
+ *                              synchronisation: a word must never go
+ *                              back, and every final value must be seen
+ *                              within VISIBLE_LIMIT_US (docs/dsm.md
+ *                              "Eventual visibility"); a barrier ends
+ *                              each round, after which all must hold
  *   dsmtest owners E PAGES S   E eras over PAGES pages (seed S): in each
  *                              era every page has one writer rank (or
  *                              none) that rewrites it whole for 3 to 7
@@ -593,6 +605,153 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 	free(model);
 	free(value);
 	free(owner);
+	return 0;
+}
+
+/* visible: words per process, steps per round, and how long a reader
+ * may wait for a final value (the promise is about 0.1 s; loss and a
+ * loaded host stretch it). */
+#define VISIBLE_WORDS 3
+#define VISIBLE_STEPS 4
+#define VISIBLE_LIMIT_US 10000000ull
+
+/* Reads every other process's words once: none may go back. */
+static int visible_scan(volatile uint64_t *buf, const size_t *slot,
+			uint64_t *seen, long r, size_t *left, uint64_t final)
+{
+	for (int p = 0; p < nprocs; p++) {
+		for (int j = 0; p != rank && j < VISIBLE_WORDS; j++) {
+			size_t k = (size_t)p * VISIBLE_WORDS + (size_t)j;
+			uint64_t v = buf[slot[k]];
+
+			if (v < seen[k]) {
+				fprintf(stderr, "dsmtest: rank %d, round %ld: "
+					"rank %d's word %d went back from %"
+					PRIu64 " to %" PRIu64 "\n", rank, r,
+					p, j, seen[k], v);
+				return 1;
+			}
+			if (v == final && seen[k] != final)
+				(*left)--;
+			seen[k] = v;
+		}
+	}
+	return 0;
+}
+
+static int run_visible(long rounds, long pages, uint64_t seed)
+{
+	const size_t words = (size_t)pages * 4096 / sizeof(uint64_t);
+	const size_t nslots = (size_t)nprocs * VISIBLE_WORDS;
+	struct shared {
+		int lock[2];
+		uint64_t *buf;
+	} *s = NULL;
+	size_t *slot = malloc(nslots * sizeof(*slot));
+	uint64_t *seen = malloc(nslots * sizeof(*seen));
+	uint64_t worst = 0;
+
+	if (!slot || !seen || words < nslots)
+		die("visible: malloc, or fewer words than processes' words",
+		    -2);
+	if (rank == 0) {
+		s = lm_malloc(sizeof(*s));
+		if (!s || !(s->buf = lm_malloc((size_t)pages * 4096)))
+			die("lm_malloc", -2);
+		s->lock[0] = lm_id_alloc(1);
+		s->lock[1] = lm_id_alloc(1);
+		check(s->lock[0], "lm_id_alloc");
+		check(s->lock[1], "lm_id_alloc");
+	}
+	check(lm_distribute(&s, sizeof(s)), "lm_distribute");
+	for (long r = 0; r < rounds; r++) {
+		volatile uint64_t *buf = s->buf;
+		uint64_t z = seed ^ ((uint64_t)r << 40), final, start;
+		size_t left = nslots - VISIBLE_WORDS;
+
+		/* distinct words, drawn anywhere in the pages: several
+		 * processes' words share a page */
+		for (size_t k = 0; k < nslots; k++) {
+			size_t w;
+			int again;
+
+			do {
+				w = (size_t)(next_rand(&z) % words);
+				again = 0;
+				for (size_t q = 0; q < k; q++)
+					again |= slot[q] == w;
+			} while (again);
+			slot[k] = w;
+		}
+		for (size_t k = 0; k < nslots; k++)
+			seen[k] = 0; /* a word may hold an older round's value */
+		final = (uint64_t)(r + 1) * VISIBLE_STEPS;
+		start = lm_clock_us();
+		for (uint64_t step = 1; step <= VISIBLE_STEPS; step++) {
+			uint64_t mine = (uint64_t)r * VISIBLE_STEPS + step;
+			uint64_t h = seed ^ ((uint64_t)r << 24) ^
+				     ((uint64_t)rank << 8) ^ step;
+			uint64_t pause = next_rand(&h) % 3000, t0;
+			int how = (int)(next_rand(&h) % 3);
+
+			if (how == 1)
+				check(lm_lock(s->lock[0]), "lm_lock");
+			for (int j = 0; j < VISIBLE_WORDS; j++)
+				buf[slot[(size_t)rank * VISIBLE_WORDS +
+					 (size_t)j]] = mine;
+			if (how == 1)
+				check(lm_unlock(s->lock[0]), "lm_unlock");
+			if (how == 2) {
+				check(lm_lock(s->lock[1]), "lm_lock");
+				check(lm_unlock(s->lock[1]), "lm_unlock");
+			}
+			/* read the others for a while before the next step */
+			t0 = lm_clock_us();
+			do {
+				if (visible_scan(buf, slot, seen, r, &left,
+						 final))
+					return 1;
+			} while (lm_clock_us() - t0 < pause);
+		}
+		while (left) {
+			if (visible_scan(buf, slot, seen, r, &left, final))
+				return 1;
+			if (lm_clock_us() - start > VISIBLE_LIMIT_US) {
+				for (size_t k = 0; k < nslots; k++)
+					if (k / VISIBLE_WORDS != (size_t)rank &&
+					    seen[k] != final)
+						fprintf(stderr, "dsmtest: rank "
+							"%d, round %ld: rank "
+							"%zu's word %zu still "
+							"reads %" PRIu64 ", "
+							"not %" PRIu64 " after "
+							"%llu s\n", rank, r,
+							k / VISIBLE_WORDS,
+							k % VISIBLE_WORDS,
+							seen[k], final,
+							VISIBLE_LIMIT_US /
+							1000000);
+				return 1;
+			}
+		}
+		if (lm_clock_us() - start > worst)
+			worst = lm_clock_us() - start;
+		check(lm_barrier(4), "lm_barrier");
+		for (size_t k = 0; k < nslots; k++)
+			if (buf[slot[k]] != final) {
+				fprintf(stderr, "dsmtest: rank %d, round %ld: "
+					"after the barrier rank %zu's word "
+					"reads %" PRIu64 ", not %" PRIu64 "\n",
+					rank, r, k / VISIBLE_WORDS,
+					buf[slot[k]], final);
+				return 1;
+			}
+		check(lm_barrier(5), "lm_barrier");
+	}
+	printf("dsmtest visible: rank %d saw every final value within %.1f ms "
+	       "of its round's start\n", rank, (double)worst / 1000.0);
+	free(slot);
+	free(seen);
 	return 0;
 }
 
@@ -2241,6 +2400,9 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "owners") == 0 && argc == 5)
 		failed = run_owners(atol(argv[2]), atol(argv[3]),
 				    strtoull(argv[4], NULL, 10));
+	else if (strcmp(argv[1], "visible") == 0 && argc == 5)
+		failed = run_visible(atol(argv[2]), atol(argv[3]),
+				     strtoull(argv[4], NULL, 10));
 	else if (strcmp(argv[1], "stress") == 0 && argc == 5)
 		failed = run_stress(atol(argv[2]), atol(argv[3]),
 				    strtoull(argv[4], NULL, 10));
