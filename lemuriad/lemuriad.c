@@ -85,6 +85,8 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 	memset(c->leaving, 0, c->npages);
 	lm_park_clear(c);
 	c->barrier_up = false;
+	c->someone_left = false;
+	c->gathering = false;
 	c->ends = 0;
 	free(c->end_notices);
 	c->end_notices = NULL;
@@ -204,6 +206,25 @@ static void handle_join(lm_lemuriad *c, int slot, uint16_t from,
 		c->out.reply(c->ctx, from, req_id, &r);
 		return;
 	}
+	if (m->run == c->run && c->clients[slot].left) {
+		/* a new process under a run id that was used before: the two
+		 * runs would mix (the daemons take it for one run, whose rank
+		 * has finished), so it is refused, saying why */
+		char why[160];
+
+		snprintf(why, sizeof(why), "rank %u already joined run "
+			 "%llu and left it: every run needs an id of its "
+			 "own (lemuria-run --run)", m->rank,
+			 (unsigned long long)m->run);
+		lm_log_warn("cluster %s: JOIN refused: %s", c->cfg->name, why);
+		msg_init(c, &r, LM_MSG_ABORT);
+		r.run = m->run;
+		r.rank = m->rank;
+		r.data = (const uint8_t *)why;
+		r.data_len = strlen(why);
+		c->out.reply(c->ctx, from, req_id, &r);
+		return;
+	}
 	if (m->run > c->run) {
 		if (c->active)
 			lm_log_info("cluster %s: run %016llx replaces "
@@ -291,6 +312,25 @@ static void handle_flush(lm_lemuriad *c, int slot, uint16_t from,
 	lm_park_keep_budget(c);
 }
 
+/* Every rank takes part in every barrier: barrier `id` waits for rank
+ * left_rank, which is gone, for ever.  The run ends at once, naming who
+ * waits for what (issue 42); `slot` is the client that just arrived, or
+ * -1 when the others were there first. */
+static void barrier_never_completes(lm_lemuriad *c, uint32_t id, int slot)
+{
+	char why[160], waits[32];
+
+	if (slot >= 0)
+		snprintf(waits, sizeof(waits), "rank %u waits in it",
+			 slot_rank(c, slot));
+	else
+		snprintf(waits, sizeof(waits), "others wait in it");
+	snprintf(why, sizeof(why), "barrier %u can never complete: rank %u "
+		 "left the run (lm_finalize or exit) before reaching it, and "
+		 "%s", id, c->left_rank, waits);
+	lose_run(c, why);
+}
+
 static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 			   uint32_t req_id, const struct lm_msg *m)
 {
@@ -301,6 +341,10 @@ static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 		count_bad(c, from, m, "second BARRIER while waiting");
 		return;
 	}
+	if (c->someone_left) {
+		barrier_never_completes(c, m->id, slot);
+		return;
+	}
 	cl->at_barrier = true;
 	cl->barrier_id = m->id;
 	cl->barrier_req = req_id;
@@ -308,8 +352,12 @@ static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 		if (c->clients[i].at_barrier &&
 		    c->clients[i].barrier_id == m->id)
 			arrived++;
-	if (arrived < c->nclients)
+	if (arrived < c->nclients) {
+		c->gathering = true;
+		c->gathering_id = m->id;
 		return;
+	}
+	c->gathering = false;
 	c->barrier_up = true;
 	c->barrier_up_id = m->id;
 	c->stats.barriers++;
@@ -523,9 +571,19 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 	}
 	if (m->type == LM_MSG_LEAVE && m->run == c->run &&
 	    kind == LM_REL_REQUEST) {
+		bool left = c->active && !c->aborted &&
+			    c->clients[slot].joined;
+
+		if (left) {
+			c->someone_left = true;
+			c->left_rank = slot_rank(c, slot);
+		}
 		/* answered even in an aborted run, so the client can go */
 		forget_client(c, slot);
+		c->clients[slot].left = left;
 		reply_status(c, from, req_id, LM_MSG_LEAVE_OK, 0);
+		if (left && c->gathering)
+			barrier_never_completes(c, c->gathering_id, -1);
 		return;
 	}
 	if (m->run == c->run && c->aborted) {

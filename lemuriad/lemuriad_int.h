@@ -120,6 +120,7 @@ struct upreq {
 /* What we know of one client slot (local rank) in the current run. */
 struct client {
 	bool joined;
+	bool left;              /* it joined this run and LEFT it */
 	uint32_t pid;
 	bool at_barrier;        /* its BARRIER waits for RELEASE */
 	uint32_t barrier_id;
@@ -289,6 +290,10 @@ struct lm_lemuriad {
 	size_t nwaits, max_waits;
 
 	bool barrier_up;        /* BARRIER{barrier_up_id} sent, no RELEASE */
+	bool someone_left;      /* a client of the run LEFT it (left_rank): a */
+	uint32_t left_rank;     /* barrier after that can never complete */
+	bool gathering;         /* clients wait at barrier gathering_id, */
+	uint32_t gathering_id;  /* not all of them arrived yet */
 	uint32_t barrier_up_id;
 
 	uint32_t ends;          /* ENDs received, not yet consumed */

@@ -535,6 +535,22 @@ else
 	echo "  FAIL lost rank not reported (status $st, ${secs}s)"
 	sed 's/^/       /' "$tmp/out"
 fi
+# A rank that finishes while the others wait in a barrier: the barrier
+# can never complete, and the run must end at once saying so (issue 42).
+checks=$((checks + 1))
+start=$(date +%s)
+timeout -k 5 60 "$bin/lemuria-run" -c "$lay" -- "$build/tests/dsmtest" leave 5 \
+	>"$tmp/out" 2>&1
+st=$?
+secs=$(( $(date +%s) - start ))
+if [ $st -ne 0 ] && [ $secs -le 10 ] &&
+   grep -q "barrier 1 can never complete: rank 5 left the run" "$tmp/out"; then
+	echo "  ok   a barrier after a rank left ends the run, naming it (${secs}s)"
+else
+	failures=$((failures + 1))
+	echo "  FAIL a barrier after a rank left (status $st, ${secs}s)"
+	tail -n 20 "$tmp/out" | sed 's/^/       /'
+fi
 run_plain() { # the same as run, without --start-daemons
 	checks=$((checks + 1))
 	if timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --timeout 100 -- "$@" \

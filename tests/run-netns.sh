@@ -97,7 +97,9 @@ fi
 run_both() {
 	name=$1; pattern=$2; count=$3; shift 3
 	checks=$((checks + 1))
-	run=$(( $(date +%s) * 1000000 + tag ))
+	# an id of its own for every run: two runs begun within a second
+	# once had one, and the daemons took them for one run
+	run=$(( $(date +%s%N) / 1000 ))
 	for c in c0 c1; do
 		timeout -k 5 120 ip netns exec "lm-$c-$tag" "$bin/lemuria-run" \
 			-c "$lay" --cluster "$c" --run "$run" --timeout 110 -- \

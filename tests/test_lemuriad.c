@@ -493,6 +493,103 @@ static void test_leave_forgets_client(void)
 	teardown(c);
 }
 
+/* A barrier after a client left the run can never complete (every rank
+ * takes part in every barrier): the first arrival ends the run at once,
+ * here and (through the reflector) everywhere, naming the barrier, the
+ * rank gone and the rank that waits (issue 42). */
+static void test_barrier_after_a_leave_ends_the_run(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_msg l = msg(LM_MSG_LEAVE, RUN);
+	const char *want = "barrier 7 can never complete: rank 3 left the run";
+	bool up = false, told = false;
+
+	join_all(c, RUN);
+	creq(c, 3, 101, &l);
+	clear_outs();
+	barrier(c, 0, 7);
+	for (size_t i = 0; i < nouts; i++) {
+		const struct out *o = &outs[i];
+
+		if (o->m.type != LM_MSG_ABORT || !o->data)
+			continue;
+		CU_ASSERT(memmem(o->data, o->m.data_len, want,
+				 strlen(want)) != NULL);
+		CU_ASSERT(memmem(o->data, o->m.data_len, "rank 0 waits",
+				 strlen("rank 0 waits")) != NULL);
+		if (o->node == refl)
+			up = true;
+		else
+			told = true;
+	}
+	CU_ASSERT(up);   /* the reflector ends it everywhere */
+	CU_ASSERT(told); /* the clients here hear why */
+	teardown(c);
+}
+
+/* The same when the others are in the barrier first: the LEAVE ends the
+ * run (after its LEAVE_OK: the client that left may go). */
+static void test_leave_during_a_barrier_ends_the_run(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_msg l = msg(LM_MSG_LEAVE, RUN);
+	const char *want = "barrier 7 can never complete: rank 3 left the run";
+	bool up = false, left_ok = false;
+
+	join_all(c, RUN);
+	clear_outs();
+	barrier(c, 0, 7);
+	barrier(c, 1, 7);
+	barrier(c, 2, 7);
+	CU_ASSERT_EQUAL(nouts, 0);
+	creq(c, 3, 101, &l);
+	for (size_t i = 0; i < nouts; i++) {
+		const struct out *o = &outs[i];
+
+		if (o->m.type == LM_MSG_LEAVE_OK)
+			left_ok = !up; /* before the ABORT went up */
+		if (o->m.type == LM_MSG_ABORT && o->node == refl && o->data) {
+			CU_ASSERT(memmem(o->data, o->m.data_len, want,
+					 strlen(want)) != NULL);
+			up = true;
+		}
+	}
+	CU_ASSERT(left_ok);
+	CU_ASSERT(up);
+	teardown(c);
+}
+
+/* A rank that left its run and joins it again is a new process under a
+ * run id used before (the namespaces test once gave two runs one id
+ * when both began within a second): its JOIN is refused with an ABORT
+ * that says so, where the daemons used to take both runs for one; a
+ * new run id is served as ever. */
+static void test_join_after_leave_refused(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_msg l = msg(LM_MSG_LEAVE, RUN);
+	const char *want = "rank 3 already joined run";
+	const struct out *o;
+
+	join_all(c, RUN);
+	creq(c, 3, 101, &l);
+	clear_outs();
+	join(c, 3, RUN);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	o = &outs[0];
+	CU_ASSERT_EQUAL(o->m.type, LM_MSG_ABORT);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o->data);
+	CU_ASSERT(memmem(o->data, o->m.data_len, want, strlen(want)) != NULL);
+	CU_ASSERT(memmem(o->data, o->m.data_len, "an id of its own",
+			 strlen("an id of its own")) != NULL);
+	clear_outs();
+	join(c, 3, RUN + 1);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_JOIN_OK);
+	CU_ASSERT_EQUAL(outs[0].m.status, 0);
+	teardown(c);
+}
+
 static void test_bad_input_dropped(void)
 {
 	lm_lemuriad *c = setup();
@@ -563,5 +660,8 @@ LM_TEST_SUITE("lemuriad",
 	LM_TEST(test_peer_lost_client_aborts),
 	LM_TEST(test_peer_lost_reflector_aborts),
 	LM_TEST(test_leave_forgets_client),
+	LM_TEST(test_barrier_after_a_leave_ends_the_run),
+	LM_TEST(test_leave_during_a_barrier_ends_the_run),
+	LM_TEST(test_join_after_leave_refused),
 	LM_TEST(test_abort_relayed_both_ways),
 	LM_TEST(test_bad_input_dropped))

@@ -114,6 +114,10 @@
  *                              token handed on in rank order under a
  *                              lock, each holder checking and rewriting
  *                              a page its predecessor wrote
+ *   dsmtest leave RANK         process RANK finishes (lm_finalize) at once;
+ *                              the others wait in a barrier that can
+ *                              therefore never complete: the run must
+ *                              end saying so (issue 42), never hang
  *   dsmtest low 1              shared memory lies below 4 GiB, as the
  *                              project's layouts put it (issue 41): a
  *                              pointer from lm_malloc kept in a 32-bit
@@ -753,6 +757,19 @@ static int run_visible(long rounds, long pages, uint64_t seed)
 	free(slot);
 	free(seen);
 	return 0;
+}
+
+static int run_leave(int leaver)
+{
+	if (rank == leaver) {
+		/* after the others are in the barrier, most often */
+		usleep(300 * 1000);
+		return 0; /* main's lm_finalize: LEAVE */
+	}
+	check(lm_barrier(1), "lm_barrier");
+	fprintf(stderr, "dsmtest: rank %d passed a barrier rank %d left "
+		"before\n", rank, leaver);
+	return 1;
 }
 
 static int run_low(void)
@@ -2332,7 +2349,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
-				"owners ERAS PAGES SEED | low 1 | "
+				"owners ERAS PAGES SEED | low 1 | leave RANK | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
@@ -2395,6 +2412,8 @@ int main(int argc, char **argv)
 		failed = run_ids();
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
 		failed = run_private(atol(argv[2]), atol(argv[3]));
+	else if (strcmp(argv[1], "leave") == 0)
+		failed = run_leave(atoi(argv[2]));
 	else if (strcmp(argv[1], "low") == 0)
 		failed = run_low();
 	else if (strcmp(argv[1], "owners") == 0 && argc == 5)
