@@ -107,6 +107,8 @@ struct lm_home_stats {
 	uint64_t owned_granted;  /* pages a cluster was made the owner of
 				    (docs/dsm.md "Pages one cluster owns") */
 	uint64_t holder_drops;   /* pages a cluster's copy gave up */
+	uint64_t versions_skipped; /* NEW entries that could not be merged
+				      into their cluster's latest delta */
 	uint64_t changed_sent;   /* CHANGED messages sent or passed on */
 	uint64_t changed_pages;  /* pages they named */
 	uint64_t fetches_waited;   /* FETCHes that waited for deltas */

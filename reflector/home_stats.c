@@ -22,6 +22,7 @@ static const struct lm_stats_field lm_home_stat_fields[] = {
 	F(LM_STAT_CLUSTER, pushes_received),
 	F(LM_STAT_CLUSTER, owned_granted),
 	F(LM_STAT_CLUSTER, holder_drops),
+	F(LM_STAT_CLUSTER, versions_skipped),
 	F(LM_STAT_CLUSTER, changed_sent),
 	F(LM_STAT_CLUSTER, changed_pages),
 	F(LM_STAT_CLUSTER, fetches_waited),

@@ -504,6 +504,52 @@ static void test_changes_told_to_other_holders(void)
 	teardown(h);
 }
 
+/* A cluster that holds the page's latest delta (version 1, unpulled)
+ * registers a new one naming it: merged, the answer is version 2, the
+ * version right after its own, which the cluster reads as a merge
+ * (lemuriad/deltas.c).  When the home cannot merge (a PULL of version 1
+ * is out) the answer must not be version 2: the cluster would fold its
+ * deltas and answer that PULL with nothing, as the SPLASH-2 suite showed
+ * ("delta of page P version V lost", fft and cholesky on 2x2-two-
+ * reflectors and 4+4).  A version is skipped instead. */
+static void test_unmerged_entry_skips_a_version(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	struct lm_notice e = { .page = 5, .version = 1, .base = LM_REG_NEW,
+			       .writer = LM_WRITER_MANY, .wcluster = 1 };
+	struct lm_msg m = msg(LM_MSG_REGISTER), f = msg(LM_MSG_FETCH);
+	const struct captured *ok = NULL;
+
+	(void)fetch(h, C0, 1, 5);
+	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, NULL) == 0); /* v1 */
+	m.notices = &e;
+	m.nnotices = 1;
+	cap_clear();
+	lm_home_handle(h, C1, LM_REL_REQUEST, 41, &m);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.nnotices == 1);
+	CU_ASSERT_EQUAL(cap.v[0].notices[0].version, 2); /* merged */
+	CU_ASSERT(lm_home_stats(h)->regs_merged == 1);
+	/* C0 asks for the page: the home pulls version 2 from C1 */
+	f.page = 5;
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_REQUEST, 7, &f);
+	CU_ASSERT_FATAL(cap.n == 1 && cap.v[0].m.type == LM_MSG_PULL);
+	CU_ASSERT_EQUAL(cap.v[0].m.version, 2);
+	/* C1 registers again, naming version 2, while that PULL is out */
+	e.version = 2;
+	cap_clear();
+	lm_home_handle(h, C1, LM_REL_REQUEST, 42, &m);
+	for (size_t i = 0; i < cap.n; i++)
+		if (cap.v[i].m.type == LM_MSG_REGISTER_OK)
+			ok = &cap.v[i];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+	CU_ASSERT_FATAL(ok->m.nnotices == 1);
+	CU_ASSERT_EQUAL(ok->notices[0].version, 4);
+	CU_ASSERT(lm_home_stats(h)->regs_merged == 1);
+	CU_ASSERT(lm_home_stats(h)->versions_skipped == 1);
+	teardown(h);
+}
+
 LM_TEST_SUITE("page_home",
 	      LM_TEST(test_fetch_zero_page),
 	      LM_TEST(test_flush_then_fetch),
@@ -516,4 +562,5 @@ LM_TEST_SUITE("page_home",
 	      LM_TEST(test_notice_many_writers),
 	      LM_TEST(test_sole_holder_owns),
 	      LM_TEST(test_client_copies_never_own),
-	      LM_TEST(test_changes_told_to_other_holders))
+	      LM_TEST(test_changes_told_to_other_holders),
+	      LM_TEST(test_unmerged_entry_skips_a_version))
