@@ -224,6 +224,15 @@ check-loss: all
 	@sh tests/run-loss.sh $(BUILD)
 	@LM_TEST_COPY=client sh tests/run-loss.sh $(BUILD)
 
+# The 14 codes of the original SPLASH-2 distribution, both ways, on
+# three layouts (docs/splash2.md, "The whole suite"): the sources are not
+# ours to ship, so give their directory, e.g.
+# make check-splash2 SPLASH2_ORIG=/tmp/splash2-orig
+.PHONY: check-splash2
+check-splash2: all
+	@sh tests/splash2-suite.sh --layouts "4+4 2x2-two-reflectors 3-reflectors" \
+		$(SPLASH2_ORIG)
+
 # The lost-write litmus programs 50 times on each layout with several
 # reflectors and each relay mode, every other run with loss (long).
 .PHONY: check-litmus
