@@ -386,10 +386,38 @@ static void fetch_ahead(lm_lemuriad *c, uint32_t page, uint32_t reach,
 		lm_fetch_batch(c, want, batch, n, true);
 }
 
+/* A home's CHANGED: its pages wait here (the newest version wanted per
+ * page) until the cluster is quiet (lm_lemuriad_pulse). */
+void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
+{
+	/* no copy yet (no client of the run joined): nothing to bring up
+	 * to date, and CHANGED may come first under load */
+	if (!c->shared || !c->copy.map)
+		return;
+	if (!c->chg_want &&
+	    (!(c->chg_want = calloc(c->npages, sizeof(*c->chg_want))) ||
+	     !(c->chg_list = calloc(c->npages, sizeof(*c->chg_list))))) {
+		free(c->chg_want);
+		c->chg_want = NULL; /* as if lost: the next CHANGED asks again */
+		return;
+	}
+	c->stats.changed_heard += m->nnotices;
+	for (uint32_t i = 0; i < m->nnotices; i++) {
+		uint32_t p = m->notices[i].page;
+
+		if (p >= c->npages || !m->notices[i].version)
+			continue;
+		if (!c->chg_want[p])
+			c->chg_list[c->nchg++] = p;
+		if (c->chg_want[p] < m->notices[i].version)
+			c->chg_want[p] = m->notices[i].version;
+	}
+}
+
 /* A client that reads a page without synchronising (a loop on a flag)
  * keeps its view of the copy open, and nothing else would bring the
  * copy up to date: the page is fetched as a fault would fetch it, at
- * the version CHANGED names or newer, and installed in place (byte by
+ * the version CHANGED named or newer, and installed in place (byte by
  * byte where the cluster writes it too, lm_copy_install).  A page the
  * copy lacks, holds new enough or owns needs nothing; one on its way
  * comes new enough, as the home sent CHANGED after the change.  Nor
@@ -398,23 +426,19 @@ static void fetch_ahead(lm_lemuriad *c, uint32_t page, uint32_t reach,
  * before a fetch brings the copy that far (LU's pages that another
  * cluster writes at every step, which the copy holds until it drops
  * them). */
-void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
+void lm_fetch_changed_due(lm_lemuriad *c)
 {
 	struct lm_notice want[LM_FETCHV_MAX];
 	uint32_t batch[LM_FETCHV_MAX], n = 0;
 
-	/* no copy yet (no client of the run joined): nothing to bring up
-	 * to date, and CHANGED may come first under load */
-	if (!c->shared || !c->copy.map)
-		return;
-	c->stats.changed_heard += m->nnotices;
-	for (uint32_t i = 0; i < m->nnotices; i++) {
-		uint32_t p = m->notices[i].page, need = m->notices[i].version;
+	for (uint32_t i = 0; i < c->nchg; i++) {
+		uint32_t p = c->chg_list[i], need = c->chg_want[p];
 		struct cpage *cp;
 		struct upreq *up;
 		uint32_t v;
 
-		if (p >= c->npages || !lm_ccopy_version(&c->copy, p, &v) ||
+		c->chg_want[p] = 0;
+		if (!c->copy.map || !lm_ccopy_version(&c->copy, p, &v) ||
 		    v >= need || v < c->told_all[p] ||
 		    lm_ccopy_is_owned(&c->copy, p) ||
 		    lm_upreq_fetch_of(c, p))
@@ -425,7 +449,7 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 			continue;
 		}
 		if (!(up = lm_upreq_new(c, UP_FETCH)))
-			break; /* the next CHANGED or fault asks again */
+			continue; /* the next CHANGED or fault asks again */
 		lm_upreq_set_page(c, up, p);
 		up->min_version = need;
 		up->batched = true;
@@ -440,6 +464,7 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 			n = 0;
 		}
 	}
+	c->nchg = 0;
 	if (n)
 		lm_fetch_batch(c, want, batch, n, false);
 }

@@ -82,6 +82,13 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 		lm_updates_reset(c->updates);
 	memset(c->known, 0, c->npages * sizeof(*c->known));
 	memset(c->told_all, 0, c->npages * sizeof(*c->told_all));
+	for (uint32_t i = 0; i < c->nchg; i++)
+		c->chg_want[c->chg_list[i]] = 0;
+	c->nchg = 0;
+	c->released_us = 0;
+	c->released = false;
+	c->client_us = 0;
+	c->client_spoke = false;
 	memset(c->leaving, 0, c->npages);
 	lm_park_clear(c);
 	c->barrier_up = false;
@@ -561,6 +568,7 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 {
 	bool was_fresh;
 
+	c->client_spoke = true; /* not spinning: see lm_lemuriad_pulse */
 	if (m->type == LM_MSG_JOIN) {
 		handle_join(c, slot, from, kind, req_id, m);
 		return;
@@ -953,6 +961,8 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	free(c->fetchv_buf);
 	free(c->known);
 	free(c->told_all);
+	free(c->chg_want);
+	free(c->chg_list);
 	free(c->leaving);
 	lm_copy_stop(c);
 	free(c->sealbuf);
@@ -1043,6 +1053,7 @@ void lm_lemuriad_tick(lm_lemuriad *c)
 
 uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 {
+	uint64_t quiet_at, publish_at, next;
 	bool joined = false;
 
 	c->now_us = now_us;
@@ -1052,17 +1063,48 @@ uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 		c->sealed_us = now_us;
 		c->sealed = false;
 	}
+	if (c->released) {
+		c->released_us = now_us;
+		c->released = false;
+	}
+	if (c->client_spoke) {
+		c->client_us = now_us;
+		c->client_spoke = false;
+	}
 	if (!c->shared || !c->run || c->aborted || !joined)
 		return 0;
-	if (!c->rel.active && !c->rel.staging && !c->ndeferred)
+	/* the run's start counts as a barrier: a program's first phase
+	 * (rank 0 filling its data while the others wait for work) is not
+	 * a spin either */
+	if (!c->released_us)
+		c->released_us = now_us;
+	/* No publish and no fetches of CHANGED pages while the cluster is
+	 * busy: a client that spins sends nothing, and a cluster that passed
+	 * a barrier lately has no client spinning (every rank takes part in
+	 * every barrier) and will seal and hear of the others' writes at the
+	 * next one.  Quiet: neither for LM_LEMURIAD_QUIET_US, or no barrier
+	 * for LM_LEMURIAD_QUIET_MAX_US (a client may spin while a mate
+	 * keeps asking for pages). */
+	quiet_at = (c->released_us > c->client_us ? c->released_us :
+		    c->client_us) + LM_LEMURIAD_QUIET_US;
+	if (quiet_at > c->released_us + LM_LEMURIAD_QUIET_MAX_US)
+		quiet_at = c->released_us + LM_LEMURIAD_QUIET_MAX_US;
+	if (now_us >= quiet_at && !c->rel.active && !c->rel.staging &&
+	    !c->ndeferred) {
+		lm_fetch_changed_due(c);
 		lm_park_publish(c);
+	}
 	if (c->sealed) {
 		c->sealed_us = now_us;
 		c->sealed = false;
 	}
-	if (c->sealed_us + LM_LEMURIAD_PUBLISH_US > now_us)
-		return c->sealed_us + LM_LEMURIAD_PUBLISH_US;
-	return now_us + PUBLISH_RETRY_US;
+	publish_at = c->sealed_us + LM_LEMURIAD_PUBLISH_US;
+	if (publish_at < quiet_at)
+		publish_at = quiet_at;
+	next = publish_at > now_us ? publish_at : now_us + PUBLISH_RETRY_US;
+	if (c->nchg && quiet_at > now_us && quiet_at < next)
+		next = quiet_at;
+	return next;
 }
 
 void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node, const char *why)

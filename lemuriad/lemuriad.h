@@ -45,6 +45,16 @@ typedef struct lm_lemuriad lm_lemuriad;
  * release would, with nothing behind them. */
 #define LM_LEMURIAD_PUBLISH_US 30000u
 
+/* ... and only when the cluster is quiet, nor are the pages of the
+ * others' CHANGED fetched before: no barrier RELEASE and no message from
+ * a client for LM_LEMURIAD_QUIET_US (a client that spins sends nothing;
+ * a cluster that passes barriers has no client that spins, as every
+ * rank takes part in every barrier, and the next barrier seals and tells
+ * it all anyway), or no barrier for LM_LEMURIAD_QUIET_MAX_US (a client
+ * may spin while a cluster-mate keeps asking for pages). */
+#define LM_LEMURIAD_QUIET_US 50000u
+#define LM_LEMURIAD_QUIET_MAX_US 1000000u
+
 /* Creates the state machine of cluster `name` of `layout`.  The layout is
  * borrowed and must outlive the machine; *out is copied; ctx is passed to
  * every callback.  layout_hash is what every JOIN must carry.  NULL when

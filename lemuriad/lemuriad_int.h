@@ -357,6 +357,14 @@ struct lm_lemuriad {
 	uint64_t now_us;        /* the clock at the last lm_lemuriad_pulse */
 	uint64_t sealed_us;     /* ... after the last seal */
 	bool sealed;            /* lm_copy_seal ran since the last pulse */
+	uint64_t released_us;   /* ... after the last barrier RELEASE */
+	bool released;          /* one came since the last pulse */
+	uint64_t client_us;     /* ... after a client's last message */
+	bool client_spoke;      /* one came since the last pulse */
+	/* pages CHANGED named, waiting for a quiet cluster (fetches.c):
+	 * per page the version wanted (0: none), and the list of them */
+	uint32_t *chg_want, *chg_list;
+	uint32_t nchg;
 
 	struct lm_lemuriad_stats stats;
 };
@@ -506,9 +514,11 @@ void lm_fetch_batch(lm_lemuriad *c, const struct lm_notice *want,
 /* Sends FETCH `up` (again) under a new req_id, asking for a version no
  * older than the newest notice of its page. */
 void lm_fetch_again(lm_lemuriad *c, struct upreq *up);
-/* A home's CHANGED (docs/dsm.md "Eventual visibility"): each page it
- * names that the cluster's copy holds older is fetched into the copy. */
+/* A home's CHANGED (docs/dsm.md "Eventual visibility"): the pages it
+ * names wait, and lm_fetch_changed_due fetches into the copy each that
+ * the copy still holds older (called once the cluster is quiet). */
 void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m);
+void lm_fetch_changed_due(lm_lemuriad *c);
 
 /* ---- parking.c: our deltas' registrations, and what waits for them ---- */
 

@@ -634,12 +634,22 @@ static void test_shared_quiet_cluster_publishes(void)
 	cc = shared_joined(c);
 	written(c, cc, 7, 2, 0x11, 0x55);
 	clear_outs();
-	/* the clock starts: the wait counts from here */
-	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t), t + LM_LEMURIAD_PUBLISH_US);
-	lm_lemuriad_pulse(c, t + LM_LEMURIAD_PUBLISH_US - 1);
+	/* the clock starts: the run's start counts as a barrier, and the
+	 * clients just spoke, so the cluster is quiet LM_LEMURIAD_QUIET_US
+	 * from here (after LM_LEMURIAD_PUBLISH_US without a seal) */
+	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t), t + LM_LEMURIAD_QUIET_US);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US - 1);
 	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
-	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t + LM_LEMURIAD_PUBLISH_US),
-			t + 2 * LM_LEMURIAD_PUBLISH_US);
+	/* a client that asks for a page is not spinning: the wait starts
+	 * again (LU's clients fault every few milliseconds) */
+	fetch(c, 1, 77, 9);
+	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US - 1),
+			t + 2 * LM_LEMURIAD_QUIET_US - 1);
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
+	clear_outs();
+	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_QUIET_US - 1),
+			t + 2 * LM_LEMURIAD_QUIET_US - 1 +
+			LM_LEMURIAD_PUBLISH_US);
 	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
 	CU_ASSERT_EQUAL_FATAL(reg->m.nnotices, 1);
@@ -650,9 +660,11 @@ static void test_shared_quiet_cluster_publishes(void)
 	/* written again at once: waits for the bound from the last seal */
 	lm_ccopy_page(cc, 7)[9] = 0x56;
 	clear_outs();
-	lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_PUBLISH_US - 1);
+	lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_QUIET_US - 1 +
+			     LM_LEMURIAD_PUBLISH_US - 1);
 	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
-	lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_PUBLISH_US);
+	lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_QUIET_US - 1 +
+			     LM_LEMURIAD_PUBLISH_US);
 	CU_ASSERT_PTR_NOT_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_published, 2);
 	teardown(c);
@@ -678,6 +690,7 @@ static void test_shared_changed_fetches_into_copy(void)
 	const struct lm_ccopy *cc;
 	const struct out *f;
 	const uint32_t nine = 9;
+	const uint64_t t = 7000000;
 	uint32_t v = 0;
 
 	/* before any client joined there is no copy: ignored (a lemuriad
@@ -698,6 +711,13 @@ static void test_shared_changed_fetches_into_copy(void)
 	m.nnotices = 4;
 	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_heard, 4);
+	/* the barrier just passed: the cluster waits until it has been
+	 * quiet for LM_LEMURIAD_QUIET_US (none of its clients spins) */
+	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t), t + LM_LEMURIAD_QUIET_US);
+	CU_ASSERT_EQUAL(nouts, 0);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US - 1);
+	CU_ASSERT_EQUAL(nouts, 0);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_fetches, 1);
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
 	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
@@ -708,6 +728,7 @@ static void test_shared_changed_fetches_into_copy(void)
 	/* asked again while on its way: nothing more */
 	clear_outs();
 	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US + 1);
 	CU_ASSERT_EQUAL(nouts, 0);
 	/* a reply older than CHANGED said does not end it: asked again
 	 * (dsmtest visible found a reply that crossed our own data lost

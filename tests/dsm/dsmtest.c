@@ -613,7 +613,7 @@ static int run_stress(long rounds, long pages, uint64_t seed)
 }
 
 /* visible: words per process, steps per round, and how long a reader
- * may wait for a final value (the promise is about 0.1 s; loss and a
+ * may wait for a final value (the promise is 0.15 s to 1.1 s; loss and a
  * loaded host stretch it). */
 #define VISIBLE_WORDS 3
 #define VISIBLE_STEPS 4
