@@ -420,7 +420,9 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
  * the version CHANGED named or newer, and installed in place (byte by
  * byte where the cluster writes it too, lm_copy_install).  A page the
  * copy lacks, holds new enough or owns needs nothing; one on its way
- * comes new enough, as the home sent CHANGED after the change.  Nor
+ * is asked again if its answer is older than CHANGED said (it may have
+ * left the home before the change: dsmtest visible saw a reader wait
+ * for ever so on 2x2-two-reflectors, one run in six).  Nor
  * does one that a barrier told every client of a version newer than
  * the copy's: each closed its view then, and no view opens again
  * before a fetch brings the copy that far (LU's pages that another
@@ -440,9 +442,16 @@ void lm_fetch_changed_due(lm_lemuriad *c)
 		c->chg_want[p] = 0;
 		if (!c->copy.map || !lm_ccopy_version(&c->copy, p, &v) ||
 		    v >= need || v < c->told_all[p] ||
-		    lm_ccopy_is_owned(&c->copy, p) ||
-		    lm_upreq_fetch_of(c, p))
+		    lm_ccopy_is_owned(&c->copy, p))
 			continue;
+		if ((up = lm_upreq_fetch_of(c, p))) {
+			/* its answer may have left the home before the change:
+			 * it is asked again unless it brings `need` */
+			if (up->min_version < need)
+				up->min_version = need;
+			up->refresh = true;
+			continue;
+		}
 		cp = lm_cache_find(c, p);
 		if (cp && cp->version >= need) {
 			lm_copy_install(c, p, cp->version, cp->data);

@@ -1071,7 +1071,9 @@ uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 		c->client_us = now_us;
 		c->client_spoke = false;
 	}
-	if (!c->shared || !c->run || c->aborted || !joined)
+	/* every client waits in a barrier: none spins, and the RELEASE
+	 * (a message: the pulse runs after it) tells them everything */
+	if (!c->shared || !c->run || c->aborted || !joined || c->barrier_up)
 		return 0;
 	/* the run's start counts as a barrier: a program's first phase
 	 * (rank 0 filling its data while the others wait for work) is not

@@ -742,6 +742,50 @@ static void test_shared_changed_fetches_into_copy(void)
 	CU_ASSERT(lm_ccopy_version(cc, 9, &v));
 	CU_ASSERT_EQUAL(v, 5);
 	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 9)[100], 0x77);
+	/* a newer change while a fetch is on its way: an answer older than
+	 * it is not the end (it may have left the home before the change) */
+	ch[0].version = 7;
+	m.nnotices = 1;
+	clear_outs();
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US + 2);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	ch[0].version = 8;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US + 3);
+	r_pages_whole(c, f->req_id, &nine, 1, 7);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->m.page, 9);
+	CU_ASSERT_EQUAL(f->m.version, 8);
+	teardown(c);
+}
+
+/* copy = cluster: while every client waits in a barrier none spins, and
+ * the RELEASE tells them every change: pages CHANGED names are not
+ * fetched meanwhile, however long the barrier takes (LU on 8+8+8+8,
+ * whose clusters wait for each other for tens of milliseconds, fetched
+ * pages it was about to be told of, and took them from their owners). */
+static void test_shared_changed_waits_out_a_barrier(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice ch = { .page = 9, .version = 5 };
+	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
+	const uint64_t t = 9000000;
+
+	(void)shared_joined(c);
+	cache_page(c, 9, 2, 0x33);
+	all_arrive(c, 1);
+	clear_outs();
+	m.notices = &ch;
+	m.nnotices = 1;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t), 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_MAX_US +
+					  1), 0);
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_fetches, 0);
 	teardown(c);
 }
 
@@ -761,4 +805,5 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_grant_after_pull_refused),
 	LM_TEST(test_shared_stale_pages_forgotten),
 	LM_TEST(test_shared_quiet_cluster_publishes),
-	LM_TEST(test_shared_changed_fetches_into_copy))
+	LM_TEST(test_shared_changed_fetches_into_copy),
+	LM_TEST(test_shared_changed_waits_out_a_barrier))
