@@ -87,8 +87,9 @@ static void send_list(lm_home *h, uint16_t to, uint32_t id, uint32_t n)
 }
 
 /* Tells node `to` (for cluster `id`) of the first `due` queued changes
- * whose pages have a holder in `mask` other than their writer
- * (`named`: the writer is a cluster of that mask). */
+ * whose pages have a holder in `mask` (one cluster's bit, or the bit of
+ * the holders we cannot name), unless that one cluster is their writer
+ * or two barriers passed since. */
 static void tell(lm_home *h, uint32_t due, uint64_t mask, uint16_t to,
 		 uint32_t id)
 {
