@@ -343,23 +343,37 @@ void lm_fetch_batch(lm_lemuriad *c, const struct lm_notice *want,
 }
 
 /* Adds `p` to a fetch-ahead batch unless we hold it or fetch it already. */
+/* Page `p` joins a FETCHV batch (want, batch, *n) with its UP_FETCH,
+ * asking for version `need` or newer (and no older than we know of);
+ * NULL when memory runs out (nothing added). */
+static struct upreq *batch_add(lm_lemuriad *c, uint32_t p, uint32_t need,
+			       struct lm_notice *want, uint32_t *batch,
+			       uint32_t *n)
+{
+	struct upreq *up = lm_upreq_new(c, UP_FETCH);
+
+	if (!up)
+		return NULL;
+	lm_upreq_set_page(c, up, p);
+	up->min_version = need;
+	up->batched = true;
+	want[*n] = (struct lm_notice){
+		.page = p, .base = LM_NO_BASE,
+		.version = need > c->known[p] ? need : c->known[p] };
+	batch[(*n)++] = p;
+	return up;
+}
+
 static void ahead_add(lm_lemuriad *c, uint32_t p, struct lm_notice *want,
 		      uint32_t *batch, uint32_t *n)
 {
-	struct upreq *up;
-
 	/* a page the cluster owns is in its copy, and the home would have
 	 * to take it back to answer */
 	if (p >= c->npages || lm_cache_find(c, p) || lm_upreq_fetch_of(c, p) ||
 	    (c->shared && lm_ccopy_is_owned(&c->copy, p)) ||
-	    !(up = lm_upreq_new(c, UP_FETCH)))
+	    !batch_add(c, p, 0, want, batch, n))
 		return;
-	lm_upreq_set_page(c, up, p);
-	up->batched = true;
 	c->stats.fetch_ahead++;
-	want[*n] = (struct lm_notice){ .page = p, .version = c->known[p],
-				       .base = LM_NO_BASE };
-	batch[(*n)++] = p;
 }
 
 /* After a client's FETCHV miss on `page` is answered: one FETCHV for the
@@ -457,17 +471,10 @@ void lm_fetch_changed_due(lm_lemuriad *c)
 			lm_copy_install(c, p, cp->version, cp->data);
 			continue;
 		}
-		if (!(up = lm_upreq_new(c, UP_FETCH)))
+		if (!(up = batch_add(c, p, need, want, batch, &n)))
 			continue; /* the next CHANGED or fault asks again */
-		lm_upreq_set_page(c, up, p);
-		up->min_version = need;
-		up->batched = true;
 		up->refresh = true;
 		c->stats.changed_fetches++;
-		want[n] = (struct lm_notice){
-			.page = p, .base = LM_NO_BASE,
-			.version = need > c->known[p] ? need : c->known[p] };
-		batch[n++] = p;
 		if (n == LM_FETCHV_MAX) {
 			lm_fetch_batch(c, want, batch, n, false);
 			n = 0;

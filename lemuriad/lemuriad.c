@@ -1051,6 +1051,14 @@ void lm_lemuriad_tick(lm_lemuriad *c)
  * out, a release goes down) is tried again this much later. */
 #define PUBLISH_RETRY_US 5000u
 
+/* Something happened since the last pulse (`*seen`): it happened now. */
+static void stamp(bool *seen, uint64_t *at, uint64_t now_us)
+{
+	if (*seen)
+		*at = now_us;
+	*seen = false;
+}
+
 uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 {
 	uint64_t quiet_at, publish_at, next;
@@ -1059,18 +1067,10 @@ uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 	c->now_us = now_us;
 	for (uint32_t i = 0; i < c->nclients; i++)
 		joined |= c->clients[i].joined;
-	if (c->sealed || !c->sealed_us) {
-		c->sealed_us = now_us;
-		c->sealed = false;
-	}
-	if (c->released) {
-		c->released_us = now_us;
-		c->released = false;
-	}
-	if (c->client_spoke) {
-		c->client_us = now_us;
-		c->client_spoke = false;
-	}
+	c->sealed |= !c->sealed_us; /* the clock's first reading */
+	stamp(&c->sealed, &c->sealed_us, now_us);
+	stamp(&c->released, &c->released_us, now_us);
+	stamp(&c->client_spoke, &c->client_us, now_us);
 	/* every client waits in a barrier: none spins, and the RELEASE
 	 * (a message: the pulse runs after it) tells them everything */
 	if (!c->shared || !c->run || c->aborted || !joined || c->barrier_up)
@@ -1096,10 +1096,7 @@ uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 		lm_fetch_changed_due(c);
 		lm_park_publish(c);
 	}
-	if (c->sealed) {
-		c->sealed_us = now_us;
-		c->sealed = false;
-	}
+	stamp(&c->sealed, &c->sealed_us, now_us);
 	publish_at = c->sealed_us + LM_LEMURIAD_PUBLISH_US;
 	if (publish_at < quiet_at)
 		publish_at = quiet_at;
