@@ -24,6 +24,7 @@
 #include "proto.h"
 #include "region.h"
 #include "rpc.h"
+#include "globals.h"
 #include "segment.h"
 #include "udp.h"
 
@@ -60,6 +61,11 @@ struct lm_client {
 	struct lm_notice *notices; /* decoding buffer, one per page */
 	size_t notice_cap;
 	uint32_t next_create;      /* rank 0: next rank lm_create starts */
+	/* rank 0: its globals sent as an image at each CREATE (0), to be
+	 * shared from the first (1, lm_share_globals), shared (2: desc is
+	 * what CREATE carries), sent as an image as sharing failed (-1) */
+	int globals;
+	uint8_t globals_desc[LM_GLOBALS_DESC_BYTES];
 	int held[LM_CLIENT_MAX_HELD];
 	int nheld;
 	pid_t pid;                 /* the process that joined, not a fork */
@@ -740,6 +746,7 @@ void lm_finalize(void)
 		return;
 	lm_client_profile_report();
 	if (lm_client_flush() == 0) {
+		lm_globals_settle();
 		if (lm_self.rank == 0)
 			lm_client_release_idle();
 		req = lm_client_msg(LM_MSG_LEAVE);
@@ -986,6 +993,49 @@ int lm_unlock(int id)
 	return LM_EINVAL;
 }
 
+/* Rank 0, at its first lm_create: its globals into the region, mapped
+ * over its own (globals.h); a failure leaves them sent as an image at
+ * each CREATE, as LEMURIA_GLOBALS=copy asks. */
+static void lm_client_share_globals(void)
+{
+	size_t page = lm_self.layout->page_size, bytes;
+	char err[320];
+	void *pages;
+
+	lm_self.globals = -1;
+	if (lm_globals_span(page, &bytes, err, sizeof(err)) == 0) {
+		pages = lm_malloc(bytes);
+		if (!pages)
+			snprintf(err, sizeof(err), "no room for %zu bytes in "
+				 "the shared region", bytes);
+		else if (lm_globals_share(pages, page, lm_self.globals_desc,
+					  err, sizeof(err)) == 0)
+			lm_self.globals = 2;
+		else
+			lm_free(pages);
+	}
+	if (lm_self.globals < 0)
+		lm_log_warn("rank 0: the program's globals are copied to "
+			    "each worker at CREATE, not shared: %s", err);
+}
+
+int lm_share_globals(void)
+{
+	if (!lm_client_ready("lm_share_globals"))
+		return LM_EINVAL;
+	if (lm_self.rank != 0 || !lm_globals_wanted())
+		return 0;
+	if (lm_self.next_create > 1) {
+		lm_log_error("lm_share_globals: rank 0 created ranks already, "
+			     "with copies of its globals; call it before the "
+			     "first lm_create");
+		return LM_EINVAL;
+	}
+	if (lm_self.globals == 0)
+		lm_self.globals = 1;
+	return 0;
+}
+
 /* The library's own state must not travel with the data segment. */
 int lm_create(void (*fn)(void))
 {
@@ -1009,18 +1059,25 @@ int lm_create(void (*fn)(void))
 			     "program's variables)");
 		return LM_EINVAL;
 	}
+	if (lm_self.globals == 1)
+		lm_client_share_globals();
 	rc = lm_client_flush();
 	if (rc)
 		return rc;
-	rc = lm_segment_capture(&image, &len, err, sizeof(err));
-	if (rc) {
-		lm_log_error("lm_create: %s", err);
-		return rc;
+	if (lm_self.globals == 2) {
+		req.data = lm_self.globals_desc;
+		req.data_len = sizeof(lm_self.globals_desc);
+	} else {
+		rc = lm_segment_capture(&image, &len, err, sizeof(err));
+		if (rc) {
+			lm_log_error("lm_create: %s", err);
+			return rc;
+		}
+		req.data = image;
+		req.data_len = len;
 	}
 	req.rank = lm_self.next_create;
 	req.offset = lm_segment_fn_offset(fn);
-	req.data = image;
-	req.data_len = len;
 	rc = lm_client_call(&req, LM_MSG_CREATE_OK, &reply, &buf);
 	if (rc == 0)
 		rc = reply.status;
@@ -1058,6 +1115,8 @@ int lm_worker_serve(void)
 {
 	struct lm_msg req, reply;
 	void (*fn)(void);
+	char err[400];
+	bool shared;
 	void *buf;
 	int rc;
 
@@ -1077,13 +1136,26 @@ int lm_worker_serve(void)
 		return 0;
 	}
 	fn = lm_segment_fn_from_offset(reply.offset);
-	rc = fn ? lm_segment_apply(reply.data, reply.data_len) : LM_EINVAL;
+	shared = lm_globals_is_desc(reply.data, reply.data_len);
+	err[0] = '\0';
+	if (!fn)
+		rc = LM_EINVAL;
+	else if (shared)
+		rc = lm_globals_join(reply.data, reply.data_len,
+				     lm_self.layout->page_size, err,
+				     sizeof(err));
+	else
+		rc = lm_segment_apply(reply.data, reply.data_len);
 	/* what rank 0 published before CREATE: copies older go (I3) */
 	if (rc == 0)
 		rc = lm_region_apply_notices(reply.notices, reply.nnotices,
 					     (uint32_t)lm_self.rank);
 	lm_client_buf_free(buf);
+	if (rc == 0 && shared)
+		rc = lm_globals_check(err, sizeof(err));
 	if (rc) {
+		if (err[0])
+			lm_log_error("rank %u: %s", lm_self.rank, err);
 		lm_client_fail("installing the creator's variables", rc);
 		lm_finalize();
 		return 1;

@@ -107,6 +107,16 @@ LM_API int lm_barrier(int id);
  * executable's data segment).  Returns the rank started, or an error. */
 LM_API int lm_create(void (*fn)(void));
 
+/* Rank 0, before its first lm_create: from that CREATE on, the program's
+ * ordinary globals (the executable's data and bss) are shared by rank 0
+ * and the ranks it creates as threads share them, under the memory model
+ * of lm_malloc'd memory, instead of copied at each CREATE: a global one
+ * process writes after CREATE is seen by the others after their next
+ * acquire (docs/dsm.md "Globals").  The SPLASH-2 macros call it.  Other
+ * ranks (and LEMURIA_GLOBALS=copy in the environment) make it a no-op
+ * returning 0.  LM_EINVAL after a CREATE, or before lm_init. */
+LM_API int lm_share_globals(void);
+
 /* SPLASH-2 WAIT_FOR_END: waits until n created functions have returned;
  * their writes are then visible. */
 LM_API int lm_wait_for_end(int n);

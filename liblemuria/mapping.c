@@ -38,8 +38,97 @@ struct lm_region_state lm_region_state = { .fd = -1,
  * statistics count them. */
 int lm_view_protect(uint32_t first, uint32_t n, int prot)
 {
+	uint32_t lo = first, hi = first + n;
+
 	R->stats.mprotects++;
-	return mprotect(R->view + lm_page_off(first), lm_page_off(n), prot);
+	if (mprotect(R->view + lm_page_off(first), lm_page_off(n), prot) != 0)
+		return -1;
+	if (lo < R->alias_first)
+		lo = R->alias_first;
+	if (hi > R->alias_first + R->alias_n)
+		hi = R->alias_first + R->alias_n;
+	if (lo >= hi)
+		return 0;
+	R->stats.mprotects++;
+	return mprotect(R->alias + lm_page_off(lo - R->alias_first),
+			lm_page_off(hi - lo), prot);
+}
+
+/* The offset in R->fd of the region's page `page`. */
+static off_t fd_offset(uint32_t page)
+{
+	return (off_t)((R->shared ? R->ccopy.hdr->pages_off : 0) +
+		       lm_page_off(page));
+}
+
+int lm_mapping_alias(uint8_t *addr, uint32_t first, uint32_t n, char *err,
+		     size_t errlen)
+{
+	void *m;
+
+	if (R->alias || n == 0 || first > R->npages ||
+	    n > R->npages - first) {
+		snprintf(err, errlen, "pages %u..%u are not a part of the "
+			 "region of %u pages (or its globals are mapped "
+			 "already)", first, first + n, R->npages);
+		return LM_EINVAL;
+	}
+	m = mmap(addr, lm_page_off(n), PROT_NONE, MAP_SHARED | MAP_FIXED,
+		 R->fd, fd_offset(first));
+	if (m == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map the region's pages over the "
+			 "program's data at %p (%u pages): %s", (void *)addr,
+			 n, strerror(errno));
+		return LM_EIO;
+	}
+	R->alias = addr;
+	R->alias_first = first;
+	R->alias_n = n;
+	/* the view's protection of these pages is its state's; closing
+	 * both lets the next access decide it, for the view and the alias
+	 * alike (a fault on a page whose state allows the access opens it) */
+	R->stats.mprotects++;
+	if (mprotect(R->view + lm_page_off(first), lm_page_off(n),
+		     PROT_NONE) != 0) {
+		snprintf(err, errlen, "mprotect of the region's pages %u..%u: "
+			 "%s", first, first + n, strerror(errno));
+		return LM_EIO;
+	}
+	return 0;
+}
+
+/* The program's data goes on after the region: its pages become private
+ * memory again holding what the region held, at the same address. */
+static void alias_restore(void)
+{
+	size_t len = lm_page_off(R->alias_n);
+	uint8_t *tmp;
+
+	if (!R->alias)
+		return;
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp != MAP_FAILED) {
+		memcpy(tmp, R->rw + lm_page_off(R->alias_first), len);
+		if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   R->alias) == MAP_FAILED) {
+			munmap(tmp, len);
+			tmp = MAP_FAILED;
+		}
+	}
+	if (tmp == MAP_FAILED) {
+		int e = errno;
+
+		/* the mapping keeps the memory file after fini; opened
+		 * first, as stderr itself may lie in these pages */
+		mprotect(R->alias, len, PROT_READ | PROT_WRITE);
+		fprintf(stderr, "lemuria: the program's data at %p cannot be "
+			"made private again (%s): it stays the region's "
+			"memory\n", (void *)R->alias, strerror(e));
+	}
+	R->alias = NULL;
+	R->alias_first = R->alias_n = 0;
+	R->alias_lent = false;
 }
 
 /* ---- the twin pool ---------------------------------------------------
@@ -117,6 +206,7 @@ void lm_mapping_fini(void)
 {
 	struct lm_region_stats stats = R->stats;
 
+	alias_restore();
 	for (uint32_t i = 0; i < R->nchunks; i++)
 		munmap(R->chunks[i], (size_t)R->chunk_pages * R->page_size);
 	if (R->view)

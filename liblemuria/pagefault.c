@@ -598,28 +598,54 @@ static void serve_fault(uint32_t page, enum fault_access access)
 	}
 }
 
+/* A fault on the alias (the program's globals, mapping.h) by the thread
+ * that holds the lock: the library itself, reading a variable of a
+ * library's that the executable holds by copy relocation (stderr) while
+ * it works on the region.  It cannot be served (the lock is ours), so
+ * the alias alone opens, showing what the memory holds, and the unlock
+ * closes it again (region_state.h): such variables are the same in
+ * every rank and nobody writes them. */
+static void lend_alias(void)
+{
+	R->alias_lent = true;
+	mprotect(R->alias, lm_page_off(R->alias_n), PROT_READ | PROT_WRITE);
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	uintptr_t addr = (uintptr_t)si->si_addr;
 	enum fault_access access;
 	int saved_errno = errno;
+	uint32_t page;
+	bool alias = false;
 
-	/* addr below base wraps around to a huge offset */
-	if (!atomic_load_explicit(&R->active, memory_order_acquire) ||
-	    addr - R->base >= R->size) {
-		chain(sig, si, uctx);
-		errno = saved_errno;
-		return;
-	}
+	/* an addr below base (alias) wraps around to a huge offset */
+	if (!atomic_load_explicit(&R->active, memory_order_acquire))
+		goto not_ours;
+	if (addr - R->base < R->size)
+		page = (uint32_t)((addr - R->base) >> R->page_shift);
+	else if (R->alias &&
+		 addr - (uintptr_t)R->alias < lm_page_off(R->alias_n)) {
+		page = R->alias_first +
+		       (uint32_t)((addr - (uintptr_t)R->alias) >> R->page_shift);
+		alias = true;
+	} else
+		goto not_ours;
 	access = fault_access(uctx);
-	if (access == ACCESS_EXEC) {
-		chain(sig, si, uctx);
+	if (access == ACCESS_EXEC)
+		goto not_ours;
+	if (alias && lm_region_locked_here()) {
+		lend_alias();
 		errno = saved_errno;
 		return;
 	}
 	lm_region_lock();
-	serve_fault((uint32_t)((addr - R->base) >> R->page_shift), access);
+	serve_fault(page, access);
 	lm_region_unlock();
+	errno = saved_errno;
+	return;
+not_ours:
+	chain(sig, si, uctx);
 	errno = saved_errno;
 }
 

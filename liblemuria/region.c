@@ -129,6 +129,27 @@ void lm_region_fini(void)
 	lm_region_unlock();
 }
 
+int lm_region_alias(void *addr, const void *pages, size_t len, char *err,
+		    size_t errlen)
+{
+	uintptr_t off = (uintptr_t)pages - R->base;
+	int rc;
+
+	if (!atomic_load(&R->active) || off >= R->size ||
+	    off % R->page_size || len == 0 || len % R->page_size ||
+	    len > R->size - off || (uintptr_t)addr % R->page_size) {
+		snprintf(err, errlen, "%zu bytes at %p are not whole pages of "
+			 "the region, or %p is not page-aligned", len, pages,
+			 addr);
+		return LM_EINVAL;
+	}
+	lm_region_lock();
+	rc = lm_mapping_alias(addr, (uint32_t)(off >> R->page_shift),
+			      (uint32_t)(len >> R->page_shift), err, errlen);
+	lm_region_unlock();
+	return rc;
+}
+
 /* The pages a flush looks at: those the last one left open, then those
  * written since (the dirty list).  written(i, &page) gives the i-th, i <
  * R->nopen + R->ndirty, or false for an open entry whose page was closed

@@ -112,6 +112,16 @@ int lm_region_init_shared(uint64_t base, uint64_t size, uint32_t page_size,
  * initialised.  Statistics stay readable until the next init. */
 void lm_region_fini(void);
 
+/* Maps the region's whole pages [pages, pages + len) a second time at
+ * addr, over what is there (the program's globals: globals.h), closed:
+ * the two addresses are one memory under one protection, faults at addr
+ * are served as the region's.  lm_region_fini makes addr private memory
+ * again with the pages' last bytes.  One alias per region.  Returns 0,
+ * LM_EINVAL (not whole pages of the region, addr not page-aligned, an
+ * alias exists) or LM_EIO, with the reason in err. */
+int lm_region_alias(void *addr, const void *pages, size_t len, char *err,
+		    size_t errlen);
+
 /* 1 when addr lies in the initialised region, else 0. */
 int lm_region_contains(const void *addr);
 

@@ -11,8 +11,10 @@
 #ifndef LM_REGION_STATE_H
 #define LM_REGION_STATE_H
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +38,9 @@ enum lm_page_state {
 struct lm_region_state {
 	atomic_int active;  /* read by the handler before the lock */
 	atomic_int locked;  /* the page-table spinlock */
+	/* the thread holding it (pthread_self), 0 when free: the handler's
+	 * test for a fault under the lock (pagefault.c, on_segv) */
+	_Atomic uintptr_t owner;
 	uintptr_t base;
 	uint64_t size;
 	uint32_t page_size;
@@ -92,6 +97,15 @@ struct lm_region_state {
 	struct lm_ccopy ccopy;
 	uint32_t cluster; /* our cluster's index, as notices name it */
 	uint64_t drops;   /* ccopy's hdr->drops when last looked at */
+	/* The program's globals (globals.h): pages [alias_first, alias_first
+	 * + alias_n) of the region mapped a second time at `alias`, over the
+	 * executable's data, with the view's protection (lm_view_protect).
+	 * A fault there under the lock (the library reading a variable of
+	 * the C library's that lies in the executable) opens the alias alone
+	 * and sets alias_lent; the unlock closes it again. */
+	uint8_t *alias;
+	uint32_t alias_first, alias_n;
+	volatile bool alias_lent; /* set by the handler */
 };
 
 _Static_assert(LM_REACH_KINDS == 2, "lm_region_stats has two reaches");
@@ -105,11 +119,32 @@ static inline void lm_region_lock(void)
 {
 	while (atomic_exchange_explicit(&R->locked, 1, memory_order_acquire))
 		sched_yield();
+	atomic_store_explicit(&R->owner, (uintptr_t)pthread_self(),
+			      memory_order_relaxed);
 }
 
 static inline void lm_region_unlock(void)
 {
+	/* the handler's write is seen: no load of it moves above an access
+	 * that faulted */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (R->alias_lent) {
+		/* what the alias lent under the lock may be older than what
+		 * this process acquired: faults decide again */
+		mprotect(R->alias, (size_t)R->alias_n << R->page_shift,
+			 PROT_NONE);
+		R->alias_lent = false;
+	}
+	atomic_store_explicit(&R->owner, 0, memory_order_relaxed);
 	atomic_store_explicit(&R->locked, 0, memory_order_release);
+}
+
+/* Whether the calling thread holds the lock (the handler asks). */
+static inline bool lm_region_locked_here(void)
+{
+	return atomic_load_explicit(&R->locked, memory_order_acquire) &&
+	       atomic_load_explicit(&R->owner, memory_order_relaxed) ==
+		       (uintptr_t)pthread_self();
 }
 
 static inline size_t lm_page_off(uint32_t page)

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lm_error.h"
 
@@ -412,6 +413,58 @@ int lm_segment_layout(uintptr_t *start, uintptr_t *end,
 	}
 	pthread_mutex_unlock(&seg.lock);
 	return rc;
+}
+
+int lm_segment_pages(size_t page, uintptr_t *lo, uintptr_t *hi, char *err,
+		     size_t errlen)
+{
+	uintptr_t os = (uintptr_t)sysconf(_SC_PAGESIZE), floor = 0, ceil = 0;
+	int rc;
+
+	pthread_mutex_lock(&seg.lock);
+	rc = describe();
+	if (rc) {
+		set_err(err, errlen, seg.why);
+		goto out;
+	}
+	*lo = seg.start & ~(uintptr_t)(page - 1);
+	*hi = (seg.end + page - 1) & ~(uintptr_t)(page - 1);
+	for (size_t i = 0; i < seg.phnum; i++) {
+		const ElfW(Phdr) *p = &seg.phdr[i];
+		uintptr_t a = seg.base + p->p_vaddr, b = a + p->p_memsz;
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_W) &&
+		    seg.start >= a && seg.start < b) {
+			if ((a & ~(os - 1)) > floor)
+				floor = a & ~(os - 1);
+			ceil = (b + os - 1) & ~(os - 1);
+		}
+		/* ld.so makes [a, b & ~(os - 1)) read-only after relocation */
+		if (p->p_type == PT_GNU_RELRO && (b & ~(os - 1)) > floor &&
+		    b <= seg.start)
+			floor = b & ~(os - 1);
+	}
+	if (*lo < floor || *hi > ceil) {
+		snprintf(err, errlen, "the pages of %zu bytes that hold the "
+			 "program's data [%#lx, %#lx) reach beyond its "
+			 "writable segment [%#lx, %#lx)", page,
+			 (unsigned long)seg.start, (unsigned long)seg.end,
+			 (unsigned long)floor, (unsigned long)ceil);
+		rc = LM_EINVAL;
+	}
+out:
+	pthread_mutex_unlock(&seg.lock);
+	return rc;
+}
+
+void lm_segment_bytes_copy(void *dst, const void *src, size_t n)
+{
+	raw_copy(dst, src, n);
+}
+
+int lm_segment_bytes_nonzero(const void *a, size_t n)
+{
+	return raw_nonzero(a, n);
 }
 
 int lm_segment_exclude(const void *addr, size_t len)

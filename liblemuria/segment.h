@@ -48,6 +48,20 @@ int lm_segment_layout(uintptr_t *start, uintptr_t *end,
  * LM_EINVAL when the range is not inside the segment, LM_ENOMEM, LM_EIO. */
 int lm_segment_exclude(const void *addr, size_t len);
 
+/* The whole pages of `page` bytes (a power of two, a multiple of the
+ * system's) that hold the segment, [*lo, *hi): what globals.h shares.
+ * Returns 0, LM_EINVAL when they reach beyond the executable's writable
+ * segment (below it, into what the dynamic linker made read-only after
+ * relocation, or above it), or LM_EIO; the reason in err. */
+int lm_segment_pages(size_t page, uintptr_t *lo, uintptr_t *hi, char *err,
+		     size_t errlen);
+
+/* memcpy, and whether [a, a + n) holds a byte other than zero, for bytes
+ * of the segment: AddressSanitizer does not see them (an instrumented
+ * program's globals have redzones, which are the segment's bytes too). */
+void lm_segment_bytes_copy(void *dst, const void *src, size_t n);
+int lm_segment_bytes_nonzero(const void *a, size_t n);
+
 /* Captures the image: header + runs, excluded ranges read as zero, so
  * two captures of unchanged memory are byte-identical.  On success *image
  * is malloc'd and owned by the caller (free it), *len its length.

@@ -46,6 +46,10 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	np=$(awk -F= '/^clients/ { s += $2 } END { print s }' "$lay")
 	run_expect "spinning on flags and counters on $l" "$lay" 60 \
 		"spinflag: $np processes: PASSED" "$build/splash2/spinflag" "$np" 2
+	# ordinary globals written after CREATE (fmm's Grid, volrend's
+	# view): the old tree's workers kept rank 0's values at CREATE
+	run_expect "globals written after CREATE on $l" "$lay" 60 \
+		"globals: $np processes: PASSED" "$build/splash2/globals" "$np" 5
 	# random words raised with no synchronisation: never seen going
 	# back, every final value seen (dsmtest visible, two seeds)
 	for k in 1 2; do
@@ -89,6 +93,10 @@ for l in 4+4 2x2-two-reflectors 3-reflectors; do
 		"PASSED" "$build/tests/dsmtest" owners 8 16 $n
 	run_expect "chaos 20 $((n * 10)) on $l, copy = client" "$lay" 120 \
 		"PASSED" "$build/tests/dsmtest" chaos 20 $((n * 10))
+	np=$(awk -F= '/^clients/ { s += $2 } END { print s }' "$lay")
+	run_expect "globals written after CREATE on $l, copy = client" \
+		"$lay" 60 "globals: $np processes: PASSED" \
+		"$build/splash2/globals" "$np" 5
 done
 
 mkdir -p "$tmp/progs"
@@ -190,6 +198,9 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=22" run_expect \
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=23" run_expect \
 	"writes seen without synchronisation on 2x2-two-reflectors with loss" \
 	"$lay" 120 "PASSED" "$build/tests/dsmtest" visible 4 3 23
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=25" run_expect \
+	"globals written after CREATE on 2x2-two-reflectors with loss" \
+	"$lay" 120 "globals: 8 processes: PASSED" "$build/splash2/globals" 8 5
 
 mkdir -p "$tmp/eager"
 lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/eager" 13)

@@ -85,6 +85,7 @@ Radix-n65536 TEST.PASSED any $build/splash2/radix -n65536 -t
 FFT-2^12 TEST.PASSED pow2 $build/splash2/fft -m12 -t
 Ocean-n66 TEST.PASSED pow2 $build/splash2/ocean -n66 -t
 spinning-on-flags PASSED one-copy $build/splash2/spinflag $procs 2
+globals-after-create PASSED any $build/splash2/globals $procs 5
 visible-$((n * 10 + 4)) PASSED one-copy $build/tests/dsmtest visible 4 3 $((n * 10 + 4))
 EOF
 done

@@ -43,6 +43,7 @@ LM_TEST_SUITE("region", LM_TEST(test_skipped_under_asan))
 #include "proto.h"
 #include "reach.h"
 #include "region.h"
+#include "region_state.h"
 
 #define BASE 0x510000000000ull
 #define PAGE 4096u
@@ -1988,6 +1989,79 @@ static void test_fault_on_a_valid_page_left_closed_opens_it(void)
 	CU_ASSERT_EQUAL(child_exit_status(valid_page_left_closed), 0);
 }
 
+/* The program's globals (liblemuria/globals.h): region pages mapped a
+ * second time over other memory are those pages under one protection: a
+ * read there fetches them, a write there is flushed as theirs, a notice
+ * closes both; a read under the region's lock (the library's own) is lent
+ * the bytes without a fetch and closed again at the unlock; fini leaves
+ * private memory holding the pages' last bytes. */
+static void test_alias_is_the_region_pages(void)
+{
+	const struct lm_notice newer[] = { NOTE(11, HOME_VERSION + 1) };
+	const struct lm_notice newest[] = { NOTE(11, HOME_VERSION + 2) };
+	struct entry e[4];
+	char err[256] = "";
+	uint8_t *data, lent;
+	unsigned fetched;
+
+	if (setup())
+		return;
+	data = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(data != MAP_FAILED);
+	memset(data, 0xaa, 3 * PAGE);
+	CU_ASSERT_EQUAL(lm_region_alias(data + 1, (void *)pg(10), PAGE, err,
+					sizeof(err)), LM_EINVAL);
+	CU_ASSERT_EQUAL(lm_region_alias(data, (void *)pg(NPAGES - 1),
+					2 * PAGE, err, sizeof(err)),
+			LM_EINVAL);
+	CU_ASSERT_EQUAL_FATAL(lm_region_alias(data, (void *)pg(10), 2 * PAGE,
+					      err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(lm_region_alias(data + 2 * PAGE, (void *)pg(20),
+					PAGE, err, sizeof(err)), LM_EINVAL);
+	CU_ASSERT_EQUAL(data[2 * PAGE], 0xaa); /* beyond it: untouched */
+
+	CU_ASSERT_EQUAL(data[5], home[10][5]);
+	CU_ASSERT_EQUAL(nfetch, 1);
+	CU_ASSERT_EQUAL(lm_region_page_version(10), HOME_VERSION);
+	CU_ASSERT_EQUAL(pg(10)[5], home[10][5]);
+	CU_ASSERT_EQUAL(stats().read_faults, 1);
+
+	data[7] = (uint8_t)~home[10][7];
+	CU_ASSERT_EQUAL(pg(10)[7], (uint8_t)~home[10][7]);
+	CU_ASSERT_EQUAL_FATAL(flush_entries(e, 4), 1);
+	CU_ASSERT_EQUAL(e[0].page, 10);
+	CU_ASSERT_EQUAL(diff_bytes(&e[0]), 1);
+
+	CU_ASSERT_EQUAL(data[PAGE], home[11][0]);
+	home[11][0] ^= 0xff;
+	home_version[11] = HOME_VERSION + 1;
+	CU_ASSERT_EQUAL(lm_region_apply_notices(newer, 1, ME), 0);
+	fetched = nfetch;
+	CU_ASSERT_EQUAL(data[PAGE], home[11][0]);
+	CU_ASSERT_EQUAL(nfetch, fetched + 1);
+
+	home[11][0] ^= 0x0f;
+	home_version[11] = HOME_VERSION + 2;
+	CU_ASSERT_EQUAL(lm_region_apply_notices(newest, 1, ME), 0);
+	fetched = nfetch;
+	lm_region_lock();
+	lent = *(volatile uint8_t *)&data[PAGE];
+	lm_region_unlock();
+
+	CU_ASSERT_EQUAL(lent, (uint8_t)(home[11][0] ^ 0x0f)); /* as held */
+	CU_ASSERT_EQUAL(nfetch, fetched);
+	CU_ASSERT_EQUAL(data[PAGE], home[11][0]); /* closed again: fetched */
+	CU_ASSERT_EQUAL(nfetch, fetched + 1);
+
+	lm_region_fini();
+	CU_ASSERT_EQUAL(data[7], (uint8_t)~home[10][7]);
+	CU_ASSERT_EQUAL(data[PAGE], home[11][0]);
+	data[PAGE + 1] = 1; /* private and writable: no fault */
+	CU_ASSERT_EQUAL(data[PAGE + 1], 1);
+	munmap(data, 3 * PAGE);
+}
+
 /* ---- set-up and tear-down --------------------------------------------- */
 
 static void test_init_twice_is_einval(void)
@@ -2143,6 +2217,7 @@ LM_TEST_SUITE("region",
 	      LM_TEST(test_writes_during_flushes_are_never_lost),
 	      LM_TEST(test_notices_at_map_count_limit_keep_open_pages_valid),
 	      LM_TEST(test_fault_on_a_valid_page_left_closed_opens_it),
+	      LM_TEST(test_alias_is_the_region_pages),
 	      LM_TEST(test_two_threads_share_faults),
 	      LM_TEST(test_fault_outside_region_kills_like_a_normal_program),
 	      LM_TEST(test_fault_outside_region_goes_to_previous_handler),

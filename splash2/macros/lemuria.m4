@@ -123,7 +123,10 @@ long lm_m4_gsub_get(struct lm_m4_gsub *g, long max, long nprocs)
 }
 ')
 
-# Environment.  MAIN_INITENV joins the run.  Ranks other than 0 serve
+# Environment.  MAIN_INITENV joins the run and has the program's ordinary
+# globals shared from the first CREATE on, as threads share them
+# (lm_share_globals; LEMURIA_GLOBALS=copy ships them at CREATE only).
+# Ranks other than 0 serve
 # their CREATEs from a constructor MAIN_ENV adds, and never run main
 # (should one get there, MAIN_INITENV serves and exits too).  It needs no
 # argc or argv in scope: barnes calls it inside a function of its own,
@@ -132,7 +135,8 @@ long lm_m4_gsub_get(struct lm_m4_gsub *g, long max, long nprocs)
 define(`MAIN_ENV', `LM_M4_DECLS`'LM_M4_RUNTIME')
 define(`EXTERN_ENV', `LM_M4_DECLS')
 define(`MAIN_INITENV', `{ if (lm_init(NULL, NULL) != 0) exit(1);
-	if (lm_rank() != 0) exit(lm_worker_serve()); }')
+	if (lm_rank() != 0) exit(lm_worker_serve());
+	lm_m4_check(lm_share_globals(), "share the globals"); }')
 define(`MAIN_END', `{ lm_finalize(); exit(ifelse(`$1', `', `0', `$1')); }')
 
 # Memory: shared, at the same address in every process.
