@@ -107,7 +107,13 @@ code_info() {
 	radix) dir=kernels/radix; files=radix ;;
 	barnes) dir=apps/barnes; files="code code_io load grav getparam util" ;;
 	fmm) dir=apps/fmm
-		files="defs memory particle box partition_grid cost_zones construct_grid interactions fmm" ;;
+		files="defs memory particle box partition_grid cost_zones construct_grid interactions fmm"
+		# It waits in empty loops for another processor's write
+		# (interactions.C: while (b->interaction_synch !=
+		# b->num_children);).  gcc -O1 and up loads both words
+		# once and spins on registers, for threads too (a 1994
+		# compiler reloaded them): -O0 keeps the loads.
+		cflags="-O0" ;;
 	ocean-cp) dir=apps/ocean/contiguous_partitions
 		files="main jacobcalc jacobcalc2 laplacalc slave1 slave2 multi linkup subblock" ;;
 	ocean-ncp) dir=apps/ocean/non_contiguous_partitions
