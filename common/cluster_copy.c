@@ -253,8 +253,8 @@ void lm_ccopy_advance(const struct lm_ccopy *cc, uint32_t page,
 {
 	uint32_t have;
 
-	if (lm_ccopy_version(cc, page, &have) && have == base &&
-	    version > base)
+	if (lm_ccopy_version(cc, page, &have) && have >= base &&
+	    version > have)
 		atomic_store_explicit(&cc->table[page].version, version,
 				      memory_order_release);
 }

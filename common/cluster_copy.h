@@ -179,9 +179,11 @@ int lm_ccopy_own(const struct lm_ccopy *cc, uint32_t page);
 int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap);
 int lm_ccopy_forget(const struct lm_ccopy *cc, uint32_t page);
 
-/* Moves the copy's version from `base` to `version` when it is at `base`
- * (the sole-cluster rule: every write between them was ours, and is in
- * the copy). */
+/* Moves the copy's version up to `version` when it holds `base` or
+ * newer (the sole-cluster rule: every write between them was ours, and
+ * is in the copy), as lm_ccopy_covers counts it: a notice the clients
+ * were not sent because the copy covered it must leave the copy at its
+ * version, or a later CHANGED is taken as told already (fmm hung so). */
 void lm_ccopy_advance(const struct lm_ccopy *cc, uint32_t page,
 		      uint32_t base, uint32_t version);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cluster_copy.h"
+#include "proto.h"
 #include "diff.h"
 #include "lm_error.h"
 
@@ -183,19 +184,31 @@ static void test_seal_each_write_once(void)
 	drop_copy();
 }
 
-/* The sole-cluster advance moves a copy at exactly `base` only. */
-static void test_advance_from_base_only(void)
+/* The sole-cluster advance moves a copy that holds `base` or newer, as
+ * lm_ccopy_covers counts it (a copy at 31 covered a notice from 30 to
+ * 32, its clients were not told, and it stayed at 31: fmm's readers then
+ * missed every later change); never a copy older than `base`, never
+ * down. */
+static void test_advance_as_covers_counts(void)
 {
 	uint8_t zero[PS] = { 0 };
+	struct lm_notice n = { .page = 1, .version = 5, .base = 2,
+			       .wcluster = 0 };
 	uint32_t v;
 
 	make_copy();
 	lm_ccopy_advance(&cc, 1, 0, 4); /* not held: nothing */
 	CU_ASSERT(!lm_ccopy_holds(&cc, 1, 0));
 	CU_ASSERT(lm_ccopy_install(&cc, 1, 3, zero) == 0);
-	lm_ccopy_advance(&cc, 1, 2, 5);
+	lm_ccopy_advance(&cc, 1, 4, 5); /* older than base: nothing */
 	CU_ASSERT(lm_ccopy_version(&cc, 1, &v) && v == 3);
-	lm_ccopy_advance(&cc, 1, 3, 6);
+	CU_ASSERT(lm_ccopy_covers(&cc, &n, 0));
+	lm_ccopy_advance(&cc, 1, n.base, n.version);
+	CU_ASSERT(lm_ccopy_version(&cc, 1, &v) && v == 5);
+	CU_ASSERT(lm_ccopy_holds(&cc, 1, n.version));
+	lm_ccopy_advance(&cc, 1, 1, 4); /* never down */
+	CU_ASSERT(lm_ccopy_version(&cc, 1, &v) && v == 5);
+	lm_ccopy_advance(&cc, 1, 5, 6);
 	CU_ASSERT(lm_ccopy_version(&cc, 1, &v) && v == 6);
 	drop_copy();
 }
@@ -298,7 +311,7 @@ LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_install_merges_into_twinned),
 	      LM_TEST(test_install_whole_untwinned),
 	      LM_TEST(test_seal_each_write_once),
-	      LM_TEST(test_advance_from_base_only),
+	      LM_TEST(test_advance_as_covers_counts),
 	      LM_TEST(test_idle_twins_dropped_at_barriers),
 	      LM_TEST(test_owned_untracked_until_recalled),
 	      LM_TEST(test_forget))
