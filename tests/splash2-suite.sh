@@ -267,10 +267,12 @@ numcmp() {
 	awk -v tol="$1" '
 	function isnum(s) { return s ~ /^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$/ }
 	function abs(x) { return x < 0 ? -x : x }
+	# "(  -2.40523,   -0.15039)": the numbers, not their punctuation
+	function words(s) { gsub(/[(),]/, " ", s); return s }
 	FNR == NR { a[FNR] = $0; na = FNR; next }
 	{ nb = FNR
 	  if (!(FNR in a)) { print "line " FNR ": extra"; bad = 1; exit }
-	  n = split(a[FNR], x); m = split($0, y)
+	  n = split(words(a[FNR]), x); m = split(words($0), y)
 	  if (n != m) { print "line " FNR ": " a[FNR] " / " $0; bad = 1; exit }
 	  for (i = 1; i <= n; i++) {
 		if (x[i] == y[i]) continue
