@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "config.h"
 #include "fdpass.h"
+#include "globals.h"
 #include "link_config.h"
 #include "lm_error.h"
 #include "log.h"
@@ -24,7 +25,6 @@
 #include "proto.h"
 #include "region.h"
 #include "rpc.h"
-#include "globals.h"
 #include "segment.h"
 #include "udp.h"
 

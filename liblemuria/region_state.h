@@ -14,10 +14,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <sys/mman.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "cluster_copy.h"
 #include "reach.h"
