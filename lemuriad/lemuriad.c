@@ -144,7 +144,7 @@ static void abort_run(lm_lemuriad *c, uint32_t rank, const char *reason,
 		lm_cache_clear(c);
 		return;
 	}
-	lm_log_warn("cluster %s: run %016llx aborted: %s", c->cfg->name,
+	lm_log_warn("cluster %s: run %llu aborted: %s", c->cfg->name,
 		    (unsigned long long)c->run, reason);
 	msg_init(c, &a, LM_MSG_ABORT);
 	a.rank = rank;
@@ -234,8 +234,8 @@ static void handle_join(lm_lemuriad *c, int slot, uint16_t from,
 	}
 	if (m->run > c->run) {
 		if (c->active)
-			lm_log_info("cluster %s: run %016llx replaces "
-				    "%016llx", c->cfg->name,
+			lm_log_info("cluster %s: run %llu replaces "
+				    "%llu", c->cfg->name,
 				    (unsigned long long)m->run,
 				    (unsigned long long)c->run);
 		reset_run(c, m->run);

@@ -588,7 +588,7 @@ void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 	}
 	if (m->run > h->run) {
 		if (h->run != 0)
-			lm_log_info("home: run %016llx replaces %016llx",
+			lm_log_info("home: run %llu replaces %llu",
 				    (unsigned long long)m->run,
 				    (unsigned long long)h->run);
 		run_reset(h);

@@ -77,7 +77,15 @@ sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>>"$tmp/json.err"
 lemuriads='[x for x in d["daemons"] if x["role"] == "lemuriad"]'
 $bin/lemuriactl -c "$tmp/layout.ini" stats --json >"$tmp/before.json" 2>&1
 expect "a small DSM run on the running daemons" 0 timeout -k 5 60 \
-	$bin/lemuria-run -c "$tmp/layout.ini" --timeout 50 -- "$build/tests/dsmtest" counter 20
+	$bin/lemuria-run -c "$tmp/layout.ini" --timeout 50 -v -- "$build/tests/dsmtest" counter 20
+# one form of run id everywhere, the decimal --run takes (issue 42: the
+# daemons printed it in hex)
+runid=$(sed -n 's/^lemuria-run: run \([0-9]*\), .*/\1/p' "$tmp/out")
+expect "lemuriactl status after the run" 0 $bin/lemuriactl -c "$tmp/layout.ini" status
+expect_output "status names the run as lemuria-run did (${runid:-no id printed})" \
+	"^lemuriad  *c0 .* ${runid:-no-id}$"
+$bin/lemuriactl -c "$tmp/layout.ini" stats >"$tmp/out" 2>&1
+expect_output "stats names the same run" "^lemuriad c0 (.*): up .*, run ${runid:-no-id},"
 expect "lemuriactl stats: every daemon answers" 0 $bin/lemuriactl -c "$tmp/layout.ini" stats
 expect_output "stats has a block per daemon" "^lemuriad c0 (127.0.0.1:[0-9]*): up "
 # In a lemuriad's block the first column is the client level.

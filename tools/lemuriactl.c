@@ -115,7 +115,7 @@ static void status_info(const lm_runstats *rs, size_t i, char *clients,
 	if (info->clients != LM_STATS_CLIENTS_UNKNOWN)
 		snprintf(clients, clen, "%u", info->clients);
 	if (info->run)
-		snprintf(run, rlen, "%016llx", (unsigned long long)info->run);
+		snprintf(run, rlen, "%llu", (unsigned long long)info->run);
 	else
 		snprintf(run, rlen, "none");
 }
