@@ -395,17 +395,28 @@ static void set_err(char *err, size_t errlen, const char *why)
 		snprintf(err, errlen, "%s", why);
 }
 
+/* Takes the module's lock and describes the segment (once): 0, or the
+ * error with the reason in err (err may be NULL).  The lock is held on
+ * return either way. */
+static int lock_described(char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&seg.lock);
+	rc = describe();
+	if (rc)
+		set_err(err, errlen, seg.why);
+	return rc;
+}
+
 int lm_segment_layout(uintptr_t *start, uintptr_t *end,
 		      const struct lm_segment_range **excl, size_t *nexcl,
 		      char *err, size_t errlen)
 {
 	int rc;
 
-	pthread_mutex_lock(&seg.lock);
-	rc = describe();
-	if (rc) {
-		set_err(err, errlen, seg.why);
-	} else {
+	rc = lock_described(err, errlen);
+	if (rc == 0) {
 		*start = seg.start;
 		*end = seg.end;
 		*excl = seg.excl;
@@ -421,12 +432,9 @@ int lm_segment_pages(size_t page, uintptr_t *lo, uintptr_t *hi, char *err,
 	uintptr_t os = (uintptr_t)sysconf(_SC_PAGESIZE), floor = 0, ceil = 0;
 	int rc;
 
-	pthread_mutex_lock(&seg.lock);
-	rc = describe();
-	if (rc) {
-		set_err(err, errlen, seg.why);
+	rc = lock_described(err, errlen);
+	if (rc)
 		goto out;
-	}
 	*lo = seg.start & ~(uintptr_t)(page - 1);
 	*hi = (seg.end + page - 1) & ~(uintptr_t)(page - 1);
 	for (size_t i = 0; i < seg.phnum; i++) {
@@ -472,8 +480,7 @@ int lm_segment_exclude(const void *addr, size_t len)
 	uintptr_t a = (uintptr_t)addr;
 	int rc;
 
-	pthread_mutex_lock(&seg.lock);
-	rc = describe();
+	rc = lock_described(NULL, 0);
 	if (rc == 0 && (a < seg.start || len > seg.end - a))
 		rc = LM_EINVAL;
 	if (rc == 0 && (rc = push_excl(a, a + len)) == 0)
@@ -559,12 +566,9 @@ int lm_segment_capture(uint8_t **image, size_t *len, char *err,
 	uint8_t *img, *out;
 	int rc;
 
-	pthread_mutex_lock(&seg.lock);
-	rc = describe();
-	if (rc) {
-		set_err(err, errlen, seg.why);
+	rc = lock_described(err, errlen);
+	if (rc)
 		goto out;
-	}
 	rc = find_runs(&runs, &nruns);
 	for (size_t i = 0; rc == 0 && i < nruns; i++)
 		total += LM_SEGMENT_RUN_BYTES + (runs[i].end - runs[i].start);
@@ -658,8 +662,7 @@ int lm_segment_apply(const uint8_t *image, size_t len)
 	uintptr_t at, pa, pb;
 	int rc;
 
-	pthread_mutex_lock(&seg.lock);
-	rc = describe();
+	rc = lock_described(NULL, 0);
 	if (rc)
 		goto out;
 	if (!image || len < LM_SEGMENT_HEADER_BYTES) {
@@ -726,8 +729,7 @@ int lm_segment_check_private(const void *lib_global)
 	uintptr_t a = (uintptr_t)lib_global;
 	int rc;
 
-	pthread_mutex_lock(&seg.lock);
-	rc = describe();
+	rc = lock_described(NULL, 0);
 	if (rc == 0 && a >= seg.start && a < seg.end)
 		rc = LM_EINVAL;
 	pthread_mutex_unlock(&seg.lock);
