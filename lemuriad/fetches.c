@@ -211,10 +211,24 @@ void lm_fetch_handle_v(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 
 /* ---- replies from the reflector ------------------------------------ */
 
+static void reply_page_to(lm_lemuriad *c, struct upreq *up,
+			  const struct lm_msg *m);
+
 /* The reflector's answer m (a PAGE) to our FETCH `up`: cached, passed to
- * its waiters and to a held RELEASE, or asked again when too old. */
+ * its waiters and to a held RELEASE, or asked again when too old; the
+ * last of a set fetched for CHANGED puts the set into the copy. */
 static void reply_page(lm_lemuriad *c, struct upreq *up,
 		       const struct lm_msg *m)
+{
+	bool grouped = up->grouped;
+
+	reply_page_to(c, up, m);
+	if (grouped)
+		lm_fetch_group_check(c);
+}
+
+static void reply_page_to(lm_lemuriad *c, struct upreq *up,
+			  const struct lm_msg *m)
 {
 	struct waiter **pp = &up->waiters;
 	struct lm_msg r;
@@ -251,8 +265,10 @@ static void reply_page(lm_lemuriad *c, struct upreq *up,
 	 * not take a page that lacks data of ours gone up meanwhile (it
 	 * would undo those bytes): such a reply answers nobody.  Pages
 	 * fetched ahead go in too: the clients' faults on them are served
-	 * from the copy, without asking us */
-	if (c->shared && fits)
+	 * from the copy, without asking us.  One of a set fetched for
+	 * CHANGED waits for the others (lm_fetch_group_check) unless a
+	 * client waits for it */
+	if (c->shared && fits && (!up->grouped || up->waiters))
 		lm_copy_install(c, m->page, m->version, c->pagebuf);
 	while (*pp) {
 		struct waiter *w = *pp;
@@ -430,23 +446,31 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 
 /* A client that reads a page without synchronising (a loop on a flag)
  * keeps its view of the copy open, and nothing else would bring the
- * copy up to date: the page is fetched as a fault would fetch it, at
- * the version CHANGED named or newer, and installed in place (byte by
- * byte where the cluster writes it too, lm_copy_install).  A page the
- * copy lacks, holds new enough or owns needs nothing; one on its way
+ * copy up to date: the pages are fetched as a fault would fetch them,
+ * each at the version CHANGED named or newer, and installed in place
+ * (byte by byte where the cluster writes them too, lm_copy_install) all
+ * at once when the last came (lm_fetch_group_check), so that a process
+ * spinning on one page never sees it ahead of another that the same
+ * writer changed before it (a pointer before its record).  Only one set
+ * is out at a time; CHANGED heard meanwhile waits for the next.  A page
+ * the copy lacks, holds new enough or owns needs nothing; one on its way
  * is asked again if its answer is older than CHANGED said (it may have
  * left the home before the change: dsmtest visible saw a reader wait
- * for ever so on 2x2-two-reflectors, one run in six).  Nor
- * does one that a barrier told every client of a version newer than
- * the copy's: each closed its view then, and no view opens again
- * before a fetch brings the copy that far (LU's pages that another
- * cluster writes at every step, which the copy holds until it drops
- * them). */
+ * for ever so on 2x2-two-reflectors, one run in six).  Nor does one
+ * that a barrier told every client of a version newer than the copy's:
+ * each closed its view then, and no view opens again before a fetch
+ * brings the copy that far (LU's pages that another cluster writes at
+ * every step, which the copy holds until it drops them). */
 void lm_fetch_changed_due(lm_lemuriad *c)
 {
 	struct lm_notice want[LM_FETCHV_MAX];
 	uint32_t batch[LM_FETCHV_MAX], n = 0;
 
+	if (c->ngrp || !c->nchg)
+		return;
+	if (!c->grp_list &&
+	    !(c->grp_list = calloc(c->npages, sizeof(*c->grp_list))))
+		return; /* asked again at the next pulse */
 	for (uint32_t i = 0; i < c->nchg; i++) {
 		uint32_t p = c->chg_list[i], need = c->chg_want[p];
 		struct cpage *cp;
@@ -458,22 +482,23 @@ void lm_fetch_changed_due(lm_lemuriad *c)
 		    v >= need || v < c->told_all[p] ||
 		    lm_ccopy_is_owned(&c->copy, p))
 			continue;
+		c->grp_list[c->ngrp++] = p;
 		if ((up = lm_upreq_fetch_of(c, p))) {
 			/* its answer may have left the home before the change:
 			 * it is asked again unless it brings `need` */
 			if (up->min_version < need)
 				up->min_version = need;
 			up->refresh = true;
+			up->grouped = true;
 			continue;
 		}
 		cp = lm_cache_find(c, p);
-		if (cp && cp->version >= need) {
-			lm_copy_install(c, p, cp->version, cp->data);
-			continue;
-		}
+		if (cp && cp->version >= need)
+			continue; /* in the set, from the cache */
 		if (!(up = batch_add(c, p, need, want, batch, &n)))
 			continue; /* the next CHANGED or fault asks again */
 		up->refresh = true;
+		up->grouped = true;
 		c->stats.changed_fetches++;
 		if (n == LM_FETCHV_MAX) {
 			lm_fetch_batch(c, want, batch, n, false);
@@ -483,6 +508,34 @@ void lm_fetch_changed_due(lm_lemuriad *c)
 	c->nchg = 0;
 	if (n)
 		lm_fetch_batch(c, want, batch, n, false);
+	if (c->ngrp)
+		lm_fetch_group_check(c);
+}
+
+void lm_fetch_group_check(lm_lemuriad *c)
+{
+	struct upreq *up;
+
+	for (uint32_t i = 0; i < c->ngrp; i++)
+		if ((up = lm_upreq_fetch_of(c, c->grp_list[i])) && up->grouped)
+			return;
+	for (uint32_t i = 0; i < c->ngrp; i++) {
+		uint32_t p = c->grp_list[i], v;
+		struct cpage *cp = lm_cache_find(c, p);
+
+		/* a page the copy dropped, or that a fault or barrier brought
+		 * further meanwhile, is left as it is */
+		if (cp && c->copy.map && lm_ccopy_version(&c->copy, p, &v) &&
+		    v < cp->version && !lm_ccopy_is_owned(&c->copy, p))
+			lm_copy_install(c, p, cp->version, cp->data);
+	}
+	c->stats.changed_groups++;
+	c->ngrp = 0;
+}
+
+void lm_fetch_group_clear(lm_lemuriad *c)
+{
+	c->ngrp = 0;
 }
 
 void lm_fetch_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)

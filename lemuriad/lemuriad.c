@@ -85,6 +85,8 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 	for (uint32_t i = 0; i < c->nchg; i++)
 		c->chg_want[c->chg_list[i]] = 0;
 	c->nchg = 0;
+	lm_fetch_group_clear(c);
+	lm_changes_clear(c);
 	c->released_us = 0;
 	c->released = false;
 	c->client_us = 0;
@@ -963,6 +965,8 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	free(c->told_all);
 	free(c->chg_want);
 	free(c->chg_list);
+	free(c->grp_list);
+	lm_changes_free(c);
 	free(c->leaving);
 	lm_copy_stop(c);
 	free(c->sealbuf);
@@ -1059,12 +1063,24 @@ static void stamp(bool *seen, uint64_t *at, uint64_t now_us)
 	*seen = false;
 }
 
+/* The earlier of two times to look again, 0 being none. */
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
 uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 {
-	uint64_t quiet_at, publish_at, next;
+	uint64_t quiet_at, publish_at, next, tell_at = 0;
 	bool joined = false;
 
 	c->now_us = now_us;
+	/* our changes go to the others in both copy modes: a reader that
+	 * keeps one copy may hold what a copy = client cluster writes */
+	if (c->run && !c->aborted)
+		tell_at = lm_changes_send(c, now_us);
+	if (c->ngrp)
+		lm_fetch_group_check(c);
 	for (uint32_t i = 0; i < c->nclients; i++)
 		joined |= c->clients[i].joined;
 	c->sealed |= !c->sealed_us; /* the clock's first reading */
@@ -1074,7 +1090,7 @@ uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 	/* every client waits in a barrier: none spins, and the RELEASE
 	 * (a message: the pulse runs after it) tells them everything */
 	if (!c->shared || !c->run || c->aborted || !joined || c->barrier_up)
-		return 0;
+		return tell_at;
 	/* the run's start counts as a barrier: a program's first phase
 	 * (rank 0 filling its data while the others wait for work) is not
 	 * a spin either */
@@ -1103,7 +1119,7 @@ uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 	next = publish_at > now_us ? publish_at : now_us + PUBLISH_RETRY_US;
 	if (c->nchg && quiet_at > now_us && quiet_at < next)
 		next = quiet_at;
-	return next;
+	return earliest(next, tell_at);
 }
 
 void lm_lemuriad_peer_lost(lm_lemuriad *c, uint16_t node, const char *why)

@@ -55,6 +55,12 @@ typedef struct lm_lemuriad lm_lemuriad;
 #define LM_LEMURIAD_QUIET_US 50000u
 #define LM_LEMURIAD_QUIET_MAX_US 1000000u
 
+/* What our registrations changed is told to the other clusters (CHANGED)
+ * this long after the first of them (docs/dsm.md "Eventual
+ * visibility"): a program that synchronises hears of it first, and the
+ * changes of a busy cluster go in one list. */
+#define LM_LEMURIAD_CHANGED_DELAY_US 20000u
+
 /* Creates the state machine of cluster `name` of `layout`.  The layout is
  * borrowed and must outlive the machine; *out is copied; ctx is passed to
  * every callback.  layout_hash is what every JOIN must carry.  NULL when
@@ -150,6 +156,11 @@ struct lm_lemuriad_stats {
 	uint64_t changed_heard;     /* pages CHANGED named */
 	uint64_t changed_fetches;   /* ... that the copy held older and were
 				       fetched into it */
+	uint64_t changed_groups;    /* ... sets of them installed together */
+	uint64_t changes_told;      /* CHANGED sent: our registrations'
+				       pages, for the other clusters */
+	uint64_t changes_told_pages; /* ... pages they named */
+	uint64_t changes_untold;    /* ... pages not told (no memory) */
 };
 
 /* Counters since creation (a new run does not clear them). */

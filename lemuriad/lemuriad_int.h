@@ -10,6 +10,8 @@
  *   parking.c   registration of our deltas, PULL, and the messages parked
  *               behind a registration
  *   notices.c   write notices applied to the cache, kept for local GRANTs
+ *   changes.c   what our registrations changed, told to the other
+ *               clusters (CHANGED)
  *   copy.c      copy = cluster: the cluster's one copy, shared with the
  *               clients (installs, seals)
  *   cache.c     the page cache, the diffs our cluster writes into it and
@@ -103,6 +105,8 @@ struct upreq {
 				   out only if someone waits for it */
 	bool refresh;           /* UP_FETCH: for a CHANGED (fetches.c): asked
 				   again until a reply goes into the copy */
+	bool grouped;           /* ... one of a set that goes into the copy
+				   together, once all came */
 	uint32_t *batch;        /* UP_FETCHV: its pages (owned) */
 	uint32_t nbatch;
 	uint32_t lock_id;       /* UP_LOCK */
@@ -365,6 +369,17 @@ struct lm_lemuriad {
 	 * per page the version wanted (0: none), and the list of them */
 	uint32_t *chg_want, *chg_list;
 	uint32_t nchg;
+	/* ... the pages being fetched to go into the copy together
+	 * (fetches.c): none of them goes in before all came */
+	uint32_t *grp_list;
+	uint32_t ngrp;
+	/* pages our registrations changed, not yet told to the other
+	 * clusters (changes.c): per page the newest version (0: none), the
+	 * list, the time the first was queued (0: at the next pulse) */
+	uint32_t *mine_version, *mine_list;
+	uint32_t nmine;
+	uint64_t mine_at;
+	struct lm_notice *mine_out; /* LM_CHANGED_MAX: one CHANGED's list */
 
 	struct lm_lemuriad_stats stats;
 };
@@ -519,6 +534,22 @@ void lm_fetch_again(lm_lemuriad *c, struct upreq *up);
  * the copy still holds older (called once the cluster is quiet). */
 void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m);
 void lm_fetch_changed_due(lm_lemuriad *c);
+/* Installs the fetched set when none of its pages is still on its way
+ * (called after each of their replies, and at every pulse). */
+void lm_fetch_group_check(lm_lemuriad *c);
+void lm_fetch_group_clear(lm_lemuriad *c);
+
+/* ---- changes.c: what our registrations changed, told to the others ---- */
+
+/* A REGISTER_OK's pages and versions, queued for the CHANGED to the
+ * other clusters (nothing in a layout of one cluster). */
+void lm_changes_note(lm_lemuriad *c, const struct lm_notice *n,
+		     uint32_t count);
+/* Sends what waited LM_LEMURIAD_CHANGED_DELAY_US; returns when it must
+ * look again (0: nothing waits). */
+uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us);
+void lm_changes_clear(lm_lemuriad *c);
+void lm_changes_free(lm_lemuriad *c);
 
 /* ---- parking.c: our deltas' registrations, and what waits for them ---- */
 

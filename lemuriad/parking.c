@@ -304,6 +304,7 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
 		for (uint32_t i = 0; i < m->nnotices; i++)
 			lm_copy_note_known(c, m->notices[i].page);
 		lm_copy_own(c, m);
+		lm_changes_note(c, m->notices, m->nnotices);
 		if (batch)
 			lm_notices_note(c, m->notices, m->nnotices);
 	}

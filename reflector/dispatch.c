@@ -119,7 +119,6 @@ static void serve_install(lm_home *h)
 static void run_reset(lm_home *h)
 {
 	lm_page_home_clear(h);
-	lm_changes_clear(h);
 	h->epoch = 0;
 	lm_notice_set_clear(&h->epoch_set);
 	lm_barriers_clear(h);
@@ -169,7 +168,7 @@ lm_home *lm_home_create(const struct lm_layout *layout, uint16_t self_id,
 
 	h->scratch = calloc(npages, sizeof(*h->scratch));
 	if (!h->scratch || lm_notice_set_init(&h->epoch_set, npages) < 0 ||
-	    lm_page_home_init(h) < 0 || lm_changes_init(h) < 0 ||
+	    lm_page_home_init(h) < 0 ||
 	    lm_relay_cache_init(h) < 0 ||
 	    lm_split_init(h) < 0 || lm_barriers_init(h) < 0 ||
 	    lm_alloc_init(h) < 0)
@@ -187,7 +186,6 @@ void lm_home_destroy(lm_home *h)
 	if (!h)
 		return;
 	lm_page_home_destroy(h);
-	lm_changes_destroy(h);
 	lm_relay_cache_destroy(h);
 	lm_split_destroy(h);
 	lm_barriers_destroy(h);
@@ -198,12 +196,6 @@ void lm_home_destroy(lm_home *h)
 	free(h->scratch);
 	free(h->fwd);
 	free(h);
-}
-
-uint64_t lm_home_pulse(lm_home *h, uint64_t now_us)
-{
-	h->now_us = now_us;
-	return h->run ? lm_changes_send(h) : 0;
 }
 
 const struct lm_home_stats *lm_home_stats(const lm_home *h)
@@ -251,6 +243,7 @@ static int cluster_kind(uint16_t type)
 	case LM_MSG_CREATE:
 	case LM_MSG_END:
 	case LM_MSG_ABORT:
+	case LM_MSG_CHANGED:
 		return LM_REL_ONEWAY;
 	default:
 		return -1;
@@ -264,6 +257,37 @@ static void route_or_lose(lm_home *h, uint32_t owner, const struct lm_msg *m,
 {
 	if (lm_route(h, owner, m, node, node_req, NULL, NULL) < 0)
 		lose_run(h, "too many requests in flight to forward one more");
+}
+
+/* A cluster's CHANGED (what its registrations changed, lemuriad/
+ * changes.c), from that cluster (`writer` its layout index) or passed on
+ * by its reflector (-1): to each of our other clusters that keeps one
+ * copy, and from the writer's own reflector to every other that serves
+ * clusters (docs/dsm.md "Eventual visibility"). */
+static void pass_changed(lm_home *h, uint16_t from, long writer,
+			 const struct lm_msg *m)
+{
+	const struct lm_layout *l = h->layout;
+
+	if (m->id != LM_CHANGED_ALL) {
+		drop_bad(h, from, m, "CHANGED not for every cluster");
+		return;
+	}
+	h->stats.changed_pages += m->nnotices;
+	for (size_t i = 0; i < l->nclusters; i++)
+		if ((uint32_t)l->clusters[i].reflector_index == h->self_index &&
+		    l->clusters[i].copy == LM_COPY_CLUSTER &&
+		    (long)i != writer) {
+			h->stats.changed_sent++;
+			h->out.send(h->ctx, l->clusters[i].id, m);
+		}
+	if (writer < 0)
+		return;
+	for (uint32_t k = 0; k < h->nrefl; k++)
+		if (k != h->self_index && serves_clusters(h, k)) {
+			h->stats.changed_sent++;
+			h->out.send(h->ctx, refl_node(h, k), m);
+		}
 }
 
 static void from_cluster(lm_home *h, uint16_t from, long ci,
@@ -299,6 +323,9 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 		break;
 	case LM_MSG_FETCHV:
 		lm_page_home_fetchv(h, from, req_id, m);
+		break;
+	case LM_MSG_CHANGED:
+		pass_changed(h, from, ci, m);
 		break;
 	case LM_MSG_FLUSH:
 		lm_split_flush(h, from, m);
@@ -341,27 +368,6 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 		spread_abort(h, from, m, true);
 		break;
 	}
-}
-
-/* Another home's CHANGED: to the cluster it names, or to each of ours
- * that keeps one copy when it could not name one (changes.c). */
-static void pass_changed(lm_home *h, uint16_t from, const struct lm_msg *m)
-{
-	const struct lm_layout *l = h->layout;
-
-	if (m->id != LM_CHANGED_ALL &&
-	    (m->id >= l->nclusters ||
-	     (uint32_t)l->clusters[m->id].reflector_index != h->self_index)) {
-		drop_bad(h, from, m, "cluster not served here");
-		return;
-	}
-	for (size_t i = 0; i < l->nclusters; i++)
-		if ((uint32_t)l->clusters[i].reflector_index == h->self_index &&
-		    l->clusters[i].copy == LM_COPY_CLUSTER &&
-		    (m->id == LM_CHANGED_ALL || m->id == i)) {
-			h->stats.changed_sent++;
-			h->out.send(h->ctx, l->clusters[i].id, m);
-		}
 }
 
 static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
@@ -482,7 +488,7 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 			h->out.send(h->ctx, c->id, m);
 		break;
 	case LM_MSG_CHANGED:
-		pass_changed(h, from, m);
+		pass_changed(h, from, -1, m);
 		break;
 	case LM_MSG_CREATE:
 		c = rank_under(h, m->rank, h->self_index);

@@ -62,18 +62,6 @@ void lm_home_destroy(lm_home *h);
 void lm_home_handle(lm_home *h, uint16_t from, enum lm_rel_msg_kind kind,
 		    uint32_t req_id, const struct lm_msg *m);
 
-/* A change to one of our pages that a cluster holding the page may not
- * have heard of through a synchronisation is sent to it (CHANGED) this
- * long after it was made, so that processes that never synchronise see
- * it too (docs/dsm.md "Eventual visibility").  Long enough that a
- * program that synchronises hears of it first, and its lemuriad then
- * holds the page new enough or no more. */
-#define LM_HOME_CHANGED_DELAY_US 20000u
-
-/* The daemon's clock, after each message and when asked: sends the
- * CHANGED messages that are due; returns when the next is (0: none). */
-uint64_t lm_home_pulse(lm_home *h, uint64_t now_us);
-
 /* Rank carried by the ABORT a reflector sends when a peer is lost. */
 #define LM_HOME_ABORT_PEER 0xffffffffu
 

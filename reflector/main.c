@@ -42,11 +42,6 @@ static void reflector_stats(void *machine, lm_stats_set *out)
 	lm_home_stats_add(machine, out);
 }
 
-static uint64_t reflector_pulse(void *machine, uint64_t now_us)
-{
-	return lm_home_pulse(machine, now_us);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct lm_daemon_protocol proto = {
@@ -55,7 +50,6 @@ int main(int argc, char **argv)
 		.handle = reflector_handle,
 		.peer_lost = reflector_peer_lost,
 		.stats = reflector_stats,
-		.pulse = reflector_pulse,
 	};
 
 	return lm_daemon_main(argc, argv, LM_ROLE_REFLECTOR, &proto);

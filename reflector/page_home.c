@@ -292,7 +292,6 @@ static struct lm_notice note_change(lm_home *h, uint32_t page,
 	n.base = pe->base;
 	n.writer = pe->writer;
 	n.wcluster = pe->wcluster;
-	lm_changes_note(h, page, n.version, wcluster);
 	return n;
 }
 

@@ -5,7 +5,6 @@
  *   page_home.c relay_cache.c split.c held.c barriers.c locks.c alloc.c
  *                   the roles; none calls another
  *   list_check.c    FLUSH and REGISTER lists checked whole
- *   changes.c       changes other holders of a page were not told of
  *   route.c         placement, requests in flight, serve here or send on
  * A role that needs another role's work hands the message to lm_route,
  * which calls the handler the dispatcher installed in h->serve when the
@@ -233,17 +232,6 @@ struct lm_home {
 	uint64_t *holders;
 	uint32_t *granted;
 	uint32_t ngranted;
-	/* changes that other holders of the page may not have heard of,
-	 * queued for CHANGED (changes.c): per page its newest version (0:
-	 * not queued), the cluster that made it (LM_WRITER_MANY: several),
-	 * our epoch at its newest change and when it was first queued (0
-	 * until the clock runs after the message that queued it); the
-	 * queue, oldest first, a ring of npages */
-	uint32_t *chg_version, *chg_writer, *chg_queue, *chg_epoch;
-	uint64_t *chg_at;
-	uint32_t chg_head, chg_len;
-	struct lm_notice *chg_out; /* LM_CHANGED_MAX: a CHANGED's list */
-	uint64_t now_us;           /* the clock at the last lm_home_pulse */
 
 	/* ---- the routing of our own clusters */
 	uint32_t epoch;            /* barriers released to our clusters */
@@ -414,21 +402,6 @@ static inline bool notices_valid(const lm_home *h, const struct lm_msg *m)
 	return true;
 }
 
-
-/* changes.c: changes other holders of a page were not told of (docs/dsm.md
- * "Eventual visibility") */
-
-int lm_changes_init(lm_home *h);
-void lm_changes_clear(lm_home *h);
-void lm_changes_destroy(lm_home *h);
-/* Page `page` of ours went to `version` by a change of cluster
- * `wcluster` (LM_WRITER_MANY: not one of ours to name). */
-void lm_changes_note(lm_home *h, uint32_t page, uint32_t version,
-		     uint32_t wcluster);
-/* Sends CHANGED for the changes queued LM_HOME_CHANGED_DELAY_US before
- * h->now_us or earlier, to every holder of their pages but the writer;
- * returns when the next queued one is due (0: none). */
-uint64_t lm_changes_send(lm_home *h);
 
 /* route.c: placement, requests in flight, serve here or send on */
 

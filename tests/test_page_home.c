@@ -428,82 +428,6 @@ static void test_client_copies_never_own(void)
 	teardown(h);
 }
 
-/* The CHANGED messages of one pulse, captured: how many went to `node`
- * naming `page` at `version`, and how many in all. */
-static size_t changed_to(uint16_t node, uint32_t page, uint32_t version)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < cap.n; i++)
-		for (uint32_t k = 0; cap.v[i].m.type == LM_MSG_CHANGED &&
-				     cap.v[i].node == node &&
-				     k < cap.v[i].m.nnotices; k++)
-			n += cap.v[i].notices[k].page == page &&
-			     cap.v[i].notices[k].version == version;
-	return n;
-}
-
-/* docs/dsm.md "Eventual visibility": a change to a page that another
- * cluster holds is sent to that cluster (CHANGED) once it is
- * LM_HOME_CHANGED_DELAY_US old, not before, once, and never to its
- * writer; not to a cluster that keeps copies per client; not when two
- * barriers passed since (every process took its notice there). */
-static void test_changes_told_to_other_holders(void)
-{
-	lm_home *h = setup("conf/4+4.ini");
-	uint64_t t = 1000000;
-
-	lm_home_pulse(h, t);
-	(void)fetch(h, C0, 1, 5);
-	(void)fetch(h, C1, 2, 5);
-	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, NULL) == 0);
-	/* the shell's pulse after the message stamps it */
-	CU_ASSERT_EQUAL(lm_home_pulse(h, t), t + LM_HOME_CHANGED_DELAY_US);
-	cap_clear();
-	lm_home_pulse(h, t + LM_HOME_CHANGED_DELAY_US - 1);
-	CU_ASSERT_EQUAL(cap.n, 0);
-	CU_ASSERT_EQUAL(lm_home_pulse(h, t + LM_HOME_CHANGED_DELAY_US), 0);
-	CU_ASSERT_EQUAL_FATAL(cap.n, 1);
-	CU_ASSERT(cap.v[0].how == HOW_SEND && cap.v[0].m.id == 0);
-	CU_ASSERT_EQUAL(changed_to(C0, 5, 1), 1);
-	cap_clear();
-	lm_home_pulse(h, t + 2 * LM_HOME_CHANGED_DELAY_US);
-	CU_ASSERT_EQUAL(cap.n, 0);
-	CU_ASSERT_EQUAL(lm_home_stats(h)->changed_pages, 1);
-
-	/* the same change, told through a barrier twice over: nothing */
-	t += 10 * LM_HOME_CHANGED_DELAY_US;
-	lm_home_pulse(h, t);
-	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, NULL) == 0);
-	lm_home_pulse(h, t);
-	(void)barrier_44(h, 1);
-	(void)barrier_44(h, 2);
-	cap_clear();
-	lm_home_pulse(h, t + LM_HOME_CHANGED_DELAY_US);
-	CU_ASSERT_EQUAL(cap.n, 0);
-
-	/* one barrier only: told */
-	t += 10 * LM_HOME_CHANGED_DELAY_US;
-	lm_home_pulse(h, t);
-	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, NULL) == 0);
-	lm_home_pulse(h, t);
-	(void)barrier_44(h, 3);
-	cap_clear();
-	lm_home_pulse(h, t + LM_HOME_CHANGED_DELAY_US);
-	CU_ASSERT_EQUAL(changed_to(C0, 5, 3), 1);
-
-	/* a holder whose clients keep their own copies: nothing */
-	layout->clusters[0].copy = LM_COPY_CLIENT;
-	t += 10 * LM_HOME_CHANGED_DELAY_US;
-	lm_home_pulse(h, t);
-	CU_ASSERT(register_new(h, C1, 5, LM_REG_NEW, NULL) == 0);
-	lm_home_pulse(h, t);
-	cap_clear();
-	lm_home_pulse(h, t + LM_HOME_CHANGED_DELAY_US);
-	CU_ASSERT_EQUAL(cap.n, 0);
-	teardown(h);
-}
-
 /* A cluster that holds the page's latest delta (version 1, unpulled)
  * registers a new one naming it: merged, the answer is version 2, the
  * version right after its own, which the cluster reads as a merge
@@ -562,5 +486,4 @@ LM_TEST_SUITE("page_home",
 	      LM_TEST(test_notice_many_writers),
 	      LM_TEST(test_sole_holder_owns),
 	      LM_TEST(test_client_copies_never_own),
-	      LM_TEST(test_changes_told_to_other_holders),
 	      LM_TEST(test_unmerged_entry_skips_a_version))

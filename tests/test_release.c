@@ -667,6 +667,24 @@ static void test_shared_quiet_cluster_publishes(void)
 			     LM_LEMURIAD_PUBLISH_US);
 	CU_ASSERT_PTR_NOT_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_published, 2);
+	/* what the first registration changed is told to the other
+	 * clusters, through our reflector, LM_LEMURIAD_CHANGED_DELAY_US
+	 * after the pulse that followed its REGISTER_OK */
+	CU_ASSERT_PTR_NULL(find_out(SENT, refl, LM_MSG_CHANGED));
+	lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_QUIET_US - 2 +
+			     LM_LEMURIAD_PUBLISH_US +
+			     LM_LEMURIAD_CHANGED_DELAY_US - 1);
+	CU_ASSERT_PTR_NULL(find_out(SENT, refl, LM_MSG_CHANGED));
+	lm_lemuriad_pulse(c, t + 2 * LM_LEMURIAD_QUIET_US - 2 +
+			     LM_LEMURIAD_PUBLISH_US +
+			     LM_LEMURIAD_CHANGED_DELAY_US);
+	reg = find_out(SENT, refl, LM_MSG_CHANGED);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	CU_ASSERT_EQUAL(reg->m.id, LM_CHANGED_ALL);
+	CU_ASSERT_EQUAL_FATAL(reg->m.nnotices, 1);
+	CU_ASSERT_EQUAL(reg->notices[0].page, 7);
+	CU_ASSERT_EQUAL(reg->notices[0].version, 40);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changes_told, 1);
 	teardown(c);
 }
 
@@ -742,8 +760,8 @@ static void test_shared_changed_fetches_into_copy(void)
 	CU_ASSERT(lm_ccopy_version(cc, 9, &v));
 	CU_ASSERT_EQUAL(v, 5);
 	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 9)[100], 0x77);
-	/* a newer change while a fetch is on its way: an answer older than
-	 * it is not the end (it may have left the home before the change) */
+	/* a newer change while a set is on its way waits for the next set
+	 * (one set goes into the copy at a time, in the order heard) */
 	ch[0].version = 7;
 	m.nnotices = 1;
 	clear_outs();
@@ -755,10 +773,60 @@ static void test_shared_changed_fetches_into_copy(void)
 	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
 	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US + 3);
 	r_pages_whole(c, f->req_id, &nine, 1, 7);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 7);
+	clear_outs();
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US + 4);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->notices[0].page, 9);
+	CU_ASSERT_EQUAL(f->notices[0].version, 8);
+	teardown(c);
+}
+
+/* copy = cluster: the pages of one CHANGED go into the copy together,
+ * when the last of them came, so that a client spinning on one never
+ * reads it ahead of another the same writer changed before (barnes's
+ * pointer to a cell, seen before the cell: splash2/patterns/publish.C).
+ * The first reply alone changes nothing in the copy. */
+static void test_shared_changed_pages_go_in_together(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
+				   { .page = 17, .version = 6 } };
+	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
+	const struct lm_ccopy *cc = shared_joined(c);
+	const uint32_t nine = 9;
+	const uint64_t t = 8000000;
+	const struct out *f;
+	uint32_t v = 0;
+
+	cache_page(c, 9, 2, 0x33);
+	cache_page(c, 17, 2, 0x34);
+	clear_outs();
+	m.id = LM_CHANGED_ALL;
+	m.notices = ch;
+	m.nnotices = 2;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->m.nnotices, 2);
+	/* the home brings 9 alone (17 lives at another reflector) */
+	clear_outs();
+	r_pages_whole(c, f->req_id, &nine, 1, 5);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
+	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 9)[100], 0x33);
 	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	CU_ASSERT_EQUAL(f->m.page, 9);
-	CU_ASSERT_EQUAL(f->m.version, 8);
+	CU_ASSERT_EQUAL(f->m.page, 17);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US + 1);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
+	r_page(c, f->req_id, 17, 6, 0x77);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 5);
+	CU_ASSERT(lm_ccopy_version(cc, 17, &v) && v == 6);
+	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 17)[100], 0x77);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_groups, 1);
 	teardown(c);
 }
 
@@ -806,4 +874,5 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_stale_pages_forgotten),
 	LM_TEST(test_shared_quiet_cluster_publishes),
 	LM_TEST(test_shared_changed_fetches_into_copy),
-	LM_TEST(test_shared_changed_waits_out_a_barrier))
+	LM_TEST(test_shared_changed_waits_out_a_barrier),
+	LM_TEST(test_shared_changed_pages_go_in_together))
