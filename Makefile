@@ -85,7 +85,7 @@ SPLASH2_BINS :=
 include tests/fuzz/fuzz.mk
 
 .PHONY: all check check-loss unit asan asan-unit bench-transport bench-diff bench-splash bench \
-	install deps \
+	install uninstall deps \
 	check-deps clean run
 .DEFAULT_GOAL := all
 
@@ -346,20 +346,70 @@ run: all
 	$(BUILD)/bin/lemuria-run -c $(LAYOUT) --pin --batch --start-daemons -- \
 		$(BUILD)/splash2/lu $(LU_ARGS)
 
-install: all
+# Manual pages, from each program's --help and --version (help2man).
+MAN_PAGES := $(patsubst %,$(BUILD)/man/%.1,reflector lemuriad lemuriactl \
+	lemuria-run)
+man_name_reflector := a root daemon of the Lemuria DSM (page homes, barriers, locks)
+man_name_lemuriad := the cluster daemon of the Lemuria DSM (the cluster copy and its voice upward)
+man_name_lemuriactl := ask the Lemuria daemons of a layout for their status and counters
+man_name_lemuria-run := start the ranks of a Lemuria DSM program, and its daemons
+$(BUILD)/man/%.1: $(BUILD)/bin/%
+	@command -v help2man >/dev/null 2>&1 || { echo "make: the manual \
+pages need help2man (tools/install-deps.sh installs it)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	help2man --no-info --no-discard-stderr --name='$(man_name_$*)' \
+		--output=$@.tmp $<
+	mv $@.tmp $@
+.PHONY: man
+man: $(MAN_PAGES)
+
+# What install puts under PREFIX, and uninstall takes away again.  The
+# example layouts and the demo key go to share/lemuria/conf (a layout
+# finds its secret_file next to it); the systemd units name PREFIX/bin.
+SHARE := $(DESTDIR)$(PREFIX)/share/lemuria
+INSTALLED := $(patsubst %,bin/%,reflector lemuriad lemuriactl lemuria-run) \
+	lib/liblemuria.a lib/liblemuria.so.0 lib/liblemuria.so \
+	include/lemuria.h include/lemuria_error.h lib/pkgconfig/lemuria.pc \
+	$(patsubst %,share/man/man1/%.1,reflector lemuriad lemuriactl \
+		lemuria-run) \
+	share/lemuria/lemuria.m4 share/lemuria/pthread.m4 \
+	share/lemuria/systemd/lemuriad@.service \
+	share/lemuria/systemd/reflector@.service \
+	share/lemuria/conf/demo.key share/lemuria/conf/README \
+	$(patsubst conf/%,share/lemuria/conf/%,$(wildcard conf/*.ini)) \
+	share/lemuria/examples/hello.c
+
+install: all $(MAN_PAGES)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
-		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(SHARE)/conf \
+		$(SHARE)/systemd $(SHARE)/examples
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/liblemuria.so.0
 	ln -sf liblemuria.so.0 $(DESTDIR)$(PREFIX)/lib/liblemuria.so
 	install -m 644 liblemuria/lemuria.h liblemuria/lemuria_error.h \
 		$(DESTDIR)$(PREFIX)/include/
-	install -d $(DESTDIR)$(PREFIX)/share/lemuria
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 splash2/macros/lemuria.m4 splash2/macros/pthread.m4 \
-		$(DESTDIR)$(PREFIX)/share/lemuria/
+		$(SHARE)/
+	install -m 644 conf/*.ini $(SHARE)/conf/
+	install -m 600 conf/demo.key $(SHARE)/conf/
+	install -m 644 conf/README.installed $(SHARE)/conf/README
+	install -m 644 examples/hello.c $(SHARE)/examples/
+	for u in lemuriad@.service reflector@.service; do \
+		sed -e 's|/usr/local/bin/|$(PREFIX)/bin/|g' conf/systemd/$$u \
+			> $(SHARE)/systemd/$$u || exit 1; \
+	done
 	sed -e 's|@PREFIX@|$(PREFIX)|g' liblemuria/lemuria.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/lemuria.pc
+
+# Removes what install put there (and the directories of ours it made),
+# nothing else.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
+	-rmdir $(SHARE)/conf $(SHARE)/systemd $(SHARE)/examples $(SHARE) \
+		2>/dev/null
 
 clean:
 	rm -rf build

@@ -93,8 +93,8 @@ done
 pc() { PKG_CONFIG_PATH=$root/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$tmp/root \
 	pkg-config "$@" lemuria; }
 libs=$(pc --libs | sed 's/ *$//')
-check "$(yes_if test "$libs" = "-L$root/lib -llemuria")" \
-	"lemuria.pc: Libs without the private ones ($libs)"
+check "$(yes_if test "$libs" = "-L$root/lib -Wl,-rpath,$root/lib -llemuria")" \
+	"lemuria.pc: Libs without the private ones, with the library's run path ($libs)"
 pc --print-requires-private >"$tmp/requires"
 check "$(yes_if grep -q libcrypto "$tmp/requires")" \
 	"lemuria.pc: Requires.private $(tr '\n' ' ' <"$tmp/requires")"
@@ -113,6 +113,46 @@ check "$(yes_if test "$out" = "0.1 invalid argument")" "and runs"
 	$(pc --static --libs-only-l | sed 's/-llemuria//') >"$tmp/cc.log" 2>&1
 check "$(yes_if test $? -eq 0)" "and links statically with pkg-config --static"
 sed 's/^/       /' "$tmp/cc.log"
+
+# Installed into a prefix of its own, as a user would (no DESTDIR): a
+# program built with pkg-config alone runs under the installed
+# lemuria-run without LD_LIBRARY_PATH (issue 42), and uninstall takes
+# every file away again.
+echo "lib: make install PREFIX=..., a program from it, make uninstall"
+prefix=$tmp/prefix
+make --no-print-directory install BUILD="$build" PREFIX="$prefix" \
+	>"$tmp/install2.log" 2>&1
+check "$(yes_if test $? -eq 0)" "make install PREFIX=$prefix"
+for p in reflector lemuriad lemuriactl lemuria-run; do
+	check "$(yes_if grep -q "^\.SH NAME" "$prefix/share/man/man1/$p.1")" \
+		"a manual page for $p"
+done
+for f in conf/4+4.ini conf/README examples/hello.c lemuria.m4; do
+	check "$(yes_if test -s "$prefix/share/lemuria/$f")" "installs share/lemuria/$f"
+done
+check "$(yes_if test "$(stat -c %a "$prefix/share/lemuria/conf/demo.key")" = 600)" \
+	"the demo key, mode 0600"
+check "$(yes_if grep -q "PUBLIC secret" "$prefix/share/lemuria/conf/README")" \
+	"with its warning beside it"
+check "$(yes_if grep -q "^ExecStart=$prefix/bin/lemuriad " \
+	"$prefix/share/lemuria/systemd/lemuriad@.service")" \
+	"the systemd units run the installed daemons"
+# shellcheck disable=SC2046 # pkg-config's output is a list of flags
+"$cc" -std=c99 -Wall -Wextra -Werror \
+	$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags lemuria) \
+	-o "$tmp/hello" "$prefix/share/lemuria/examples/hello.c" \
+	$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --libs lemuria) \
+	>"$tmp/cc.log" 2>&1
+check "$(yes_if test $? -eq 0)" "examples/hello.c builds with pkg-config alone"
+sed 's/^/       /' "$tmp/cc.log"
+out=$(env -u LD_LIBRARY_PATH "$prefix/bin/lemuria-run" -n 4 -t 60 -- \
+	"$tmp/hello" 2>&1)
+check "$(yes_if test "$out" = "hello: 4 ranks, sum 10: PASSED")" \
+	"and runs under the installed lemuria-run -n 4, no LD_LIBRARY_PATH ($out)"
+make --no-print-directory uninstall BUILD="$build" PREFIX="$prefix" \
+	>"$tmp/uninstall.log" 2>&1
+left=$(find "$prefix" -type f -o -type l | wc -l)
+check "$(yes_if test "$left" -eq 0)" "make uninstall leaves no file ($left left)"
 
 echo "lib: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]
