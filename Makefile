@@ -337,7 +337,14 @@ bench-floors:
 	bench/floors.sh -l 8+8+8+8 $(FLOORS_BENCH_ARGS)
 	bench/floors.sh -l 4+4 -p lucontig $(FLOORS_BENCH_ARGS)
 
-bench: bench-transport bench-diff bench-mac bench-pages bench-programs bench-hierarchy bench-targets bench-floors
+# Resident memory per cluster, copy = cluster against copy = client, LU
+# on 4+4 and 8+8+8+8 (a few minutes).
+.PHONY: bench-resident
+bench-resident: all
+	bench/resident.sh -l 4+4
+	bench/resident.sh -l 8+8+8+8
+
+bench: bench-transport bench-diff bench-mac bench-pages bench-programs bench-hierarchy bench-targets bench-floors bench-resident
 
 # The main job: SPLASH-2 LU on a two-cluster layout on this host.
 LAYOUT ?= conf/4+4.ini
