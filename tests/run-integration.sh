@@ -88,6 +88,15 @@ $bin/lemuriactl -c "$tmp/layout.ini" stats >"$tmp/out" 2>&1
 expect_output "stats names the same run" "^lemuriad c0 (.*): up .*, run ${runid:-no-id},"
 expect "lemuriactl stats: every daemon answers" 0 $bin/lemuriactl -c "$tmp/layout.ini" stats
 expect_output "stats has a block per daemon" "^lemuriad c0 (127.0.0.1:[0-9]*): up "
+# issue 42: a summary by default (75 rows a daemon before), -a for all
+rows=$(awk '/^lemuriad c0 /{ l = 1; next } /^(lemuriad|reflector) /{ l = 0 }
+	l && NF { n++ } END { print n + 0 }' "$tmp/out")
+if [ "$rows" -ge 3 ] && [ "$rows" -le 12 ] && grep -q "^  msgs_sent  *[0-9]" "$tmp/out"; then
+	ok "stats: a summary of $rows rows a daemon, messages first"
+else
+	fail "stats: $rows rows for c0, not a summary"; sed 's/^/       /' "$tmp/out"
+fi
+expect "lemuriactl stats -a" 0 $bin/lemuriactl -c "$tmp/layout.ini" stats -a
 # In a lemuriad's block the first column is the client level.
 if awk '/^lemuriad /{ l = 1 } /^reflector /{ l = 0 }
 	l && $1 == "msgs_received" && $2 > 0 { n++ } END { exit n >= 2 ? 0 : 1 }' "$tmp/out"; then
@@ -115,7 +124,15 @@ else
 fi
 expect "lemuria-run --stats on the running daemons" 0 timeout -k 5 60 \
 	$bin/lemuria-run -c "$tmp/layout.ini" --timeout 50 --stats -- "$build/tests/dsmtest" counter 20
-expect_output "lemuria-run --stats prints the total" "^lemuria-run: total of the 3 daemons that answered (of 3)"
+expect_output "lemuria-run --stats prints the summary" "^lemuria-run: what the run did, summed over the 3 daemons that answered (of 3; every counter with -a)"
+if [ "$(grep -c '^lemuria-run: ' "$tmp/out")" -le 20 ]; then
+	ok "lemuria-run --stats: a summary, not every counter"
+else
+	fail "lemuria-run --stats printed $(grep -c '^lemuria-run: ' "$tmp/out") lines"
+fi
+expect "lemuria-run -a on the running daemons" 0 timeout -k 5 60 \
+	$bin/lemuria-run -c "$tmp/layout.ini" --timeout 50 -a -- "$build/tests/dsmtest" counter 20
+expect_output "lemuria-run -a prints the total" "^lemuria-run: total of the 3 daemons that answered (of 3)"
 # The total's columns: client, cluster, root, -.
 if awk '/^lemuria-run: total/{ t = 1; next } /^lemuria-run: [a-z]/{ t = 0 }
 	t && $2 == "msgs_received" && $3 > 0 && $4 > 0 { n++ } END { exit n == 1 ? 0 : 1 }' "$tmp/out"; then

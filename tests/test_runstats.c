@@ -448,6 +448,77 @@ static void test_run_report_sums_then_lists(void)
 	lm_layout_free(l);
 }
 
+/* issue 42: the summary keeps the few rows that say how a run went, per
+ * level, with every dropped_* counter summed as one; the short run report
+ * is that sum, the retransmissions explained when there were any, and a
+ * head line per daemon (no per-daemon rows), every line prefixed. */
+static void test_summary_keeps_the_main_rows(void)
+{
+	const struct c r0[] = {
+		{ LM_STAT_CLUSTER, "msgs_sent", 25 },
+		{ LM_STAT_CLUSTER, "retransmits", 3 },
+		{ LM_STAT_CLUSTER, "allocs", 1 },
+		{ LM_STAT_NONE, "dropped_auth", 2 },
+		{ LM_STAT_NONE, "dropped_type", 5 },
+		{ LM_STAT_CLUSTER, "barriers", 7 },
+	};
+	const struct c quiet[] = {
+		{ LM_STAT_CLIENT, "msgs_sent", 4 },
+		{ LM_STAT_CLIENT, "retransmits", 0 },
+	};
+	struct lm_layout *l = layout_44();
+	lm_stats_set *sum = lm_stats_create();
+	lm_runstats *rs;
+	char *t;
+	size_t lines = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sum);
+	rs = lm_runstats_create(l);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rs);
+	put(rs, 0, answer(LM_ROLE_REFLECTOR, "r0", 12, 2, 0xffffffffu, r0,
+			  6));
+	put(rs, 1, answer(LM_ROLE_LEMURIAD, "c0", 12, 2, 0, quiet, 2));
+	CU_ASSERT_EQUAL(lm_runstats_put(rs, 2, LM_ETIMEDOUT, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(lm_runstats_summary(lm_runstats_daemon(rs, 0)->set,
+					    sum), 0);
+	CU_ASSERT_EQUAL(val(sum, LM_STAT_CLUSTER, "msgs_sent"), 25);
+	CU_ASSERT_EQUAL(val(sum, LM_STAT_CLUSTER, "barriers"), 7);
+	CU_ASSERT_EQUAL(val(sum, LM_STAT_NONE, "dropped"), 7);
+	CU_ASSERT_EQUAL(lm_stats_count(sum), 4); /* allocs left out */
+
+	t = report(lm_runstats_print_run_summary, rs);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "summed over the 2 daemons that "
+					 "answered (of 3; every counter "
+					 "with -a)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "lemuria-run:   dropped "));
+	CU_ASSERT_PTR_NULL(strstr(t, "allocs"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "lemuria-run: retransmits: "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "lemuria-run: lemuriad c1 ("));
+	for (char *p = t; *p; p = strchr(p, '\n') + 1) {
+		CU_ASSERT_EQUAL(strncmp(p, "lemuria-run: ", 13), 0);
+		lines++;
+		if (!strchr(p, '\n'))
+			break;
+	}
+	/* title, header, 4 rows (msgs_sent, retransmits, barriers,
+	 * dropped), the note, 3 daemons */
+	CU_ASSERT_EQUAL(lines, 10);
+	free(t);
+
+	/* per daemon: the note only where that daemon retransmitted */
+	t = report(lm_runstats_print_summary, rs);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "retransmits: datagrams sent "
+					 "again"));
+	CU_ASSERT_PTR_NULL(strstr(strstr(t, "lemuriad c0 ("), "retransmits: "));
+	free(t);
+	lm_stats_destroy(sum);
+	lm_runstats_destroy(rs);
+	lm_layout_free(l);
+}
+
 /* The backlog's peak (common/daemon.h) is a high-water mark: a run that
  * came near it shows it, even when an earlier run went as high. */
 static void test_diff_keeps_backlog_peak(void)
@@ -488,4 +559,5 @@ LM_TEST_SUITE("runstats", LM_TEST(test_create_lists_reflectors_then_clusters),
 	      LM_TEST(test_table_has_a_block_per_daemon),
 	      LM_TEST(test_json_lists_every_daemon),
 	      LM_TEST(test_json_run_id_is_an_exact_string),
-	      LM_TEST(test_run_report_sums_then_lists))
+	      LM_TEST(test_run_report_sums_then_lists),
+	      LM_TEST(test_summary_keeps_the_main_rows))

@@ -85,7 +85,11 @@ static void usage(FILE *out)
 		"                        their own (one cluster per CPU on "
 		"small hosts)\n"
 		"  -s, --stats           print what the run changed in the "
-		"daemons' counters\n"
+		"daemons' main\n"
+		"                        counters (messages, bytes, "
+		"retransmissions per level)\n"
+		"  -a, --all-stats       the same with every counter of every "
+		"daemon\n"
 		"  -v, --verbose         say what is started and how it "
 		"ends\n"
 		"  -V, --version         print the version and exit\n"
@@ -125,13 +129,15 @@ static lm_runstats *stats_snapshot(const struct lm_layout *l,
 
 /* What the run changed, after the statuses; never changes the exit
  * status. */
-static void stats_report(const struct lm_layout *l, lm_runstats *before)
+static void stats_report(const struct lm_layout *l, lm_runstats *before,
+			 bool all)
 {
 	lm_runstats *after = before ? stats_snapshot(l, "after") : NULL;
 	lm_runstats *diff = after ? lm_runstats_diff(before, after) : NULL;
 
 	if (diff)
-		lm_runstats_print_run(diff, stderr);
+		(all ? lm_runstats_print_run :
+		       lm_runstats_print_run_summary)(diff, stderr);
 	else if (before && after)
 		fprintf(stderr, "lemuria-run: --stats: out of memory\n");
 	lm_runstats_destroy(diff);
@@ -211,7 +217,7 @@ struct run_opts {
 	const char *layout_path;
 	const char *clusters[MAX_CLUSTERS];
 	size_t nclusters;
-	int daemons, verbose, stats, pin, batch;
+	int daemons, verbose, stats, pin, batch; /* stats 2: -a */
 	unsigned timeout_ms;
 	uint64_t run;
 	char **argv; /* the program and its arguments */
@@ -300,7 +306,7 @@ static int run_layout(const struct run_opts *o)
 		else if (o->verbose)
 			fprintf(stderr, "lemuria-run: all %zu ranks exited "
 					"with status 0\n", nranks);
-		stats_report(l, before);
+		stats_report(l, before, o->stats == 2);
 		lm_runstats_destroy(before);
 	}
 	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
@@ -375,6 +381,7 @@ int main(int argc, char **argv)
 		{ "batch", no_argument, NULL, 'b' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "stats", no_argument, NULL, 's' },
+		{ "all-stats", no_argument, NULL, 'a' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -388,7 +395,7 @@ int main(int argc, char **argv)
 	int c;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "+c:dC:r:t:bpsvhVn:", longopts,
+	while ((c = getopt_long(argc, argv, "+c:dC:r:t:bpsavhVn:", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -434,8 +441,11 @@ int main(int argc, char **argv)
 		case 'p':
 			o.pin = 1;
 			break;
+		case 'a':
+			o.stats = 2;
+			break;
 		case 's':
-			o.stats = 1;
+			o.stats = o.stats ? o.stats : 1;
 			break;
 		case 'v':
 			o.verbose = 1;

@@ -85,15 +85,17 @@ out:
 static void lm_ctl_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: lemuriactl -c LAYOUT [-t SECONDS] [-n COUNT] [--json] "
-		"status|ping|stats\n"
+		"usage: lemuriactl -c LAYOUT [-t SECONDS] [-n COUNT] [-a] "
+		"[--json] status|ping|stats\n"
 		"  -t SECONDS  how long each daemon has to answer (default 2)\n"
 		"  status  which daemons of the layout answer, their uptime,\n"
 		"          clients attached and current run\n"
 		"  ping    the same, with the median of COUNT round trips\n"
-		"  stats   every daemon's counters per level (--json, before "
-		"or after it:\n"
-		"          as JSON)\n"
+		"  stats   each daemon's main counters per level: messages,\n"
+		"          bytes, retransmissions, pages served, barriers,\n"
+		"          locks, drops; -a (--all): every counter; --json\n"
+		"          (before or after the command): every counter as "
+		"JSON\n"
 		"  -V, --version  print the version and exit\n"
 		"  -h, --help     print this and exit\n");
 }
@@ -122,7 +124,7 @@ static void status_info(const lm_runstats *rs, size_t i, char *clients,
 
 /* Every daemon's counters, reflectors first.  Returns the exit status. */
 static int lm_ctl_stats(const struct lm_layout *l, const lm_auth *auth,
-			uint16_t self, int timeout_ms, int json)
+			uint16_t self, int timeout_ms, int json, int all)
 {
 	lm_runstats *rs = lm_runstats_create(l);
 	size_t down;
@@ -134,8 +136,10 @@ static int lm_ctl_stats(const struct lm_layout *l, const lm_auth *auth,
 	down = lm_runstats_query(rs, l, auth, self, timeout_ms);
 	if (json)
 		lm_runstats_print_json(rs, stdout);
-	else
+	else if (all)
 		lm_runstats_print_table(rs, stdout);
+	else
+		lm_runstats_print_summary(rs, stdout);
 	lm_runstats_destroy(rs);
 	return down ? 1 : 0;
 }
@@ -147,7 +151,7 @@ int main(int argc, char **argv)
 	struct lm_ctl_target *targets;
 	lm_runstats *rs = NULL;
 	lm_auth *auth = NULL;
-	int timeout_ms = 2000, count = 1, c, down = 0, json = 0;
+	int timeout_ms = 2000, count = 1, c, down = 0, json = 0, all = 0;
 	size_t ntargets = 0;
 	uint16_t self;
 	char err[512], abuf[32];
@@ -156,10 +160,11 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 
-	while ((c = getopt_long(argc, argv, "+c:t:n:hV", longopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "+c:t:n:ahV", longopts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'c':
@@ -198,6 +203,9 @@ int main(int argc, char **argv)
 		case 'j': /* before the command, or after stats (below) */
 			json = 1;
 			break;
+		case 'a': /* before the command, or after stats (below) */
+			all = 1;
+			break;
 		default:
 			lm_ctl_usage(stderr);
 			return 2;
@@ -208,13 +216,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[optind++];
-	if (optind < argc && strcmp(argv[optind], "--json") == 0) {
-		json = 1;
-		optind++;
+	for (; optind < argc; optind++) {
+		if (strcmp(argv[optind], "--json") == 0)
+			json = 1;
+		else if (strcmp(argv[optind], "-a") == 0 ||
+			 strcmp(argv[optind], "--all") == 0)
+			all = 1;
+		else
+			break;
 	}
-	if (json && strcmp(cmd, "stats") != 0) {
-		fprintf(stderr, "lemuriactl: --json goes with stats only, not "
-				"with %s\n", cmd);
+	if ((json || all) && strcmp(cmd, "stats") != 0) {
+		fprintf(stderr, "lemuriactl: %s goes with stats only, not "
+				"with %s\n", json ? "--json" : "-a", cmd);
 		return 2;
 	}
 	if (optind < argc) {
@@ -241,7 +254,7 @@ int main(int argc, char **argv)
 	/* Our own node id, so that two tools at once keep their sessions. */
 	self = lm_stats_tool_id(l, (uint32_t)getpid());
 	if (strcmp(cmd, "stats") == 0) {
-		down = lm_ctl_stats(l, auth, self, timeout_ms, json);
+		down = lm_ctl_stats(l, auth, self, timeout_ms, json, all);
 		lm_auth_destroy(auth);
 		lm_layout_free(l);
 		return down;

@@ -324,6 +324,67 @@ static void lm_runstats_print_set(FILE *out, const char *prefix,
 	}
 }
 
+static const char *const summary_names[] = {
+	"msgs_sent", "bytes_sent", "retransmits", "fetch_hits",
+	"fetch_misses", "barriers", "locks", "lock_grants",
+};
+
+int lm_runstats_summary(const lm_stats_set *s, lm_stats_set *out)
+{
+	lm_stats_clear(out);
+	for (size_t k = 0; k < sizeof(summary_names) / sizeof(*summary_names);
+	     k++)
+		for (size_t i = 0; i < lm_stats_count(s); i++) {
+			const struct lm_stat *st = lm_stats_at(s, i);
+			int rc;
+
+			if (strcmp(st->name, summary_names[k]) == 0 &&
+			    (rc = lm_stats_add(out, st->level, st->name,
+					       st->value)))
+				return rc;
+		}
+	for (size_t i = 0; i < lm_stats_count(s); i++) {
+		const struct lm_stat *st = lm_stats_at(s, i);
+		int rc;
+
+		if (strncmp(st->name, "dropped_", 8) == 0 &&
+		    (rc = lm_stats_add(out, st->level, "dropped", st->value)))
+			return rc;
+	}
+	return 0;
+}
+
+/* The summary rows of s (lm_runstats_summary). */
+static void lm_runstats_print_short(FILE *out, const char *prefix,
+				    const lm_stats_set *s)
+{
+	lm_stats_set *sum = lm_stats_create();
+
+	if (!sum || lm_runstats_summary(s, sum) != 0)
+		fprintf(out, "%scannot make the summary (out of memory)\n",
+			prefix);
+	else
+		lm_runstats_print_set(out, prefix, sum);
+	lm_stats_destroy(sum);
+}
+
+/* Retransmissions on loopback puzzle users: say what they are. */
+static void lm_runstats_explain(FILE *out, const char *prefix,
+				const lm_stats_set *s)
+{
+	uint64_t total = 0, v;
+
+	for (int l = 0; l < LM_STAT_LEVEL_COUNT; l++)
+		if (lm_stats_get(s, l, "retransmits", &v) == 0)
+			total += v;
+	if (total)
+		fprintf(out, "%sretransmits: datagrams sent again when no "
+			"ack came in time; on one host nothing is lost on the "
+			"way: a receiver that was not scheduled in time (a "
+			"loaded host) or a full socket buffer delays the ack "
+			"(docs/operations.md \"Counters\")\n", prefix);
+}
+
 /* "reflector r0 (127.0.0.1:7400)" */
 static void lm_runstats_print_label(FILE *out, const char *prefix,
 				    const struct lm_runstats_daemon *d)
@@ -360,6 +421,19 @@ void lm_runstats_print_table(const lm_runstats *rs, FILE *out)
 		lm_runstats_print_head(out, "", &rs->d[i]);
 		if (rs->d[i].rc == 0)
 			lm_runstats_print_set(out, "", rs->d[i].set);
+	}
+}
+
+void lm_runstats_print_summary(const lm_runstats *rs, FILE *out)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		if (i > 0)
+			fputc('\n', out);
+		lm_runstats_print_head(out, "", &rs->d[i]);
+		if (rs->d[i].rc == 0) {
+			lm_runstats_print_short(out, "", rs->d[i].set);
+			lm_runstats_explain(out, "", rs->d[i].set);
+		}
 	}
 }
 
@@ -464,5 +538,27 @@ void lm_runstats_print_run(const lm_runstats *diff, FILE *out)
 		if (diff->d[i].rc == 0)
 			lm_runstats_print_set(out, prefix, diff->d[i].set);
 	}
+	lm_stats_destroy(total);
+}
+
+void lm_runstats_print_run_summary(const lm_runstats *diff, FILE *out)
+{
+	static const char prefix[] = "lemuria-run: ";
+	lm_stats_set *total = lm_stats_create();
+	size_t up = 0;
+
+	for (size_t i = 0; i < diff->n; i++)
+		up += diff->d[i].rc == 0;
+	if (!total || lm_runstats_sum(diff, total) != 0) {
+		fprintf(out, "%scannot sum the counters\n", prefix);
+	} else {
+		fprintf(out, "%swhat the run did, summed over the %zu daemons "
+			"that answered (of %zu; every counter with -a)\n",
+			prefix, up, diff->n);
+		lm_runstats_print_short(out, prefix, total);
+		lm_runstats_explain(out, prefix, total);
+	}
+	for (size_t i = 0; i < diff->n; i++)
+		lm_runstats_print_head(out, prefix, &diff->d[i]);
 	lm_stats_destroy(total);
 }

@@ -75,6 +75,9 @@ int lm_runstats_sum(const lm_runstats *rs, lm_stats_set *out);
  * uptime, run, attached clients), a row per counter, a column per
  * level; a daemon that did not answer is one line "... down (why)". */
 void lm_runstats_print_table(const lm_runstats *rs, FILE *out);
+/* The same in short, what `lemuriactl stats` prints without -a: per
+ * daemon its head line and the rows of lm_runstats_summary. */
+void lm_runstats_print_summary(const lm_runstats *rs, FILE *out);
 /* `lemuriactl stats --json`: {"daemons":[{"name":..,"role":..,
  * "address":..,"up":true,"uptime_s":..,"run":"DIGITS","clients":..,
  * "counters":{"client":{..},"cluster":{..},"root":{..},"-":{..}}},
@@ -83,5 +86,16 @@ void lm_runstats_print_json(const lm_runstats *rs, FILE *out);
 /* `lemuria-run --stats`: the sum over all daemons of `diff`, then one
  * block per daemon, each line prefixed with "lemuria-run: ". */
 void lm_runstats_print_run(const lm_runstats *diff, FILE *out);
+/* `lemuria-run --stats` without -a: the summary rows of the sum, the
+ * retransmissions explained when there were any, and one head line per
+ * daemon. */
+void lm_runstats_print_run_summary(const lm_runstats *diff, FILE *out);
+/* The rows of a summary (issue 42: 75 counters a daemon hid the few
+ * that say how a run went): messages, bytes and retransmissions per
+ * level, the pages the lemuriads served from their cache or fetched,
+ * barriers and locks, and every dropped_* counter summed as "dropped".
+ * Into out (cleared first): 0, LM_ENOBUFS, LM_ENOMEM. */
+int lm_runstats_summary(const lm_stats_set *s, lm_stats_set *out);
+
 
 #endif
