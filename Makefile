@@ -101,7 +101,7 @@ build-all: $(LIB_A) $(LIB_SO) $(INTERNAL_A) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
 # Installs the Debian packages when pkg-config cannot find them.
 check-deps:
 	@{ pkg-config --exists $(PKGS) && command -v m4 && \
-		command -v shellcheck; } >/dev/null 2>&1 || \
+		command -v shellcheck && command -v help2man; } >/dev/null 2>&1 || \
 		$(MAKE) --no-print-directory deps
 
 deps:
