@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,8 @@ struct lm_profile_item {
 
 struct lm_client_profile {
 	uint64_t start_us;
-	struct lm_profile_item fetch, flush, wait, apply;
+	struct lm_profile_item fetch, flush, barrier, lock, unlock, other,
+		apply;
 };
 
 struct lm_client {
@@ -696,7 +698,10 @@ __attribute__((constructor)) static void lm_client_hook_exit(void)
 	on_exit(lm_client_at_exit, NULL);
 }
 
-/* One line on stderr: the process's time in the calls that wait. */
+/* One line of key=value pairs: the process's time in the calls that
+ * wait (docs/operations.md, LEMURIA_PROFILE).  To LM_PROFILE_DIR/RANK
+ * when lemuria-run set it (it prints the lines in rank order once the
+ * ranks ended), else to stderr. */
 static void lm_client_profile_report(void)
 {
 	const struct lm_client_profile *p = &lm_self.prof;
@@ -704,37 +709,65 @@ static void lm_client_profile_report(void)
 	struct lm_rpc_counters rc;
 	uint64_t total = lm_clock_us() - p->start_us;
 	const char *env = getenv("LEMURIA_PROFILE");
+	const char *dir = getenv("LM_PROFILE_DIR");
+	char line[1536], path[4096];
+	int len, fd = -1;
 
 	if (!env || !*env || strcmp(env, "0") == 0)
 		return;
 	lm_region_stats(&rs);
 	rc = lm_rpc_counters(lm_self.rpc);
-	fprintf(stderr,
-		"lemuria profile: rank %u: %.3f s; fetch %llu in %.3f s; "
-		"flush %llu in %.3f s; sync wait %llu in %.3f s; apply %.3f "
-		"s; faults %llu read %llu write (%llu pages opened ahead); "
-		"mprotects %llu; "
-		"pages brought along %llu after, %llu along a stride; "
-		"reach %u after (%llu of %llu samples read, %llu changes), "
-		"%u along (%llu of %llu, %llu); ack wake-ups %llu; "
-		"calls in flight at most %u\n",
-		lm_self.rank, total / 1e6, (unsigned long long)p->fetch.n,
-		p->fetch.us / 1e6, (unsigned long long)p->flush.n,
-		p->flush.us / 1e6, (unsigned long long)p->wait.n,
-		p->wait.us / 1e6, p->apply.us / 1e6,
+	len = snprintf(line, sizeof(line),
+		"lemuria-profile rank=%u seconds=%.6f "
+		"fetches=%llu fetch_s=%.6f flushes=%llu flush_s=%.6f "
+		"barriers=%llu barrier_wait_s=%.6f locks=%llu "
+		"lock_wait_s=%.6f unlocks=%llu unlock_s=%.6f "
+		"other_waits=%llu other_wait_s=%.6f apply_s=%.6f "
+		"read_faults=%llu write_faults=%llu opened_ahead=%llu "
+		"mprotects=%llu brought_after=%llu brought_stride=%llu "
+		"reach_after=%u reach_after_samples=%llu "
+		"reach_after_read=%llu reach_after_changes=%llu "
+		"reach_stride=%u reach_stride_samples=%llu "
+		"reach_stride_read=%llu reach_stride_changes=%llu "
+		"ack_wakeups=%llu in_flight_max=%u\n",
+		lm_self.rank, total / 1e6,
+		(unsigned long long)p->fetch.n, p->fetch.us / 1e6,
+		(unsigned long long)p->flush.n, p->flush.us / 1e6,
+		(unsigned long long)p->barrier.n, p->barrier.us / 1e6,
+		(unsigned long long)p->lock.n, p->lock.us / 1e6,
+		(unsigned long long)p->unlock.n, p->unlock.us / 1e6,
+		(unsigned long long)p->other.n, p->other.us / 1e6,
+		p->apply.us / 1e6,
 		(unsigned long long)rs.read_faults,
 		(unsigned long long)rs.write_faults,
 		(unsigned long long)rs.written_ahead,
 		(unsigned long long)rs.mprotects,
 		(unsigned long long)(rs.prefetched - rs.strided),
 		(unsigned long long)rs.strided, rs.reach[0],
-		(unsigned long long)rs.samples_read[0],
 		(unsigned long long)rs.samples[0],
+		(unsigned long long)rs.samples_read[0],
 		(unsigned long long)rs.reach_changes[0], rs.reach[1],
-		(unsigned long long)rs.samples_read[1],
 		(unsigned long long)rs.samples[1],
+		(unsigned long long)rs.samples_read[1],
 		(unsigned long long)rs.reach_changes[1],
 		(unsigned long long)rc.ack_wakeups, rc.pending_max);
+	if (len < 0)
+		return;
+	if ((size_t)len >= sizeof(line))
+		len = (int)sizeof(line) - 1;
+	if (dir && *dir &&
+	    snprintf(path, sizeof(path), "%s/%u", dir, lm_self.rank) <
+		    (int)sizeof(path))
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			  0600);
+	if (fd >= 0) {
+		if (write(fd, line, (size_t)len) == len) {
+			close(fd);
+			return;
+		}
+		close(fd);
+	}
+	fputs(line, stderr);
 }
 
 void lm_finalize(void)
@@ -917,7 +950,10 @@ static int lm_client_sync(uint16_t type, uint16_t want, int id,
 	frc = lm_client_flush_end(&last);
 	if (rc == 0)
 		rc = lm_client_finish(&call, want, want, &reply, &buf);
-	lm_profile_add(&lm_self.prof.wait, t0);
+	lm_profile_add(type == LM_MSG_BARRIER ? &lm_self.prof.barrier :
+		       type == LM_MSG_LOCK ? &lm_self.prof.lock :
+		       type == LM_MSG_UNLOCK ? &lm_self.prof.unlock :
+		       &lm_self.prof.other, t0);
 	if (frc) {
 		lm_client_buf_free(buf);
 		return frc;

@@ -22,6 +22,7 @@
 #include "launch.h"
 #include "lm_error.h"
 #include "quick_layout.h"
+#include "rankprofile.h"
 #include "runstats.h"
 #include "stats.h"
 #include "version.h"
@@ -290,6 +291,9 @@ static int run_layout(const struct run_opts *o)
 	} else {
 		lm_runstats *before = o->stats ? stats_snapshot(l, "before")
 					       : NULL;
+		char pdir[4096], pwhy[4200];
+		int profile = lm_rankprofile_begin(pdir, sizeof(pdir), pwhy,
+						   sizeof(pwhy));
 		struct lm_launch lo = {
 			.argv = o->argv, .environ_base = environ,
 			.ranks = ranks, .nranks = nranks,
@@ -300,7 +304,13 @@ static int run_layout(const struct run_opts *o)
 			.verbose = o->verbose ? stderr : NULL,
 		};
 
+		if (profile < 0)
+			fprintf(stderr, "lemuria-run: LEMURIA_PROFILE: %s; "
+					"the ranks write their lines to stderr\n",
+				pwhy);
 		status = lm_launch_run(&lo, &res);
+		if (profile > 0)
+			lm_rankprofile_end(pdir, ranks, nranks, stderr);
 		if (res.msg[0])
 			fprintf(stderr, "lemuria-run: %s\n", res.msg);
 		else if (o->verbose)
