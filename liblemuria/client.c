@@ -18,6 +18,7 @@
 #include "config.h"
 #include "fdpass.h"
 #include "globals.h"
+#include "launcher_env.h"
 #include "link_config.h"
 #include "lm_error.h"
 #include "log.h"
@@ -457,13 +458,13 @@ static uint32_t lm_client_ack_delay_us(void)
 
 int lm_init(int *argc, char ***argv)
 {
-	const char *layout_path, *rank_s, *run_s;
+	const char *layout_path, *var, *value;
 	struct lm_region_backend be = { .fetch = lm_client_fetch,
 					.fetch_list = lm_client_fetch_list };
 	struct lm_rel_config rcfg;
 	struct lm_fdpass_listener listener = { .fd = -1 };
 	struct lm_msg req, reply;
-	char err[512], *end;
+	char err[512];
 	int copy_fd = -1;
 	bool shared, no_copy;
 	void *buf;
@@ -477,15 +478,32 @@ int lm_init(int *argc, char ***argv)
 		return LM_EINVAL;
 	}
 	lm_mem_setup_from_env();
-	if (lm_client_env("LM_LAYOUT", &layout_path) ||
-	    lm_client_env("LM_RANK", &rank_s) ||
-	    lm_client_env("LM_RUN", &run_s))
+	if (lm_client_env("LM_LAYOUT", &layout_path))
 		return LM_EINVAL;
-	errno = 0;
-	lm_self.rank = (uint32_t)strtoul(rank_s, &end, 10);
-	lm_self.run = strtoull(run_s, NULL, 10);
-	if (errno || *end) {
-		lm_log_error("LM_RANK=\"%s\" is not a rank", rank_s);
+	rc = lm_launcher_rank(&lm_self.rank, &var, &value);
+	if (rc == LM_ENOENT) {
+		lm_log_error("LM_RANK is not set (nor SLURM_PROCID, "
+			     "OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK): "
+			     "start the program with lemuria-run -c LAYOUT -- "
+			     "PROGRAM, or under srun or mpirun with LM_LAYOUT "
+			     "set");
+		return LM_EINVAL;
+	}
+	if (rc) {
+		lm_log_error("%s=\"%s\" is not a rank", var, value);
+		return LM_EINVAL;
+	}
+	rc = lm_launcher_run(&lm_self.run, &var, &value);
+	if (rc == LM_ENOENT) {
+		lm_log_error("LM_RUN is not set (nor SLURM_JOB_START_TIME): "
+			     "start the program with lemuria-run, or give "
+			     "every rank the same LM_RUN, larger than the "
+			     "last run's (export LM_RUN=$(date +%%s%%N) before "
+			     "mpirun)");
+		return LM_EINVAL;
+	}
+	if (rc) {
+		lm_log_error("%s=\"%s\" is not a run id", var, value);
 		return LM_EINVAL;
 	}
 	if (lm_layout_load(layout_path, &lm_self.layout, err, sizeof(err))) {
@@ -1132,16 +1150,12 @@ int lm_wait_for_end(int n)
 
 void lm_serve_workers_before_main(void)
 {
-	const char *r = getenv("LM_RANK");
-	char *end;
-	unsigned long rank;
+	const char *var, *value;
+	uint32_t rank;
 
-	if (!r || !*r || lm_self.ready)
-		return;
-	errno = 0;
-	rank = strtoul(r, &end, 10);
-	if (errno || *end || rank == 0)
-		return; /* rank 0 runs main; lm_init names a bad LM_RANK */
+	if (lm_self.ready || !getenv("LM_LAYOUT") ||
+	    lm_launcher_rank(&rank, &var, &value) != 0 || rank == 0)
+		return; /* rank 0 runs main; lm_init names a bad rank */
 	if (lm_init(NULL, NULL) != 0)
 		exit(1);
 	exit(lm_worker_serve());

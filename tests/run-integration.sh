@@ -142,6 +142,50 @@ else
 fi
 expect_output "lemuria-run --stats lists each daemon" "^lemuria-run: lemuriad c1 (127.0.0.1:[0-9]*): up "
 
+# Ranks that another launcher starts (issue 42): srun gives each process
+# SLURM_PROCID and the job's start time and step, Open MPI's mpirun
+# OMPI_COMM_WORLD_RANK (its user exports LM_RUN); with LM_LAYOUT
+# exported, the ranks join one run without lemuria-run.
+echo "integration: ranks started as srun and mpirun start them"
+np=$(awk -F= '/^clients/ { s += $2 } END { print s }' "$tmp/layout.ini")
+start=$(($(date +%s) + 1)) # after the runs above, as a later job's
+mpirun_run=$(date +%s%N)
+mpirun_run=$((mpirun_run + 3000000000)) # and after the srun's
+# (a run below after these would need an id larger than mpirun_run)
+for style in srun mpirun; do
+	rpids=""
+	r=0
+	while [ $r -lt "$np" ]; do
+		if [ $style = srun ]; then
+			set -- "SLURM_JOB_START_TIME=$start" SLURM_STEP_ID=3 \
+				SLURM_PROCID=$r
+		else
+			set -- "LM_RUN=$mpirun_run" OMPI_COMM_WORLD_RANK=$r
+		fi
+		env -u LM_RANK -u LM_RUN LM_LAYOUT="$tmp/layout.ini" "$@" \
+			timeout -k 5 60 "$build/tests/dsmtest" counter 20 \
+			>"$tmp/rank-$style-$r" 2>&1 &
+		rpids="$rpids $!"
+		r=$((r + 1))
+	done
+	st=0
+	for p in $rpids; do wait "$p" || st=$?; done
+	if [ "$st" -eq 0 ] && grep -q PASSED "$tmp/rank-$style-0"; then
+		ok "$np ranks started as $style starts them: one run, PASSED"
+	else
+		fail "$np ranks started as $style starts them (status $st)"
+		sed 's/^/       /' "$tmp/rank-$style-0"
+	fi
+done
+env -u LM_RANK -u LM_RUN LM_LAYOUT="$tmp/layout.ini" \
+	timeout -k 5 30 "$build/tests/dsmtest" counter 20 >"$tmp/out" 2>&1
+expect_output "no rank from any launcher: lm_init says where one comes from" \
+	"LM_RANK is not set (nor SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK)"
+env -u LM_RANK -u LM_RUN LM_LAYOUT="$tmp/layout.ini" SLURM_PROCID=0 \
+	timeout -k 5 30 "$build/tests/dsmtest" counter 20 >"$tmp/out" 2>&1
+expect_output "a rank but no run: lm_init says how to give one" \
+	"LM_RUN is not set (nor SLURM_JOB_START_TIME)"
+
 victim=$(echo "$names" | awk -F: '$1 == "cluster" { print $2; exit }')
 eval "vpid=\$pid_$(echo "$victim" | tr -c 'a-zA-Z0-9\n' _)"
 # shellcheck disable=SC2154 # set by the eval above
