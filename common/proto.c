@@ -48,7 +48,8 @@
  *              the version of a copy the asker holds; the first entry's
  *              version from a client is its reach, lm_msg_fetchv)
  *   PAGES      notices (page, version, base), diffs (an entry a page)
- *   CHANGED    id (the cluster, or LM_CHANGED_ALL), notices (page, version)
+ *   CHANGED    id (LM_CHANGED_ALL), notices (page, version)
+ *   GONE       id (the cluster), rank (the last of it to leave)
  *   JOIN_OK, UNLOCK_OK, FREE_OK, CREATE_OK, END_OK, LEAVE_OK: status
  *   PING, PONG, STATS, STATS_REPLY: bodies of their own (below)
  *
@@ -241,6 +242,7 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_FETCHV] = { "FETCHV", F_NOTICES, true },
 	[LM_MSG_PAGES] = { "PAGES", F_NOTICES | F_DIFFS, true },
 	[LM_MSG_CHANGED] = { "CHANGED", F_ID | F_NOTICES, true },
+	[LM_MSG_GONE] = { "GONE", F_ID | F_RANK, true },
 };
 
 /* Fields of a DSM type, or NULL when type is not one. */

@@ -72,13 +72,18 @@ enum lm_msg_type {
 	LM_MSG_PAGES = 36,      /* reply to FETCHV: the pages R could serve
 				   at once (notices: page, version; diffs:
 				   the data, an entry each, in that order) */
-	LM_MSG_CHANGED = 37,    /* home -> R -> L one-way: pages the cluster
-				   holds that another cluster changed
-				   (notices: page, version); id = layout
-				   index of the cluster, LM_CHANGED_ALL for
-				   every cluster of the reflector that
-				   passes it on (docs/dsm.md "Eventual
+	LM_MSG_CHANGED = 37,    /* L -> R (-> R) -> L one-way: pages the
+				   sending cluster's registrations changed
+				   (notices: page, version); id =
+				   LM_CHANGED_ALL: every other cluster that
+				   keeps one copy (docs/dsm.md "Eventual
 				   visibility") */
+	LM_MSG_GONE = 38,       /* L -> R -> every other R one-way: every
+				   rank of the cluster left the run; rank:
+				   the last to leave; id: the cluster's
+				   layout index (its reflector sets it):
+				   barriers it never reached can never
+				   complete (docs/operations.md) */
 	LM_MSG_TYPE_COUNT
 };
 

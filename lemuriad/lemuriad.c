@@ -340,6 +340,21 @@ static void barrier_never_completes(lm_lemuriad *c, uint32_t id, int slot)
 	lose_run(c, why);
 }
 
+/* The last of our ranks left the run (client `slot`): the reflectors
+ * learn it (GONE), so that a barrier other clusters wait in, which we
+ * never reached, ends the run instead of waiting for ever (issue 42). */
+static void tell_if_all_left(lm_lemuriad *c, int slot)
+{
+	struct lm_msg g;
+
+	for (uint32_t i = 0; i < c->nclients; i++)
+		if (!c->clients[i].left)
+			return;
+	msg_init(c, &g, LM_MSG_GONE);
+	g.rank = slot_rank(c, slot);
+	c->out.send(c->ctx, c->reflector, &g);
+}
+
 static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 			   uint32_t req_id, const struct lm_msg *m)
 {
@@ -594,6 +609,8 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 		reply_status(c, from, req_id, LM_MSG_LEAVE_OK, 0);
 		if (left && c->gathering)
 			barrier_never_completes(c, c->gathering_id, -1);
+		else if (left)
+			tell_if_all_left(c, slot);
 		return;
 	}
 	if (m->run == c->run && c->aborted) {

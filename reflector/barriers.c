@@ -19,7 +19,10 @@ int lm_barriers_init(lm_home *h)
 		if (!h->barriers[i].seen || !h->mbarriers[i].seen)
 			return LM_ENOMEM;
 	}
-	return 0;
+	h->gone = calloc(h->layout->nclusters + 1, sizeof(*h->gone));
+	h->gone_rank = calloc(h->layout->nclusters + 1,
+			      sizeof(*h->gone_rank));
+	return h->gone && h->gone_rank ? 0 : LM_ENOMEM;
 }
 
 void lm_barriers_clear(lm_home *h)
@@ -33,6 +36,8 @@ void lm_barriers_clear(lm_home *h)
 		h->mbarriers[i].nnotices = 0;
 		memset(h->mbarriers[i].seen, 0, h->nrefl);
 	}
+	memset(h->gone, 0, h->layout->nclusters * sizeof(*h->gone));
+	h->gone_told = false;
 }
 
 void lm_barriers_destroy(lm_home *h)
@@ -41,6 +46,60 @@ void lm_barriers_destroy(lm_home *h)
 		free(h->barriers[i].seen);
 		free(h->mbarriers[i].seen);
 		free(h->mbarriers[i].notices);
+	}
+	free(h->gone);
+	free(h->gone_rank);
+}
+
+/* Barrier `id` waits for cluster ci, whose ranks all left: the run ends,
+ * once, naming both. */
+static void never_completes(lm_home *h, uint32_t id, uint32_t ci)
+{
+	char why[LM_NAME_MAX + 160];
+
+	if (h->gone_told)
+		return;
+	h->gone_told = true;
+	snprintf(why, sizeof(why), "barrier %u can never complete: every "
+		 "rank of cluster %s left the run (the last, rank %u) before "
+		 "reaching it, and others wait in it", id,
+		 h->layout->clusters[ci].name, h->gone_rank[ci]);
+	lose_run(h, why);
+}
+
+/* A cluster gone that pending barrier b of table `mine` (our clusters'
+ * gathering) or of the managers' table still waits for; -1 if none. */
+static long waits_for_gone(const lm_home *h, const struct barrier_entry *b,
+			   bool mine)
+{
+	const struct lm_layout *l = h->layout;
+
+	for (size_t ci = 0; ci < l->nclusters; ci++) {
+		uint32_t ri = (uint32_t)l->clusters[ci].reflector_index;
+
+		if (!h->gone[ci])
+			continue;
+		if (mine ? ri == h->self_index && !b->seen[ci] : !b->seen[ri])
+			return (long)ci;
+	}
+	return -1;
+}
+
+void lm_barriers_gone(lm_home *h, uint32_t ci, uint32_t rank)
+{
+	long g;
+
+	if (ci >= h->layout->nclusters)
+		return;
+	h->gone[ci] = true;
+	h->gone_rank[ci] = rank;
+	for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
+		if (h->barriers[i].pending &&
+		    (g = waits_for_gone(h, &h->barriers[i], true)) >= 0)
+			never_completes(h, h->barriers[i].id, (uint32_t)g);
+		if (h->mbarriers[i].pending &&
+		    (g = waits_for_gone(h, &h->mbarriers[i], false)) >= 0)
+			never_completes(h, h->mbarriers[i].id, (uint32_t)g);
 	}
 }
 
@@ -78,8 +137,13 @@ bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
 		return false;
 	}
 	b->seen[ci] = 1;
-	if (++b->arrived < h->nserved)
+	if (++b->arrived < h->nserved) {
+		long g = waits_for_gone(h, b, true);
+
+		if (g >= 0)
+			never_completes(h, b->id, (uint32_t)g);
 		return false;
+	}
 	b->pending = false;
 	b->arrived = 0;
 	memset(b->seen, 0, h->layout->nclusters);
@@ -118,8 +182,13 @@ void lm_barriers_arrive(lm_home *h, uint16_t from, uint32_t ri,
 		       m->nnotices * sizeof(*m->notices));
 	b->nnotices += m->nnotices;
 	b->seen[ri] = 1;
-	if (++b->arrived < h->nactive)
+	if (++b->arrived < h->nactive) {
+		long g = waits_for_gone(h, b, false);
+
+		if (g >= 0)
+			never_completes(h, b->id, (uint32_t)g);
 		return;
+	}
 
 	b->nnotices = lm_notices_merge(b->notices, b->nnotices);
 	r = msg_new(h, LM_MSG_RELEASE);

@@ -244,6 +244,7 @@ static int cluster_kind(uint16_t type)
 	case LM_MSG_END:
 	case LM_MSG_ABORT:
 	case LM_MSG_CHANGED:
+	case LM_MSG_GONE:
 		return LM_REL_ONEWAY;
 	default:
 		return -1;
@@ -327,6 +328,17 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 	case LM_MSG_CHANGED:
 		pass_changed(h, from, ci, m);
 		break;
+	case LM_MSG_GONE: {
+		/* every reflector may manage a barrier that waits for it */
+		struct lm_msg g = *m;
+
+		g.id = (uint32_t)ci;
+		for (uint32_t k = 0; k < h->nrefl; k++)
+			if (k != h->self_index)
+				h->out.send(h->ctx, refl_node(h, k), &g);
+		lm_barriers_gone(h, (uint32_t)ci, m->rank);
+		break;
+	}
 	case LM_MSG_FLUSH:
 		lm_split_flush(h, from, m);
 		break;
@@ -489,6 +501,14 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		break;
 	case LM_MSG_CHANGED:
 		pass_changed(h, from, -1, m);
+		break;
+	case LM_MSG_GONE:
+		if (m->id >= h->layout->nclusters ||
+		    (uint32_t)h->layout->clusters[m->id].reflector_index != ri)
+			drop_bad(h, from, m, "GONE of a cluster not under the "
+				 "sending reflector");
+		else
+			lm_barriers_gone(h, m->id, m->rank);
 		break;
 	case LM_MSG_CREATE:
 		c = rank_under(h, m->rank, h->self_index);

@@ -238,6 +238,12 @@ struct lm_home {
 	struct lm_notice_set epoch_set; /* this epoch: our clusters' changes
 					and the notices they were sent */
 	struct barrier_entry barriers[LM_HOME_BARRIERS_MAX];
+	/* clusters whose ranks all left the run (GONE; barriers.c): per
+	 * layout index whether, and the last rank to leave; told: the run
+	 * was ended for it already */
+	bool *gone;
+	uint32_t *gone_rank;
+	bool gone_told;
 	struct forward *fwd;
 	size_t nfwd, fwd_cap;
 	uint32_t next_req;
@@ -382,7 +388,7 @@ static inline void send_abort(lm_home *h, uint16_t from,
 static inline void lose_run(lm_home *h, const char *what)
 {
 	struct lm_msg a = msg_new(h, LM_MSG_ABORT);
-	char reason[160];
+	char reason[2 * LM_NAME_MAX + 200];
 
 	snprintf(reason, sizeof(reason), "reflector %s: %s",
 		 h->layout->reflectors[h->self_index].name, what);
@@ -390,6 +396,8 @@ static inline void lose_run(lm_home *h, const char *what)
 	a.rank = LM_HOME_ABORT_PEER;
 	a.data = (const uint8_t *)reason;
 	a.data_len = strlen(reason);
+	if (a.data_len > LM_MSG_REASON_MAX)
+		a.data_len = LM_MSG_REASON_MAX; /* what ABORT carries */
 	send_abort(h, 0, &a, true);
 }
 
@@ -504,6 +512,11 @@ bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
 void lm_barriers_arrive(lm_home *h, uint16_t from, uint32_t ri,
 			const struct lm_msg *m);
 void lm_barriers_release(lm_home *h, const struct lm_msg *m);
+/* Every rank of cluster ci left the run, `rank` the last (GONE): a
+ * barrier it never reached can never complete, now or later, so a
+ * barrier waiting for it, here or at its manager, ends the run naming
+ * the cluster (issue 42: the run used to hang). */
+void lm_barriers_gone(lm_home *h, uint32_t ci, uint32_t rank);
 
 /* locks.c: the locks we manage */
 void lm_lock_mgr_clear(lm_home *h);

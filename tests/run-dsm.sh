@@ -565,6 +565,30 @@ else
 	echo "  FAIL a barrier after a rank left (status $st, ${secs}s)"
 	tail -n 20 "$tmp/out" | sed 's/^/       /'
 fi
+# A whole cluster whose ranks all finish while other clusters wait in a
+# barrier: its lemuriad has no arrival to see, so its reflector learns
+# it (GONE) and every barrier manager does; the run ends at once naming
+# the cluster (issue 42; it used to hang).  On 3-reflectors the waiting
+# clusters' barrier is at other reflectors: the managers' path.
+mkdir -p "$tmp/gone"
+glay=$(private_layout conf/3-reflectors.ini "$tmp/gone" 35)
+for range in "2 3" "0 1"; do
+	checks=$((checks + 1))
+	start=$(date +%s)
+	# shellcheck disable=SC2086 # two ranks
+	timeout -k 5 60 "$bin/lemuria-run" -c "$glay" --start-daemons -- \
+		"$build/tests/dsmtest" leave $range >"$tmp/out" 2>&1
+	st=$?
+	secs=$(( $(date +%s) - start ))
+	if [ $st -ne 0 ] && [ $secs -le 10 ] &&
+	   grep -q "barrier 1 can never complete: every rank of cluster c[01] left the run (the last, rank [0-3])" "$tmp/out"; then
+		echo "  ok   ranks $range, a whole cluster, left: the run ends naming it (${secs}s)"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL ranks $range, a whole cluster, left (status $st, ${secs}s)"
+		tail -n 20 "$tmp/out" | sed 's/^/       /'
+	fi
+done
 run_plain() { # the same as run, without --start-daemons
 	checks=$((checks + 1))
 	if timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --timeout 100 -- "$@" \

@@ -2,6 +2,8 @@
  * cluster arrived, a second arrival dropped, several ids pending. */
 #include "unit.h"
 
+#include <string.h>
+
 #include "home_util.h"
 
 static void test_barrier_completes_with_all_clusters(void)
@@ -73,7 +75,47 @@ static void test_barriers_with_different_ids_pending(void)
 	teardown(h);
 }
 
+/* issue 42: every rank of a cluster left (GONE from its lemuriad): a
+ * barrier the other cluster waits in ends the run at once, naming the
+ * cluster and its last rank, whether the wait began before or after;
+ * once only; a run without waiters goes on. */
+static void check_gone_abort(size_t from)
+{
+	static const char want[] = "barrier 4 can never complete: every "
+				   "rank of cluster c1 left the run (the "
+				   "last, rank 6)";
+	size_t n = 0;
+
+	for (size_t i = from; i < cap.n; i++)
+		n += cap.v[i].m.type == LM_MSG_ABORT && cap.v[i].m.data &&
+		     memmem(cap.v[i].m.data, cap.v[i].m.data_len, want,
+			    sizeof(want) - 1);
+	CU_ASSERT(n >= 1);
+}
+
+static void test_barrier_waiting_for_a_cluster_gone(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+
+	/* gone first, nobody waits: nothing; then c0 arrives */
+	oneway(h, C1, LM_MSG_GONE, 0, 6);
+	CU_ASSERT(cap.n == 0);
+	oneway(h, C0, LM_MSG_BARRIER, 4, 0);
+	check_gone_abort(0);
+	CU_ASSERT(lm_home_stats(h)->barriers == 0);
+	teardown(h);
+
+	/* c0 waits first, then c1 goes */
+	h = setup("conf/4+4.ini");
+	oneway(h, C0, LM_MSG_BARRIER, 4, 0);
+	CU_ASSERT(cap.n == 0);
+	oneway(h, C1, LM_MSG_GONE, 0, 6);
+	check_gone_abort(0);
+	teardown(h);
+}
+
 LM_TEST_SUITE("barriers",
 	      LM_TEST(test_barrier_completes_with_all_clusters),
 	      LM_TEST(test_barrier_second_arrival_dropped),
-	      LM_TEST(test_barriers_with_different_ids_pending))
+	      LM_TEST(test_barriers_with_different_ids_pending),
+	      LM_TEST(test_barrier_waiting_for_a_cluster_gone))

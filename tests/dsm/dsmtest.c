@@ -117,10 +117,11 @@
  *                              token handed on in rank order under a
  *                              lock, each holder checking and rewriting
  *                              a page its predecessor wrote
- *   dsmtest leave RANK         process RANK finishes (lm_finalize) at once;
- *                              the others wait in a barrier that can
- *                              therefore never complete: the run must
- *                              end saying so (issue 42), never hang
+ *   dsmtest leave RANK [LAST]  process RANK (or RANK..LAST, a whole
+ *                              cluster say) finishes (lm_finalize) at
+ *                              once; the others wait in a barrier that
+ *                              can therefore never complete: the run
+ *                              must end saying so (issue 42), never hang
  *   dsmtest low 1              shared memory lies below 4 GiB, as the
  *                              project's layouts put it (issue 41): a
  *                              pointer from lm_malloc kept in a 32-bit
@@ -787,16 +788,16 @@ static int run_visible(long rounds, long pages, uint64_t seed)
 	return 0;
 }
 
-static int run_leave(int leaver)
+static int run_leave(int leaver, int last)
 {
-	if (rank == leaver) {
+	if (rank >= leaver && rank <= last) {
 		/* after the others are in the barrier, most often */
 		usleep(300 * 1000);
 		return 0; /* main's lm_finalize: LEAVE */
 	}
 	check(lm_barrier(1), "lm_barrier");
-	fprintf(stderr, "dsmtest: rank %d passed a barrier rank %d left "
-		"before\n", rank, leaver);
+	fprintf(stderr, "dsmtest: rank %d passed a barrier ranks %d-%d left "
+		"before\n", rank, leaver, last);
 	return 1;
 }
 
@@ -2441,7 +2442,8 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "private") == 0 && argc == 4)
 		failed = run_private(atol(argv[2]), atol(argv[3]));
 	else if (strcmp(argv[1], "leave") == 0)
-		failed = run_leave(atoi(argv[2]));
+		failed = run_leave(atoi(argv[2]),
+				   argc > 3 ? atoi(argv[3]) : atoi(argv[2]));
 	else if (strcmp(argv[1], "low") == 0)
 		failed = run_low();
 	else if (strcmp(argv[1], "owners") == 0 && argc == 5)
