@@ -166,7 +166,7 @@ static void abort_run(lm_lemuriad *c, uint32_t rank, const char *reason,
  * once, everywhere, naming the cause. */
 static void lose_run(lm_lemuriad *c, const char *why)
 {
-	char reason[160];
+	char reason[LM_MSG_REASON_MAX];
 	struct lm_msg a;
 
 	snprintf(reason, sizeof(reason), "lemuriad %s: %s", c->cfg->name,
@@ -355,6 +355,22 @@ static void tell_if_all_left(lm_lemuriad *c, int slot)
 	c->out.send(c->ctx, c->reflector, &g);
 }
 
+/* Two of our ranks wait in different barriers (`other` in its own,
+ * `slot` in `id`): every rank takes part in every barrier, so neither
+ * can complete; the run ends at once naming both (issue 42). */
+static void barriers_apart(lm_lemuriad *c, uint32_t other, int slot,
+			   uint32_t id)
+{
+	char why[200];
+
+	snprintf(why, sizeof(why), "barriers %u and %u are waited in at once "
+		 "(rank %u in %u, rank %u in %u): every rank takes part in "
+		 "every barrier, so neither can complete",
+		 c->clients[other].barrier_id, id, slot_rank(c, (int)other),
+		 c->clients[other].barrier_id, slot_rank(c, slot), id);
+	lose_run(c, why);
+}
+
 static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 			   uint32_t req_id, const struct lm_msg *m)
 {
@@ -369,6 +385,12 @@ static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 		barrier_never_completes(c, m->id, slot);
 		return;
 	}
+	for (uint32_t i = 0; i < c->nclients; i++)
+		if (c->clients[i].at_barrier &&
+		    c->clients[i].barrier_id != m->id) {
+			barriers_apart(c, i, slot, m->id);
+			return;
+		}
 	cl->at_barrier = true;
 	cl->barrier_id = m->id;
 	cl->barrier_req = req_id;

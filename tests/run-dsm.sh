@@ -589,6 +589,22 @@ for range in "2 3" "0 1"; do
 		tail -n 20 "$tmp/out" | sed 's/^/       /'
 	fi
 done
+# Ranks of one cluster in different barriers (even ranks in 1, odd in
+# 2): neither can complete; the lemuriad ends the run naming both.
+checks=$((checks + 1))
+start=$(date +%s)
+timeout -k 5 60 "$bin/lemuria-run" -c "$glay" --start-daemons -- \
+	"$build/tests/dsmtest" split 1 >"$tmp/out" 2>&1
+st=$?
+secs=$(( $(date +%s) - start ))
+if [ $st -ne 0 ] && [ $secs -le 10 ] &&
+   grep -q "barriers [12] and [12] are waited in at once (rank [0-5] in [12], rank [0-5] in [12])" "$tmp/out"; then
+	echo "  ok   ranks in two barriers: the run ends naming both (${secs}s)"
+else
+	failures=$((failures + 1))
+	echo "  FAIL ranks in two barriers (status $st, ${secs}s)"
+	tail -n 20 "$tmp/out" | sed 's/^/       /'
+fi
 run_plain() { # the same as run, without --start-daemons
 	checks=$((checks + 1))
 	if timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --timeout 100 -- "$@" \

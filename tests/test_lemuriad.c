@@ -527,6 +527,52 @@ static void test_barrier_after_a_leave_ends_the_run(void)
 	teardown(c);
 }
 
+/* Two ranks of a cluster in different barriers: neither can complete
+ * (every rank takes part in every barrier), so the second arrival ends
+ * the run, naming both barriers and both ranks (issue 42).  The last of
+ * a cluster's ranks to leave tells the reflector (GONE), with its rank. */
+static void test_ranks_in_two_barriers_end_the_run(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_msg l = msg(LM_MSG_LEAVE, RUN);
+	const char *want = "barriers 7 and 8 are waited in at once (rank 1 "
+			   "in 7, rank 2 in 8)";
+	bool up = false, gone = false;
+
+	join_all(c, RUN);
+	clear_outs();
+	barrier(c, 1, 7);
+	CU_ASSERT_EQUAL(nouts, 0);
+	barrier(c, 2, 8);
+	for (size_t i = 0; i < nouts; i++) {
+		const struct out *o = &outs[i];
+
+		if (o->m.type == LM_MSG_ABORT && o->node == refl && o->data)
+			up = memmem(o->data, o->m.data_len, want,
+				    strlen(want)) != NULL;
+	}
+	CU_ASSERT(up);
+	teardown(c);
+
+	c = setup();
+	join_all(c, RUN);
+	clear_outs();
+	for (uint32_t r = 0; r < 4; r++) {
+		CU_ASSERT(!gone);
+		creq(c, r, 101 + r, &l);
+		for (size_t i = 0; i < nouts; i++)
+			if (outs[i].m.type == LM_MSG_GONE &&
+			    outs[i].node == refl) {
+				CU_ASSERT_EQUAL(r, 3);
+				CU_ASSERT_EQUAL(outs[i].m.rank, 3);
+				gone = true;
+			}
+		clear_outs();
+	}
+	CU_ASSERT(gone);
+	teardown(c);
+}
+
 /* The same when the others are in the barrier first: the LEAVE ends the
  * run (after its LEAVE_OK: the client that left may go). */
 static void test_leave_during_a_barrier_ends_the_run(void)
@@ -662,6 +708,7 @@ LM_TEST_SUITE("lemuriad",
 	LM_TEST(test_leave_forgets_client),
 	LM_TEST(test_barrier_after_a_leave_ends_the_run),
 	LM_TEST(test_leave_during_a_barrier_ends_the_run),
+	LM_TEST(test_ranks_in_two_barriers_end_the_run),
 	LM_TEST(test_join_after_leave_refused),
 	LM_TEST(test_abort_relayed_both_ways),
 	LM_TEST(test_bad_input_dropped))

@@ -122,6 +122,9 @@
  *                              once; the others wait in a barrier that
  *                              can therefore never complete: the run
  *                              must end saying so (issue 42), never hang
+ *   dsmtest split 1            even ranks wait in barrier 1, odd ones in
+ *                              barrier 2: neither can complete, and the
+ *                              run must end saying so (issue 42)
  *   dsmtest low 1              shared memory lies below 4 GiB, as the
  *                              project's layouts put it (issue 41): a
  *                              pointer from lm_malloc kept in a 32-bit
@@ -798,6 +801,14 @@ static int run_leave(int leaver, int last)
 	check(lm_barrier(1), "lm_barrier");
 	fprintf(stderr, "dsmtest: rank %d passed a barrier ranks %d-%d left "
 		"before\n", rank, leaver, last);
+	return 1;
+}
+
+static int run_split(void)
+{
+	check(lm_barrier(1 + rank % 2), "lm_barrier");
+	fprintf(stderr, "dsmtest: rank %d passed barrier %d, which the other "
+		"half of the ranks never called\n", rank, 1 + rank % 2);
 	return 1;
 }
 
@@ -2378,7 +2389,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
-				"owners ERAS PAGES SEED | low 1 | leave RANK | "
+				"owners ERAS PAGES SEED | low 1 | leave RANK [LAST] | split 1 | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
@@ -2444,6 +2455,8 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "leave") == 0)
 		failed = run_leave(atoi(argv[2]),
 				   argc > 3 ? atoi(argv[3]) : atoi(argv[2]));
+	else if (strcmp(argv[1], "split") == 0)
+		failed = run_split();
 	else if (strcmp(argv[1], "low") == 0)
 		failed = run_low();
 	else if (strcmp(argv[1], "owners") == 0 && argc == 5)
