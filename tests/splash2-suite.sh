@@ -358,17 +358,18 @@ judge() {
 			why="results differ from pthreads (tolerance $tol): $diffl" ;;
 	radiosity)
 		# Task stealing makes radiosity differ from run to run on
-		# pthreads too (6-8 iterations, elements within 3%): same
-		# patches, iterations within 2, elements and interactions
-		# within 10% of the pthreads run.
+		# pthreads too (6-8 iterations, elements within 3%), and more
+		# on the DSM, whose timing differs more (4366-4978 elements
+		# against 4246-4374 on 4+4): same patches, iterations within
+		# 2, elements and interactions within 20% of the pthreads run.
 		why=$(results radiosity "$o" | paste - - - - |
 			awk -v ref="$(results radiosity "$r/out" | paste - - - -)" '{
 			split(ref, q, " ")
 			# fields: 4 iterations, 9 patches, 14 elements, 19 interactions
 			if ($4 + 0 > q[4] + 2 || $4 + 0 < q[4] - 2) print "iterations " $4 " (pthreads " q[4] ")"
 			else if ($9 != q[9]) print "patches " $9 " (pthreads " q[9] ")"
-			else if ($14 > 1.1 * q[14] || $14 < 0.9 * q[14]) print "elements " $14 " (pthreads " q[14] ")"
-			else if ($19 > 1.1 * q[19] || $19 < 0.9 * q[19]) print "interactions " $19 " (pthreads " q[19] ")"
+			else if ($14 > 1.2 * q[14] || $14 < 0.8 * q[14]) print "elements " $14 " (pthreads " q[14] ")"
+			else if ($19 > 1.2 * q[19] || $19 < 0.8 * q[19]) print "interactions " $19 " (pthreads " q[19] ")"
 			}') ;;
 	esac
 }
