@@ -125,6 +125,46 @@ static struct barrier_entry *entry(lm_home *h, struct barrier_entry *t,
 	return spare;
 }
 
+/* Every cluster of ours waits in a barrier, and not all in b: the
+ * barriers can never complete (every rank takes part in every barrier),
+ * so the run ends naming two of them (issue 42). */
+static void check_apart(lm_home *h, const struct barrier_entry *b)
+{
+	const struct lm_layout *l = h->layout;
+	const struct barrier_entry *other = NULL;
+	long in_b = -1, in_other = -1;
+	char why[2 * LM_NAME_MAX + 160];
+
+	for (size_t ci = 0; ci < l->nclusters; ci++) {
+		bool waits = false;
+
+		if ((uint32_t)l->clusters[ci].reflector_index != h->self_index)
+			continue;
+		for (size_t i = 0; i < LM_HOME_BARRIERS_MAX; i++) {
+			const struct barrier_entry *e = &h->barriers[i];
+
+			if (!e->pending || !e->seen[ci])
+				continue;
+			waits = true;
+			if (e == b)
+				in_b = (long)ci;
+			else if (!other)
+				other = e, in_other = (long)ci;
+		}
+		if (!waits)
+			return;
+	}
+	if (!other || in_b < 0 || h->gone_told)
+		return;
+	h->gone_told = true;
+	snprintf(why, sizeof(why), "barriers %u and %u are waited in at once "
+		 "(cluster %s in %u, cluster %s in %u): every rank takes part "
+		 "in every barrier, so neither can complete", b->id, other->id,
+		 l->clusters[in_b].name, b->id, l->clusters[in_other].name,
+		 other->id);
+	lose_run(h, why);
+}
+
 bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
 			const struct lm_msg *m)
 {
@@ -142,6 +182,8 @@ bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
 
 		if (g >= 0)
 			never_completes(h, b->id, (uint32_t)g);
+		else
+			check_apart(h, b);
 		return false;
 	}
 	b->pending = false;

@@ -114,8 +114,30 @@ static void test_barrier_waiting_for_a_cluster_gone(void)
 	teardown(h);
 }
 
+/* issue 42: the clusters of a reflector all wait, in two barriers: the
+ * run ends naming both (a program that sent half its ranks elsewhere). */
+static void test_clusters_in_two_barriers_end_the_run(void)
+{
+	static const char want[] = "barriers 5 and 4 are waited in at once "
+				   "(cluster c1 in 5, cluster c0 in 4)";
+	lm_home *h = setup("conf/4+4.ini");
+	size_t n = 0;
+
+	oneway(h, C0, LM_MSG_BARRIER, 4, 0);
+	CU_ASSERT(cap.n == 0);
+	oneway(h, C1, LM_MSG_BARRIER, 5, 0);
+	for (size_t i = 0; i < cap.n; i++)
+		n += cap.v[i].m.type == LM_MSG_ABORT && cap.v[i].m.data &&
+		     memmem(cap.v[i].m.data, cap.v[i].m.data_len, want,
+			    sizeof(want) - 1);
+	CU_ASSERT(n >= 1);
+	CU_ASSERT(lm_home_stats(h)->barriers == 0);
+	teardown(h);
+}
+
 LM_TEST_SUITE("barriers",
 	      LM_TEST(test_barrier_completes_with_all_clusters),
 	      LM_TEST(test_barrier_second_arrival_dropped),
 	      LM_TEST(test_barriers_with_different_ids_pending),
-	      LM_TEST(test_barrier_waiting_for_a_cluster_gone))
+	      LM_TEST(test_barrier_waiting_for_a_cluster_gone),
+	      LM_TEST(test_clusters_in_two_barriers_end_the_run))

@@ -122,9 +122,10 @@
  *                              once; the others wait in a barrier that
  *                              can therefore never complete: the run
  *                              must end saying so (issue 42), never hang
- *   dsmtest split 1            even ranks wait in barrier 1, odd ones in
- *                              barrier 2: neither can complete, and the
- *                              run must end saying so (issue 42)
+ *   dsmtest split 1|2          even ranks (2: the ranks of even clusters)
+ *                              wait in barrier 1, the others in barrier
+ *                              2: neither can complete, and the run must
+ *                              end saying so (issue 42)
  *   dsmtest low 1              shared memory lies below 4 GiB, as the
  *                              project's layouts put it (issue 41): a
  *                              pointer from lm_malloc kept in a 32-bit
@@ -804,11 +805,13 @@ static int run_leave(int leaver, int last)
 	return 1;
 }
 
-static int run_split(void)
+static int run_split(int by_cluster)
 {
-	check(lm_barrier(1 + rank % 2), "lm_barrier");
+	int id = 1 + (by_cluster ? lm_cluster() : rank) % 2;
+
+	check(lm_barrier(id), "lm_barrier");
 	fprintf(stderr, "dsmtest: rank %d passed barrier %d, which the other "
-		"half of the ranks never called\n", rank, 1 + rank % 2);
+		"half of the ranks never called\n", rank, id);
 	return 1;
 }
 
@@ -2389,7 +2392,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
-				"owners ERAS PAGES SEED | low 1 | leave RANK [LAST] | split 1 | "
+				"owners ERAS PAGES SEED | low 1 | leave RANK [LAST] | split 1|2 | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
@@ -2456,7 +2459,7 @@ int main(int argc, char **argv)
 		failed = run_leave(atoi(argv[2]),
 				   argc > 3 ? atoi(argv[3]) : atoi(argv[2]));
 	else if (strcmp(argv[1], "split") == 0)
-		failed = run_split();
+		failed = run_split(atoi(argv[2]) == 2);
 	else if (strcmp(argv[1], "low") == 0)
 		failed = run_low();
 	else if (strcmp(argv[1], "owners") == 0 && argc == 5)
