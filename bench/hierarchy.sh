@@ -50,7 +50,7 @@ usage: $me [-qU] [-l "LAYOUTS"] [-R "RELAYS"] [-r REPS] [-a "ARGS"]
                ranks under SCHED_BATCH)
   -q           quick check: -l "4+4" -a "-n128 -b16" -r 1 unless given, and
                the CSV in \${TMPDIR:-/tmp} unless -o is given
-Each run is lemuria-run --pin --batch --start-daemons --stats -- lu ARGS -t on a private
+Each run is lemuria-run --pin --batch --start-daemons --all-stats -- lu ARGS -t on a private
 copy of the layout (ports of its own, relay set in [lemuria]).  The time is
 LU's "Total time without initialization"; the traffic is the total of the
 daemons' counters of the run (messages and bytes sent at levels client,
@@ -330,7 +330,7 @@ for l in $layouts; do
 			# lemuria-run stops ranks and daemons itself at -T; the
 			# outer timeout only guards against lemuria-run hanging.
 			timed $((limit + 20)) "$log" "$run_bin" -c "$lay" \
-				$pin --start-daemons --stats --timeout "$limit" -- \
+				$pin --start-daemons --all-stats --timeout "$limit" -- \
 				"$lu_bin" $args -t
 			st=$?
 			us=$(micros "$log")

@@ -145,7 +145,7 @@ passed() {
 }
 
 # run_tail LOG: the last lines of a run's output before the counters that
-# lemuria-run --stats prints after it.
+# lemuria-run --all-stats prints after it.
 run_tail() {
 	awk '/^lemuria-run: counters of the run/ { exit } { print }' "$1" |
 		tail -n 8
@@ -169,7 +169,7 @@ stats() {
 		}'
 }
 
-# Traffic per level from lemuria-run --stats.  traffic_keys lists counters
+# Traffic per level from lemuria-run --all-stats.  traffic_keys lists counters
 # as COUNTER@LEVEL of the totals block; traffic_cols names them as CSV
 # columns, in the same order.  In the total every message sent at level
 # cluster or root is received by a daemon too, so "sent" counts each once,

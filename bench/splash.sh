@@ -81,7 +81,7 @@ usage: $me [-qPU] [-p PROGRAMS] [-a "ARGS"] [-r REPS] [-l "LAYOUTS"] [-o CSV]
                plots PROGRAM-time.png and PROGRAM-traffic.png (these need
                gnuplot, Debian package gnuplot-nox; without it they are
                skipped with a message)
-The Lemuria build runs under lemuria-run --pin --batch --stats with ARGS -t on a private
+The Lemuria build runs under lemuria-run --pin --batch --all-stats with ARGS -t on a private
 copy of each layout (ports of its own); the pthreads build runs with ARGS
 -pN, N the layout's client count.  A Lemuria run that exits non-zero, prints
 TEST FAILED or no time is counted as failed and not timed; so is a failed
@@ -369,7 +369,7 @@ run_program() {
 			# outer timeout only guards against lemuria-run hanging.
 			sample_start "$sampler" "$tmp/idle" $((limit + 60))
 			timed $((limit + 20)) "$log" "$run_bin" -c "$lay" \
-				$pin --start-daemons --stats --timeout "$limit" -- \
+				$pin --start-daemons --all-stats --timeout "$limit" -- \
 				"$lm_bin" $pargs -t
 			st=$?
 			sample_stop

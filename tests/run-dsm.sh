@@ -296,7 +296,7 @@ stat_cluster() {
 # $tmp/out; returns lemuria-run's status
 lu_stats() {
 	timeout -k 5 120 "$bin/lemuria-run" -c "$1" --start-daemons \
-		--stats --timeout 110 -- "$build/splash2/lu" -n256 -b16 -t \
+		--all-stats --timeout 110 -- "$build/splash2/lu" -n256 -b16 -t \
 		>"$tmp/out" 2>&1
 }
 echo "dsm: lazy relay keeps private writes in their cluster (counters)"
@@ -309,7 +309,7 @@ for relay in lazy eager adaptive; do
 	sed -i "s/^relay = .*/relay = $relay/" "$lay"
 	checks=$((checks + 1))
 	timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons \
-		--stats --timeout 110 -- "$build/tests/dsmtest" private 10 2048 \
+		--all-stats --timeout 110 -- "$build/tests/dsmtest" private 10 2048 \
 		>"$tmp/out" 2>&1
 	st=$?
 	bytes=$(stat_cluster delta_bytes_sent "$tmp/out")
@@ -386,7 +386,7 @@ for l in 8+8 2x2-two-reflectors; do
 	lay=$(private_layout "conf/$l.ini" "$tmp/bss-$l" 33)
 	checks=$((checks + 1))
 	start=$(date +%s)
-	timeout -k 5 60 "$bin/lemuria-run" -c "$lay" --start-daemons --stats \
+	timeout -k 5 60 "$bin/lemuria-run" -c "$lay" --start-daemons --all-stats \
 		--timeout 50 -- "$build/tests/bigbss" >"$tmp/out" 2>&1
 	st=$?
 	secs=$(( $(date +%s) - start ))
@@ -397,7 +397,7 @@ for l in 8+8 2x2-two-reflectors; do
 done
 checks=$((checks + 1))
 timeout -k 5 120 "$bin/lemuria-run" -c "$tmp/bss-8+8/8+8.ini" --start-daemons \
-	--stats --timeout 110 -- "$build/tests/bigbss" 10 >"$tmp/out" 2>&1
+	--all-stats --timeout 110 -- "$build/tests/bigbss" 10 >"$tmp/out" 2>&1
 st=$?
 waited=$(awk '$2 == "sends_backlogged" { print $NF; exit }' "$tmp/out")
 failed=$(awk '$2 == "sends_failed" { print $NF; exit }' "$tmp/out")
@@ -510,7 +510,7 @@ echo "dsm: a run of one process tracks no writes (counters)"
 mkdir -p "$tmp/solo"
 lay=$(private_layout conf/1.ini "$tmp/solo" 18)
 checks=$((checks + 1))
-timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons --stats \
+timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --start-daemons --all-stats \
 	--timeout 110 -- "$build/splash2/lu" -n256 -b16 -t >"$tmp/out" 2>&1
 st=$?
 flushes=$(stat_client flushes "$tmp/out")
@@ -714,7 +714,7 @@ for prog in "splash2/lu -n256 -b16 -t" "tests/dsmtest chaos 20 131" \
 	checks=$((checks + 1))
 	# shellcheck disable=SC2086 # the program and its arguments
 	LEMURIA_CHECK_COPY=1 timeout -k 5 120 "$bin/lemuria-run" -c "$lay" \
-		--start-daemons --stats --timeout 110 -- "$build"/$prog \
+		--start-daemons --all-stats --timeout 110 -- "$build"/$prog \
 		>"$tmp/out" 2>&1
 	st=$?
 	compared=$(awk '$2 == "copy_checked" { print $NF; exit }' "$tmp/out")

@@ -148,7 +148,7 @@ measure() {
 		tail -n 15 "$dir/out" | sed 's/^/       /'
 		tail -n 10 "$dir/daemons.log" | sed 's/^/       /'
 	fi
-	"$bin/lemuriactl" -c "$lay" -t 1 stats 2>/dev/null | awk '
+	"$bin/lemuriactl" -c "$lay" -t 1 stats -a 2>/dev/null | awk '
 		/^lemuriad / { d = $2 }
 		d && ($1 == "evictions" || $1 == "spills") {
 			for (i = 2; i <= NF && $i == "."; i++) ;
