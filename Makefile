@@ -276,8 +276,14 @@ $(BIGBSS): tests/dsm/bigbss.c $(LIB_SO)
 	$(CC) $(CFLAGS_API) -o $@ $< -L$(BUILD)/lib -llemuria \
 		-Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_ALL)
 
+# Where the bench targets write: build/bench-results, unless asked to
+# update the results kept in the tree (make bench BENCH_RESULTS=bench/results).
+BENCH_RESULTS ?= $(BUILD)/bench-results
+export LEMURIA_BENCH_RESULTS := $(BENCH_RESULTS)
+
 bench-transport: all
-	$(BENCH_TRANSPORT) -o bench/results/transport.csv
+	@mkdir -p $(BENCH_RESULTS)
+	$(BENCH_TRANSPORT) -o $(BENCH_RESULTS)/transport.csv
 
 bench-diff: all
 	$(BENCH_DIFF)

@@ -55,7 +55,8 @@ usage: $me [-q] [-r ROUNDS] [-l LAYOUT] [-p PROGRAM] [-a "ARGS"] [-O DIR]
   -p PROGRAM  lu or lucontig (default $prog)
   -a "ARGS"   the program's arguments without -p and -t (default "$args")
   -O DIR      where floors.md and floors-runs.csv go (default
-              bench/results/floors-PROGRAM-LAYOUT)
+              floors-PROGRAM-LAYOUT/ in build/bench-results, or in
+              \$LEMURIA_BENCH_RESULTS: bench/results to update the tree's)
   -T SECONDS  limit for each run (default $limit)
   -q          quick check: -a "-n256 -b16" -r 1 unless given, files in
               \${TMPDIR:-/tmp}/lemuria-floors-quick unless -O is given
@@ -107,7 +108,7 @@ fi
 [ -r bench/oracle.patch ] || complain "bench/oracle.patch: not found"
 [ $bad -eq 0 ] || exit 2
 label=$(layout_label "$lf")
-[ -n "$outdir" ] || outdir=$root/bench/results/floors-$prog-$label
+[ -n "$outdir" ] || outdir=$(results_dir "$root")/floors-$prog-$label
 
 tmp=$(mktemp -d /tmp/lm-floors.XXXXXX) || exit 1
 child=""

@@ -41,7 +41,8 @@ usage: $me [-qU] [-l "LAYOUTS"] [-R "RELAYS"] [-r REPS] [-a "ARGS"]
                (default "$relays")
   -r REPS      runs of each layout and relay (default $reps)
   -a "ARGS"    LU's arguments, without -p and -t (default "$args")
-  -o CSV       table of medians (default bench/results/hierarchy.csv); the
+  -o CSV       table of medians (default hierarchy.csv in build/bench-results,
+               or in \$LEMURIA_BENCH_RESULTS: bench/results to update the tree's); the
                single runs go to the same name ending in -runs.csv
   -T SECONDS   limit for each single run (default $limit)
   -B DIR       build directory (default build at the top of the tree)
@@ -91,7 +92,7 @@ fi
 caller=$PWD
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
-[ -n "$out" ] || out=$root/bench/results/hierarchy.csv
+[ -n "$out" ] || out=$(results_dir "$root")/hierarchy.csv
 [ -n "$build" ] || build=$root/build
 case $out in
 *.csv) runs_out=${out%.csv}-runs.csv ;;

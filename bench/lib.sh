@@ -27,6 +27,19 @@ absolute() {
 	case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac
 }
 
+# results_dir ROOT: where a driver writes its results unless told (-o,
+# -O): $LEMURIA_BENCH_RESULTS (relative to ROOT unless absolute), else
+# ROOT/build/bench-results.  The results kept in the tree, bench/results,
+# change only when asked: LEMURIA_BENCH_RESULTS=bench/results, or
+# make bench BENCH_RESULTS=bench/results (issue 42).
+results_dir() {
+	case ${LEMURIA_BENCH_RESULTS:-} in
+	"") echo "$1/build/bench-results" ;;
+	/*) echo "$LEMURIA_BENCH_RESULTS" ;;
+	*) echo "$1/$LEMURIA_BENCH_RESULTS" ;;
+	esac
+}
+
 # layout_file NAME: conf/NAME.ini, or NAME itself when it is a path.
 layout_file() {
 	case $1 in

@@ -10,7 +10,8 @@
 #
 #   bench/micro.sh [-U] [-B BUILD] [-r REPS] [-l "LAYOUTS"] [-o CSV]
 #
-# Defaults: build, 3, "2 8 16 32 4+4 8+8 8+8+8+8", bench/results/micro.csv.
+# Defaults: build, 3, "2 8 16 32 4+4 8+8 8+8+8+8", micro.csv under
+# bench/lib.sh's results_dir (build/bench-results unless asked).
 # The runs are placed (lemuria-run --pin --batch: each cluster's lemuriad
 # and ranks on CPUs of their own, the ranks under SCHED_BATCH); -U runs
 # them unplaced.
@@ -19,7 +20,7 @@ me=bench/micro.sh
 build=build
 reps=3
 layouts="2 8 16 32 4+4 8+8 8+8+8+8"
-out=bench/results/micro.csv
+out=""
 pin="--pin --batch"
 usage() {
 	echo "usage: $me [-U] [-B BUILD] [-r REPS] [-l \"LAYOUTS\"] [-o CSV]"
@@ -43,7 +44,8 @@ tmp=$(mktemp -d /tmp/lm-micro.XXXXXX) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 . tests/lib.sh
-. bench/lib.sh # bare_rtt
+. bench/lib.sh # bare_rtt results_dir
+[ -n "$out" ] || out=$(results_dir "$PWD")/micro.csv
 
 # per_rtt US: US as a multiple of the same run's bare UDP round trip
 # (nothing when US is empty).

@@ -7,7 +7,8 @@
 #
 #   bench/plot-hierarchy.sh [-i CSV] [-o PNG]
 #
-# Defaults: -i bench/results/hierarchy.csv, -o hierarchy.png beside it.
+# Defaults: -i hierarchy.csv in bench/lib.sh's results_dir
+# (build/bench-results unless asked), -o hierarchy.png beside it.
 # Exit status: 0 when the PNG was written, 1 when gnuplot is missing or
 # fails or the CSV is unusable, 2 on a usage error.
 set -u
@@ -32,7 +33,9 @@ if [ $# -ne 0 ]; then
 	usage >&2
 	exit 2
 fi
-[ -n "$csv" ] || csv=$(dirname "$0")/results/hierarchy.csv
+# shellcheck disable=SC1091 # lib.sh: read when run
+. "$(dirname "$0")/lib.sh" # results_dir
+[ -n "$csv" ] || csv=$(results_dir "$(cd "$(dirname "$0")/.." && pwd)")/hierarchy.csv
 [ -n "$png" ] || png=$(dirname "$csv")/hierarchy.png
 
 if ! command -v gnuplot >/dev/null 2>&1; then

@@ -22,7 +22,7 @@ set -u
 
 me=bench/plot.sh
 # shellcheck disable=SC1091 # lib.sh: read when run
-. "$(dirname "$0")/lib.sh" # need_gnuplot
+. "$(dirname "$0")/lib.sh" # need_gnuplot results_dir
 all_programs="lu lucontig fft radix ocean"
 progs=""
 csv=""
@@ -39,7 +39,8 @@ usage: $me [-m] [-p PROGRAMS] [-i CSV] [-I DIR] [-o PNG]
               CSV's name when -i is given)
   -i CSV      results of bench/splash.sh (one program; default
               DIR/PROGRAM.csv)
-  -I DIR      directory of the CSVs (default bench/results)
+  -I DIR      directory of the CSVs (default: bench/lib.sh's results_dir,
+              build/bench-results unless LEMURIA_BENCH_RESULTS says)
   -o PNG      time plot to write (one program; default PROGRAM-time.png
               beside the CSV); the traffic plot goes beside it as
               PROGRAM-traffic.png
@@ -72,7 +73,7 @@ if [ "$n" -ne 1 ] && [ -n "$csv$png" ]; then
 	echo "$me: -i and -o name one program's files; with several use -I DIR" >&2
 	exit 2
 fi
-[ -n "$dir" ] || dir=$(dirname "$0")/results
+[ -n "$dir" ] || dir=$(results_dir "$(cd "$(dirname "$0")/.." && pwd)")
 
 if [ $table -eq 0 ]; then
 	need_gnuplot "$me" || exit 1
@@ -150,6 +151,12 @@ rows() {
 		}' "$1"
 }
 
+# stamp CSV: the host, tree and date of CSV's runs (bench/splash.sh writes
+# them beside it), or nothing for a CSV of an older driver.
+stamp() {
+	[ -f "${1%.csv}.stamp" ] && head -n 1 "${1%.csv}.stamp"
+}
+
 # markdown PROGRAM CSV: the table of one program on stdout.
 markdown() {
 	rows "$2" >"$tmp/data" || return 1
@@ -159,6 +166,8 @@ markdown() {
 		c { print $c; exit }' "$2")
 	echo "### $1${pargs:+ $pargs}"
 	echo
+	st=$(stamp "$2")
+	[ -n "$st" ] && echo "Runs: $st." && echo
 	echo "Medians${runs:+ of $runs runs per build}, time without initialization (min-max);" \
 		"speedup over the 1-process layout; ratio = Lemuria / pthreads at" \
 		"the same process count; traffic of the Lemuria run, MB = 10^6 bytes" \
@@ -202,6 +211,8 @@ plot() {
 	pargs=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "args") c = i; next }
 		c { print $c; exit }' "$in")
 	title="$prog${pargs:+ $pargs}"
+	st=$(stamp "$in")
+	[ -n "$st" ] && title="$title ($st)"
 	speed=0
 	awk '$9 != "NaN" || $10 != "NaN" { ok = 1 } END { exit !ok }' \
 		"$tmp/data" && speed=1

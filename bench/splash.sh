@@ -67,7 +67,8 @@ usage: $me [-qPU] [-p PROGRAMS] [-a "ARGS"] [-r REPS] [-l "LAYOUTS"] [-o CSV]
   -l "LAYOUTS" layout names (conf/NAME.ini) or .ini paths
                (default "$layouts")
   -o CSV       result file (one program only; default DIR/PROGRAM.csv)
-  -O DIR       directory of the result files (default bench/results)
+  -O DIR       directory of the result files (default build/bench-results,
+               or \$LEMURIA_BENCH_RESULTS: bench/results to update the tree's)
   -T SECONDS   limit for each single run (default $limit)
   -B DIR       build directory (default build at the top of the tree)
   -q           quick check: small sizes (lu -n256, fft -m14, radix -n65536,
@@ -124,7 +125,7 @@ fi
 caller=$PWD
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
-[ -n "$outdir" ] || outdir=$root/bench/results
+[ -n "$outdir" ] || outdir=$(results_dir "$root")
 [ -n "$build" ] || build=$root/build
 
 bad=0
@@ -314,8 +315,9 @@ runs_header=$runs_header,daemons_answered,daemons_total,failure,idle_pct
 no_traffic=$(echo ",$traffic_cols,x,x" | sed 's/[^,]//g')
 
 rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
+stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
 echo "programs $progs: $reps runs per build on layouts: $layouts"
-echo "host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
+echo "$stamp"
 if [ -n "$out" ]; then
 	echo "limit $limit s per run; results to $out"
 else
@@ -415,6 +417,9 @@ run_program() {
 	done
 
 	mv "$runs_partial" "$runs_csv" && mv "$partial" "$csv" || exit 1
+	# where and from what the numbers came, for plot.sh's tables and
+	# plots (issue 42)
+	echo "$stamp" >"${csv%.csv}.stamp" || exit 1
 	failed=$(awk -F, 'NR > 1 && $4 != "passed"' "$runs_csv" | wc -l)
 	failed_total=$((failed_total + failed))
 

@@ -49,8 +49,9 @@ usage: $me [-qU] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR] [-T SECONDS]
   -a "ARGS"    LU's and lucontig's arguments, without -p and -t
                (default "$args")
   -f LAYOUT    layout of the read-fault measurement (default $fault_layout)
-  -O DIR       directory of the CSVs and the table (default
-               bench/results/targets)
+  -O DIR       directory of the CSVs and the table (default targets/ in
+               build/bench-results, or in \$LEMURIA_BENCH_RESULTS:
+               bench/results to update the tree's)
   -T SECONDS   limit for each single run (default $limit)
   -B DIR       build directory (default build at the top of the tree)
   -U           run LU, lucontig and the read faults unplaced (default:
@@ -103,7 +104,7 @@ fi
 caller=$PWD
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
-[ -n "$outdir" ] || outdir=$root/bench/results/targets
+[ -n "$outdir" ] || outdir=$(results_dir "$root")/targets
 [ -n "$build" ] || build=$root/build
 
 bad=0
