@@ -40,6 +40,16 @@ results_dir() {
 	esac
 }
 
+# eta DONE TOTAL START: "D of T, about N min left" from the time since
+# START (date +%s) and the share done, for drivers that run for long.
+eta() {
+	awk -v d="$1" -v t="$2" -v s="$3" -v now="$(date +%s)" 'BEGIN {
+		left = d > 0 ? (now - s) / d * (t - d) : 0
+		if (left >= 90) w = sprintf("about %.0f min left", left / 60)
+		else w = sprintf("about %.0f s left", left)
+		printf "%d of %d, %s", d, t, w }'
+}
+
 # layout_file NAME: conf/NAME.ini, or NAME itself when it is a path.
 layout_file() {
 	case $1 in

@@ -410,8 +410,10 @@ run_program() {
 			echo "$label,pthread,$rep,$status,$t$no_traffic,$failure,$idle" \
 				>>"$runs_partial"
 			[ -n "$idle" ] && pt_msg="$pt_msg, idle $idle %"
-			printf '  run %d/%d: lemuria %s%s; pthread %s\n' \
-				"$rep" "$reps" "$lm_msg" "$lm_mb" "$pt_msg"
+			rounds_done=$((rounds_done + 1))
+			printf '  run %d/%d: lemuria %s%s; pthread %s (%s)\n' \
+				"$rep" "$reps" "$lm_msg" "$lm_mb" "$pt_msg" \
+				"$(eta "$rounds_done" "$rounds_total" "$bench_start")"
 		done
 		summary "$label" "$procs" "$clusters" "$pargs" >>"$partial"
 	done
@@ -455,6 +457,11 @@ report() {
 }
 
 failed_total=0
+# progress: the rounds (a Lemuria and a pthreads run) of every program
+# on every layout, and when the first began
+rounds_total=$(( $(echo $progs | wc -w) * $(echo $layouts | wc -w) * reps ))
+rounds_done=0
+bench_start=$(date +%s)
 for p in $progs; do
 	if [ -n "$given_a" ]; then a=$args; else a=$(default_args "$p" $quick); fi
 	if [ -n "$out" ]; then o=$out; else o=$outdir/$p.csv; fi
