@@ -18,7 +18,7 @@
 set -u
 
 me=bench/hierarchy.sh
-. "$(dirname "$0")/lib.sh" # is_count absolute layout_file layout_label timed
+. "$(dirname "$0")/lib.sh" # is_count absolute layout_file layout_label timed eta
 layouts="8 4+4 8+8 16 8+8+8+8"
 relays="lazy eager"
 reps=3
@@ -294,8 +294,11 @@ echo "$header" >"$partial" || exit 1
 echo "$runs_header" >"$runs_partial" || exit 1
 
 rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
+stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
 echo "lu $args: $reps runs per layout and relay ($relays) on layouts: $layouts"
-echo "host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
+echo "$stamp"
+# for plot-hierarchy.sh's title (issue 42)
+echo "$stamp" >"${out%.csv}.stamp" || exit 1
 echo "limit $limit s per run; results to $out and $runs_out"
 echo
 show_rows "$partial" header
@@ -303,6 +306,10 @@ show_rows "$partial" header
 failed_total=0
 index=0
 k=0 # private_layout's port range number, one per layout and relay
+# progress: every run of every layout and relay, and when the first began
+runs_total=$(( $(echo $layouts | wc -w) * $(echo $relays | wc -w) * reps ))
+runs_done=0
+bench_start=$(date +%s)
 . "$root/tests/lib.sh"
 for l in $layouts; do
 	index=$((index + 1))
@@ -345,18 +352,20 @@ for l in $layouts; do
 			fi
 			echo "$label,$r,$rep,$status,$us,$tr,$failure" \
 				>>"$runs_partial"
+			runs_done=$((runs_done + 1))
 			echo "$tr" | awk -F, -v l="$label" -v r="$r" \
-				-v rep="$rep/$reps" -v us="$us" -v st="$status" '
+				-v rep="$rep/$reps" -v us="$us" -v st="$status" \
+				-v eta="$(eta "$runs_done" "$runs_total" "$bench_start")" '
 				function f(m, b) {
 					return (m == "" ? "-" : m) " msgs " \
 						(b == "" ? "-" : sprintf("%.2f", b / 1e6)) " MB"
 				}
 				{
 					tm = st == "passed" ? sprintf("%.3f s", us / 1e6) : "FAILED"
-					printf "  %s %s run %s: %s; client %s down %s up, cluster %s, root %s; daemons %s/%s\n",
+					printf "  %s %s run %s: %s; client %s down %s up, cluster %s, root %s; daemons %s/%s (%s)\n",
 						l, r, rep, tm, f($1, $2),
 						$3 == "" ? "-" : sprintf("%.2f MB", $3 / 1e6),
-						f($4, $5), f($6, $7), $10, $11
+						f($4, $5), f($6, $7), $10, $11, eta
 				}'
 			if [ $status = failed ]; then
 				echo "    FAILED: $failure" >&2

@@ -36,6 +36,9 @@ fi
 # shellcheck disable=SC1091 # lib.sh: read when run
 . "$(dirname "$0")/lib.sh" # results_dir
 [ -n "$csv" ] || csv=$(results_dir "$(cd "$(dirname "$0")/.." && pwd)")/hierarchy.csv
+# the host, tree and date of the runs (bench/hierarchy.sh writes them)
+stamp=""
+[ -f "${csv%.csv}.stamp" ] && stamp="; $(head -n 1 "${csv%.csv}.stamp")"
 [ -n "$png" ] || png=$(dirname "$csv")/hierarchy.png
 
 if ! command -v gnuplot >/dev/null 2>&1; then
@@ -88,7 +91,7 @@ cat >"$tmp/plot.gp" <<EOF
 set terminal pngcairo size 1000,900 noenhanced font ",10"
 set output "$png"
 set datafile missing "NaN"
-set multiplot layout 2,1 title "LU n=1024 b=16: lazy vs eager relay (bench/hierarchy.sh)"
+set multiplot layout 2,1 title "LU n=1024 b=16: lazy vs eager relay (bench/hierarchy.sh$stamp)"
 set title "time without initialization (medians; bars: min to max)"
 set ylabel "seconds"
 set yrange [0:*]
