@@ -695,13 +695,19 @@ static bool lm_client_run_over(void)
  * for work from an SPMD rank still computing, and is not the parent of
  * other hosts' ranks; a lemuriad knows its waiting workers, but nothing
  * tells it that rank 0's process exited.  Not for a failed run (others
- * end it) nor in a forked child of rank 0. */
+ * end it) nor in a forked child of rank 0.  Any other rank that exits so
+ * is named (issue 42) and finalized too: its LEAVE tells its lemuriad at
+ * once, and a barrier the others wait in then ends the run naming it,
+ * where they used to wait for the keepalives to find the rank gone. */
 static void lm_client_at_exit(int status, void *arg)
 {
 	(void)arg;
-	if (!lm_self.ready || lm_self.rank != 0 || status != 0 ||
-	    lm_self.pid != getpid() || lm_self.lost || lm_client_run_over())
+	if (!lm_self.ready || status != 0 || lm_self.pid != getpid() ||
+	    lm_self.lost || lm_client_run_over())
 		return;
+	if (lm_self.rank != 0)
+		lm_log_warn("rank %u exits without lm_finalize: it leaves the "
+			    "run now", lm_self.rank);
 	lm_finalize();
 }
 

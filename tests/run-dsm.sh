@@ -610,6 +610,24 @@ for how in 1 2; do
 		tail -n 20 "$tmp/out" | sed 's/^/       /'
 	fi
 done
+# A rank that exits (status 0) without lm_finalize while the others wait
+# in a barrier: the library names it and leaves the run for it, and the
+# barrier ends the run at once (the old tree waited until the timeout).
+checks=$((checks + 1))
+start=$(date +%s)
+timeout -k 5 60 "$bin/lemuria-run" -c "$alay" --start-daemons --timeout 40 -- \
+	"$build/tests/dsmtest" nofinal 5 >"$tmp/out" 2>&1
+st=$?
+secs=$(( $(date +%s) - start ))
+if [ $st -ne 0 ] && [ $secs -le 10 ] &&
+   grep -q "rank 5 exits without lm_finalize" "$tmp/out" &&
+   grep -q "barrier 1 can never complete: rank 5 left the run" "$tmp/out"; then
+	echo "  ok   a rank that exits without lm_finalize is named, the run ends (${secs}s)"
+else
+	failures=$((failures + 1))
+	echo "  FAIL a rank that exits without lm_finalize (status $st, ${secs}s)"
+	tail -n 20 "$tmp/out" | sed 's/^/       /'
+fi
 run_plain() { # the same as run, without --start-daemons
 	checks=$((checks + 1))
 	if timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --timeout 100 -- "$@" \

@@ -122,6 +122,10 @@
  *                              once; the others wait in a barrier that
  *                              can therefore never complete: the run
  *                              must end saying so (issue 42), never hang
+ *   dsmtest nofinal RANK       process RANK exits (status 0) without
+ *                              lm_finalize while the others wait in a
+ *                              barrier: it is named, and the run ends
+ *                              at once (issue 42)
  *   dsmtest split 1|2          even ranks (2: the ranks of even clusters)
  *                              wait in barrier 1, the others in barrier
  *                              2: neither can complete, and the run must
@@ -802,6 +806,18 @@ static int run_leave(int leaver, int last)
 	check(lm_barrier(1), "lm_barrier");
 	fprintf(stderr, "dsmtest: rank %d passed a barrier ranks %d-%d left "
 		"before\n", rank, leaver, last);
+	return 1;
+}
+
+static int run_nofinal(int quitter)
+{
+	if (rank == quitter) {
+		usleep(300 * 1000);
+		exit(0); /* no lm_finalize: the library names it */
+	}
+	check(lm_barrier(1), "lm_barrier");
+	fprintf(stderr, "dsmtest: rank %d passed a barrier rank %d never "
+		"reached\n", rank, quitter);
 	return 1;
 }
 
@@ -2392,7 +2408,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: dsmtest counter K | barriers N | "
 				"die RANK | stress ROUNDS PAGES SEED | "
-				"owners ERAS PAGES SEED | low 1 | leave RANK [LAST] | split 1|2 | "
+				"owners ERAS PAGES SEED | low 1 | leave RANK [LAST] | nofinal RANK | split 1|2 | "
 				"private ROUNDS BYTES | sleep SECONDS | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
@@ -2458,6 +2474,8 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "leave") == 0)
 		failed = run_leave(atoi(argv[2]),
 				   argc > 3 ? atoi(argv[3]) : atoi(argv[2]));
+	else if (strcmp(argv[1], "nofinal") == 0)
+		failed = run_nofinal(atoi(argv[2]));
 	else if (strcmp(argv[1], "split") == 0)
 		failed = run_split(atoi(argv[2]) == 2);
 	else if (strcmp(argv[1], "low") == 0)
