@@ -61,10 +61,9 @@ void lm_rankprofile_end(const char *dir, const uint32_t *ranks, size_t n,
 			fclose(f);
 			unlink(path);
 		}
-		if (!any)
-			fprintf(out, "lemuria-profile rank=%u missing=1 "
-				"(it wrote no line: it died, or never "
-				"finalized)\n", ranks[i]);
+		if (!any) /* it died, or never finalized */
+			fprintf(out, "lemuria-profile rank=%u missing=1\n",
+				ranks[i]);
 	}
 	rmdir(dir);
 	unsetenv("LM_PROFILE_DIR");

@@ -17,9 +17,9 @@
  * then write to stderr; *why says so). */
 int lm_rankprofile_begin(char *dir, size_t len, char *why, size_t wlen);
 
-/* Copies the line of each of the n ranks to out in that order ("rank R
- * wrote no profile line" for one that did not: it died, or never
- * finalized), and removes the directory. */
+/* Copies the line of each of the n ranks to out in that order
+ * ("lemuria-profile rank=R missing=1" for one that wrote none: it died,
+ * or never finalized), and removes the directory. */
 void lm_rankprofile_end(const char *dir, const uint32_t *ranks, size_t n,
 			FILE *out);
 
