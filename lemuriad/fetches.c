@@ -416,8 +416,8 @@ static void fetch_ahead(lm_lemuriad *c, uint32_t page, uint32_t reach,
 		lm_fetch_batch(c, want, batch, n, true);
 }
 
-/* A home's CHANGED: its pages wait here (the newest version wanted per
- * page) until the cluster is quiet (lm_lemuriad_pulse). */
+/* Another cluster's CHANGED: its pages wait here (the newest version
+ * wanted per page) until the cluster is quiet (lm_lemuriad_pulse). */
 void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 {
 	/* no copy yet (no client of the run joined): nothing to bring up

@@ -529,7 +529,7 @@ void lm_fetch_batch(lm_lemuriad *c, const struct lm_notice *want,
 /* Sends FETCH `up` (again) under a new req_id, asking for a version no
  * older than the newest notice of its page. */
 void lm_fetch_again(lm_lemuriad *c, struct upreq *up);
-/* A home's CHANGED (docs/dsm.md "Eventual visibility"): the pages it
+/* Another cluster's CHANGED (docs/dsm.md "Eventual visibility"): the pages it
  * names wait, and lm_fetch_changed_due fetches into the copy each that
  * the copy still holds older (called once the cluster is quiet). */
 void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m);

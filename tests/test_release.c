@@ -688,7 +688,7 @@ static void test_shared_quiet_cluster_publishes(void)
 	teardown(c);
 }
 
-/* copy = cluster: a CHANGED from the home brings into the copy, in
+/* copy = cluster: a CHANGED (another cluster's) brings into the copy, in
  * place, each page it names that the copy holds older (a client may be
  * reading it in a loop); a page the copy lacks or holds new enough is
  * left alone, and so is one a barrier told every client of a version
