@@ -515,7 +515,11 @@ void lm_runstats_print_json(const lm_runstats *rs, FILE *out)
 	json_decref(root);
 }
 
-void lm_runstats_print_run(const lm_runstats *diff, FILE *out)
+/* lemuria-run --stats: the total over the daemons that answered, then a
+ * line per daemon; every counter of each (`all`) or the summary of the
+ * total only. */
+static void lm_runstats_print_diff(const lm_runstats *diff, FILE *out,
+				   bool all)
 {
 	static const char prefix[] = "lemuria-run: ";
 	lm_stats_set *total = lm_stats_create();
@@ -525,32 +529,13 @@ void lm_runstats_print_run(const lm_runstats *diff, FILE *out)
 		up += diff->d[i].rc == 0;
 	if (!total || lm_runstats_sum(diff, total) != 0) {
 		fprintf(out, "%scannot sum the counters\n", prefix);
-	} else {
+	} else if (all) {
 		fprintf(out, "%scounters of the run (after minus before)\n",
 			prefix);
 		fprintf(out, "%stotal of the %zu daemons that answered (of "
 			     "%zu)\n",
 			prefix, up, diff->n);
 		lm_runstats_print_set(out, prefix, total);
-	}
-	for (size_t i = 0; i < diff->n; i++) {
-		lm_runstats_print_head(out, prefix, &diff->d[i]);
-		if (diff->d[i].rc == 0)
-			lm_runstats_print_set(out, prefix, diff->d[i].set);
-	}
-	lm_stats_destroy(total);
-}
-
-void lm_runstats_print_run_summary(const lm_runstats *diff, FILE *out)
-{
-	static const char prefix[] = "lemuria-run: ";
-	lm_stats_set *total = lm_stats_create();
-	size_t up = 0;
-
-	for (size_t i = 0; i < diff->n; i++)
-		up += diff->d[i].rc == 0;
-	if (!total || lm_runstats_sum(diff, total) != 0) {
-		fprintf(out, "%scannot sum the counters\n", prefix);
 	} else {
 		fprintf(out, "%swhat the run did, summed over the %zu daemons "
 			"that answered (of %zu; every counter with -a)\n",
@@ -558,7 +543,20 @@ void lm_runstats_print_run_summary(const lm_runstats *diff, FILE *out)
 		lm_runstats_print_short(out, prefix, total);
 		lm_runstats_explain(out, prefix, total);
 	}
-	for (size_t i = 0; i < diff->n; i++)
+	for (size_t i = 0; i < diff->n; i++) {
 		lm_runstats_print_head(out, prefix, &diff->d[i]);
+		if (all && diff->d[i].rc == 0)
+			lm_runstats_print_set(out, prefix, diff->d[i].set);
+	}
 	lm_stats_destroy(total);
+}
+
+void lm_runstats_print_run(const lm_runstats *diff, FILE *out)
+{
+	lm_runstats_print_diff(diff, out, true);
+}
+
+void lm_runstats_print_run_summary(const lm_runstats *diff, FILE *out)
+{
+	lm_runstats_print_diff(diff, out, false);
 }
