@@ -568,6 +568,31 @@ else
 	echo "  FAIL a barrier after a rank left (status $st, ${secs}s)"
 	tail -n 20 "$tmp/out" | sed 's/^/       /'
 fi
+# fails_fast DESC LAYOUT PATTERN... -- PROGRAM ARGS: the run, with its
+# own daemons, must fail within 10 s with a line of each PATTERN (grep)
+# in its output: a wait that can never end, named at once (issue 42).
+fails_fast() {
+	desc=$1; flay=$2; shift 2
+	pats=""
+	while [ "$1" != -- ]; do pats="$pats
+$1"; shift; done
+	shift
+	checks=$((checks + 1))
+	start=$(date +%s)
+	timeout -k 5 60 "$bin/lemuria-run" -c "$flay" --start-daemons \
+		--timeout 40 -- "$@" >"$tmp/out" 2>&1
+	st=$?
+	secs=$(( $(date +%s) - start ))
+	missing=$(echo "$pats" | while read -r p; do
+		[ -z "$p" ] || grep -q "$p" "$tmp/out" || echo "$p"; done)
+	if [ $st -ne 0 ] && [ $secs -le 10 ] && [ -z "$missing" ]; then
+		echo "  ok   $desc (${secs}s)"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $desc (status $st, ${secs}s${missing:+; no \"$missing\"})"
+		tail -n 20 "$tmp/out" | sed 's/^/       /'
+	fi
+}
 # A whole cluster whose ranks all finish while other clusters wait in a
 # barrier: its lemuriad has no arrival to see, so its reflector learns
 # it (GONE) and every barrier manager does; the run ends at once naming
@@ -576,21 +601,10 @@ fi
 mkdir -p "$tmp/gone"
 glay=$(private_layout conf/3-reflectors.ini "$tmp/gone" 35)
 for range in "2 3" "0 1"; do
-	checks=$((checks + 1))
-	start=$(date +%s)
 	# shellcheck disable=SC2086 # two ranks
-	timeout -k 5 60 "$bin/lemuria-run" -c "$glay" --start-daemons -- \
-		"$build/tests/dsmtest" leave $range >"$tmp/out" 2>&1
-	st=$?
-	secs=$(( $(date +%s) - start ))
-	if [ $st -ne 0 ] && [ $secs -le 10 ] &&
-	   grep -q "barrier 1 can never complete: every rank of cluster c[01] left the run (the last, rank [0-3])" "$tmp/out"; then
-		echo "  ok   ranks $range, a whole cluster, left: the run ends naming it (${secs}s)"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL ranks $range, a whole cluster, left (status $st, ${secs}s)"
-		tail -n 20 "$tmp/out" | sed 's/^/       /'
-	fi
+	fails_fast "ranks $range, a whole cluster, left: the run ends naming it" \
+		"$glay" "barrier 1 can never complete: every rank of cluster c[01] left the run (the last, rank [0-3])" \
+		-- "$build/tests/dsmtest" leave $range
 done
 # Ranks in different barriers (1: even ranks in 1, odd in 2, which the
 # lemuriad sees; 2: by cluster, which their reflector sees on 4+4):
@@ -598,39 +612,17 @@ done
 mkdir -p "$tmp/apart"
 alay=$(private_layout conf/4+4.ini "$tmp/apart" 36)
 for how in 1 2; do
-	checks=$((checks + 1))
-	start=$(date +%s)
-	timeout -k 5 60 "$bin/lemuria-run" -c "$alay" --start-daemons -- \
-		"$build/tests/dsmtest" split $how >"$tmp/out" 2>&1
-	st=$?
-	secs=$(( $(date +%s) - start ))
-	if [ $st -ne 0 ] && [ $secs -le 10 ] &&
-	   grep -q "barriers [12] and [12] are waited in at once ([a-z]* [a-z0-9]* in [12], [a-z]* [a-z0-9]* in [12])" "$tmp/out"; then
-		echo "  ok   ranks in two barriers (split $how): the run ends naming both (${secs}s)"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL ranks in two barriers (split $how; status $st, ${secs}s)"
-		tail -n 20 "$tmp/out" | sed 's/^/       /'
-	fi
+	fails_fast "ranks in two barriers (split $how): the run ends naming both" \
+		"$alay" "barriers [12] and [12] are waited in at once ([a-z]* [a-z0-9]* in [12], [a-z]* [a-z0-9]* in [12])" \
+		-- "$build/tests/dsmtest" split $how
 done
 # A rank that exits (status 0) without lm_finalize while the others wait
 # in a barrier: the library names it and leaves the run for it, and the
 # barrier ends the run at once (the old tree waited until the timeout).
-checks=$((checks + 1))
-start=$(date +%s)
-timeout -k 5 60 "$bin/lemuria-run" -c "$alay" --start-daemons --timeout 40 -- \
-	"$build/tests/dsmtest" nofinal 5 >"$tmp/out" 2>&1
-st=$?
-secs=$(( $(date +%s) - start ))
-if [ $st -ne 0 ] && [ $secs -le 10 ] &&
-   grep -q "rank 5 exits without lm_finalize" "$tmp/out" &&
-   grep -q "barrier 1 can never complete: rank 5 left the run" "$tmp/out"; then
-	echo "  ok   a rank that exits without lm_finalize is named, the run ends (${secs}s)"
-else
-	failures=$((failures + 1))
-	echo "  FAIL a rank that exits without lm_finalize (status $st, ${secs}s)"
-	tail -n 20 "$tmp/out" | sed 's/^/       /'
-fi
+fails_fast "a rank that exits without lm_finalize is named, the run ends" \
+	"$alay" "rank 5 exits without lm_finalize" \
+	"barrier 1 can never complete: rank 5 left the run" \
+	-- "$build/tests/dsmtest" nofinal 5
 run_plain() { # the same as run, without --start-daemons
 	checks=$((checks + 1))
 	if timeout -k 5 120 "$bin/lemuria-run" -c "$lay" --timeout 100 -- "$@" \
