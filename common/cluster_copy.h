@@ -6,7 +6,8 @@
  * The object, in order, each part aligned to the page size:
  *   header    magic, geometry, run
  *   table     per page: the home version the copy reflects, whether it
- *             holds the page at all, and a lock byte
+ *             holds the page at all, a lock byte, the owned and watched
+ *             bytes
  *   twinned   a bit per page: the page has a cluster twin
  *   pages     the cluster's copy of the region (clients map it at base)
  *   twins     per twinned page, the copy as the cluster last published it
@@ -63,7 +64,10 @@ struct lm_ccopy_entry {
 	/* the cluster owns the page (lm_ccopy_own): nobody else holds it,
 	 * so its writes need no twin until a home recalls it */
 	_Atomic uint8_t owned;
-	uint8_t spare;
+	/* a client samples whether the cluster reads the page, fetched
+	 * ahead of one of its faults (liblemuria/reach.h): no client's run
+	 * opens it, and the first client to fault on it clears the byte */
+	_Atomic uint8_t watched;
 };
 
 /* One process's view of the object: `map` is the whole object mapped
@@ -118,6 +122,28 @@ static inline bool lm_ccopy_is_owned(const struct lm_ccopy *cc, uint32_t page)
 {
 	return atomic_load_explicit(&cc->table[page].owned,
 				    memory_order_acquire);
+}
+
+/* A client's sample of whether the cluster reads `page`
+ * (liblemuria/pagefault.c): lm_ccopy_watch marks it, lm_ccopy_seen
+ * clears the mark and says whether it was there (a fault on the page),
+ * lm_ccopy_watched reads it.  No lock: a byte each, atomic. */
+static inline void lm_ccopy_watch(const struct lm_ccopy *cc, uint32_t page)
+{
+	atomic_store_explicit(&cc->table[page].watched, 1,
+			      memory_order_relaxed);
+}
+
+static inline bool lm_ccopy_watched(const struct lm_ccopy *cc, uint32_t page)
+{
+	return atomic_load_explicit(&cc->table[page].watched,
+				    memory_order_relaxed);
+}
+
+static inline bool lm_ccopy_seen(const struct lm_ccopy *cc, uint32_t page)
+{
+	return atomic_exchange_explicit(&cc->table[page].watched, 0,
+					memory_order_relaxed);
 }
 
 /* Whether a client may hold `page` open for writing: it has a twin, or

@@ -24,7 +24,9 @@ enum lm_msg_type {
 	/* DSM messages (docs/dsm.md): every body starts with the u64 run id. */
 	LM_MSG_JOIN = 3,        /* C->L req: rank, pid, layout hash, socket */
 	LM_MSG_JOIN_OK = 4,     /* L->C reply, R->L reply: status */
-	LM_MSG_FETCH = 5,       /* C->L, L->R req: page */
+	LM_MSG_FETCH = 5,       /* C->L, L->R req: page; id = how many
+				   pages after it the home may pull
+				   ahead (L->R, R->R) */
 	LM_MSG_PAGE = 6,        /* reply to FETCH: page, version, data */
 	LM_MSG_FLUSH = 7,       /* C->L req, L->R one-way: rank, diffs */
 	LM_MSG_FLUSH_OK = 8,    /* L->C reply: status */

@@ -146,6 +146,9 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 		msg_init(c, &r, LM_MSG_FETCH);
 		r.page = m->page;
 		r.version = c->known[m->page];
+		/* the home pulls ahead what we will fetch ahead next */
+		r.id = ahead ? (reach < c->layout->prefetch ?
+				reach : c->layout->prefetch) : 0;
 		c->out.request(c->ctx, c->reflector, up->req_id, &r);
 	}
 	for (w = up->waiters; w->next; w = w->next)
@@ -306,6 +309,19 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 	lm_fetch_again(c, up);
 }
 
+/* A FETCH that clients' faults wait for lets the home pull ahead as far
+ * as the deepest of them reached (docs/dsm.md "Neighbour pages"); one
+ * nobody waits for, none. */
+static uint32_t pull_reach(const lm_lemuriad *c, const struct upreq *up)
+{
+	uint32_t reach = 0;
+
+	for (const struct waiter *w = up->waiters; w; w = w->next)
+		if (w->reach > reach)
+			reach = w->reach;
+	return reach < c->layout->prefetch ? reach : c->layout->prefetch;
+}
+
 void lm_fetch_again(lm_lemuriad *c, struct upreq *up)
 {
 	struct lm_msg r;
@@ -318,6 +334,7 @@ void lm_fetch_again(lm_lemuriad *c, struct upreq *up)
 	r.page = up->page;
 	r.version = up->min_version > c->known[up->page] ? up->min_version :
 		    c->known[up->page];
+	r.id = pull_reach(c, up);
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
 }
 

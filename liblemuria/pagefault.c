@@ -465,11 +465,46 @@ static bool shared_opens_ahead(uint32_t q, bool write)
 	bool current = R->state[q] == PAGE_INVALID &&
 		       lm_ccopy_holds(&R->ccopy, q, R->version[q]);
 
+	/* a sample, ours or a cluster-mate's, stays closed: its first
+	 * access must be seen */
+	if (lm_ccopy_watched(&R->ccopy, q))
+		return false;
 	if (!write)
 		return current;
 	if (R->state[q] == PAGE_READ)
 		return lm_ccopy_twin(&R->ccopy, q) == 0;
 	return current && lm_ccopy_writable(&R->ccopy, q);
+}
+
+/* copy = cluster: one of the `after` pages that a fetch asked the
+ * lemuriad to bring ahead of `page`, and that the fault's run left
+ * closed, is watched for the cluster (lm_ccopy_watch): its first access
+ * by any process of the cluster faults anyway and clears the mark, which
+ * tells, at this process's next acquire, whether the cluster read it
+ * (region.c; reach.h), so that the reach, which the lemuriad and the
+ * page's home follow, is as deep as the cluster reads: the copy is the
+ * cluster's, and a page fetched ahead for one process is often read by a
+ * cluster-mate (FFT's transpose).  A page taken ahead from the cluster
+ * that owns it costs that cluster a twin and seals until it owns it again
+ * (docs/dsm.md "Neighbour pages").  No process's run opens a watched page
+ * (shared_opens_ahead). */
+static void sample_ahead(uint32_t page, uint32_t after)
+{
+	uint32_t closed = 0, pick;
+	uint64_t end = (uint64_t)page + after;
+
+	if (end >= R->npages)
+		end = R->npages - 1;
+	for (uint64_t q = page + 1; q <= end; q++)
+		closed += R->state[q] == PAGE_INVALID;
+	if (!lm_reach_sample(&R->reach, LM_REACH_AFTER, closed, &pick))
+		return;
+	for (uint64_t q = page + 1; q <= end; q++)
+		if (R->state[q] == PAGE_INVALID && pick-- == 0) {
+			lm_reach_add(&R->reach, (uint32_t)q, LM_REACH_AFTER);
+			lm_ccopy_watch(&R->ccopy, (uint32_t)q);
+			return;
+		}
 }
 
 /* copy = cluster: the page comes from the cluster's copy.  The copy
@@ -490,14 +525,23 @@ static void serve_shared(uint32_t page, enum fault_access access)
 	bool write = access == ACCESS_WRITE ||
 		     (access == ACCESS_UNKNOWN && R->state[page] == PAGE_READ);
 	uint64_t last = (uint64_t)page + R->prefetch;
-	uint32_t end = page + 1;
+	uint32_t end = page + 1, after = 0;
+	bool fetched = false;
 	int prot;
 
+	/* a watched page read: ours is answered now, a cluster-mate's at
+	 * its next acquire */
+	if (lm_ccopy_watched(&R->ccopy, page) &&
+	    lm_ccopy_seen(&R->ccopy, page) && R->reach.npending)
+		lm_reach_touched(&R->reach, page);
 	if (R->state[page] == PAGE_INVALID &&
 	    !lm_ccopy_holds(&R->ccopy, page, R->version[page])) {
 		uint32_t version = 0;
-		int rc = R->be.fetch_shared(R->ctx, page, R->prefetch,
-					    &version);
+		int rc;
+
+		if (R->prefetch)
+			after = lm_reach_depth(&R->reach, LM_REACH_AFTER);
+		rc = R->be.fetch_shared(R->ctx, page, after, &version);
 
 		if (rc != 0)
 			fault_fatal(page, "cannot fetch", lm_strerror(rc));
@@ -520,6 +564,7 @@ static void serve_shared(uint32_t page, enum fault_access access)
 		}
 		R->version[page] = 0;
 		R->stats.fetches++;
+		fetched = true;
 	}
 	if (write) {
 		if (lm_ccopy_twin(&R->ccopy, page) != 0)
@@ -549,6 +594,8 @@ static void serve_shared(uint32_t page, enum fault_access access)
 	else
 		lm_mem_populate_read(R->view + lm_page_off(page),
 				     (size_t)(end - page) * R->page_size);
+	if (fetched && after)
+		sample_ahead(page, after);
 }
 
 /* Called with the lock held.  A fault that finds the page's state open

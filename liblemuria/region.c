@@ -396,6 +396,21 @@ static bool apply_update(uint32_t page, const uint8_t *update, size_t len)
 				     R->page_size, update, len) == 0;
 }
 
+/* copy = cluster: the samples of this process that a cluster-mate's
+ * fault answered (its mark cleared) were read; the others were not, and
+ * their marks go (liblemuria/pagefault.c, sample_ahead). */
+static void settle_watched(void)
+{
+	struct lm_reach_sample s[LM_REACH_PENDING];
+	uint32_t n = R->reach.npending;
+
+	memcpy(s, R->reach.pending, n * sizeof(*s));
+	for (uint32_t i = 0; i < n; i++)
+		if (!lm_ccopy_seen(&R->ccopy, s[i].page))
+			lm_reach_touched(&R->reach, s[i].page);
+	lm_reach_settle(&R->reach);
+}
+
 /* Notices under copy = cluster: the copy is the cluster's, so a notice
  * only asks whether it is new enough for this process.  It is when it
  * holds the notice's version, or its base and the notice names our
@@ -413,6 +428,7 @@ static int apply_shared(const struct lm_notice *n, uint32_t count)
 		if (n[i].page >= R->npages)
 			return LM_EINVAL;
 	lm_region_lock();
+	settle_watched();
 	/* Twins, and stale pages, the lemuriad dropped at a barrier while
 	 * we waited in it: our views of pages with neither twin nor owner go
 	 * read-only before we go on, so that the next write takes a twin

@@ -318,7 +318,7 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 		}
 		/* a page homed elsewhere goes through our relay cache */
 		if (lm_home_of_page(h->layout, m->page) == h->self_index)
-			lm_page_home_fetch(h, from, req_id, m->page);
+			lm_page_home_fetch(h, from, req_id, m->page, m->id);
 		else
 			lm_relay_cache_fetch(h, from, req_id, m);
 		break;
@@ -404,7 +404,7 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 			lm_page_home_refuse_fetch(h, from, req_id, m,
 						  "not a page of ours");
 		else
-			lm_page_home_fetch(h, from, req_id, m->page);
+			lm_page_home_fetch(h, from, req_id, m->page, m->id);
 		break;
 	case LM_MSG_REGISTER: {
 		struct lm_msg r = msg_new(h, LM_MSG_REGISTER_OK);

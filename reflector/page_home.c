@@ -428,21 +428,27 @@ static void settle(lm_home *h, uint32_t page)
 			send_pull(h, page, pd);
 }
 
-/* A FETCH that waits for a PULL is likely the first of a run of reads
- * (a fault's neighbours come from the lemuriad's copy only, so a cluster
- * that lacks them faults on each): the deltas of the pages after it that
- * are ours and that other clusters than the reader's hold are pulled now,
- * so that the reader's FETCHes find the data here or on its way instead
- * of paying for a PULL each.  The reader's own deltas stay where they
- * are: pulled, their pages would go with their data from then on
- * (adaptive relay) though nobody else may read them.  A page another
- * cluster owns is pulled too (taken back from it: the reader goes on to
- * the next pages as it did to this one).  A FETCH that
- * another reflector forwards names no reader (reader is then
- * LM_WRITER_MANY), and every unpulled delta in the window is pulled. */
-static void pull_ahead(lm_home *h, uint32_t page, uint32_t reader)
+/* A FETCH that waits for a PULL is likely the first of a run of reads:
+ * the deltas of the `ahead` pages after it (the reach of the fault behind
+ * it, which the reader's lemuriad fetches next; never beyond the
+ * layout's `prefetch`) that are ours and that other clusters than the
+ * reader's hold are pulled now, so that those FETCHes find the data here
+ * or on its way instead of paying for a PULL each.  The reader's own
+ * deltas stay where they are: pulled, their pages would go with their
+ * data from then on (adaptive relay) though nobody else may read them.
+ * A page another cluster owns is pulled too (taken back from it: the
+ * reader goes on to the next pages as it did to this one), which is why
+ * the window is the reader's reach and not more: a page taken back and
+ * never read costs its owner a twin and seals until it owns it again
+ * (LU contiguous, whose faults read few pages after them).  A FETCH
+ * that another reflector forwards names no reader (reader is then
+ * LM_WRITER_MANY), and every unpulled delta in its window is pulled. */
+static void pull_ahead(lm_home *h, uint32_t page, uint32_t reader,
+		       uint32_t ahead)
 {
-	uint32_t end = page + 1 + h->layout->prefetch;
+	uint64_t end = (uint64_t)page + 1 +
+		       (ahead < h->layout->prefetch ? ahead :
+						      h->layout->prefetch);
 
 	if (end > h->npages)
 		end = h->npages;
@@ -462,7 +468,7 @@ static void pull_ahead(lm_home *h, uint32_t page, uint32_t reader)
 
 /* A FETCH at the page's home: served once its deltas are in. */
 void lm_page_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
-		   uint32_t page)
+		   uint32_t page, uint32_t ahead)
 {
 	struct fetch_wait *w;
 
@@ -481,7 +487,7 @@ void lm_page_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
 	h->fwait[page] = w;
 	h->stats.fetches_waited++;
 	settle(h, page);
-	pull_ahead(h, page, cluster_of_node(h, node));
+	pull_ahead(h, page, cluster_of_node(h, node), ahead);
 }
 
 /* The data of a pulled delta (or the cluster's word that it has none). */

@@ -155,6 +155,7 @@ struct rwaiter {
 struct rfetch {
 	uint32_t id;
 	uint32_t page;
+	uint32_t ahead; /* the first FETCH's pull-ahead, sent once */
 	struct rwaiter *waiters;
 };
 
@@ -466,8 +467,11 @@ long lm_page_home_apply(lm_home *h, uint16_t from, uint32_t epoch,
  * the lemuriad's own FETCHes. */
 void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 			 const struct lm_msg *m);
+/* A FETCH: answered now when the page has no pending delta, else once
+ * they are in, pulling the `ahead` pages after it meanwhile (at most the
+ * layout's prefetch; FETCH's id). */
 void lm_page_home_fetch(lm_home *h, uint16_t node, uint32_t req_id,
-			uint32_t page);
+			uint32_t page, uint32_t ahead);
 void lm_page_home_pulled(lm_home *h, const struct lm_msg *m);
 /* Enters a cluster's REGISTER (its part of ours); the pages it made
  * cluster ci the owner of are left in h->granted (h->ngranted), until

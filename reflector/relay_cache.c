@@ -175,6 +175,7 @@ static void rfetch_send(lm_home *h, struct rfetch *rf)
 	struct forward *f;
 
 	r.page = rf->page;
+	r.id = rf->ahead;
 	for (struct rwaiter *w = rf->waiters; w; w = w->next)
 		if (w->need > r.version)
 			r.version = w->need;
@@ -187,6 +188,7 @@ static void rfetch_send(lm_home *h, struct rfetch *rf)
 		return;
 	}
 	f->agg = rf->id;
+	rf->ahead = 0; /* a FETCH sent again follows pulls made already */
 	h->stats.fetches_forwarded++;
 	h->out.request(h->ctx, f->to, f->req_id, &r);
 }
@@ -245,6 +247,7 @@ void lm_relay_cache_fetch(lm_home *h, uint16_t from, uint32_t req_id,
 	rf = &h->rfetches[h->nrfetches++];
 	rf->id = ++h->next_rfetch;
 	rf->page = m->page;
+	rf->ahead = m->id;
 	rf->waiters = w;
 	rfetch_send(h, rf);
 }

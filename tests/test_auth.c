@@ -269,6 +269,10 @@ static void test_construction_known_answer(void)
 
 			len = make_datagram(dg, v[i].payload,
 					    0x0102030405060708ull + i);
+			/* the vectors' header byte 2: wire version 4, the
+			 * version of the day they were computed (the MAC
+			 * covers the header as bytes, whatever they say) */
+			dg[2] = 4;
 			lm_put16(dg + 6, v[i].sender);
 			lm_put64(dg + 12, v[i].session);
 			lm_auth_sign(a, dg, len);

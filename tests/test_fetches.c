@@ -124,6 +124,7 @@ static void test_read_miss_fetches_the_next_pages_ahead(void)
 	clear_outs();
 	fetch(c, 1, 41, 14); /* a plain FETCH: no pages ahead */
 	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.id, 0); /* nor at the home */
 	fetch14 = outs[0].req_id;
 	clear_outs();
 	r_page(c, fetch14, 14, 3, 0x14);
@@ -201,7 +202,8 @@ static void test_fetch_ahead_fits_one_fetchv(void)
 }
 
 /* The lemuriad fetches ahead as far as the client's fault reached (the
- * FETCHV's first version, docs/protocol.md) and never beyond `prefetch`;
+ * FETCHV's first version, docs/protocol.md) and never beyond `prefetch`,
+ * and its FETCH of the miss lets the home pull that far ahead (its id);
  * a fault that reached no page after it still has the pages it named
  * along its stride fetched ahead. */
 static void test_fetch_ahead_goes_as_far_as_the_fault(void)
@@ -218,6 +220,8 @@ static void test_fetch_ahead_goes_as_far_as_the_fault(void)
 		CU_ASSERT_EQUAL_FATAL(layout->prefetch, 7);
 		join_all(c, RUN);
 		creq_fetchv_reach(c, 0, 31, ask, 2, cases[k].reach);
+		CU_ASSERT_EQUAL_FATAL(nouts, 1);
+		CU_ASSERT_EQUAL(outs[0].m.id, cases[k].n);
 		o = miss_answered(c, 10, 0x10);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 		/* the pages after the miss, then the stride's 40 */
@@ -227,6 +231,36 @@ static void test_fetch_ahead_goes_as_far_as_the_fault(void)
 		CU_ASSERT_EQUAL(o->m.notices[cases[k].n].page, 40);
 		teardown(c);
 	}
+}
+
+/* A page fetched ahead that the home left out of its PAGES (pending
+ * there) and a client's fault waits for is asked alone, and that FETCH
+ * lets the home pull as far ahead as the waiting fault reached; one
+ * nobody waits for is left to its first fault, and pulls nothing. */
+static void test_page_asked_alone_pulls_as_far_as_its_waiter(void)
+{
+	lm_lemuriad *c = setup();
+	const uint32_t miss[] = { 10 }, later[] = { 13 };
+	struct out *o;
+	uint32_t batch;
+
+	CU_ASSERT_EQUAL_FATAL(layout->prefetch, 7);
+	join_all(c, RUN);
+	creq_fetchv_reach(c, 0, 31, miss, 1, 5);
+	o = miss_answered(c, 10, 0x10);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL_FATAL(o->m.nnotices, 5); /* 11..15 */
+	batch = o->req_id;
+	clear_outs();
+	creq_fetchv_reach(c, 1, 32, later, 1, 3);
+	CU_ASSERT_EQUAL(nouts, 0); /* waits for the FETCHV */
+	r_pages_poked(c, batch, 11, 5, 0x11, 0, 0, 0); /* 12..15 left out */
+	o = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->m.page, 13);
+	CU_ASSERT_EQUAL(o->m.id, 3);
+	CU_ASSERT_EQUAL(nouts, 1); /* 12, 14, 15: nobody waits */
+	teardown(c);
 }
 
 /* A read miss whose FETCHV named pages along a stride (docs/dsm.md
@@ -555,6 +589,7 @@ LM_TEST_SUITE("fetches",
 	LM_TEST(test_read_miss_fetches_the_next_pages_ahead),
 	LM_TEST(test_fetch_ahead_fits_one_fetchv),
 	LM_TEST(test_fetch_ahead_goes_as_far_as_the_fault),
+	LM_TEST(test_page_asked_alone_pulls_as_far_as_its_waiter),
 	LM_TEST(test_read_miss_fetches_its_stride_ahead),
 	LM_TEST(test_fetch_coalesces_and_hits),
 	LM_TEST(test_client_fetchv_serves_what_is_cached),

@@ -39,8 +39,9 @@ static void test_lazy_fetch_pulls_delta(void)
 }
 
 /* A FETCH that waits for a PULL has the home pull the unpulled deltas of
- * the `prefetch` pages after it too, from every cluster but the reader's;
- * the reader's next FETCH then finds its page settled.  Pages beyond the
+ * the pages after it that the FETCH names (its id, the reader's reach;
+ * never beyond `prefetch`), from every cluster but the reader's; the
+ * reader's next FETCH then finds its page settled.  Pages beyond the
  * window are left. */
 static void test_fetch_pulls_the_next_pages_ahead(void)
 {
@@ -66,6 +67,7 @@ static void test_fetch_pulls_the_next_pages_ahead(void)
 
 	down_clear();
 	m.page = 8;
+	m.id = LM_CFG_PREFETCH_DEFAULT + 7; /* more than the layout allows */
 	from_cluster(C1, REQUEST, 80, &m);
 	pump();
 	CU_ASSERT(down_to(C1, LM_MSG_PAGE, NULL) == 0); /* waits for 8 */
@@ -85,12 +87,52 @@ static void test_fetch_pulls_the_next_pages_ahead(void)
 	waited = lm_home_stats(net.h[1])->fetches_waited;
 	down_clear();
 	m.page = 9;
+	m.id = 0;
 	from_cluster(C1, REQUEST, 81, &m);
 	pump();
 	CU_ASSERT_FATAL(down_to(C1, LM_MSG_PAGE, &pg) == 1);
 	CU_ASSERT(pg->req_id == 81 && memcmp(pg->m.data, "ahead", 5) == 0);
 	CU_ASSERT_EQUAL(lm_home_stats(net.h[1])->fetches_waited, waited);
 	CU_ASSERT_EQUAL(pulls_of(C0, 9), 0); /* no second PULL */
+	teardown();
+}
+
+/* The window is the FETCH's: a reader whose faults read two pages after
+ * them has 9 and 10 pulled, not 12 and 15, whose owner keeps writing them
+ * with no twin (docs/dsm.md "Pages one cluster owns"); a FETCH naming
+ * none (a page fetched ahead, or asked again) pulls nothing else. */
+static void test_fetch_pulls_as_far_as_it_reaches(void)
+{
+	struct lm_notice e[5];
+	struct lm_msg m = msg(LM_MSG_FETCH);
+	const uint32_t c0_pages[5] = { 8, 9, 10, 12, 15 };
+
+	setup("conf/2x2-two-reflectors.ini");
+	for (int i = 0; i < 5; i++)
+		e[i] = (struct lm_notice){ .page = c0_pages[i], .writer = 0 };
+	CU_ASSERT(reg(C0, 0, e, 5, NULL, 1)->m.nnotices == 5);
+
+	down_clear();
+	m.page = 8;
+	m.id = 2;
+	from_cluster(C1, REQUEST, 90, &m);
+	pump();
+	CU_ASSERT(down_to(C1, LM_MSG_PAGE, NULL) == 0);
+	CU_ASSERT_EQUAL(pulls_of(C0, 8), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 9), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 10), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 12), 0);
+	CU_ASSERT_EQUAL(pulls_of(C0, 15), 0);
+	CU_ASSERT_EQUAL(lm_home_stats(net.h[1])->pulls_ahead, 2);
+
+	down_clear();
+	m.page = 12;
+	m.id = 0;
+	from_cluster(C1, REQUEST, 91, &m);
+	pump();
+	CU_ASSERT_EQUAL(pulls_of(C0, 12), 1);
+	CU_ASSERT_EQUAL(pulls_of(C0, 15), 0);
+	CU_ASSERT_EQUAL(lm_home_stats(net.h[1])->pulls_ahead, 2);
 	teardown();
 }
 
@@ -256,6 +298,7 @@ static void test_changed_through_reflectors(void)
 LM_TEST_SUITE("page_home_relay",
 	      LM_TEST(test_lazy_fetch_pulls_delta),
 	      LM_TEST(test_fetch_pulls_the_next_pages_ahead),
+	      LM_TEST(test_fetch_pulls_as_far_as_it_reaches),
 	      LM_TEST(test_lazy_deltas_applied_in_version_order),
 	      LM_TEST(test_pushed_and_eager_data_need_no_pull),
 	      LM_TEST(test_bad_registration_refused),

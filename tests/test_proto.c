@@ -315,7 +315,7 @@ static unsigned used_fields(int type)
 {
 	switch (type) {
 	case LM_MSG_JOIN: return U_RANK | U_PID | U_HASH | U_DATA;
-	case LM_MSG_FETCH: return U_PAGE | U_VERSION;
+	case LM_MSG_FETCH: return U_ID | U_PAGE | U_VERSION;
 	case LM_MSG_PAGE: return U_PAGE | U_VERSION | U_DATA;
 	case LM_MSG_FLUSH: return U_RANK | U_EPOCH | U_DIFFS;
 	case LM_MSG_FLUSH_OK: return U_STATUS | U_NOTICES;

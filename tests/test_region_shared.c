@@ -28,13 +28,14 @@ LM_TEST_SUITE("region_shared", LM_TEST(test_skipped_under_asan))
 #include <unistd.h>
 
 #include "cluster_copy.h"
+#include "reach.h"
 #include "lm_error.h"
 #include "proto.h"
 #include "region.h"
 
 #define BASE 0x520000000000ull
 #define PAGE 4096u
-#define NPAGES 16u
+#define NPAGES 128u
 #define OURS 1u   /* our cluster's index */
 #define OTHER 2u  /* another cluster's */
 #define PREFETCH 4u /* the layout's prefetch: how far a fault opens ahead */
@@ -43,14 +44,15 @@ static struct lm_ccopy lemuriad; /* the lemuriad's view of the copy */
 static uint8_t home[NPAGES][PAGE];
 static uint32_t home_version[NPAGES];
 static unsigned nfetch;
+static uint32_t last_after;  /* how far the last fetch let us fetch ahead */
 
 /* The lemuriad's answer to a fault: the home's page into the copy. */
 static int fake_fetch_shared(void *ctx, uint32_t page, uint32_t after,
 			     uint32_t *version)
 {
 	(void)ctx;
-	(void)after;
 	nfetch++;
+	last_after = after;
 	if (lm_ccopy_install(&lemuriad, page, home_version[page],
 			     home[page]) < 0)
 		return LM_EIO;
@@ -75,6 +77,7 @@ static void setup(void)
 		home_version[p] = 4;
 	}
 	nfetch = 0;
+	last_after = 0;
 	CU_ASSERT_FATAL(lm_ccopy_geometry(NPAGES, PAGE, &g) == 0);
 	fd = memfd_create("test-copy", MFD_CLOEXEC);
 	CU_ASSERT_FATAL(fd >= 0);
@@ -324,6 +327,127 @@ static void test_write_fault_twins_its_read_run(void)
 	teardown();
 }
 
+/* The pages the copy marks watched now (cluster_copy.h). */
+static unsigned watched_pages(void)
+{
+	unsigned n = 0;
+
+	for (uint32_t q = 0; q < NPAGES; q++)
+		n += lm_ccopy_watched(&lemuriad, q);
+	return n;
+}
+
+/* How far the lemuriad fetches ahead of this process's faults follows
+ * what its cluster reads (reach.h; docs/dsm.md "Neighbour pages"): a
+ * fetch now and then watches one of the pages it asked for ahead, whose
+ * view stays closed while the runs around it open.  A window of watched
+ * pages unread by the next acquire halves the reach (4 -> 2); read ones,
+ * by this process or (the mark cleared) a cluster-mate, deepen it again,
+ * up to the prefetch.  A page taken ahead from the cluster that owns it
+ * costs that cluster its twin-free writes, so the reach matters beyond
+ * the bytes. */
+static void test_reach_follows_what_the_cluster_reads(void)
+{
+	struct lm_region_stats st;
+	uint64_t judged;
+	uint32_t p;
+
+	const uint32_t faults = LM_REACH_WINDOW * LM_REACH_EVERY;
+
+	CU_ASSERT_FATAL(16 + (faults + 1) * 5 < NPAGES);
+	setup();
+	/* faults 5 pages apart: a watched page is never read */
+	for (p = 16; p < 16 + faults * 5; p += 5) {
+		CU_ASSERT_EQUAL(pg(p)[0], (uint8_t)(p + 1));
+		CU_ASSERT_EQUAL(last_after, PREFETCH);
+	}
+	CU_ASSERT_EQUAL(nfetch, faults);
+	CU_ASSERT_EQUAL(watched_pages(), LM_REACH_WINDOW);
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, 0), 0);
+	CU_ASSERT_EQUAL(watched_pages(), 0); /* settled, marks gone */
+	lm_region_stats(&st);
+	CU_ASSERT_EQUAL(st.samples[0], LM_REACH_WINDOW);
+	CU_ASSERT_EQUAL(st.samples_read[0], 0);
+	CU_ASSERT_EQUAL(st.reach[0], PREFETCH / 2);
+	CU_ASSERT_EQUAL(pg(p)[0], (uint8_t)(p + 1));
+	CU_ASSERT_EQUAL(last_after, PREFETCH / 2);
+
+	/* now the pages after each fetch come (after its answer, as the
+	 * lemuriad's fetch ahead does) and are read: the watched one faults
+	 * on the copy, with no fetch, and counts as read */
+	for (p = 0; p < 100;) {
+		unsigned fetched = nfetch;
+		uint32_t a;
+
+		CU_ASSERT_EQUAL(pg(p)[0], (uint8_t)(p + 1));
+		a = nfetch > fetched ? last_after : 0;
+		for (uint32_t k = 1; k <= a && p + k < NPAGES; k++)
+			CU_ASSERT(lm_ccopy_install(&lemuriad, p + k,
+						   home_version[p + k],
+						   home[p + k]) >= 0);
+		fetched = nfetch;
+		for (uint32_t k = 1; k <= a && p + k < NPAGES; k++)
+			CU_ASSERT_EQUAL(pg(p + k)[0], (uint8_t)(p + k + 1));
+		CU_ASSERT_EQUAL(nfetch, fetched); /* all from the copy */
+		p += a + 1;
+	}
+	lm_region_stats(&st);
+	CU_ASSERT(st.samples[0] >= 2 * LM_REACH_WINDOW);
+	CU_ASSERT_EQUAL(st.samples_read[0],
+			st.samples[0] - LM_REACH_WINDOW);
+	CU_ASSERT_EQUAL(st.reach[0], PREFETCH);
+	teardown();
+
+	/* a cluster-mate reads them: its fault clears the mark (done here
+	 * from the lemuriad's mapping), and our next acquire counts it */
+	setup();
+	for (p = 16; p < 16 + faults * 5; p += 5) {
+		uint32_t q, marked = 0;
+
+		CU_ASSERT_EQUAL(pg(p)[0], (uint8_t)(p + 1));
+		for (q = p + 1; q <= p + PREFETCH; q++)
+			if (lm_ccopy_seen(&lemuriad, q))
+				marked++;
+		CU_ASSERT(marked <= 1);
+	}
+	lm_region_stats(&st);
+	judged = st.samples[0];
+	CU_ASSERT_EQUAL(lm_region_apply_notices(NULL, 0, 0), 0);
+	lm_region_stats(&st);
+	CU_ASSERT_EQUAL(st.samples[0] - judged, LM_REACH_WINDOW);
+	CU_ASSERT_EQUAL(st.samples_read[0], st.samples[0]);
+	CU_ASSERT_EQUAL(st.reach[0], PREFETCH);
+	teardown();
+}
+
+/* No process's run opens a page a cluster-mate watches: a fault on the
+ * page before it opens the held pages up to it, and the watched one
+ * faults at its first access, which answers the cluster-mate. */
+static void test_watched_page_stays_closed(void)
+{
+	struct lm_region_stats before, after;
+
+	setup();
+	for (uint32_t p = 1; p <= 4; p++)
+		CU_ASSERT(lm_ccopy_install(&lemuriad, p, 4, home[p]) == 0);
+	lm_ccopy_watch(&lemuriad, 3);
+	lm_region_stats(&before);
+	CU_ASSERT_EQUAL(pg(1)[0], 2);
+	CU_ASSERT_EQUAL(pg(2)[0], 3);
+	lm_region_stats(&after);
+	CU_ASSERT_EQUAL(after.read_faults - before.read_faults, 1);
+	CU_ASSERT_TRUE(lm_ccopy_watched(&lemuriad, 3));
+	CU_ASSERT_EQUAL(pg(3)[0], 4); /* faults: the run stopped before it */
+	lm_region_stats(&after);
+	CU_ASSERT_EQUAL(after.read_faults - before.read_faults, 2);
+	CU_ASSERT_FALSE(lm_ccopy_watched(&lemuriad, 3));
+	CU_ASSERT_EQUAL(pg(4)[0], 5); /* opened with 3 */
+	lm_region_stats(&after);
+	CU_ASSERT_EQUAL(after.read_faults - before.read_faults, 2);
+	CU_ASSERT_EQUAL(nfetch, 0);
+	teardown();
+}
+
 LM_TEST_SUITE("region_shared", LM_TEST(test_held_pages_need_no_fetch),
 	      LM_TEST(test_write_twins_and_lands_in_the_copy),
 	      LM_TEST(test_notices_close_only_stale_views),
@@ -332,6 +456,8 @@ LM_TEST_SUITE("region_shared", LM_TEST(test_held_pages_need_no_fetch),
 	      LM_TEST(test_owned_page_written_without_twin),
 	      LM_TEST(test_forgotten_page_view_closes),
 	      LM_TEST(test_read_fault_opens_the_held_run),
-	      LM_TEST(test_write_fault_twins_its_read_run))
+	      LM_TEST(test_write_fault_twins_its_read_run),
+	      LM_TEST(test_reach_follows_what_the_cluster_reads),
+	      LM_TEST(test_watched_page_stays_closed))
 
 #endif
