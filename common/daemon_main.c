@@ -3,6 +3,7 @@
  * loop, and the clean-up, in that order.  The top of the shell. */
 #include "daemon.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -43,6 +44,22 @@ static void lm_daemon_on_hup(evutil_socket_t sig, short what, void *arg)
 		lm_log_info("SIGHUP: no log file to reopen");
 	else
 		lm_log_error("%s", err);
+}
+
+/* --stop-on-eof: standard input readable.  End of file (or an error) is
+ * the launcher gone, or done with the run: stop as on SIGTERM.  Anything
+ * read is ignored. */
+static void lm_daemon_on_stdin(evutil_socket_t fd, short what, void *arg)
+{
+	char buf[512];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	(void)what;
+	if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN)))
+		return;
+	lm_log_info("standard input closed (--stop-on-eof): the launcher "
+		    "that started us is done; shutting down");
+	event_base_loopexit(arg, NULL);
 }
 
 /* Paths used after chdir("/") must not be relative. */
@@ -96,7 +113,7 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role,
 	struct lm_daemon_opts opts;
 	struct lm_layout *layout = NULL;
 	struct event_base *base = NULL;
-	struct event *sigs[3] = { NULL, NULL, NULL };
+	struct event *sigs[3] = { NULL, NULL, NULL }, *eof = NULL;
 	lm_daemon *d = NULL;
 	char err[PATH_MAX + 512], where[32];
 	char pidfile[PATH_MAX] = "", log_file[PATH_MAX] = "";
@@ -205,6 +222,17 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role,
 			goto out;
 		}
 	}
+	if (opts.stop_on_eof &&
+	    (!(eof = event_new(base, STDIN_FILENO, EV_READ | EV_PERSIST,
+			       lm_daemon_on_stdin, base)) ||
+	     event_add(eof, NULL))) {
+		lm_daemon_start_failed(&ready_fd,
+				       "%s %s: --stop-on-eof: cannot watch "
+				       "standard input (a pipe, socket or "
+				       "terminal; not a file)",
+				       prog, opts.name);
+		goto out;
+	}
 	lm_log_info("%s %s listening on %s (node %u)%s", prog, opts.name,
 		    lm_addr_str(&d->addr, where, sizeof(where)), d->id,
 		    opts.detach ? ", detached" : "");
@@ -213,6 +241,8 @@ int lm_daemon_main(int argc, char **argv, enum lm_role role,
 	rc = event_base_dispatch(base) < 0 ? 1 : 0;
 	lm_log_info("stopped");
 out:
+	if (eof)
+		event_free(eof);
 	for (size_t i = 0; i < 3; i++)
 		if (sigs[i])
 			event_free(sigs[i]);

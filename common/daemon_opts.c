@@ -8,13 +8,13 @@
 #include "version.h"
 
 /* Long options without a short form. */
-enum { LM_OPT_SYSLOG = 256, LM_OPT_LOG_FILE };
+enum { LM_OPT_SYSLOG = 256, LM_OPT_LOG_FILE, LM_OPT_STOP_ON_EOF };
 
 static void lm_daemon_usage(const char *prog, FILE *out)
 {
 	fprintf(out,
 		"usage: %s -c LAYOUT -n NAME [-l LEVEL] [-d] [-p PIDFILE]\n"
-		"       %*s [--syslog | --log-file FILE]\n"
+		"       %*s [--syslog | --log-file FILE] [--stop-on-eof]\n"
 		"  -c, --config FILE     the layout (INI)\n"
 		"  -n, --name NAME       this daemon's section name in the "
 		"layout\n"
@@ -30,6 +30,10 @@ static void lm_daemon_usage(const char *prog, FILE *out)
 		"      --syslog          log to syslog, facility daemon\n"
 		"      --log-file FILE   append the log to FILE; SIGHUP "
 		"reopens it\n"
+		"      --stop-on-eof     stop when standard input closes (a "
+		"launcher that\n"
+		"                        started the daemon for one run holds "
+		"it)\n"
 		"  -V, --version         print the version and exit\n"
 		"  -h, --help            print this and exit\n",
 		prog, (int)strlen(prog), "");
@@ -61,6 +65,7 @@ static int lm_daemon_parse(int argc, char **argv, const char *prog,
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "syslog", no_argument, NULL, LM_OPT_SYSLOG },
 		{ "log-file", required_argument, NULL, LM_OPT_LOG_FILE },
+		{ "stop-on-eof", no_argument, NULL, LM_OPT_STOP_ON_EOF },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -100,6 +105,9 @@ static int lm_daemon_parse(int argc, char **argv, const char *prog,
 			break;
 		case LM_OPT_LOG_FILE:
 			opts->log_file = optarg;
+			break;
+		case LM_OPT_STOP_ON_EOF:
+			opts->stop_on_eof = true;
 			break;
 		case 'h':
 			lm_daemon_usage(prog, info);
@@ -145,6 +153,12 @@ static int lm_daemon_parse(int argc, char **argv, const char *prog,
 			"%s: --syslog and --log-file \"%s\" exclude each "
 			"other\n",
 			prog, opts->log_file);
+		return 2;
+	}
+	if (opts->stop_on_eof && opts->detach) {
+		fprintf(out, "%s: --stop-on-eof and -d exclude each other (a "
+			     "detached daemon has no standard input)\n",
+			prog);
 		return 2;
 	}
 	/* A detached daemon has no stderr: its log must go somewhere. */

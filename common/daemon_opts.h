@@ -17,6 +17,9 @@ struct lm_daemon_opts {
 	const char *log_file;      /* --log-file FILE, or NULL */
 	bool syslog;               /* --syslog (implied by -d without
 				    * --log-file) */
+	bool stop_on_eof;          /* --stop-on-eof: stop when stdin closes
+				    * (started for one run through an agent,
+				    * lemuria-run --hosts) */
 };
 
 /* Parses argv for `prog`.  Returns 0 when the daemon should run, 1 when

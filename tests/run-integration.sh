@@ -12,7 +12,9 @@
 # run on them fails at once; a layout with slow client-level timeouts
 # starts and runs; a lemuriad and a reflector killed (SIGKILL) and
 # started again serve the very next run; a lemuria-run killed by SIGKILL
-# takes the ranks and daemons it started with it.
+# takes the ranks and daemons it started with it; one command starts
+# every "host" through an agent that works as ssh does (--hosts), and
+# stops them all when a rank fails or it is stopped itself.
 #   tests/run-integration.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -614,6 +616,78 @@ else
 	sed 's/^/       /' "$tmp/orphans/out"
 fi
 for p in $left; do kill -KILL "$p" 2>/dev/null; done
+
+# Every host from one command (--hosts): an agent that does what ssh
+# does with its words (joins them into a line for a shell "there") runs
+# each cluster's launcher and, with --start-daemons, the reflector.  The
+# netns test does the same across network namespaces.
+echo "integration: every host from one command (--hosts, an ssh-like agent)"
+mkdir -p "$tmp/hosts"
+hl=$(private_layout conf/4+4.ini "$tmp/hosts" 7)
+printf '%s\n' '#!/bin/sh' 'echo "agent: on $1" >&2' 'shift' 'exec sh -c "$*"' \
+	>"$tmp/hosts/fake-ssh"
+chmod +x "$tmp/hosts/fake-ssh"
+printf '%s\n' "r0 node0" "c0 node1" "c1 node2" >"$tmp/hosts/hosts"
+gone() { # gone: up to 5 s until nothing of the hosts layout runs
+	i=0
+	while pgrep -f "$hl" >/dev/null; do
+		i=$((i + 1)); [ $i -ge 50 ] && return 1; sleep 0.1
+	done
+}
+expect "--hosts: LU on both clusters and the reflector, one command" 0 \
+	timeout -k 5 60 $bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
+	--agent "$tmp/hosts/fake-ssh" --start-daemons -- \
+	"$build/splash2/lu" -n128 -b16 -t
+expect_output "--hosts: the run passed" "TEST PASSED"
+expect_output "--hosts: the reflector went through the agent" "agent: on node0"
+if gone; then ok "--hosts: every launcher and daemon gone after the run"; else
+	fail "--hosts: left running after the run"; pgrep -fa "$hl" | sed 's/^/       /'; fi
+# c1's ranks leave first; rank 0 reads their pages a second later, which
+# only c1's lemuriad holds: its launcher must keep it until rank 0's is
+# done (without that: "lemuriad c1 lost")
+expect "--hosts: rank 0 reads pages whose writers' host is done" 0 \
+	timeout -k 5 60 $bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
+	--agent "$tmp/hosts/fake-ssh" --start-daemons -- \
+	"$build/tests/dsmtest" lastread 1000
+expect_output "--hosts: every page as its writer left it" "lastread: PASSED (8 pages"
+expect "--hosts: words with spaces, quotes and \$ reach every rank" 0 \
+	timeout -k 5 60 $bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
+	--agent "$tmp/hosts/fake-ssh" -- printf '[%s]\n' "a b 'c' \$HOME"
+if [ "$(grep -cx "\[a b 'c' \$HOME\]" "$tmp/out")" -eq 8 ]; then
+	ok "--hosts: 8 ranks printed the words as given"
+else
+	fail "--hosts: the words did not arrive whole"; sed 's/^/       /' "$tmp/out"
+fi
+expect "--hosts: a rank failing on one host fails the run with its status" 5 \
+	timeout -k 5 60 $bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
+	--agent "$tmp/hosts/fake-ssh" --start-daemons -- \
+	sh -c 'test "$LM_RANK" != 6 || exit 5; exec sleep 30'
+expect_output "--hosts: the failing host is named" "cluster c1 on node2 exited with status 5"
+if gone; then ok "--hosts: the other host's sleeping ranks stopped"; else
+	fail "--hosts: left running after a failed rank"; pgrep -fa "$hl" | sed 's/^/       /'; fi
+timeout -k 5 60 $bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
+	--agent "$tmp/hosts/fake-ssh" --start-daemons -v -- sleep 30 \
+	>"$tmp/out" 2>&1 &
+hpid=$!
+i=0
+until [ "$(grep -c 'is pid' "$tmp/out")" -ge 8 ]; do
+	i=$((i + 1)); [ $i -ge 100 ] && break; sleep 0.1
+done
+kill -TERM "$hpid"; wait "$hpid"; st=$?
+if [ "$st" -eq 143 ] && gone; then
+	ok "--hosts: SIGTERM to the one command stops every host (status 143)"
+else
+	fail "--hosts: after SIGTERM, status $st"; sed 's/^/       /' "$tmp/out"
+	pgrep -fa "$hl" | sed 's/^/       /'
+fi
+pkill -f "$hl" 2>/dev/null
+printf '%s\n' "r0 node0" "c0 node1" >"$tmp/hosts/short"
+expect "--hosts: a cluster without a host is refused" 2 \
+	$bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/short" -- true
+expect_output "--hosts: the message names it" "cluster c1 has no host"
+expect "--stop-on-eof: a reflector whose stdin is a file says so" 1 \
+	$bin/reflector -c "$hl" -n r0 --stop-on-eof </dev/null
+expect_output "--stop-on-eof: the message names stdin" "cannot watch standard input"
 
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -3,9 +3,11 @@
 # its clients) run in network namespaces of their own, with their own
 # addresses on a bridge, so that nothing depends on loopback.  Each
 # cluster's ranks are started by their own lemuria-run (--cluster, one
-# --run id), as on separate hosts.  The namespaces are created here and
-# removed at the end; where `ip netns` is not permitted the test is
-# skipped with a message.
+# --run id), as on separate hosts; then the whole run again from one
+# command (--hosts, with `ip netns exec` as the launch agent where ssh
+# would be), as docs/operations.md "Every host from one command" walks
+# through.  The namespaces are created here and removed at the end; where
+# `ip netns` is not permitted the test is skipped with a message.
 #   tests/run-netns.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -123,6 +125,43 @@ run_both "LU n=256 over two namespaces" "TEST PASSED" 1 \
 	"$build/splash2/lu" -n256 -b16 -t
 run_both "race-free stress over two namespaces" "PASSED" 4 \
 	"$build/tests/dsmtest" stress 4 8 21
+
+# Every host from one command: another layout (its own ports, the first
+# run's daemons still up), a host file naming each daemon's namespace,
+# the launcher in the reflector's (it must reach the reflector to see it
+# up, as on the first host of a real run).
+sed 's/:76/:77/' "$lay" >"$tmp/hosts-layout.ini"
+printf '%s\n' "# NAME HOST: here, the namespace that ip netns exec enters" \
+	"r0 lm-r-$tag" "c0 lm-c0-$tag" "c1 lm-c1-$tag" >"$tmp/hosts"
+one_command() {
+	name=$1; want_status=$2; pattern=$3; count=$4; shift 4
+	checks=$((checks + 1))
+	timeout -k 5 120 ip netns exec "lm-r-$tag" "$bin/lemuria-run" \
+		-c "$tmp/hosts-layout.ini" --hosts "$tmp/hosts" \
+		--agent "ip netns exec" --start-daemons --timeout 100 -- \
+		"$@" >"$tmp/one" 2>&1
+	st=$?
+	if [ "$st" -eq "$want_status" ] &&
+	   [ "$(grep -c -- "$pattern" "$tmp/one")" -eq "$count" ] &&
+	   ! pgrep -f "$tmp/hosts-layout.ini" >/dev/null; then
+		echo "  ok   $name"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $name (status $st, want $want_status)"
+		tail -n 15 "$tmp/one" | sed 's/^/       /'
+		pgrep -fa "$tmp/hosts-layout.ini" | sed 's/^/       left: /'
+	fi
+}
+one_command "LU n=256 on every namespace from one command" 0 \
+	"TEST PASSED" 1 "$build/splash2/lu" -n256 -b16 -t
+one_command "rank 0 reads pages after their writers' namespace is done" 0 \
+	"lastread: PASSED" 1 "$build/tests/dsmtest" lastread 1000
+# rank 3 (c1's second) fails: the run ends with its status, nothing left
+# (the other ranks would sleep on); the words reach the ranks as given
+printf '%s\n' 'test "$LM_RANK" != 3 || exit 3' 'sleep 20' >"$tmp/rank3.sh"
+one_command "a failing rank on another host ends the one-command run" 3 \
+	"cluster c1 on lm-c1-$tag exited with status 3" 1 \
+	sh -c '. "$0"' "$tmp/rank3.sh"
 
 echo "netns: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -47,6 +47,25 @@ static void test_parse_defaults_stay_in_foreground(void)
 	CU_ASSERT_FALSE(o.syslog);
 	CU_ASSERT_PTR_NULL(o.pidfile);
 	CU_ASSERT_PTR_NULL(o.log_file);
+	CU_ASSERT_FALSE(o.stop_on_eof);
+}
+
+/* --stop-on-eof (lemuria-run --hosts): parsed, and refused with -d,
+ * which leaves the daemon no standard input to watch. */
+static void test_parse_stop_on_eof(void)
+{
+	const char *args[] = { "-c", "l.ini", "-n", "r0", "--stop-on-eof",
+			       NULL };
+	const char *detached[] = { "-c", "l.ini", "-n", "r0", "-d",
+				   "--stop-on-eof", NULL };
+	struct lm_daemon_opts o;
+	char msg[1024];
+
+	CU_ASSERT_EQUAL(parse(args, &o, msg, sizeof(msg)), 0);
+	CU_ASSERT_TRUE(o.stop_on_eof);
+	CU_ASSERT_EQUAL(parse(detached, &o, msg, sizeof(msg)), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "--stop-on-eof and -d exclude "
+					   "each other"));
 }
 
 static void test_parse_short_service_options(void)
@@ -194,6 +213,7 @@ static void test_parse_version(void)
 }
 
 LM_TEST_SUITE("daemon_opts", LM_TEST(test_parse_defaults_stay_in_foreground),
+	      LM_TEST(test_parse_stop_on_eof),
 	      LM_TEST(test_parse_short_service_options),
 	      LM_TEST(test_parse_long_service_options),
 	      LM_TEST(test_parse_detach_alone_logs_to_syslog),

@@ -41,6 +41,7 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "hosts.h"
 #include "link_config.h"
 #include "lm_error.h"
 #include "proto.h"
@@ -88,6 +89,8 @@ static void child_say(const char *what, const char *prog)
 /* How a child runs besides its program and environment. */
 struct spawn_how {
 	bool null_stdin;
+	int stdin_fd;          /* > 0: the child's stdin (a pipe's end) */
+	bool search_path;      /* argv[0] through PATH (an agent: ssh) */
 	const cpu_set_t *cpus; /* NULL: where the launcher may */
 	bool batch;            /* SCHED_BATCH */
 	bool fixed_layout;     /* no address randomisation (a rank) */
@@ -142,8 +145,14 @@ static pid_t spawn(char *const *argv, char *const *envp,
 			close(fd);
 		}
 	}
+	if (how->stdin_fd > 0) {
+		dup2(how->stdin_fd, 0);
+		close(how->stdin_fd);
+	}
 	if (envp)
 		execvpe(argv[0], argv, envp);
+	else if (how->search_path)
+		execvp(argv[0], argv);
 	else
 		execv(argv[0], argv);
 	child_say("cannot run", argv[0]);
@@ -371,6 +380,7 @@ struct daemon_proc {
 	pid_t pid;
 	bool reaped;
 	int status;
+	int eof_fd;   /* the write end of its stdin (--stop-on-eof), or -1 */
 };
 
 struct lm_launch_daemons {
@@ -410,17 +420,30 @@ static int ping_once(const struct lm_layout *l, const lm_auth *auth,
 	return rc;
 }
 
+/* A pipe whose read end (fds[0]) becomes a child's stdin; both ends
+ * close on exec, so that no other child holds the write end open. */
+static int eof_pipe(int fds[2])
+{
+	return pipe2(fds, O_CLOEXEC);
+}
+
+/* Starts one daemon: here, or on `host` through `agent` (hosts.h) with
+ * --stop-on-eof and a pipe as its stdin, whose write end we keep: closing
+ * it stops the daemon wherever it runs, even where the agent would not
+ * pass a signal on (ssh). */
 static int add_daemon(lm_launch_daemons *ds, const char *prog,
 		      const char *layout_abs, const char *log_level,
 		      enum lm_role role, const char *name, uint16_t id,
 		      const struct sockaddr_in *addr, const cpu_set_t *cpus,
-		      FILE *verbose)
+		      const char *agent, const char *host, FILE *verbose)
 {
 	struct daemon_proc *d = &ds->p[ds->n];
-	char *argv[8];
-	int k = 0;
+	struct spawn_how how = { .null_stdin = true, .cpus = cpus };
+	char *argv[10], **run = argv;
+	int k = 0, fds[2] = { -1, -1 };
 
-	*d = (struct daemon_proc){ .role = role, .id = id, .addr = *addr };
+	*d = (struct daemon_proc){ .role = role, .id = id, .addr = *addr,
+				   .eof_fd = -1 };
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	snprintf(d->label, sizeof(d->label), "%s %s", lm_role_name(role),
 		 name);
@@ -433,13 +456,38 @@ static int add_daemon(lm_launch_daemons *ds, const char *prog,
 		argv[k++] = "-l";
 		argv[k++] = (char *)log_level;
 	}
+	if (host) {
+		argv[k++] = "--stop-on-eof";
+		argv[k] = NULL;
+		if (!(run = lm_hosts_command(agent, host, argv))) {
+			errno = ENOMEM;
+			return LM_ENOMEM;
+		}
+		if (eof_pipe(fds) != 0) {
+			lm_hosts_argv_free(run);
+			return LM_EIO;
+		}
+		how = (struct spawn_how){ .stdin_fd = fds[0],
+					  .search_path = true };
+	}
 	argv[k] = NULL;
-	d->pid = spawn(argv, NULL,
-		       &(struct spawn_how){ .null_stdin = true, .cpus = cpus });
-	if (d->pid < 0)
+	d->pid = spawn(run, NULL, &how);
+	if (run != argv)
+		lm_hosts_argv_free(run);
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (d->pid < 0) {
+		if (fds[1] >= 0)
+			close(fds[1]);
 		return LM_EIO;
+	}
+	d->eof_fd = fds[1];
 	ds->n++;
-	if (verbose)
+	if (verbose && host)
+		fprintf(verbose, "lemuria-run: started %s on %s through "
+				 "\"%s\" (pid %d)\n",
+			d->label, host, agent, (int)d->pid);
+	else if (verbose)
 		fprintf(verbose, "lemuria-run: started %s (pid %d)\n",
 			d->label, (int)d->pid);
 	return 0;
@@ -540,7 +588,10 @@ int lm_launch_daemons_start(const struct lm_layout *l, const char *layout_abs,
 
 		rc = add_daemon(ds, o->reflector, layout_abs, o->log_level,
 				LM_ROLE_REFLECTOR, r->name, r->id, &r->addr,
-				NULL, o->verbose);
+				NULL, o->agent,
+				o->hosts ? lm_hosts_of(o->hosts, r->name) :
+					   NULL,
+				o->verbose);
 		if (rc) {
 			snprintf(err, errlen, "cannot start reflector %s: %s",
 				 r->name, strerror(errno));
@@ -549,12 +600,15 @@ int lm_launch_daemons_start(const struct lm_layout *l, const char *layout_abs,
 	}
 	for (size_t i = 0; i < l->nclusters; i++) {
 		const struct lm_cluster_cfg *c = &l->clusters[i];
-		if (!started_here(c->name, o->clusters, o->nclusters))
+
+		/* on several hosts, each cluster's launcher starts its own */
+		if (o->hosts ||
+		    !started_here(c->name, o->clusters, o->nclusters))
 			continue;
 		rc = add_daemon(ds, o->lemuriad, layout_abs, o->log_level,
 				LM_ROLE_LEMURIAD, c->name, c->id, &c->addr,
 				o->cluster_cpus ? &o->cluster_cpus[i] : NULL,
-				o->verbose);
+				NULL, NULL, o->verbose);
 		if (rc) {
 			snprintf(err, errlen, "cannot start lemuriad %s: %s",
 				 c->name, strerror(errno));
@@ -595,9 +649,12 @@ void lm_launch_daemons_stop(lm_launch_daemons *ds, unsigned grace_ms)
 
 	if (!ds)
 		return;
-	for (size_t i = 0; i < ds->n; i++)
+	for (size_t i = 0; i < ds->n; i++) {
+		if (ds->p[i].eof_fd >= 0)
+			close(ds->p[i].eof_fd); /* a remote one: its EOF */
 		if (!daemon_exited(&ds->p[i]))
 			kill(-ds->p[i].pid, SIGTERM);
+	}
 	for (size_t i = 0; i < ds->n; i++) {
 		struct daemon_proc *d = &ds->p[i];
 		uint64_t t = now_ms();
@@ -753,5 +810,149 @@ int lm_launch_run(const struct lm_launch *o, struct lm_launch_result *res)
 stop:
 	stop_ranks(p, o->nranks, grace);
 	free(p);
+	return res->status;
+}
+
+/* ---- launchers on other hosts --------------------------------------------- */
+
+static void close_eof_fds(int *eof_fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (eof_fds[i] >= 0) {
+			close(eof_fds[i]);
+			eof_fds[i] = -1;
+		}
+}
+
+/* Closes the stop pipes, then stops the agents as stop_ranks does. */
+static void stop_remote(struct rank_proc *p, int *eof_fds, size_t n,
+			unsigned grace_ms)
+{
+	close_eof_fds(eof_fds, n);
+	/* a launcher that saw its stdin close stops its ranks and daemons
+	 * and exits: the grace before the SIGTERM is its */
+	uint64_t until = now_ms() + grace_ms;
+
+	for (size_t i = 0; i < n; i++) {
+		while (p[i].pid > 0 && !p[i].reaped && now_ms() < until) {
+			if (waitpid(p[i].pid, &p[i].status, WNOHANG) ==
+			    p[i].pid)
+				p[i].reaped = true;
+			else
+				sleep_ms(POLL_MS);
+		}
+	}
+	stop_ranks(p, n, grace_ms);
+}
+
+int lm_launch_remote_run(const struct lm_launch_remote *jobs, size_t n,
+			 unsigned timeout_ms, unsigned grace_ms,
+			 lm_launch_daemons *daemons,
+			 volatile sig_atomic_t *stop, FILE *verbose,
+			 struct lm_launch_result *res)
+{
+	struct rank_proc *p = calloc(n ? n : 1, sizeof(*p));
+	int *eof_fds = calloc(n ? n : 1, sizeof(*eof_fds));
+	uint64_t t0 = now_ms();
+	size_t running = 0;
+	char how[64];
+
+	*res = (struct lm_launch_result){ .status = 0, .failed_rank = -1 };
+	if (!grace_ms)
+		grace_ms = LM_LAUNCH_GRACE_MS;
+	if (!p || !eof_fds) {
+		free(p);
+		free(eof_fds);
+		snprintf(res->msg, sizeof(res->msg), "out of memory");
+		return res->status = 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		eof_fds[i] = -1;
+	for (size_t i = 0; i < n; i++) {
+		struct spawn_how sh = { .search_path = true };
+		int fds[2] = { -1, -1 };
+
+		p[i].rank = (uint32_t)i;
+		if (!jobs[i].keep_stdin && eof_pipe(fds) == 0)
+			sh.stdin_fd = fds[0];
+		p[i].pid = jobs[i].keep_stdin || fds[0] >= 0 ?
+				   spawn(jobs[i].argv, NULL, &sh) : -1;
+		if (fds[0] >= 0)
+			close(fds[0]);
+		eof_fds[i] = fds[1];
+		if (p[i].pid < 0) {
+			snprintf(res->msg, sizeof(res->msg),
+				 "cannot start %s through \"%s\": %s",
+				 jobs[i].label, jobs[i].argv[0],
+				 strerror(errno));
+			res->failed_rank = (int)i;
+			res->status = 1;
+			goto stop;
+		}
+		running++;
+		if (verbose)
+			fprintf(verbose, "lemuria-run: started %s (pid %d)\n",
+				jobs[i].label, (int)p[i].pid);
+	}
+	while (running > 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct rank_proc *r = &p[i];
+
+			if (r->reaped || waitpid(r->pid, &r->status,
+						 WNOHANG) != r->pid)
+				continue;
+			r->reaped = true;
+			running--;
+			if (WIFEXITED(r->status) &&
+			    WEXITSTATUS(r->status) == 0) {
+				if (verbose)
+					fprintf(verbose, "lemuria-run: %s "
+						"exited with status 0\n",
+						jobs[i].label);
+				/* rank 0's host is done: the run is over,
+				 * and the others, whose ranks are done by
+				 * then, may stop their daemons */
+				if (jobs[i].keep_stdin)
+					close_eof_fds(eof_fds, n);
+				continue;
+			}
+			res->status = describe_status(r->status, how,
+						      sizeof(how));
+			res->failed_rank = (int)i;
+			snprintf(res->msg, sizeof(res->msg), "%s %s",
+				 jobs[i].label, how);
+			goto stop;
+		}
+		if (running == 0)
+			break;
+		if (stop && *stop) {
+			res->status = 128 + (int)*stop;
+			snprintf(res->msg, sizeof(res->msg),
+				 "interrupted by signal %d; stopping every "
+				 "host's launcher", (int)*stop);
+			goto stop;
+		}
+		if (timeout_ms && now_ms() - t0 >= timeout_ms) {
+			res->status = LM_LAUNCH_TIMEOUT_STATUS;
+			snprintf(res->msg, sizeof(res->msg),
+				 "timed out after %.1f s; stopping %zu hosts' "
+				 "launchers", timeout_ms / 1000.0, running);
+			goto stop;
+		}
+		if (lm_launch_daemons_check(daemons, res->msg,
+					    sizeof(res->msg))) {
+			res->status = 1;
+			goto stop;
+		}
+		sleep_ms(POLL_MS);
+	}
+	stop_remote(p, eof_fds, n, grace_ms);
+	free(p);
+	free(eof_fds);
+	return res->status;
+stop:
+	stop_remote(p, eof_fds, n, grace_ms);
+	free(p);
+	free(eof_fds);
 	return res->status;
 }

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "hosts.h"
 
 #define LM_LAUNCH_GRACE_MS 3000      /* SIGTERM, then SIGKILL after this */
 #define LM_LAUNCH_PING_MS 5000       /* a daemon must answer PING by then */
@@ -78,6 +79,12 @@ struct lm_launch_daemon_opts {
 	const cpu_set_t *cluster_cpus;
 	unsigned ping_ms;        /* 0: LM_LAUNCH_PING_MS */
 	FILE *verbose;           /* progress lines, or NULL */
+	/* Several hosts (lemuria-run --hosts): each reflector starts on its
+	 * host through `agent` (hosts.h), with --stop-on-eof; no lemuriad
+	 * starts here (each cluster's launcher starts its own).  NULL: every
+	 * daemon here. */
+	const struct lm_hosts *hosts;
+	const char *agent;
 };
 
 /* Starts `reflector -c LAYOUT -n NAME` / `lemuriad -c LAYOUT -n NAME`, each
@@ -134,5 +141,34 @@ struct lm_launch_result {
  * the signal; a watched daemon exiting, or a rank that cannot be started:
  * 1.  Returns the status (also in res). */
 int lm_launch_run(const struct lm_launch *o, struct lm_launch_result *res);
+
+/* ---- launchers on other hosts (--hosts) ---------------------------------- */
+
+/* One cluster's launcher, run on its host through an agent. */
+struct lm_launch_remote {
+	const char *label;   /* "cluster c0 on node1", for messages */
+	char *const *argv;   /* the agent's command (lm_hosts_command) */
+	bool keep_stdin;     /* ours (the cluster of rank 0, whose main may
+				read it); else a pipe whose end we close when
+				that one has exited 0, or to stop the run
+				(its lemuria-run has --stop-on-eof: it keeps
+				its lemuriad, which may hold pages the others
+				need, until then) */
+};
+
+/* Starts every launcher and waits for all, as lm_launch_run does for
+ * ranks: the first that exits with a non-zero status or by a signal
+ * fails the run, and its status is ours (128 + N for signal N); the
+ * others are told to stop (their stdin closes), then get SIGTERM and
+ * SIGKILL after grace_ms.  The keep_stdin launcher exiting 0 ends the
+ * run: the others' stdin closes.  Timeout: LM_LAUNCH_TIMEOUT_STATUS; *stop: 128
+ * + the signal; a watched daemon exiting, or a launcher that cannot be
+ * started: 1.  Returns the status (also in res; failed_rank is the
+ * failed launcher's index). */
+int lm_launch_remote_run(const struct lm_launch_remote *jobs, size_t n,
+			 unsigned timeout_ms, unsigned grace_ms,
+			 lm_launch_daemons *daemons,
+			 volatile sig_atomic_t *stop, FILE *verbose,
+			 struct lm_launch_result *res);
 
 #endif

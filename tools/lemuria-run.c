@@ -4,6 +4,7 @@
  *               [--timeout SEC] [--stats] [-v] -- PROGRAM ARGS...
  *   lemuria-run -n N [--clusters A+B... | --per-cluster K] [--shared-size S]
  *               [options] -- PROGRAM ARGS...
+ *   lemuria-run -c LAYOUT --hosts FILE [--agent CMD] [options] -- PROGRAM ...
  *
  * Thin main over tools/launch.c (tools/runstats.c for --stats,
  * tools/quick_layout.c for -n); the user's guide is docs/operations.md.
@@ -11,14 +12,18 @@
  * + N for signal N); 124 on --timeout; 2 on a usage or layout error; 1 when
  * the daemons cannot be started or one of them dies. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "hosts.h"
 #include "launch.h"
 #include "lm_error.h"
 #include "quick_layout.h"
@@ -30,12 +35,21 @@
 #define MAX_CLUSTERS 256
 
 /* Long options without a short form. */
-enum { LM_OPT_CLUSTERS = 256, LM_OPT_PER_CLUSTER, LM_OPT_SHARED_SIZE };
+enum {
+	LM_OPT_CLUSTERS = 256,
+	LM_OPT_PER_CLUSTER,
+	LM_OPT_SHARED_SIZE,
+	LM_OPT_HOSTS,
+	LM_OPT_AGENT,
+	LM_OPT_STOP_ON_EOF,
+};
+#define DEFAULT_AGENT "ssh"
 #define STATS_TIMEOUT_MS 2000 /* per daemon, for --stats */
 
 extern char **environ;
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stdin_closed; /* --stop-on-eof saw EOF */
 
 /* A closed stdout or stderr must not kill the launcher before it stops the
  * daemons it started.  A handler rather than SIG_IGN, since an ignored
@@ -76,6 +90,19 @@ static void usage(FILE *out)
 		"(repeatable)\n"
 		"  -r, --run ID          run id (decimal); the same on every "
 		"host of a run\n"
+		"      --hosts FILE      every cluster's ranks (and its "
+		"lemuriad, with -d) on\n"
+		"                        its host, and with -d each reflector "
+		"on its host:\n"
+		"                        lines NAME HOST; one run id for all\n"
+		"      --agent CMD       how --hosts runs a command on a host: "
+		"CMD HOST COMMAND\n"
+		"                        (default $LEMURIA_AGENT, else "
+		"\"" DEFAULT_AGENT "\")\n"
+		"      --stop-on-eof     stop the run when standard input "
+		"closes (--hosts\n"
+		"                        starts the other hosts' launchers "
+		"so)\n"
 		"  -t, --timeout SEC     stop everything after SEC seconds "
 		"(status 124)\n"
 		"  -b, --batch           run the ranks under SCHED_BATCH (no "
@@ -145,9 +172,30 @@ static void stats_report(const struct lm_layout *l, lm_runstats *before,
 	lm_runstats_destroy(after);
 }
 
+/* The run's stops: SIGINT, SIGTERM and SIGHUP end it (after stopping
+ * what it started), a closed stdout or stderr does not. */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	/* No SA_RESTART: the supervision loop's sleep must end early. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_sigpipe;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* Starts the layout's daemons here, or with `hosts` its reflectors on
+ * their hosts through `agent` (each cluster's launcher starts its
+ * lemuriad there). */
 static int start_daemons(const struct lm_layout *l, const char *layout_abs,
 			 const char *const *clusters, size_t nclusters,
 			 const cpu_set_t *cluster_cpus, int verbose,
+			 const struct lm_hosts *hosts, const char *agent,
 			 lm_launch_daemons **out)
 {
 	char refl[LM_PATH_MAX], lemd[LM_PATH_MAX], err[512];
@@ -156,10 +204,11 @@ static int start_daemons(const struct lm_layout *l, const char *layout_abs,
 		.nclusters = nclusters, .log_level = verbose ? NULL : "warn",
 		.cluster_cpus = cluster_cpus,
 		.verbose = verbose ? stderr : NULL,
+		.hosts = hosts, .agent = agent,
 	};
 
 	if ((nclusters == 0 && find_daemon("reflector", refl, sizeof(refl))) ||
-	    find_daemon("lemuriad", lemd, sizeof(lemd)))
+	    (!hosts && find_daemon("lemuriad", lemd, sizeof(lemd))))
 		return 1;
 	if (lm_launch_daemons_start(l, layout_abs, &o, out, err, sizeof(err))) {
 		fprintf(stderr, "lemuria-run: %s\n", err);
@@ -225,7 +274,31 @@ struct run_opts {
 	/* -n: a layout of our own (quick_layout.h) */
 	unsigned np, per_cluster;
 	const char *cluster_sizes, *shared_size;
+	/* --hosts: where each daemon runs (hosts.h), through `agent` */
+	const char *hosts_path, *agent;
+	int stop_on_eof;
 };
+
+/* --stop-on-eof: our ranks are done, but other clusters' ranks may still
+ * read pages only our lemuriad holds; the launcher that started us
+ * (--hosts) closes our stdin once the run is over (rank 0's cluster is
+ * done), or when it stops. */
+static void hold_daemons(const struct run_opts *o, bool daemons)
+{
+	uint64_t waited = 0;
+
+	if (o->verbose)
+		fprintf(stderr, "lemuria-run: our ranks are done; %s until "
+				"the launcher that started us is done\n",
+			daemons ? "keeping our lemuriad" : "waiting");
+	while (!stop_signal &&
+	       (!o->timeout_ms || waited < o->timeout_ms)) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		waited += 10;
+	}
+}
 
 /* Runs the ranks of o->layout_path (and its daemons with
  * --start-daemons): the exit status. */
@@ -241,7 +314,6 @@ static int run_layout(const struct run_opts *o)
 	uint32_t *ranks = NULL;
 	char err[512], layout_abs[LM_PATH_MAX];
 	struct lm_launch_result res;
-	struct sigaction sa;
 
 	if (lm_layout_load(o->layout_path, &l, err, sizeof(err))) {
 		fprintf(stderr, "lemuria-run: %s\n", err);
@@ -273,18 +345,10 @@ static int run_layout(const struct run_opts *o)
 		fprintf(stderr, "lemuria-run: run %llu, %zu ranks, layout %s\n",
 			(unsigned long long)run, nranks, layout_abs);
 
-	/* No SA_RESTART: the supervision loop's sleep must end early. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = on_sigpipe;
-	sigaction(SIGPIPE, &sa, NULL);
-
+	catch_signals();
 	if (o->daemons && start_daemons(l, layout_abs, clusters, nclusters,
-					cluster_cpus, o->verbose, &ds)) {
+					cluster_cpus, o->verbose, NULL, NULL,
+					&ds)) {
 		status = 1;
 	} else if (stop_signal) {
 		status = 128 + stop_signal;
@@ -309,8 +373,15 @@ static int run_layout(const struct run_opts *o)
 					"the ranks write their lines to stderr\n",
 				pwhy);
 		status = lm_launch_run(&lo, &res);
+		if (status == 0 && o->stop_on_eof)
+			hold_daemons(o, ds != NULL);
 		if (profile > 0)
 			lm_rankprofile_end(pdir, ranks, nranks, stderr);
+		if (res.msg[0] && stdin_closed)
+			fprintf(stderr, "lemuria-run: standard input closed "
+					"(--stop-on-eof: the launcher that "
+					"started us ended the run) while our "
+					"ranks ran\n");
 		if (res.msg[0])
 			fprintf(stderr, "lemuria-run: %s\n", res.msg);
 		else if (o->verbose)
@@ -325,6 +396,213 @@ static int run_layout(const struct run_opts *o)
 	free(ranks);
 	lm_layout_free(l);
 	return status;
+}
+
+/* The words a cluster's launcher runs on its host (--hosts): this
+ * program, in the directory we run in, with the variables of ours that
+ * start with LEMURIA_ (ssh passes none), the same layout and run id, and
+ * only that cluster.  NULL when out of memory; the strings are borrowed
+ * from o, `self`, `run`, `secs` and environ. */
+static char **cluster_command(const struct run_opts *o, const char *self,
+			     const char *cwd, const char *layout_abs,
+			     const char *cluster, const char *run,
+			     const char *secs, const char *program,
+			     bool keep_stdin)
+{
+	size_t nenv = 0, nargs = 0, k = 0;
+	char **cmd;
+
+	for (char **e = environ; *e; e++)
+		nenv += strncmp(*e, "LEMURIA_", 8) == 0;
+	while (o->argv[nargs])
+		nargs++;
+	cmd = calloc(4 + nenv + 16 + nargs + 1, sizeof(*cmd));
+	if (!cmd)
+		return NULL;
+	cmd[k++] = "env";
+	cmd[k++] = "-C";
+	cmd[k++] = (char *)cwd;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "LEMURIA_", 8) == 0)
+			cmd[k++] = *e;
+	cmd[k++] = (char *)self;
+	cmd[k++] = "-c";
+	cmd[k++] = (char *)layout_abs;
+	cmd[k++] = "--cluster";
+	cmd[k++] = (char *)cluster;
+	cmd[k++] = "--run";
+	cmd[k++] = (char *)run;
+	if (o->daemons)
+		cmd[k++] = "--start-daemons";
+	if (secs) {
+		cmd[k++] = "--timeout";
+		cmd[k++] = (char *)secs;
+	}
+	if (o->pin)
+		cmd[k++] = "--pin";
+	if (o->batch)
+		cmd[k++] = "--batch";
+	if (o->verbose)
+		cmd[k++] = "--verbose";
+	if (!keep_stdin)
+		cmd[k++] = "--stop-on-eof";
+	cmd[k++] = "--";
+	cmd[k++] = (char *)program;
+	for (size_t i = 1; i < nargs; i++)
+		cmd[k++] = o->argv[i];
+	cmd[k] = NULL;
+	return cmd;
+}
+
+/* --hosts: every cluster's launcher on its host, and with
+ * --start-daemons every reflector on its host first, all through the
+ * agent, with one run id; the exit status as run_layout's. */
+static int run_hosts(const struct run_opts *o)
+{
+	char layout_abs[LM_PATH_MAX], self[LM_PATH_MAX], cwd[LM_PATH_MAX];
+	char program[LM_PATH_MAX], run[32], secs[32], err[512];
+	struct lm_launch_remote *jobs = NULL;
+	char **cmds[MAX_CLUSTERS] = { NULL };
+	char labels[MAX_CLUSTERS][LM_NAME_MAX + LM_HOST_MAX + 16];
+	struct lm_launch_result res = { .status = 1 };
+	struct lm_layout *l = NULL;
+	struct lm_hosts *hosts = NULL;
+	lm_launch_daemons *ds = NULL;
+	uint64_t run_id = o->run ? o->run : lm_launch_run_id();
+	ssize_t n;
+	int status = 2;
+
+	if (o->nclusters || o->stats) {
+		fprintf(stderr, "lemuria-run: --hosts starts every cluster "
+				"and goes without %s\n",
+			o->nclusters ? "--cluster" :
+				       "--stats (lemuriactl stats, before "
+				       "and after, gives the counters)");
+		return 2;
+	}
+	if (lm_layout_load(o->layout_path, &l, err, sizeof(err))) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		return 2;
+	}
+	/* every host runs the same paths: ours, made absolute */
+	if (!realpath(o->layout_path, layout_abs)) {
+		fprintf(stderr, "lemuria-run: %s: %s\n", o->layout_path,
+			strerror(errno));
+		goto out;
+	}
+	if (strchr(o->argv[0], '/') && !realpath(o->argv[0], program)) {
+		fprintf(stderr, "lemuria-run: %s: %s\n", o->argv[0],
+			strerror(errno));
+		goto out;
+	}
+	if (!strchr(o->argv[0], '/'))
+		snprintf(program, sizeof(program), "%s", o->argv[0]);
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    (n = readlink("/proc/self/exe", self, sizeof(self) - 1)) < 0) {
+		fprintf(stderr, "lemuria-run: --hosts: cannot tell this "
+				"directory or this program's path: %s\n",
+			strerror(errno));
+		status = 1;
+		goto out;
+	}
+	self[n] = '\0';
+	if (lm_hosts_load(o->hosts_path, l, o->daemons != 0, &hosts, err,
+			  sizeof(err))) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		goto out;
+	}
+	if (l->nclusters > MAX_CLUSTERS ||
+	    !(jobs = calloc(l->nclusters, sizeof(*jobs)))) {
+		fprintf(stderr, "lemuria-run: --hosts: out of memory\n");
+		status = 1;
+		goto out;
+	}
+	snprintf(run, sizeof(run), "%llu", (unsigned long long)run_id);
+	/* each launcher times out by itself; ours waits a grace longer, so
+	 * that theirs say why */
+	snprintf(secs, sizeof(secs), "%.3f", o->timeout_ms / 1000.0);
+	for (size_t i = 0; i < l->nclusters; i++) {
+		const struct lm_cluster_cfg *c = &l->clusters[i];
+		const char *host = lm_hosts_of(hosts, c->name);
+		bool keep = c->clients > 0 && c->first_rank == 0;
+		char **cmd = cluster_command(o, self, cwd, layout_abs,
+					     c->name, run,
+					     o->timeout_ms ? secs : NULL,
+					     program, keep);
+
+		cmds[i] = cmd ? lm_hosts_command(o->agent, host, cmd) : NULL;
+		free(cmd);
+		if (!cmds[i]) {
+			fprintf(stderr, "lemuria-run: --hosts: out of "
+					"memory\n");
+			status = 1;
+			goto out;
+		}
+		snprintf(labels[i], sizeof(labels[i]), "cluster %s on %s",
+			 c->name, host);
+		jobs[i] = (struct lm_launch_remote){ .label = labels[i],
+						     .argv = cmds[i],
+						     .keep_stdin = keep };
+	}
+	if (o->verbose)
+		fprintf(stderr, "lemuria-run: run %s on %zu hosts through "
+				"\"%s\", layout %s\n",
+			run, l->nclusters, o->agent, layout_abs);
+	catch_signals();
+	if (o->daemons && start_daemons(l, layout_abs, NULL, 0, NULL,
+					o->verbose, hosts, o->agent, &ds)) {
+		status = 1;
+		goto out;
+	}
+	status = lm_launch_remote_run(jobs, l->nclusters,
+				      o->timeout_ms ? o->timeout_ms +
+							      2 * LM_LAUNCH_GRACE_MS :
+						      0,
+				      0, ds, &stop_signal,
+				      o->verbose ? stderr : NULL, &res);
+	if (res.msg[0])
+		fprintf(stderr, "lemuria-run: %s\n", res.msg);
+out:
+	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
+	for (size_t i = 0; i < MAX_CLUSTERS; i++)
+		lm_hosts_argv_free(cmds[i]);
+	free(jobs);
+	lm_hosts_free(hosts);
+	lm_layout_free(l);
+	return status;
+}
+
+/* --stop-on-eof: reads standard input (moved to fd `arg`; the ranks read
+ * /dev/null) until it ends, then stops the run as a hang-up would. */
+static void *watch_stdin(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[256];
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0 ||
+	       (n < 0 && errno == EINTR))
+		;
+	stdin_closed = 1;
+	stop_signal = SIGHUP; /* as a hang-up: 128 + 1 */
+	return NULL;
+}
+
+static int watch_stdin_start(void)
+{
+	int fd = fcntl(0, F_DUPFD_CLOEXEC, 3), null = open("/dev/null",
+							     O_RDONLY);
+	pthread_t t;
+
+	if (fd < 0 || null < 0 || dup2(null, 0) < 0 ||
+	    pthread_create(&t, NULL, watch_stdin, (void *)(intptr_t)fd)) {
+		fprintf(stderr, "lemuria-run: --stop-on-eof: cannot watch "
+				"standard input: %s\n", strerror(errno));
+		return 1;
+	}
+	close(null);
+	pthread_detach(t);
+	return 0;
 }
 
 /* -n N: the run on a layout of its own, made for it and removed after. */
@@ -399,6 +677,9 @@ int main(int argc, char **argv)
 		{ "clusters", required_argument, NULL, LM_OPT_CLUSTERS },
 		{ "per-cluster", required_argument, NULL, LM_OPT_PER_CLUSTER },
 		{ "shared-size", required_argument, NULL, LM_OPT_SHARED_SIZE },
+		{ "hosts", required_argument, NULL, LM_OPT_HOSTS },
+		{ "agent", required_argument, NULL, LM_OPT_AGENT },
+		{ "stop-on-eof", no_argument, NULL, LM_OPT_STOP_ON_EOF },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct run_opts o = { 0 };
@@ -475,6 +756,15 @@ int main(int argc, char **argv)
 		case LM_OPT_SHARED_SIZE:
 			o.shared_size = optarg;
 			break;
+		case LM_OPT_HOSTS:
+			o.hosts_path = optarg;
+			break;
+		case LM_OPT_AGENT:
+			o.agent = optarg;
+			break;
+		case LM_OPT_STOP_ON_EOF:
+			o.stop_on_eof = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -491,6 +781,30 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o.argv = argv + optind;
+	if (o.stop_on_eof && watch_stdin_start())
+		return 1;
+	if (o.agent && !o.hosts_path) {
+		fprintf(stderr, "lemuria-run: --agent goes with --hosts\n");
+		return 2;
+	}
+	if (o.hosts_path) {
+		if (!o.agent)
+			o.agent = getenv("LEMURIA_AGENT") ?
+					  getenv("LEMURIA_AGENT") :
+					  DEFAULT_AGENT;
+		if (!o.agent[strspn(o.agent, " \t")]) {
+			fprintf(stderr, "lemuria-run: --agent (or "
+					"LEMURIA_AGENT) names no command\n");
+			return 2;
+		}
+		if (o.np || o.cluster_sizes || !o.layout_path) {
+			fprintf(stderr, "lemuria-run: --hosts takes the "
+					"layout of -c (its addresses are the "
+					"hosts'), not -n\n");
+			return 2;
+		}
+		return run_hosts(&o);
+	}
 	if (o.np || o.cluster_sizes || o.per_cluster || o.shared_size) {
 		if (o.cluster_sizes && o.per_cluster) {
 			fprintf(stderr, "lemuria-run: --clusters and "

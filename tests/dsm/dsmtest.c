@@ -22,6 +22,13 @@
  *                              meet at a barrier (the acks of the last
  *                              replies must leave meanwhile: docs/dsm.md
  *                              "Client acknowledgements")
+ *   dsmtest lastread MS        every process fills a page of its own
+ *                              (its cluster comes to own it), and after
+ *                              a barrier all but rank 0 leave; rank 0
+ *                              reads every page MS milliseconds later,
+ *                              which only the writers' lemuriads hold
+ *                              (a launcher on each host must keep its
+ *                              lemuriad until the run is over)
  *   dsmtest sleep S            a barrier, then rank 0 sleeps S seconds
  *                              while the others wait in a second barrier
  *                              with nothing to send (for liveness tests)
@@ -149,6 +156,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lemuria.h"
@@ -2197,6 +2205,31 @@ static int run_compute(long ms)
 	return 0;
 }
 
+static int run_lastread(long ms)
+{
+	uint8_t (*pages)[COMPUTE_PAGE] = NULL;
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	if (rank == 0 && !(pages = lm_malloc((size_t)nprocs * COMPUTE_PAGE)))
+		die("lm_malloc", -2);
+	check(lm_distribute(&pages, sizeof(pages)), "lm_distribute");
+	memset(pages[rank], rank + 1, COMPUTE_PAGE);
+	check(lm_barrier(13), "lm_barrier");
+	if (rank != 0)
+		return 0;
+	nanosleep(&ts, NULL);
+	for (int r = 0; r < nprocs; r++)
+		if (pages[r][COMPUTE_PAGE - 1] != (uint8_t)(r + 1)) {
+			fprintf(stderr, "dsmtest: rank 0: rank %d's page holds "
+				"%d, expected %d\n", r,
+				pages[r][COMPUTE_PAGE - 1], r + 1);
+			return 1;
+		}
+	printf("dsmtest lastread: PASSED (%d pages read after their "
+	       "writers left)\n", nprocs);
+	return 0;
+}
+
 static int run_sleep(int seconds)
 {
 	check(lm_barrier(9), "lm_barrier");
@@ -2410,6 +2443,7 @@ int main(int argc, char **argv)
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"owners ERAS PAGES SEED | low 1 | leave RANK [LAST] | nofinal RANK | split 1|2 | "
 				"private ROUNDS BYTES | sleep SECONDS | "
+				"lastread MS | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
 				"chain ROUNDS | bytes ROUNDS | "
@@ -2461,6 +2495,8 @@ int main(int argc, char **argv)
 		failed = run_compute(atol(argv[2]));
 	else if (strcmp(argv[1], "sleep") == 0)
 		failed = run_sleep(atoi(argv[2]));
+	else if (strcmp(argv[1], "lastread") == 0)
+		failed = run_lastread(atol(argv[2]));
 	else if (strcmp(argv[1], "misuse") == 0)
 		failed = run_misuse();
 	else if (strcmp(argv[1], "early") == 0) {
