@@ -49,6 +49,9 @@
  * behind the train loaded so far: copying it into the train cost more
  * than the call it would share (a 64 KB memcpy against one sendto). */
 #define LM_EVNODE_DIRECT_BYTES (16 * 1024)
+/* Answers to datagrams that fail authentication: at most one per this
+ * many microseconds (answer_unauthentic). */
+#define LM_EVNODE_AUTH_ANSWER_US 100000u
 
 enum lm_evnode_addr_state {
 	LM_EVNODE_ADDR_NONE,     /* nothing known: transmissions are dropped */
@@ -92,6 +95,7 @@ struct lm_evnode {
 	bool auth;         /* the engine requires a MAC */
 	struct lm_evnode_drop_stats drops; /* refused before the engine */
 	uint64_t tx_drops; /* sendto refused, or no address for the peer */
+	uint64_t auth_answered_at; /* the last answer to a bad MAC */
 	uint8_t *rxbuf;    /* the datagram being input: one of rxbufs */
 	uint8_t *rxbufs;   /* LM_EVNODE_RX_VLEN buffers of LM_EVNODE_BUF */
 	struct mmsghdr rxmsgs[LM_EVNODE_RX_VLEN];
@@ -430,6 +434,30 @@ const char *lm_evnode_peer_trouble(const lm_evnode *node, uint16_t peer)
 			    "no secret: the two layouts differ in auth";
 }
 
+/* A client or tool (no address in the layout) whose datagram failed
+ * authentication gets a signed ACK back, so that it learns the secrets
+ * differ within a second or two (common/rpc.c) instead of retrying for
+ * its whole give-up time: declared peers learn it from each other's
+ * greetings (note_authenticity).  At most one answer per
+ * LM_EVNODE_AUTH_ANSWER_US, each no larger than what it answers: no
+ * flood and no amplification for a forged source address. */
+static void answer_unauthentic(struct lm_evnode *node, uint16_t sender,
+			       const struct sockaddr_in *src, size_t got,
+			       uint64_t now)
+{
+	uint8_t dg[LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE];
+	size_t len;
+
+	if (got < sizeof(dg) ||
+	    now - node->auth_answered_at < LM_EVNODE_AUTH_ANSWER_US)
+		return;
+	node->auth_answered_at = now;
+	len = lm_rel_auth_answer(node->rel, sender, dg);
+	if (len && sendto(node->fd, dg, len, 0, (const struct sockaddr *)src,
+			  sizeof(*src)) < 0)
+		node->tx_drops++;
+}
+
 /* One datagram from `src`.  The header is peeked only to learn who claims
  * to have sent it; authenticity is the engine's business. */
 static void input_one(struct lm_evnode *node, size_t len,
@@ -473,6 +501,8 @@ static void input_one(struct lm_evnode *node, size_t len,
 	node->in_input = false;
 	if (p && p->state == LM_EVNODE_ADDR_DECLARED)
 		note_authenticity(node, p, rc, now);
+	else if (rc == LM_EAUTH && decoded)
+		answer_unauthentic(node, h.sender, src, len, now);
 	if (rc)
 		log_refused(node, rc, src, len, &h, decoded);
 	else if (st->drop_malformed != malformed) {

@@ -184,6 +184,14 @@ int lm_rel_queue(lm_rel *rel, uint16_t peer, enum lm_rel_msg_kind kind,
  * dropped; the matching counter is incremented either way. */
 int lm_rel_input(lm_rel *rel, const uint8_t *dg, size_t len, uint64_t now_us);
 
+/* A signed ACK to node `to`, whose datagram failed authentication: no
+ * state of ours, nothing acknowledged.  A sender with another secret sees
+ * its MAC fail in turn and can tell that the secrets differ, where
+ * silence would look like a lost peer (common/rpc.c, evnode.c).  Writes
+ * LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE bytes into dg and returns that
+ * length; 0 (nothing written) without auth. */
+size_t lm_rel_auth_answer(lm_rel *rel, uint16_t to, uint8_t *dg);
+
 /* Run timers due at now_us: retransmissions, delayed acks, reassembly
  * timeouts. */
 void lm_rel_tick(lm_rel *rel, uint64_t now_us);

@@ -106,6 +106,10 @@ struct lm_rpc {
 	_Atomic uint64_t ack_arms;    /* timer_settime calls */
 	uint64_t reads;       /* recv calls on the socket */
 	struct lm_refusals refused; /* ECONNREFUSED of a server never heard */
+	/* datagrams from the server whose MAC failed while none passed: its
+	 * answer to ours, keyed with another secret (evnode.c) */
+	struct lm_refusals unauthentic;
+	bool bad_mac;   /* one such datagram came, and no authentic one */
 	unsigned npending, pending_max; /* calls in flight, most at once */
 };
 
@@ -258,16 +262,9 @@ static void on_deliver(void *ctx, const struct lm_rel_msg *msg)
 	rpc->progress = true;
 }
 
-static void on_peer_event(void *ctx, uint16_t peer,
-			  enum lm_rel_peer_event event)
+/* Every call in progress ends with rc. */
+static void fail_calls_locked(struct lm_rpc *rpc, int rc)
 {
-	struct lm_rpc *rpc = ctx;
-	int rc = event == LM_REL_PEER_RESET ? LM_ERESET : LM_EUNREACH;
-
-	if (peer != rpc->server_id)
-		return;
-	/* The engine dropped what it had queued: nothing will answer the
-	 * calls in progress. */
 	for (struct lm_rpc_pending *p = rpc->pending; p; p = p->next) {
 		if (!p->done) {
 			p->done = true;
@@ -277,6 +274,39 @@ static void on_peer_event(void *ctx, uint16_t peer,
 	rpc->events++;
 	rpc->last_event_rc = rc;
 	rpc->progress = true;
+}
+
+static void on_peer_event(void *ctx, uint16_t peer,
+			  enum lm_rel_peer_event event)
+{
+	struct lm_rpc *rpc = ctx;
+
+	if (peer != rpc->server_id)
+		return;
+	/* The engine dropped what it had queued: nothing will answer the
+	 * calls in progress. */
+	fail_calls_locked(rpc, event == LM_REL_PEER_RESET ? LM_ERESET :
+							     LM_EUNREACH);
+}
+
+/* What the engine made of a datagram from the server (the socket is
+ * connected to it): one whose MAC fails while none ever passed is the
+ * server's answer keyed with another secret (evnode.c,
+ * answer_unauthentic); after a few over a second the calls fail with
+ * LM_EAUTH instead of waiting out the retries. */
+static void note_authenticity_locked(struct lm_rpc *rpc, int rc,
+				     uint64_t now)
+{
+	if (rc == 0) {
+		rpc->unauthentic.heard = true;
+		rpc->bad_mac = false;
+		return;
+	}
+	if (rc != LM_EAUTH || rpc->unauthentic.heard)
+		return;
+	rpc->bad_mac = true;
+	if (lm_refusals_note(&rpc->unauthentic, now))
+		fail_calls_locked(rpc, LM_EAUTH);
 }
 
 /* Reads what the socket holds and feeds it to the engine. */
@@ -298,7 +328,10 @@ static void read_socket_locked(struct lm_rpc *rpc, uint64_t now)
 		rpc->refused.heard = true;
 		if ((size_t)n > LM_RPC_BUF)
 			continue; /* truncated: cannot be one of ours */
-		lm_rel_input(rpc->rel, rpc->rxbuf, (size_t)n, now);
+		note_authenticity_locked(rpc, lm_rel_input(rpc->rel,
+							   rpc->rxbuf,
+							   (size_t)n, now),
+					 now);
 		/* a reply or message is in: its waiter goes on without the
 		 * read that would find the socket empty (a syscall on every
 		 * call); what else came stays for the next poll */
@@ -757,6 +790,7 @@ int lm_rpc_finish(lm_rpc *rpc, struct lm_rpc_pending *call, void **reply,
 {
 	uint64_t deadline = deadline_from_ms(timeout_ms);
 	struct lm_rpc_pending **pp;
+	bool bad_mac;
 
 	if (!rpc || !call || !call->started || !reply || !reply_len)
 		return LM_EINVAL;
@@ -768,7 +802,12 @@ int lm_rpc_finish(lm_rpc *rpc, struct lm_rpc_pending *call, void **reply,
 	call->started = false;
 	rpc->npending--;
 	arm_ack_timer_locked(rpc);
+	bad_mac = rpc->bad_mac;
 	pthread_mutex_unlock(&rpc->lock);
+	/* a call that found no authentic server, where the server answered
+	 * with another key (a short timeout: lemuriactl's), says so */
+	if (bad_mac && (!call->done || call->rc == LM_EUNREACH))
+		return LM_EAUTH;
 	if (!call->done)
 		return LM_ETIMEDOUT;
 	if (call->rc)

@@ -99,6 +99,17 @@ static int lm_client_fail(const char *what, int rc)
 
 	if (lm_self.cluster)
 		lm_addr_str(&lm_self.cluster->addr, addr, sizeof(addr));
+	if (rc == LM_EAUTH) {
+		lm_log_error("rank %u: %s: lemuriad %s at %s answers, but "
+			     "its datagrams fail authentication: this "
+			     "layout's secret_file differs from the one the "
+			     "daemons were started with (every host needs "
+			     "the same secret)",
+			     lm_self.rank, what,
+			     lm_self.cluster ? lm_self.cluster->name : "?",
+			     addr);
+		return rc;
+	}
 	lm_log_error("rank %u: %s: %s (lemuriad %s at %s)", lm_self.rank, what,
 		     lm_strerror(rc),
 		     lm_self.cluster ? lm_self.cluster->name : "?", addr);

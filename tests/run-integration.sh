@@ -577,7 +577,24 @@ expect "another secret at the reflector: the run fails" 1 timeout -k 5 60 \
 secs=$(( $(date +%s) - start ))
 expect_output "... saying the secrets differ" "reflector r0 at 127.0.0.1:[0-9]* lost: its datagrams fail authentication: the two layouts' secret_file keys differ"
 if [ $secs -le 5 ]; then ok "... within 5 s (${secs}s)"; else fail "took ${secs}s"; fi
-kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+# A rank whose layout names another secret than its lemuriad's: the
+# lemuriad answers what it cannot authenticate with a signed ACK, which
+# the rank cannot authenticate either, and lm_init says so at once
+# (before: "peer unreachable" after 11 s).
+"$bin/lemuriad" -c "$slay" -n c0 -l error 2>/dev/null &
+cpid=$!; pids="$pids $cpid"
+sleep 0.3
+start=$(date +%s)
+expect "a rank with another secret than its lemuriad's: lm_init fails" 1 \
+	env LM_LAYOUT="$tmp/secret/b.ini" LM_RANK=0 LM_RUN=7 timeout -k 5 30 \
+	"$build/tests/dsmtest" counter 5
+secs=$(( $(date +%s) - start ))
+expect_output "... saying the secrets differ" "lemuriad c0 at 127.0.0.1:[0-9]* answers, but its datagrams fail authentication: this layout's secret_file differs"
+if [ $secs -le 3 ]; then ok "... within 3 s (${secs}s)"; else fail "took ${secs}s"; fi
+expect "lemuriactl status with another secret: down" 1 \
+	$bin/lemuriactl -c "$tmp/secret/b.ini" status
+expect_output "... saying why" "lemuriad  *c0 .* down .*fail authentication"
+kill "$cpid" "$spid" 2>/dev/null; wait "$cpid" "$spid" 2>/dev/null
 
 echo "integration: lemuria-run killed (SIGKILL) leaves no rank or daemon behind"
 # The launcher cannot clean up after SIGKILL: what it started must die

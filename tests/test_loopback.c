@@ -21,6 +21,7 @@
 #include "evnode.h"
 #include "lm_error.h"
 #include "log.h"
+#include "refusals.h"
 #include "rpc.h"
 #include "udp.h"
 #include "wire.h"
@@ -711,8 +712,10 @@ static void test_driver_wakes_for_new_send(void)
 }
 
 /* A forged datagram (right header, wrong MAC) claiming to come from the
- * client: dropped and counted, not answered, and it must not redirect
- * the client's traffic to the forger. */
+ * client: dropped and counted, and it must not redirect the client's
+ * traffic to the forger.  Its only answer is one bare ACK, signed with
+ * the server's own key and acknowledging nothing, no longer than the
+ * forgery (how a client with another secret learns it, docs/protocol.md). */
 static void test_bad_mac_dropped_server_keeps_serving(void)
 {
 	struct lm_dg_header h = {
@@ -728,7 +731,8 @@ static void test_bad_mac_dropped_server_keeps_serving(void)
 		.msg_len = 8,
 		.frag_count = 1,
 	};
-	uint8_t dg[LM_WIRE_HDR_SIZE + 8 + LM_WIRE_MAC_SIZE], back[64];
+	uint8_t dg[LM_WIRE_HDR_SIZE + 8 + LM_WIRE_MAC_SIZE];
+	uint8_t back[LM_WIRE_HDR_SIZE + 8 + LM_WIRE_MAC_SIZE];
 	struct lm_rel_config scfg, ccfg;
 	struct lm_dg_header check;
 	const uint8_t *payload;
@@ -762,6 +766,17 @@ static void test_bad_mac_dropped_server_keeps_serving(void)
 	if (rep)
 		CU_ASSERT_EQUAL(memcmp(rep, "still there", 11), 0);
 	free(rep);
+	CU_ASSERT_EQUAL(recv(raw, back, sizeof(back), MSG_DONTWAIT),
+			LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE);
+	CU_ASSERT_EQUAL(lm_wire_decode(back, LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE,
+				       &check, &payload),
+			0);
+	CU_ASSERT(check.type == LM_DG_ACK && check.sender == SERVER_ID &&
+		  check.receiver == CLIENT_ID && check.seq == 0 &&
+		  check.ack == 0);
+	CU_ASSERT_EQUAL(lm_auth_verify(auth, back,
+				       LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE),
+			0);
 	CU_ASSERT_EQUAL(recv(raw, back, sizeof(back), MSG_DONTWAIT), -1);
 	server_stop(&srv);
 	CU_ASSERT_EQUAL(lm_rel_stats(lm_evnode_engine(srv.node))->drop_auth,
@@ -771,6 +786,42 @@ static void test_bad_mac_dropped_server_keeps_serving(void)
 	lm_rpc_destroy(rpc);
 	server_free(&srv);
 	lm_auth_destroy(auth);
+}
+
+/* A client whose key differs from the server's: the server answers its
+ * datagrams with ACKs the client cannot authenticate (evnode.c), and the
+ * call fails with LM_EAUTH a second or so after it began, not after the
+ * retries (here 30 of up to 100 ms: about 3 s), nor as "unreachable". */
+static void test_client_with_another_secret_is_told(void)
+{
+	static const uint8_t other_key[LM_KEY_BYTES] = "another secret, not the server's";
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	lm_auth *auth = lm_auth_create(test_key);
+	lm_auth *other = lm_auth_create(other_key);
+	void *rep = NULL;
+	size_t rlen = 0;
+	uint64_t t0;
+	lm_rpc *rpc;
+
+	CU_ASSERT_FATAL(auth && other);
+	fast_config(&scfg, SERVER_ID, auth, 1400);
+	fast_config(&ccfg, CLIENT_ID, other, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, true) == 0);
+	rpc = client_new(&srv, &ccfg, NULL);
+	CU_ASSERT_FATAL(rpc != NULL);
+	t0 = lm_now_us();
+	CU_ASSERT_EQUAL(lm_rpc_call(rpc, "hello", 5, &rep, &rlen, 10000),
+			LM_EAUTH);
+	CU_ASSERT(lm_now_us() - t0 < 2500000);
+	CU_ASSERT(lm_now_us() - t0 >= LM_REFUSED_US);
+	CU_ASSERT_PTR_NULL(rep);
+	server_stop(&srv);
+	CU_ASSERT_EQUAL(__atomic_load_n(&srv.requests, __ATOMIC_RELAXED), 0);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+	lm_auth_destroy(auth);
+	lm_auth_destroy(other);
 }
 
 /* No add_peer for the client: the server answers it from its first
@@ -1400,6 +1451,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_driver_role_passes_to_remaining_waiter),
 	      LM_TEST(test_driver_wakes_for_new_send),
 	      LM_TEST(test_bad_mac_dropped_server_keeps_serving),
+	      LM_TEST(test_client_with_another_secret_is_told),
 	      LM_TEST(test_evnode_learns_client_address),
 	      LM_TEST(test_evnode_drops_wrong_source_for_declared_peer),
 	      LM_TEST(test_evnode_refused_peer_is_given_up_within_a_second),

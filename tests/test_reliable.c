@@ -2078,7 +2078,46 @@ static void test_burst_loss_costs_one_timeout(void)
 	sim_close(&s);
 }
 
+/* The answer to a datagram that failed authentication (evnode.c): a
+ * signed ACK from us to its sender, which a node with another key cannot
+ * authenticate (how it learns the secrets differ) and a node with ours
+ * can; each with a fresh stamp (a MAC nonce is never used twice); none
+ * without auth. */
+static void test_auth_answer(void)
+{
+	static struct sim s;
+	struct lm_rel_config c;
+	uint8_t a1[LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE];
+	uint8_t a2[LM_WIRE_HDR_SIZE + LM_WIRE_MAC_SIZE];
+	struct lm_dg_header h1, h2;
+	const uint8_t *payload;
+
+	test_cfg(&c, 1, 1000);
+	ep_open(&s, 0, &c, key1);
+	test_cfg(&c, 2, 2000);
+	ep_open(&s, 1, &c, key2);
+	CU_ASSERT_EQUAL(lm_rel_auth_answer(s.ep[0].rel, 2, a1), sizeof(a1));
+	CU_ASSERT_EQUAL(lm_rel_auth_answer(s.ep[0].rel, 2, a2), sizeof(a2));
+	CU_ASSERT_EQUAL_FATAL(lm_wire_decode(a1, sizeof(a1), &h1, &payload), 0);
+	CU_ASSERT_EQUAL_FATAL(lm_wire_decode(a2, sizeof(a2), &h2, &payload), 0);
+	CU_ASSERT(h1.type == LM_DG_ACK && h1.sender == 1 && h1.receiver == 2);
+	CU_ASSERT_NOT_EQUAL(h1.stamp, h2.stamp);
+	CU_ASSERT_EQUAL(lm_rel_input(s.ep[1].rel, a1, sizeof(a1), 1),
+			LM_EAUTH);
+	ep_close(&s.ep[1]);
+	test_cfg(&c, 2, 2000);
+	ep_open(&s, 1, &c, key1); /* the same secret: it goes in */
+	CU_ASSERT_EQUAL(lm_rel_input(s.ep[1].rel, a2, sizeof(a2), 1), 0);
+	ep_close(&s.ep[1]);
+	ep_close(&s.ep[0]);
+	test_cfg(&c, 1, 1000);
+	ep_open(&s, 0, &c, NULL);
+	CU_ASSERT_EQUAL(lm_rel_auth_answer(s.ep[0].rel, 2, a1), 0);
+	ep_close(&s.ep[0]);
+}
+
 LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
+	      LM_TEST(test_auth_answer),
 	      LM_TEST(test_fragments_leave_as_they_are_filled),
 	      LM_TEST(test_exactly_once_under_faults),
 	      LM_TEST(test_exactly_once_under_faults_auth),

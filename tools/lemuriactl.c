@@ -64,7 +64,10 @@ static int lm_ctl_ping_one(const struct lm_layout *l, const lm_auth *auth,
 			rc = LM_EBADMSG;
 		free(reply);
 	}
-	if (rc) {
+	if (rc == LM_EAUTH) {
+		*why = "its answers fail authentication: another secret_file "
+		       "than the daemon's";
+	} else if (rc) {
 		*why = lm_strerror(rc);
 	} else {
 		for (int i = 1; i < count; i++) /* insertion sort: count is small */
