@@ -748,6 +748,7 @@ int lm_launch_run(const struct lm_launch *o, struct lm_launch_result *res)
 	unsigned grace = o->grace_ms ? o->grace_ms : LM_LAUNCH_GRACE_MS;
 	uint64_t t0 = now_ms();
 	size_t running = o->nranks;
+	bool stop_seen = false;
 	char how[64];
 
 	*res = (struct lm_launch_result){ .status = 0, .failed_rank = -1 };
@@ -784,6 +785,13 @@ int lm_launch_run(const struct lm_launch *o, struct lm_launch_result *res)
 		}
 		if (running == 0)
 			break;
+		/* one more look first: ranks that ended while the stop came
+		 * (a --stop-on-eof launcher told the run is over as its last
+		 * ranks exit) ended well */
+		if (o->stop && *o->stop && !stop_seen) {
+			stop_seen = true;
+			continue;
+		}
 		if (o->stop && *o->stop) {
 			res->status = 128 + (int)*o->stop;
 			snprintf(res->msg, sizeof(res->msg),
