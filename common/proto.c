@@ -243,6 +243,7 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_PAGES] = { "PAGES", F_NOTICES | F_DIFFS, true },
 	[LM_MSG_CHANGED] = { "CHANGED", F_ID | F_NOTICES, true },
 	[LM_MSG_GONE] = { "GONE", F_ID | F_RANK, true },
+	[LM_MSG_WAITING] = { "WAITING", F_ID | F_EPOCH, true },
 };
 
 /* Fields of a DSM type, or NULL when type is not one. */

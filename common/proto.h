@@ -86,6 +86,10 @@ enum lm_msg_type {
 				   layout index (its reflector sets it):
 				   barriers it never reached can never
 				   complete (docs/operations.md) */
+	LM_MSG_WAITING = 39,    /* R -> every other R one-way: every
+				   cluster of the sender waits in barrier
+				   id; epoch: the barriers it released to
+				   its clusters before (barriers.c) */
 	LM_MSG_TYPE_COUNT
 };
 

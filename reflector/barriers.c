@@ -1,7 +1,10 @@
 /* Barriers (docs/dsm.md, "Barriers"; DESIGN.md §2): the arrivals of our
  * clusters, gathered into one that goes to the barrier's manager; for the
  * barriers whose id maps to us, the arrivals of the reflectors, merged
- * into the RELEASE that goes back down.  A role: calls route.c only. */
+ * into the RELEASE that goes back down; and the waits that can never
+ * end (a cluster gone, clusters apart in two barriers, here or across
+ * reflectors: docs/operations.md "Liveness").  A role: calls route.c
+ * only. */
 #include "reflector_int.h"
 
 #include <stdbool.h>
@@ -22,7 +25,8 @@ int lm_barriers_init(lm_home *h)
 	h->gone = calloc(h->layout->nclusters + 1, sizeof(*h->gone));
 	h->gone_rank = calloc(h->layout->nclusters + 1,
 			      sizeof(*h->gone_rank));
-	return h->gone && h->gone_rank ? 0 : LM_ENOMEM;
+	h->waits = calloc(h->nrefl + 1, sizeof(*h->waits));
+	return h->gone && h->gone_rank && h->waits ? 0 : LM_ENOMEM;
 }
 
 void lm_barriers_clear(lm_home *h)
@@ -38,6 +42,8 @@ void lm_barriers_clear(lm_home *h)
 	}
 	memset(h->gone, 0, h->layout->nclusters * sizeof(*h->gone));
 	h->gone_told = false;
+	h->waiting = false;
+	memset(h->waits, 0, h->nrefl * sizeof(*h->waits));
 }
 
 void lm_barriers_destroy(lm_home *h)
@@ -49,6 +55,7 @@ void lm_barriers_destroy(lm_home *h)
 	}
 	free(h->gone);
 	free(h->gone_rank);
+	free(h->waits);
 }
 
 /* Barrier `id` waits for cluster ci, whose ranks all left: the run ends,
@@ -165,6 +172,64 @@ static void check_apart(lm_home *h, const struct barrier_entry *b)
 	lose_run(h, why);
 }
 
+/* Every cluster of ours waits in barrier waiting_in, and reflector ri's
+ * in another, both since the same number of releases: neither barrier
+ * can complete (each needs the other's clusters), so the run ends naming
+ * both (issue 42).  Sound without a timeout: a reflector whose clusters
+ * all wait in a barrier leaves it only by its RELEASE, and no other
+ * barrier can be released meanwhile (all clusters take part in each),
+ * so two such reports of the same round are true at once.  One of an
+ * earlier round (overtaken by the RELEASE that ended it) counts
+ * differently and is passed over. */
+static void check_split(lm_home *h)
+{
+	const struct lm_layout *l = h->layout;
+	char why[2 * LM_NAME_MAX + 200];
+
+	for (uint32_t ri = 0; ri < h->nrefl && h->waiting; ri++) {
+		const struct refl_waiting *w = &h->waits[ri];
+
+		if (ri == h->self_index || !w->valid ||
+		    w->epoch != h->epoch || w->id == h->waiting_in ||
+		    h->gone_told)
+			continue;
+		h->gone_told = true;
+		snprintf(why, sizeof(why), "barriers %u and %u are waited in "
+			 "at once (the clusters of reflector %s in %u, those "
+			 "of reflector %s in %u): every rank takes part in "
+			 "every barrier, so neither can complete",
+			 h->waiting_in, w->id,
+			 l->reflectors[h->self_index].name, h->waiting_in,
+			 l->reflectors[ri].name, w->id);
+		lose_run(h, why);
+	}
+}
+
+/* Every cluster of ours arrived at barrier id: the other reflectors that
+ * serve clusters are told (WAITING), and what they told us is checked. */
+static void all_waiting(lm_home *h, uint32_t id)
+{
+	struct lm_msg r = msg_new(h, LM_MSG_WAITING);
+
+	h->waiting = true;
+	h->waiting_in = id;
+	r.id = id;
+	r.epoch = h->epoch;
+	for (uint32_t k = 0; k < h->nrefl; k++)
+		if (k != h->self_index && serves_clusters(h, k))
+			(void)lm_route(h, k, &r, 0, 0, NULL, NULL);
+	check_split(h);
+}
+
+void lm_barriers_waiting(lm_home *h, uint32_t ri, const struct lm_msg *m)
+{
+	if (ri >= h->nrefl)
+		return;
+	h->waits[ri] = (struct refl_waiting){ .valid = true, .id = m->id,
+					      .epoch = m->epoch };
+	check_split(h);
+}
+
 bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
 			const struct lm_msg *m)
 {
@@ -189,6 +254,7 @@ bool lm_barriers_gather(lm_home *h, uint16_t from, long ci,
 	b->pending = false;
 	b->arrived = 0;
 	memset(b->seen, 0, h->layout->nclusters);
+	all_waiting(h, m->id);
 	return true;
 }
 
@@ -261,6 +327,7 @@ void lm_barriers_release(lm_home *h, const struct lm_msg *m)
 		if ((uint32_t)l->clusters[i].reflector_index == h->self_index)
 			h->out.send(h->ctx, l->clusters[i].id, &r);
 	h->epoch++;
+	h->waiting = false;
 	lm_notice_set_clear(&h->epoch_set);
 	h->stats.releases++;
 }

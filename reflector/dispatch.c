@@ -510,6 +510,14 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 		else
 			lm_barriers_gone(h, m->id, m->rank);
 		break;
+	case LM_MSG_WAITING:
+		if (!serves_clusters(h, ri) ||
+		    !serves_clusters(h, h->self_index))
+			drop_bad(h, from, m, "WAITING from or to a reflector "
+				 "without clusters");
+		else
+			lm_barriers_waiting(h, ri, m);
+		break;
 	case LM_MSG_CREATE:
 		c = rank_under(h, m->rank, h->self_index);
 		if (!c || m->rank == 0) {

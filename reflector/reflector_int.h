@@ -245,6 +245,15 @@ struct lm_home {
 	bool *gone;
 	uint32_t *gone_rank;
 	bool gone_told;
+	/* every cluster of ours waits in barrier `waiting_in` (gathered,
+	 * no RELEASE yet), and what the other reflectors said of theirs
+	 * (WAITING, per reflector index): barriers.c, check_split */
+	bool waiting;
+	uint32_t waiting_in;
+	struct refl_waiting {
+		bool valid;
+		uint32_t id, epoch;
+	} *waits;
 	struct forward *fwd;
 	size_t nfwd, fwd_cap;
 	uint32_t next_req;
@@ -521,6 +530,9 @@ void lm_barriers_release(lm_home *h, const struct lm_msg *m);
  * barrier waiting for it, here or at its manager, ends the run naming
  * the cluster (issue 42: the run used to hang). */
 void lm_barriers_gone(lm_home *h, uint32_t ci, uint32_t rank);
+/* Reflector ri's WAITING m: every cluster of ri waits in barrier m->id
+ * since m->epoch barriers were released. */
+void lm_barriers_waiting(lm_home *h, uint32_t ri, const struct lm_msg *m);
 
 /* locks.c: the locks we manage */
 void lm_lock_mgr_clear(lm_home *h);

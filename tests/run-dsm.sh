@@ -616,6 +616,19 @@ for how in 1 2; do
 		"$alay" "barriers [12] and [12] are waited in at once ([a-z]* [a-z0-9]* in [12], [a-z]* [a-z0-9]* in [12])" \
 		-- "$build/tests/dsmtest" split $how
 done
+# The same across reflectors (split 2 on 2x2-two-reflectors: r0's
+# clusters in barrier 1, r1's in 2, whose managers differ; on
+# 3-reflectors: r0 and r2 in 1, r1 in 2): each reflector tells the others
+# that its clusters all wait, and one that hears of another barrier in
+# the same round ends the run (it waited for --timeout before).
+for spec in "2x2-two-reflectors 37" "3-reflectors 38"; do
+	l=${spec% *}
+	mkdir -p "$tmp/apart-$l"
+	xlay=$(private_layout "conf/$l.ini" "$tmp/apart-$l" "${spec#* }")
+	fails_fast "clusters of different reflectors in two barriers ($l): the run ends naming both" \
+		"$xlay" "barriers [12] and [12] are waited in at once (the clusters of reflector r[0-2] in [12], those of reflector r[0-2] in [12])" \
+		-- "$build/tests/dsmtest" split 2
+done
 # A rank that exits (status 0) without lm_finalize while the others wait
 # in a barrier: the library names it and leaves the run for it, and the
 # barrier ends the run at once (the old tree waited until the timeout).

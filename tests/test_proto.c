@@ -180,6 +180,7 @@ static size_t make_samples(struct lm_msg *s)
 	ADD(.type = LM_MSG_CHANGED, .id = LM_CHANGED_ALL, .notices = notices5,
 	    .nnotices = 3);
 	ADD(.type = LM_MSG_GONE, .id = 1, .rank = 7);
+	ADD(.type = LM_MSG_WAITING, .id = 4, .epoch = 9);
 	ADD(.type = LM_MSG_PAGES, .notices = notices5, .nnotices = 2,
 	    .diffs = { diff_list, sizeof(diff_list), 2 });
 	ADD(.type = LM_MSG_DELTA, .status = LM_ENOENT, .page = 77,
@@ -342,6 +343,7 @@ static unsigned used_fields(int type)
 	case LM_MSG_PAGES: return U_NOTICES | U_DIFFS;
 	case LM_MSG_CHANGED: return U_ID | U_NOTICES;
 	case LM_MSG_GONE: return U_ID | U_RANK;
+	case LM_MSG_WAITING: return U_ID | U_EPOCH;
 	default: return U_STATUS; /* the *_OK replies */
 	}
 }

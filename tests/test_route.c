@@ -52,9 +52,12 @@ static void test_arrival_held_until_flush_acked(void)
 	oneway(C0, LM_MSG_BARRIER, 2, 0);
 	oneway(C2, LM_MSG_BARRIER, 2, 0);
 	/* barrier 2 is managed by r0 itself: nothing may have gone to it,
-	 * so the only message in flight is the FLUSH */
-	CU_ASSERT_FATAL(net.qn == 1);
+	 * so the messages in flight are the FLUSH and r0's word to r1 that
+	 * its clusters all wait in barrier 2 (WAITING, which I2 does not
+	 * hold: it carries no change) */
+	CU_ASSERT_FATAL(net.qn == 2);
 	CU_ASSERT(net.q[net.qhead].m.type == LM_MSG_FLUSH);
+	CU_ASSERT(net.q[(net.qhead + 1) % QMAX].m.type == LM_MSG_WAITING);
 	CU_ASSERT(lm_home_stats(net.h[0])->held == 1);
 	oneway(C1, LM_MSG_BARRIER, 2, 0);
 	oneway(C3, LM_MSG_BARRIER, 2, 0);
@@ -352,6 +355,73 @@ static void test_three_reflectors_barrier(void)
 	teardown();
 }
 
+/* Whether an ABORT reached `cluster` carrying `text`. */
+static bool aborted_with(uint16_t cluster, const char *text)
+{
+	for (size_t i = 0; i < net.ndown; i++) {
+		const struct net_msg *d = &net.down[i];
+
+		if (d->dst == cluster && d->m.type == LM_MSG_ABORT &&
+		    d->m.data && memmem(d->m.data, d->m.data_len, text,
+					strlen(text)))
+			return true;
+	}
+	return false;
+}
+
+/* issue 42: the clusters of r0 all wait in barrier 1 and those of r1 in
+ * barrier 2, which have different managers: neither can complete, and
+ * the run ends at once naming both (it waited for --timeout before). */
+static void test_split_across_reflectors_ends_the_run(void)
+{
+	setup("conf/2x2-two-reflectors.ini");
+	barrier_all(5); /* a first round, completed: no report is left */
+	CU_ASSERT(down_to(C0, LM_MSG_ABORT, NULL) == 0);
+	oneway(C0, LM_MSG_BARRIER, 1, 0);
+	oneway(C2, LM_MSG_BARRIER, 1, 0);
+	oneway(C1, LM_MSG_BARRIER, 2, 0);
+	pump();
+	CU_ASSERT(down_to(C0, LM_MSG_ABORT, NULL) == 0); /* r1 not all in */
+	oneway(C3, LM_MSG_BARRIER, 2, 0);
+	pump();
+	CU_ASSERT(aborted_with(C0, "barriers 1 and 2 are waited in at once "
+				   "(the clusters of reflector r0 in 1, those "
+				   "of reflector r1 in 2)"));
+	CU_ASSERT(aborted_with(C1, "waited in at once"));
+	CU_ASSERT(aborted_with(C3, "waited in at once"));
+	teardown();
+}
+
+/* A report of an earlier round (the RELEASE that ended it overtook it)
+ * is passed over: r1's "all in barrier 7" of round 0 does not stop r0,
+ * all in barrier 2 in round 1, and every barrier still completes. */
+static void test_old_waiting_report_passed_over(void)
+{
+	struct lm_msg w = msg(LM_MSG_WAITING);
+
+	setup("conf/2x2-two-reflectors.ini");
+	barrier_all(1);
+	w.id = 7;
+	w.epoch = 0;
+	lm_home_handle(net.h[0], net.id[1], kind_of[SEND], 0, &w);
+	oneway(C0, LM_MSG_BARRIER, 2, 0);
+	oneway(C2, LM_MSG_BARRIER, 2, 0);
+	pump();
+	oneway(C1, LM_MSG_BARRIER, 2, 0);
+	oneway(C3, LM_MSG_BARRIER, 2, 0);
+	pump();
+	CU_ASSERT(down_to(C0, LM_MSG_ABORT, NULL) == 0);
+	CU_ASSERT(down_to(C1, LM_MSG_ABORT, NULL) == 0);
+	CU_ASSERT(down_to(C0, LM_MSG_RELEASE, NULL) == 2);
+	CU_ASSERT(down_to(C3, LM_MSG_RELEASE, NULL) == 2);
+	/* a cluster may not send one */
+	w.epoch = 2;
+	from_cluster(C0, SEND, 0, &w);
+	pump();
+	CU_ASSERT(down_to(C0, LM_MSG_ABORT, NULL) == 0);
+	teardown();
+}
+
 LM_TEST_SUITE("route",
 	      LM_TEST(test_placement),
 	      LM_TEST(test_fetch_routed_to_home),
@@ -365,4 +435,6 @@ LM_TEST_SUITE("route",
 	      LM_TEST(test_abort_reaches_every_cluster),
 	      LM_TEST(test_peer_lost_aborts_the_run),
 	      LM_TEST(test_bad_input_between_reflectors),
-	      LM_TEST(test_three_reflectors_barrier))
+	      LM_TEST(test_three_reflectors_barrier),
+	      LM_TEST(test_split_across_reflectors_ends_the_run),
+	      LM_TEST(test_old_waiting_report_passed_over))
