@@ -371,6 +371,45 @@ static void barriers_apart(lm_lemuriad *c, uint32_t other, int slot,
 	lose_run(c, why);
 }
 
+/* Whether barrier `id`, which a rank of ours waits in, has not been
+ * released here yet (its RELEASE may be held for fetches meanwhile). */
+static bool barrier_unreleased(const lm_lemuriad *c, uint32_t id)
+{
+	return (c->gathering && c->gathering_id == id) ||
+	       (c->barrier_up && c->barrier_up_id == id);
+}
+
+/* A lock held here by a rank that waits in a barrier not released yet,
+ * while another rank of ours waits for the lock: the waiter never
+ * reaches the barrier and the holder never unlocks, so the run ends at
+ * once naming them (issue 42; it waited for --timeout).  Sound: a rank
+ * asks for a lock only outside barriers, so the waiter asked before the
+ * barrier could complete.  A waiter in another cluster (the manager's
+ * RECALL) is not judged: it may have passed the barrier already, its
+ * RELEASE ahead of ours. */
+static void lock_held_in_barrier(lm_lemuriad *c)
+{
+	char why[256];
+
+	for (size_t i = 0; i < c->ntokens && !c->aborted; i++) {
+		const struct token *t = &c->tokens[i];
+		uint32_t slot = t->holder - c->cfg->first_rank;
+
+		if (!t->here || !t->busy || !t->nq ||
+		    t->holder < c->cfg->first_rank || slot >= c->nclients ||
+		    !c->clients[slot].at_barrier ||
+		    !barrier_unreleased(c, c->clients[slot].barrier_id))
+			continue;
+		snprintf(why, sizeof(why), "lock %u: rank %u waits for it, and "
+			 "rank %u holds it while it waits in barrier %u, which "
+			 "the waiter never reaches: neither can go on", t->id,
+			 t->q[0].rank, t->holder,
+			 c->clients[slot].barrier_id);
+		lose_run(c, why);
+		return;
+	}
+}
+
 static void handle_barrier(lm_lemuriad *c, int slot, uint16_t from,
 			   uint32_t req_id, const struct lm_msg *m)
 {
@@ -666,9 +705,11 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 		break;
 	case LM_MSG_BARRIER:
 		handle_barrier(c, slot, from, req_id, m);
+		lock_held_in_barrier(c);
 		break;
 	case LM_MSG_LOCK:
 		lm_locks_lock(c, slot, from, req_id, m);
+		lock_held_in_barrier(c);
 		break;
 	case LM_MSG_UNLOCK:
 		lm_locks_unlock(c, slot, from, req_id, m);

@@ -629,6 +629,12 @@ for spec in "2x2-two-reflectors 37" "3-reflectors 38"; do
 		"$xlay" "barriers [12] and [12] are waited in at once (the clusters of reflector r[0-2] in [12], those of reflector r[0-2] in [12])" \
 		-- "$build/tests/dsmtest" split 2
 done
+# A lock held by a rank that waits in a barrier, and asked for by a rank
+# of its cluster, which can then never reach the barrier: the lemuriad
+# ends the run naming both (it waited for --timeout before).
+fails_fast "a lock held in a barrier its local waiter never reaches: the run ends" \
+	"$alay" "lock 1: rank 1 waits for it, and rank 0 holds it while it waits in barrier 15" \
+	-- "$build/tests/dsmtest" lockbar 1
 # A rank that exits (status 0) without lm_finalize while the others wait
 # in a barrier: the library names it and leaves the run for it, and the
 # barrier ends the run at once (the old tree waited until the timeout).

@@ -29,6 +29,10 @@
  *                              which only the writers' lemuriads hold
  *                              (a launcher on each host must keep its
  *                              lemuriad until the run is over)
+ *   dsmtest lockbar RANK       rank 0 takes lock 1 and waits in a barrier;
+ *                              rank RANK asks for lock 1 meanwhile: it
+ *                              can never have it, nor the others pass
+ *                              the barrier (the run must end at once)
  *   dsmtest sleep S            a barrier, then rank 0 sleeps S seconds
  *                              while the others wait in a second barrier
  *                              with nothing to send (for liveness tests)
@@ -2205,6 +2209,23 @@ static int run_compute(long ms)
 	return 0;
 }
 
+static int run_lockbar(int waiter)
+{
+	struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+	if (rank == 0)
+		check(lm_lock(1), "lm_lock");
+	check(lm_barrier(14), "lm_barrier"); /* the lock is held now */
+	if (rank == waiter) {
+		nanosleep(&ts, NULL); /* rank 0 waits in the barrier first */
+		check(lm_lock(1), "lm_lock");
+	}
+	check(lm_barrier(15), "lm_barrier");
+	fprintf(stderr, "dsmtest: rank %d passed a barrier rank %d could "
+		"never reach\n", rank, waiter);
+	return 1;
+}
+
 static int run_lastread(long ms)
 {
 	uint8_t (*pages)[COMPUTE_PAGE] = NULL;
@@ -2443,7 +2464,7 @@ int main(int argc, char **argv)
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"owners ERAS PAGES SEED | low 1 | leave RANK [LAST] | nofinal RANK | split 1|2 | "
 				"private ROUNDS BYTES | sleep SECONDS | "
-				"lastread MS | "
+				"lastread MS | lockbar RANK | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
 				"chain ROUNDS | bytes ROUNDS | "
@@ -2497,6 +2518,8 @@ int main(int argc, char **argv)
 		failed = run_sleep(atoi(argv[2]));
 	else if (strcmp(argv[1], "lastread") == 0)
 		failed = run_lastread(atol(argv[2]));
+	else if (strcmp(argv[1], "lockbar") == 0)
+		failed = run_lockbar(atoi(argv[2]));
 	else if (strcmp(argv[1], "misuse") == 0)
 		failed = run_misuse();
 	else if (strcmp(argv[1], "early") == 0) {
