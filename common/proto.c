@@ -238,7 +238,7 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_PULL] = { "PULL", F_ID | F_PAGE | F_VERSION, true },
 	[LM_MSG_DELTA] = { "DELTA", F_STATUS | F_PAGE | F_VERSION | F_DIFFS,
 			   true },
-	[LM_MSG_RECALL] = { "RECALL", F_ID | F_RANK, true },
+	[LM_MSG_RECALL] = { "RECALL", F_ID | F_RANK | F_EPOCH, true },
 	[LM_MSG_FETCHV] = { "FETCHV", F_NOTICES, true },
 	[LM_MSG_PAGES] = { "PAGES", F_NOTICES | F_DIFFS, true },
 	[LM_MSG_CHANGED] = { "CHANGED", F_ID | F_NOTICES, true },

@@ -66,7 +66,8 @@ enum lm_msg_type {
 				   diffs (one entry) */
 	LM_MSG_RECALL = 34,     /* lock manager -> R -> L one-way: give the
 				   lock's token back (id, rank it was
-				   granted to) */
+				   granted to; epoch: the earliest round
+				   of the waiters of other clusters) */
 	LM_MSG_FETCHV = 35,     /* C->L and L->R req: several pages
 				   (notices: page, version = oldest that
 				   may answer; from C, the first carries

@@ -94,6 +94,7 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 	memset(c->leaving, 0, c->npages);
 	lm_park_clear(c);
 	c->barrier_up = false;
+	c->rounds = 0;
 	c->someone_left = false;
 	c->gathering = false;
 	c->ends = 0;
@@ -380,31 +381,37 @@ static bool barrier_unreleased(const lm_lemuriad *c, uint32_t id)
 }
 
 /* A lock held here by a rank that waits in a barrier not released yet,
- * while another rank of ours waits for the lock: the waiter never
- * reaches the barrier and the holder never unlocks, so the run ends at
- * once naming them (issue 42; it waited for --timeout).  Sound: a rank
- * asks for a lock only outside barriers, so the waiter asked before the
- * barrier could complete.  A waiter in another cluster (the manager's
- * RECALL) is not judged: it may have passed the barrier already, its
- * RELEASE ahead of ours. */
+ * while another rank waits for the lock: the waiter never reaches the
+ * barrier and the holder never unlocks, so the run ends at once naming
+ * them (issue 42; it waited for --timeout).  A waiter of ours asked
+ * outside barriers, so before this one could complete.  A waiter of
+ * another cluster is known by the manager's RECALL, with the round it
+ * asked in: one that asked after this barrier completed elsewhere (its
+ * RELEASE still on its way here) counts a later round and is no
+ * deadlock; one of this round or earlier is.  Checked when a rank
+ * arrives at a barrier, asks for a lock, or a recall comes. */
 static void lock_held_in_barrier(lm_lemuriad *c)
 {
-	char why[256];
+	char who[64], why[256];
 
 	for (size_t i = 0; i < c->ntokens && !c->aborted; i++) {
 		const struct token *t = &c->tokens[i];
 		uint32_t slot = t->holder - c->cfg->first_rank;
 
-		if (!t->here || !t->busy || !t->nq ||
+		if (!t->here || !t->busy ||
+		    (!t->nq && !(t->recalled && t->recall_round <= c->rounds)) ||
 		    t->holder < c->cfg->first_rank || slot >= c->nclients ||
 		    !c->clients[slot].at_barrier ||
 		    !barrier_unreleased(c, c->clients[slot].barrier_id))
 			continue;
-		snprintf(why, sizeof(why), "lock %u: rank %u waits for it, and "
-			 "rank %u holds it while it waits in barrier %u, which "
-			 "the waiter never reaches: neither can go on", t->id,
-			 t->q[0].rank, t->holder,
-			 c->clients[slot].barrier_id);
+		if (t->nq)
+			snprintf(who, sizeof(who), "rank %u", t->q[0].rank);
+		else
+			snprintf(who, sizeof(who), "a rank of another cluster");
+		snprintf(why, sizeof(why), "lock %u: %s waits for it, and rank "
+			 "%u holds it while it waits in barrier %u, which the "
+			 "waiter never reaches: neither can go on", t->id, who,
+			 t->holder, c->clients[slot].barrier_id);
 		lose_run(c, why);
 		return;
 	}
@@ -913,6 +920,7 @@ static void from_reflector(lm_lemuriad *c, enum lm_rel_msg_kind kind,
 		break;
 	case LM_MSG_RECALL:
 		lm_locks_recall(c, m);
+		lock_held_in_barrier(c);
 		break;
 	case LM_MSG_CHANGED:
 		lm_fetch_changed(c, m);

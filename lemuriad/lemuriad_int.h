@@ -162,6 +162,8 @@ struct token {
 	bool busy;          /* ... and local client `holder` has the lock */
 	bool asked;         /* LOCK sent up, its GRANT not back yet */
 	bool recalled;      /* the manager wants the token back */
+	uint32_t recall_round; /* ... for a rank of another cluster that
+				  asked in this round (RECALL's epoch) */
 	uint32_t holder;
 	uint32_t granted;   /* the rank the manager granted it to: the
 			       UNLOCK that returns it names that rank */
@@ -299,6 +301,7 @@ struct lm_lemuriad {
 	bool gathering;         /* clients wait at barrier gathering_id, */
 	uint32_t gathering_id;  /* not all of them arrived yet */
 	uint32_t barrier_up_id;
+	uint32_t rounds;        /* RELEASEs of this run taken so far */
 
 	uint32_t ends;          /* ENDs received, not yet consumed */
 	struct lm_notice *end_notices; /* merged from the ENDs (owned) */

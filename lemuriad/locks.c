@@ -318,6 +318,7 @@ void lm_locks_recall(lm_lemuriad *c, const struct lm_msg *m)
 	}
 	c->stats.recalls++;
 	t->recalled = true;
+	t->recall_round = m->epoch;
 	t->handoffs = 0;
 	token_next(c, t);
 }

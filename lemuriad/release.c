@@ -434,6 +434,7 @@ void lm_release_handle(lm_lemuriad *c, const struct lm_msg *m)
 	 * RELEASE we did not expect */
 	lm_notices_apply(c, m->notices, m->nnotices);
 	lm_notices_epoch_end(c);
+	c->rounds++;
 	c->released = true; /* the pulse after this message takes the time */
 	for (uint32_t i = 0; i < m->nnotices; i++)
 		if (m->notices[i].page < c->npages &&

@@ -73,7 +73,10 @@ static const struct lm_cluster_cfg *cluster_of(const lm_home *h,
 }
 
 /* Asks the cluster holding the lock's token for it back: its lemuriad
- * keeps a token while its own clients want it (DESIGN.md §2, Locks). */
+ * keeps a token while its own clients want it (DESIGN.md §2, Locks).
+ * The earliest round of the waiters of other clusters goes with it: a
+ * holder that waits in a barrier of a later round waits for a rank that
+ * asked before that barrier and so never reaches it (lemuriad.c). */
 static void send_recall(lm_home *h, struct home_lock *lk)
 {
 	const struct lm_cluster_cfg *c = cluster_of(h, lk->holder);
@@ -84,6 +87,10 @@ static void send_recall(lm_home *h, struct home_lock *lk)
 	lk->recalled = true;
 	r.id = lk->id;
 	r.rank = lk->holder;
+	r.epoch = UINT32_MAX;
+	for (const struct home_waiter *w = lk->head; w; w = w->next)
+		if (cluster_of(h, w->rank) != c && w->epoch < r.epoch)
+			r.epoch = w->epoch;
 	h->stats.lock_recalls++;
 	h->out.send(h->ctx, cluster_via(h, c), &r);
 }

@@ -635,6 +635,13 @@ done
 fails_fast "a lock held in a barrier its local waiter never reaches: the run ends" \
 	"$alay" "lock 1: rank 1 waits for it, and rank 0 holds it while it waits in barrier 15" \
 	-- "$build/tests/dsmtest" lockbar 1
+# ... and asked for by a rank of another cluster (the manager's RECALL
+# names the round it asked in), on one reflector and across two
+for flay in "$alay" "$xlay"; do
+	fails_fast "a lock held in a barrier its waiter of another cluster never reaches: the run ends" \
+		"$flay" "lock 1: a rank of another cluster waits for it, and rank 0 holds it while it waits in barrier 15" \
+		-- "$build/tests/dsmtest" lockbar 5
+done
 # A rank that exits (status 0) without lm_finalize while the others wait
 # in a barrier: the library names it and leaves the run for it, and the
 # barrier ends the run at once (the old tree waited until the timeout).

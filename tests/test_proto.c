@@ -175,7 +175,7 @@ static size_t make_samples(struct lm_msg *s)
 	    .nnotices = 5, .data = (const uint8_t *)"\x05\0\0\0\x09\0\0\0",
 	    .data_len = 8);
 	ADD(.type = LM_MSG_PULL, .id = 1, .page = 77, .version = 4);
-	ADD(.type = LM_MSG_RECALL, .id = 12, .rank = 5);
+	ADD(.type = LM_MSG_RECALL, .id = 12, .rank = 5, .epoch = 3);
 	ADD(.type = LM_MSG_FETCHV, .notices = notices5, .nnotices = 5);
 	ADD(.type = LM_MSG_CHANGED, .id = LM_CHANGED_ALL, .notices = notices5,
 	    .nnotices = 3);
@@ -338,7 +338,7 @@ static unsigned used_fields(int type)
 	case LM_MSG_REGISTER_OK: return U_STATUS | U_NOTICES | U_DATA;
 	case LM_MSG_PULL: return U_ID | U_PAGE | U_VERSION;
 	case LM_MSG_DELTA: return U_STATUS | U_PAGE | U_VERSION | U_DIFFS;
-	case LM_MSG_RECALL: return U_ID | U_RANK;
+	case LM_MSG_RECALL: return U_ID | U_RANK | U_EPOCH;
 	case LM_MSG_FETCHV: return U_NOTICES;
 	case LM_MSG_PAGES: return U_NOTICES | U_DIFFS;
 	case LM_MSG_CHANGED: return U_ID | U_NOTICES;
