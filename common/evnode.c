@@ -68,8 +68,7 @@ struct lm_evnode_peer {
 	struct lm_refusals refused;
 	/* datagrams from its address whose MAC failed, while none passed
 	 * (`heard`): the other side has another secret */
-	struct lm_refusals unauthentic;
-	bool bad_mac;
+	struct lm_auth_refusals unauthentic;
 	bool give_up;           /* to be reported unreachable (report_refused) */
 };
 
@@ -410,15 +409,7 @@ static void log_refused(const struct lm_evnode *node, int rc,
 static void note_authenticity(struct lm_evnode *node,
 			      struct lm_evnode_peer *p, int rc, uint64_t now)
 {
-	if (rc == 0) {
-		p->unauthentic.heard = true;
-		p->bad_mac = false;
-		return;
-	}
-	if (rc != LM_EAUTH || p->unauthentic.heard)
-		return;
-	p->bad_mac = true;
-	if (lm_refusals_note(&p->unauthentic, now) && !p->give_up) {
+	if (lm_refusals_auth(&p->unauthentic, rc, now) && !p->give_up) {
 		p->give_up = true;
 		node->give_ups++;
 	}
@@ -426,7 +417,8 @@ static void note_authenticity(struct lm_evnode *node,
 
 const char *lm_evnode_peer_trouble(const lm_evnode *node, uint16_t peer)
 {
-	if (!node || peer >= node->npeers || !node->peers[peer].bad_mac)
+	if (!node || peer >= node->npeers ||
+	    !node->peers[peer].unauthentic.bad)
 		return NULL;
 	return node->auth ? "its datagrams fail authentication: the two "
 			    "layouts' secret_file keys differ" :
@@ -578,7 +570,7 @@ static void report_refused(struct lm_evnode *node)
 			continue;
 		p->give_up = false;
 		node->give_ups--;
-		if (p->bad_mac)
+		if (p->unauthentic.bad)
 			lm_log_limited("unauthentic peers", LM_LOG_WARN,
 				       "node %zu at %s: %s",
 				       i, lm_addr_str(&p->addr, at, sizeof(at)),

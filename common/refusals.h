@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lm_error.h"
+
 #define LM_REFUSED_MIN 3
 #define LM_REFUSED_US 1000000u
 
@@ -32,6 +34,31 @@ static inline bool lm_refusals_note(struct lm_refusals *r, uint64_t now)
 		return false;
 	r->count = 0;
 	return true;
+}
+
+/* The same rule for a peer whose datagrams come but all fail
+ * authentication (its layout names another secret_file): `bad` when one
+ * came and no authentic one yet. */
+struct lm_auth_refusals {
+	struct lm_refusals r;
+	bool bad;
+};
+
+/* A datagram from the peer went through the engine with `rc` at `now`:
+ * true when the peer is to be given up (evnode.c for declared daemons,
+ * rpc.c for a client's server). */
+static inline bool lm_refusals_auth(struct lm_auth_refusals *a, int rc,
+				    uint64_t now)
+{
+	if (rc == 0) {
+		a->r.heard = true;
+		a->bad = false;
+		return false;
+	}
+	if (rc != LM_EAUTH || a->r.heard)
+		return false;
+	a->bad = true;
+	return lm_refusals_note(&a->r, now);
 }
 
 #endif

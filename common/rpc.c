@@ -108,8 +108,7 @@ struct lm_rpc {
 	struct lm_refusals refused; /* ECONNREFUSED of a server never heard */
 	/* datagrams from the server whose MAC failed while none passed: its
 	 * answer to ours, keyed with another secret (evnode.c) */
-	struct lm_refusals unauthentic;
-	bool bad_mac;   /* one such datagram came, and no authentic one */
+	struct lm_auth_refusals unauthentic;
 	unsigned npending, pending_max; /* calls in flight, most at once */
 };
 
@@ -297,15 +296,7 @@ static void on_peer_event(void *ctx, uint16_t peer,
 static void note_authenticity_locked(struct lm_rpc *rpc, int rc,
 				     uint64_t now)
 {
-	if (rc == 0) {
-		rpc->unauthentic.heard = true;
-		rpc->bad_mac = false;
-		return;
-	}
-	if (rc != LM_EAUTH || rpc->unauthentic.heard)
-		return;
-	rpc->bad_mac = true;
-	if (lm_refusals_note(&rpc->unauthentic, now))
+	if (lm_refusals_auth(&rpc->unauthentic, rc, now))
 		fail_calls_locked(rpc, LM_EAUTH);
 }
 
@@ -802,7 +793,7 @@ int lm_rpc_finish(lm_rpc *rpc, struct lm_rpc_pending *call, void **reply,
 	call->started = false;
 	rpc->npending--;
 	arm_ack_timer_locked(rpc);
-	bad_mac = rpc->bad_mac;
+	bad_mac = rpc->unauthentic.bad;
 	pthread_mutex_unlock(&rpc->lock);
 	/* a call that found no authentic server, where the server answered
 	 * with another key (a short timeout: lemuriactl's), says so */

@@ -300,6 +300,26 @@ static void hold_daemons(const struct run_opts *o, bool daemons)
 	}
 }
 
+/* The layout at `path`, and its absolute path in abs (LM_PATH_MAX):
+ * 0, or 2 after a message (nothing loaded). */
+static int load_layout(const char *path, struct lm_layout **l, char *abs)
+{
+	char err[512];
+
+	if (lm_layout_load(path, l, err, sizeof(err))) {
+		fprintf(stderr, "lemuria-run: %s\n", err);
+		return 2;
+	}
+	if (!realpath(path, abs)) {
+		fprintf(stderr, "lemuria-run: %s: %s\n", path,
+			strerror(errno));
+		lm_layout_free(*l);
+		*l = NULL;
+		return 2;
+	}
+	return 0;
+}
+
 /* Runs the ranks of o->layout_path (and its daemons with
  * --start-daemons): the exit status. */
 static int run_layout(const struct run_opts *o)
@@ -315,16 +335,8 @@ static int run_layout(const struct run_opts *o)
 	char err[512], layout_abs[LM_PATH_MAX];
 	struct lm_launch_result res;
 
-	if (lm_layout_load(o->layout_path, &l, err, sizeof(err))) {
-		fprintf(stderr, "lemuria-run: %s\n", err);
+	if (load_layout(o->layout_path, &l, layout_abs))
 		return 2;
-	}
-	if (!realpath(o->layout_path, layout_abs)) {
-		fprintf(stderr, "lemuria-run: %s: %s\n", o->layout_path,
-			strerror(errno));
-		lm_layout_free(l);
-		return 2;
-	}
 	if (lm_launch_ranks(l, clusters, nclusters, &ranks, &nranks, err,
 			    sizeof(err))) {
 		fprintf(stderr, "lemuria-run: %s\n", err);
@@ -480,16 +492,9 @@ static int run_hosts(const struct run_opts *o)
 				       "and after, gives the counters)");
 		return 2;
 	}
-	if (lm_layout_load(o->layout_path, &l, err, sizeof(err))) {
-		fprintf(stderr, "lemuria-run: %s\n", err);
-		return 2;
-	}
 	/* every host runs the same paths: ours, made absolute */
-	if (!realpath(o->layout_path, layout_abs)) {
-		fprintf(stderr, "lemuria-run: %s: %s\n", o->layout_path,
-			strerror(errno));
-		goto out;
-	}
+	if (load_layout(o->layout_path, &l, layout_abs))
+		return 2;
 	if (strchr(o->argv[0], '/') && !realpath(o->argv[0], program)) {
 		fprintf(stderr, "lemuria-run: %s: %s\n", o->argv[0],
 			strerror(errno));
