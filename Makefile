@@ -54,7 +54,7 @@ TEST_SRC := $(wildcard tests/*.c)
 # uses, no daemon code and no libevent.  A module the client comes to need
 # must be added here (the .so is linked with --no-undefined, so a missing
 # one fails the build).
-LIB_COMMON_SRC := $(addprefix common/,auth.c cluster_copy.c config.c diff.c \
+LIB_COMMON_SRC := $(addprefix common/,auth.c cluster_copy.c config.c copy_set.c diff.c \
 	error.c fdpass.c link_config.c log.c loss.c mem.c proto.c reliable.c \
 	rpc.c udp.c wire.c)
 LIB_SRC := $(LIB_COMMON_SRC) $(CLIENT_SRC)

@@ -4,6 +4,7 @@
 
 #include <sched.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
@@ -262,6 +263,132 @@ void lm_ccopy_advance(const struct lm_ccopy *cc, uint32_t page,
 size_t lm_ccopy_seal_buf_size(uint32_t page_size)
 {
 	return page_size + lm_diff_bound(page_size);
+}
+
+/* The twinned pages, in *list (n of them), each dirty one's bytes read
+ * into snaps (in order; dirty[i] says which): one pass. */
+static uint32_t collect(const struct lm_ccopy *cc, uint32_t *list,
+			bool *dirty, uint8_t *snaps, uint64_t *bits_seen)
+{
+	uint32_t words = (cc->npages + 63) / 64, n = 0, nd = 0;
+
+	for (uint32_t w = 0; w < words; w++) {
+		uint64_t bits = atomic_load_explicit(&cc->twinned[w],
+						     memory_order_acquire);
+
+		bits_seen[w] = bits;
+		while (bits) {
+			uint32_t page = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			uint8_t *live = lm_ccopy_page(cc, page);
+
+			bits &= bits - 1;
+			list[n] = page;
+			dirty[n] = memcmp(live, lm_ccopy_twin_of(cc, page),
+					  cc->page_size) != 0;
+			if (dirty[n])
+				memcpy(snaps + (size_t)nd++ * cc->page_size,
+				       live, cc->page_size);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Whether nothing changed since collect: the same pages twinned, each
+ * as it was read (a clean one still equal to its twin). */
+static bool unchanged(const struct lm_ccopy *cc, const uint32_t *list,
+		      const bool *dirty, const uint8_t *snaps, uint32_t n,
+		      const uint64_t *bits_seen)
+{
+	uint32_t words = (cc->npages + 63) / 64, nd = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *live = lm_ccopy_page(cc, list[i]);
+		const uint8_t *was = dirty[i] ?
+			snaps + (size_t)nd++ * cc->page_size :
+			lm_ccopy_twin_of(cc, list[i]);
+
+		if (memcmp(live, was, cc->page_size) != 0)
+			return false;
+	}
+	for (uint32_t w = 0; w < words; w++)
+		if (atomic_load_explicit(&cc->twinned[w],
+					 memory_order_acquire) != bits_seen[w])
+			return false;
+	return true;
+}
+
+int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
+			  uint8_t *idle,
+			  int (*emit)(void *ctx, uint32_t page,
+				      const uint8_t *diff, size_t len),
+			  void *ctx, const struct lm_ccopy_writers *writers)
+{
+	bool stopped = false;
+	uint32_t words = (cc->npages + 63) / 64, n = 0, ndirty = 0, nd = 0;
+	size_t cap = lm_diff_bound(cc->page_size);
+	uint64_t *bits = calloc(words, sizeof(*bits));
+	uint32_t *list = NULL;
+	uint8_t *snaps = NULL, *diff = buf + cc->page_size;
+	bool *dirty = NULL;
+	int rc = 0;
+
+	for (uint32_t w = 0; bits && w < words; w++)
+		n += (uint32_t)__builtin_popcountll(atomic_load_explicit(
+			&cc->twinned[w], memory_order_acquire));
+	/* room for a few pages twinned meanwhile; more make it retry */
+	n += 64;
+	list = malloc(n * sizeof(*list));
+	dirty = malloc(n * sizeof(*dirty));
+	snaps = malloc((size_t)n * cc->page_size);
+	if (!bits || !list || !dirty || !snaps) {
+		free(bits);
+		free(list);
+		free(dirty);
+		free(snaps);
+		return lm_ccopy_seal(cc, buf, idle, false, emit, ctx);
+	}
+	for (int round = 0; round < LM_CCOPY_SEAL_ROUNDS; round++) {
+		uint32_t twinned = 0;
+
+		for (uint32_t w = 0; w < words; w++)
+			twinned += (uint32_t)__builtin_popcountll(
+				atomic_load_explicit(&cc->twinned[w],
+						     memory_order_acquire));
+		if (twinned > n)
+			continue; /* grew past the room: read again */
+		ndirty = collect(cc, list, dirty, snaps, bits);
+		if (unchanged(cc, list, dirty, snaps, ndirty, bits))
+			break;
+		/* a client writes all the time: it waits for one read */
+		if (round == LM_CCOPY_SEAL_ROUNDS - 2 && writers &&
+		    writers->stop && writers->stop(writers->ctx, true))
+			stopped = true;
+	}
+	if (stopped)
+		writers->stop(writers->ctx, false);
+	for (uint32_t i = 0; i < ndirty && rc == 0; i++) {
+		uint8_t *twin = lm_ccopy_twin_of(cc, list[i]), *snap;
+		size_t len;
+
+		if (!dirty[i]) {
+			if (idle[list[i]] < UINT8_MAX)
+				idle[list[i]]++;
+			continue;
+		}
+		idle[list[i]] = 0;
+		snap = snaps + (size_t)nd++ * cc->page_size;
+		rc = lm_diff_encode(twin, snap, cc->page_size, diff, cap, &len);
+		if (rc == 0 && len > 0) {
+			memcpy(twin, snap, cc->page_size);
+			rc = emit(ctx, list[i], diff, len);
+		}
+	}
+	free(bits);
+	free(list);
+	free(dirty);
+	free(snaps);
+	return rc;
 }
 
 int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf, uint8_t *idle,

@@ -229,6 +229,28 @@ int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf, uint8_t *idle,
 			      size_t len),
 		  void *ctx);
 
+/* The same while clients may write (a lock's release, a publish): the
+ * diffs are of one instant's copy, so that no registration holds a
+ * pointer whose record a cluster-mate wrote first and the seal read
+ * before it (docs/dsm.md "Order").  Every twinned page is read, and
+ * read again, until nothing changed between; when that failed twice and
+ * `writers` can, the clients' writes wait for the last read (a client
+ * that writes all the time); else after LM_CCOPY_SEAL_ROUNDS reads the
+ * pages go as last read.  Twins are never dropped.  Falls back to lm_ccopy_seal
+ * without memory for the copies. */
+struct lm_ccopy_writers {
+	/* Makes every client's write to the copy wait (on) or go on again
+	 * (off); true when they wait (common/copy_set.h). */
+	bool (*stop)(void *ctx, bool on);
+	void *ctx;
+};
+int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
+			  uint8_t *idle,
+			  int (*emit)(void *ctx, uint32_t page,
+				      const uint8_t *diff, size_t len),
+			  void *ctx, const struct lm_ccopy_writers *writers);
+#define LM_CCOPY_SEAL_ROUNDS 4
+
 /* Bytes of `buf` lm_ccopy_seal needs. */
 size_t lm_ccopy_seal_buf_size(uint32_t page_size);
 

@@ -152,19 +152,51 @@ static void one_byte_msg(struct msghdr *msg, struct iovec *iov, char *byte,
 	msg->msg_controllen = sizeof(ctl->buf);
 }
 
-int lm_fdpass_send(const char *name, uint32_t expect_pid, int fd, char *err,
-		   size_t errlen)
+/* Sends `fd` as the one message of the connected socket s: 0, or LM_EIO
+ * with err filled (`to` names the peer). */
+static int send_one(int s, int fd, const char *to, char *err, size_t errlen)
 {
 	union fd_control ctl;
-	struct sockaddr_un sa;
-	socklen_t salen;
-	struct ucred cred;
 	struct msghdr msg;
 	struct cmsghdr *cm;
 	struct iovec iov;
 	char byte = 'F';
 	ssize_t n;
+
+	one_byte_msg(&msg, &iov, &byte, &ctl);
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	do
+		n = sendmsg(s, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n != 1) {
+		snprintf(err, errlen, "cannot send the descriptor to %s: %s",
+			 to, n < 0 ? strerror(errno) : "nothing sent");
+		return LM_EIO;
+	}
+	return 0;
+}
+
+int lm_fdpass_send(const char *name, uint32_t expect_pid, int fd, char *err,
+		   size_t errlen)
+{
+	return lm_fdpass_send_keep(name, expect_pid, fd, NULL, err, errlen);
+}
+
+int lm_fdpass_send_keep(const char *name, uint32_t expect_pid, int fd,
+			int *keep, char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+	socklen_t salen;
+	struct ucred cred;
+	char to[LM_FDPASS_NAME_MAX + 48];
 	int s, rc;
+
+	if (keep)
+		*keep = -1;
 
 	if (!name || !name_is_ours(name)) {
 		snprintf(err, errlen, "'%.*s' is not a lemuria-fd socket name",
@@ -212,28 +244,26 @@ int lm_fdpass_send(const char *name, uint32_t expect_pid, int fd, char *err,
 		rc = LM_EAUTH;
 		goto out;
 	}
-	one_byte_msg(&msg, &iov, &byte, &ctl);
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	do
-		n = sendmsg(s, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n != 1) {
-		snprintf(err, errlen,
-			 "cannot send the descriptor to client pid %lu at "
-			 "@%s: %s",
-			 (unsigned long)expect_pid, name,
-			 n < 0 ? strerror(errno) : "nothing sent");
-		rc = LM_EIO;
-		goto out;
+	snprintf(to, sizeof(to), "client pid %lu at @%s",
+		 (unsigned long)expect_pid, name);
+	rc = send_one(s, fd, to, err, errlen);
+	if (rc == 0 && keep) {
+		*keep = s;
+		return 0;
 	}
-	rc = 0;
 out:
 	close(s);
 	return rc;
+}
+
+int lm_fdpass_answer(int conn, int fd, char *err, size_t errlen)
+{
+	if (conn < 0 || fd < 0) {
+		snprintf(err, errlen, "%s", conn < 0 ? "no connection kept"
+						     : "no descriptor to send");
+		return LM_EINVAL;
+	}
+	return send_one(conn, fd, "the lemuriad", err, errlen);
 }
 
 static long long now_ms(void)
@@ -344,14 +374,34 @@ static int take_fd(int c, long long deadline, const char *peer, int *fd_out,
 	return LM_EBADMSG;
 }
 
+int lm_fdpass_take(int conn, int *fd_out, char *err, size_t errlen)
+{
+	*fd_out = -1;
+	if (conn < 0) {
+		snprintf(err, errlen, "no connection kept");
+		return LM_EINVAL;
+	}
+	return take_fd(conn, now_ms(), "the client", fd_out, err, errlen);
+}
+
 int lm_fdpass_receive(struct lm_fdpass_listener *l, uint32_t expect_pid,
 		      int timeout_ms, int *fd_out, char *err, size_t errlen)
+{
+	return lm_fdpass_receive_keep(l, expect_pid, timeout_ms, fd_out, NULL,
+				      err, errlen);
+}
+
+int lm_fdpass_receive_keep(struct lm_fdpass_listener *l, uint32_t expect_pid,
+			   int timeout_ms, int *fd_out, int *keep, char *err,
+			   size_t errlen)
 {
 	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	char peer[64], refused[128] = "";
 	int rc;
 
 	*fd_out = -1;
+	if (keep)
+		*keep = -1;
 	if (l->fd < 0 || timeout_ms < 0) {
 		snprintf(err, errlen, "%s",
 			 l->fd < 0 ? "fd-passing socket is closed"
@@ -400,7 +450,10 @@ int lm_fdpass_receive(struct lm_fdpass_listener *l, uint32_t expect_pid,
 			continue;
 		}
 		rc = take_fd(c, deadline, peer, fd_out, err, errlen);
-		close(c);
+		if (rc == 0 && keep)
+			*keep = c;
+		else
+			close(c);
 		if (rc <= 0)
 			return rc;
 		break; /* connected, but sent nothing in time */

@@ -1,6 +1,7 @@
 /* Handing one file descriptor (the memfd of a cluster's shared copy of
  * memory) from the lemuriad to one client process on the same host, and
- * to no other process.
+ * to no other process; and one back on the same connection (the
+ * client's userfaultfd, docs/dsm.md "Order").
  *
  * The client listens on an AF_UNIX abstract name of its own and tells
  * the daemon that name inside an authenticated message; the daemon
@@ -41,6 +42,18 @@ int lm_fdpass_listen(struct lm_fdpass_listener *l, char *err, size_t errlen);
 int lm_fdpass_send(const char *name, uint32_t expect_pid, int fd, char *err,
 		   size_t errlen);
 
+/* ... and keeps the connection open in *keep (non-blocking, the caller's
+ * to close; -1 on failure), on which the client may send one descriptor
+ * back (lm_fdpass_answer, lm_fdpass_take). */
+int lm_fdpass_send_keep(const char *name, uint32_t expect_pid, int fd,
+			int *keep, char *err, size_t errlen);
+
+/* Daemon side: takes the one descriptor the client sent back on a kept
+ * connection, without waiting.  0 with *fd_out; 1 when nothing came yet;
+ * LM_EBADMSG (the client closed it, or sent other than one descriptor),
+ * LM_EIO or LM_EINVAL with err filled. */
+int lm_fdpass_take(int conn, int *fd_out, char *err, size_t errlen);
+
 /* Client side: waits at most timeout_ms (>= 0) for a connection from
  * the process `expect_pid` (0: any pid) running as our effective uid and
  * takes the one descriptor it sends, close-on-exec, into *fd_out (the
@@ -53,6 +66,16 @@ int lm_fdpass_send(const char *name, uint32_t expect_pid, int fd, char *err,
  * either way. */
 int lm_fdpass_receive(struct lm_fdpass_listener *l, uint32_t expect_pid,
 		      int timeout_ms, int *fd_out, char *err, size_t errlen);
+
+/* ... and keeps the accepted connection in *keep (the caller's to close;
+ * -1 on failure). */
+int lm_fdpass_receive_keep(struct lm_fdpass_listener *l, uint32_t expect_pid,
+			   int timeout_ms, int *fd_out, int *keep, char *err,
+			   size_t errlen);
+
+/* Client side: sends `fd` back to the daemon on the kept connection.
+ * 0, LM_EINVAL or LM_EIO with err filled. */
+int lm_fdpass_answer(int conn, int fd, char *err, size_t errlen);
 
 /* Closes the listening socket; a second call does nothing. */
 void lm_fdpass_close(struct lm_fdpass_listener *l);

@@ -36,19 +36,25 @@
  *   WAIT_END   id (the count)
  *   LEAVE      (nothing)
  *   ABORT      rank, data (reason, at most LM_MSG_REASON_MAX bytes)
- *   REGISTER   epoch, notices (entries: page, writer, cluster, kind in
+ *   REGISTER   id (the cluster's registration number), epoch, notices (entries: page, writer, cluster, kind in
  *              base, version), diffs (the data of the entries that carry
  *              it, in entry order)
  *   REGISTER_OK status, notices, data (the pages the cluster now owns,
  *              u32 each: docs/dsm.md "Pages one cluster owns")
  *   PULL       id (the cluster), page, version
- *   DELTA      status, page, version, diffs (one entry)
+ *   DELTA      status, id (a whole page taken back from its owner: the
+ *              owner's registration that holds what it wrote before;
+ *              else 0), page, version, diffs (one entry)
  *   RECALL     id, rank
  *   FETCHV     notices (page, version = the oldest that may answer, base =
  *              the version of a copy the asker holds; the first entry's
  *              version from a client is its reach, lm_msg_fetchv)
- *   PAGES      notices (page, version, base), diffs (an entry a page)
- *   CHANGED    id (LM_CHANGED_ALL), notices (page, version)
+ *   PAGES      notices (page, version, base), diffs (an entry a page),
+ *              tags (of every page served)
+ *   CHANGED    id (LM_CHANGED_ALL), rank (the writer's cluster), version
+ *              (the writer's registrations told so far), notices (page,
+ *              version), tags (what the writer was told so far); or id
+ *              LM_CHANGED_HURRY and nothing else
  *   GONE       id (the cluster), rank (the last of it to leave)
  *   JOIN_OK, UNLOCK_OK, FREE_OK, CREATE_OK, END_OK, LEAVE_OK: status
  *   PING, PONG, STATS, STATS_REPLY: bodies of their own (below)
@@ -188,6 +194,7 @@ enum {
 	F_DIFFS = 1u << 11,
 	F_NOTICES = 1u << 12,
 	F_EPOCH = 1u << 13,
+	F_TAGS = 1u << 14,
 };
 
 #define LM_MSG_RUN 8        /* u64 run id */
@@ -206,7 +213,7 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_JOIN] = { "JOIN", F_RANK | F_PID | F_HASH | F_DATA, true },
 	[LM_MSG_JOIN_OK] = { "JOIN_OK", F_STATUS, true },
 	[LM_MSG_FETCH] = { "FETCH", F_ID | F_PAGE | F_VERSION, true },
-	[LM_MSG_PAGE] = { "PAGE", F_PAGE | F_VERSION | F_DATA, true },
+	[LM_MSG_PAGE] = { "PAGE", F_PAGE | F_VERSION | F_DATA | F_TAGS, true },
 	[LM_MSG_FLUSH] = { "FLUSH", F_RANK | F_EPOCH | F_DIFFS, true },
 	[LM_MSG_FLUSH_OK] = { "FLUSH_OK", F_STATUS | F_NOTICES, true },
 	[LM_MSG_BARRIER] = { "BARRIER", F_ID | F_EPOCH | F_NOTICES, true },
@@ -232,16 +239,18 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 	[LM_MSG_ABORT] = { "ABORT", F_RANK | F_DATA, true },
 	[LM_MSG_STATS] = { "STATS", 0, false },
 	[LM_MSG_STATS_REPLY] = { "STATS_REPLY", 0, false },
-	[LM_MSG_REGISTER] = { "REGISTER", F_EPOCH | F_NOTICES | F_DIFFS, true },
+	[LM_MSG_REGISTER] = { "REGISTER", F_ID | F_EPOCH | F_NOTICES | F_DIFFS,
+			       true },
 	[LM_MSG_REGISTER_OK] = { "REGISTER_OK", F_STATUS | F_NOTICES | F_DATA,
 				  true },
 	[LM_MSG_PULL] = { "PULL", F_ID | F_PAGE | F_VERSION, true },
-	[LM_MSG_DELTA] = { "DELTA", F_STATUS | F_PAGE | F_VERSION | F_DIFFS,
-			   true },
+	[LM_MSG_DELTA] = { "DELTA", F_STATUS | F_ID | F_PAGE | F_VERSION |
+				   F_DIFFS, true },
 	[LM_MSG_RECALL] = { "RECALL", F_ID | F_RANK | F_EPOCH, true },
 	[LM_MSG_FETCHV] = { "FETCHV", F_NOTICES, true },
-	[LM_MSG_PAGES] = { "PAGES", F_NOTICES | F_DIFFS, true },
-	[LM_MSG_CHANGED] = { "CHANGED", F_ID | F_NOTICES, true },
+	[LM_MSG_PAGES] = { "PAGES", F_NOTICES | F_DIFFS | F_TAGS, true },
+	[LM_MSG_CHANGED] = { "CHANGED", F_ID | F_RANK | F_VERSION | F_NOTICES |
+				       F_TAGS, true },
 	[LM_MSG_GONE] = { "GONE", F_ID | F_RANK, true },
 	[LM_MSG_WAITING] = { "WAITING", F_ID | F_EPOCH, true },
 };
@@ -281,6 +290,8 @@ size_t lm_msg_encoded_len(const struct lm_msg *m)
 		n += 8 + m->diffs.len;
 	if (f & F_NOTICES)
 		n += 4 + (size_t)m->nnotices * LM_NOTICE_SIZE;
+	if (f & F_TAGS)
+		n += 4 + (size_t)m->ntags * LM_MSG_TAG_SIZE;
 	return n;
 }
 
@@ -310,6 +321,8 @@ static int check_encodable(const struct lm_msg *m, unsigned f)
 	if (m->type == LM_MSG_ABORT && m->data_len > LM_MSG_REASON_MAX)
 		return LM_EINVAL;
 	if ((f & F_NOTICES) && !m->notices && m->nnotices)
+		return LM_EINVAL;
+	if ((f & F_TAGS) && !m->tags && m->ntags)
 		return LM_EINVAL;
 	if ((f & F_DIFFS) &&
 	    ((!m->diffs.data && m->diffs.len) || m->diffs.len > UINT32_MAX ||
@@ -426,6 +439,10 @@ static int encode(const struct lm_msg *m, uint8_t *out, size_t cap,
 			put32(&p, m->notices[i].writer);
 			put32(&p, m->notices[i].wcluster);
 		}
+	}
+	if (f & F_TAGS) {
+		put32(&p, m->ntags);
+		put_bytes(&p, m->tags, (size_t)m->ntags * LM_MSG_TAG_SIZE);
 	}
 	if (s)
 		s->tail_len = (size_t)(p - out) - s->head_len;
@@ -583,6 +600,16 @@ static int decode_fields(struct cursor *c, struct lm_msg *m, unsigned f,
 			*nobufs = true;
 		else if (rc < 0)
 			return rc;
+	}
+	if (f & F_TAGS) {
+		uint32_t n;
+
+		if (get32(c, &n) < 0 || (size_t)n > c->left / LM_MSG_TAG_SIZE)
+			return LM_EBADMSG;
+		m->tags = take(c, (size_t)n * LM_MSG_TAG_SIZE);
+		m->ntags = n;
+		if (n == 0)
+			m->tags = NULL;
 	}
 	return 0;
 }

@@ -27,7 +27,8 @@ enum lm_msg_type {
 	LM_MSG_FETCH = 5,       /* C->L, L->R req: page; id = how many
 				   pages after it the home may pull
 				   ahead (L->R, R->R) */
-	LM_MSG_PAGE = 6,        /* reply to FETCH: page, version, data */
+	LM_MSG_PAGE = 6,        /* reply to FETCH: page, version, data,
+				   tags */
 	LM_MSG_FLUSH = 7,       /* C->L req, L->R one-way: rank, diffs */
 	LM_MSG_FLUSH_OK = 8,    /* L->C reply: status */
 	LM_MSG_BARRIER = 9,     /* C->L req, L->R one-way (ARRIVE): id */
@@ -62,8 +63,8 @@ enum lm_msg_type {
 	LM_MSG_REGISTER_OK = 31, /* reply: status, the pages' notices */
 	LM_MSG_PULL = 32,       /* home->R, R->L req: page, version, id =
 				   layout index of the cluster */
-	LM_MSG_DELTA = 33,      /* reply to PULL: status, page, version,
-				   diffs (one entry) */
+	LM_MSG_DELTA = 33,      /* reply to PULL: status, id, page,
+				   version, diffs (one entry) */
 	LM_MSG_RECALL = 34,     /* lock manager -> R -> L one-way: give the
 				   lock's token back (id, rank it was
 				   granted to; epoch: the earliest round
@@ -191,7 +192,40 @@ struct lm_msg {
 					       reflectors also FLUSH_OK,
 					       BARRIER, UNLOCK */
 	uint32_t nnotices;
+	/* PAGE, PAGES: per cluster that registered a change of a page
+	 * served, the number of its last such registration; CHANGED: per
+	 * cluster, the registrations of it the writer was told of
+	 * (docs/dsm.md "Order").  LM_MSG_TAG_SIZE bytes each, read with
+	 * lm_msg_tag (borrowed, unaligned) */
+	const uint8_t *tags;
+	uint32_t ntags;
 };
+
+/* A tag: u32 cluster (layout index), u32 registration number. */
+#define LM_MSG_TAG_SIZE 8u
+
+static inline void lm_msg_tag(const struct lm_msg *m, uint32_t i,
+			      uint32_t *cluster, uint32_t *reg)
+{
+	const uint8_t *t = m->tags + (size_t)i * LM_MSG_TAG_SIZE;
+
+	*cluster = (uint32_t)t[0] | (uint32_t)t[1] << 8 |
+		   (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+	*reg = (uint32_t)t[4] | (uint32_t)t[5] << 8 | (uint32_t)t[6] << 16 |
+	       (uint32_t)t[7] << 24;
+}
+
+/* Writes tag i of a list being built in buf. */
+static inline void lm_msg_tag_put(uint8_t *buf, uint32_t i, uint32_t cluster,
+				  uint32_t reg)
+{
+	uint8_t *t = buf + (size_t)i * LM_MSG_TAG_SIZE;
+
+	for (int k = 0; k < 4; k++) {
+		t[k] = (uint8_t)(cluster >> (8 * k));
+		t[4 + k] = (uint8_t)(reg >> (8 * k));
+	}
+}
 
 /* REGISTER entries are notices: `page`, `writer` (rank, or
  * LM_WRITER_MANY), `wcluster` (the cluster's layout index), `base` one of
@@ -223,6 +257,12 @@ static inline bool lm_reg_has_data(uint32_t kind)
  * on": the home knows only that one of that reflector's clusters holds
  * the page (it fetched through a relay). */
 #define LM_CHANGED_ALL 0xffffffffu
+
+/* CHANGED's id for "send what you changed now": a reader's lemuriad
+ * holds a page newer than any change it was told of and waits for the
+ * list that names it (docs/dsm.md "Eventual visibility", "Order").  No
+ * notices; every cluster, whatever its copy mode, hears it. */
+#define LM_CHANGED_HURRY 0xfffffffeu
 
 /* Most pages a CHANGED names; a home sends several for more. */
 #define LM_CHANGED_MAX 256u

@@ -129,6 +129,7 @@ void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 			memcpy(cp->data, data, c->page_size);
 			cp->version = version;
 			cp->tag = ++c->next_tag;
+			cp->ordered = false;
 		}
 		lm_cache_touch(c, cp);
 		return;
@@ -152,6 +153,7 @@ void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 	cp->page = page;
 	cp->version = version;
 	cp->tag = ++c->next_tag;
+	cp->ordered = false;
 	memcpy(cp->data, data, c->page_size);
 	c->by_page[page] = cp;
 	lru_push(c, cp);

@@ -25,6 +25,7 @@ void lm_changes_note(lm_lemuriad *c, const struct lm_notice *n,
 {
 	if (c->layout->nclusters < 2)
 		return;
+	lm_order_heard(c, n, count); /* our own: in the copy already */
 	if (!c->mine_version &&
 	    (!(c->mine_version = calloc(c->npages, sizeof(*c->mine_version))) ||
 	     !(c->mine_list = calloc(c->npages, sizeof(*c->mine_list))) ||
@@ -50,17 +51,46 @@ void lm_changes_note(lm_lemuriad *c, const struct lm_notice *n,
 	}
 }
 
+/* Through which of our registrations (batches: lemuriad/parking.c)
+ * every one was answered, all its REGISTERs, and its pages noted: the
+ * one before the oldest still out. */
+static uint32_t answered_through(const lm_lemuriad *c)
+{
+	uint32_t through = c->batch_started;
+
+	for (const struct upreq *up = c->ups; up; up = up->next)
+		if ((up->kind == UP_REGISTER || up->kind == UP_PUSH) &&
+		    up->reg && up->reg - 1 < through)
+			through = up->reg - 1;
+	return through;
+}
+
 uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us)
 {
 	struct lm_msg m;
-	uint32_t n = 0;
+	uint32_t n = 0, through;
 
-	if (!c->nmine)
+	if (!c->nmine) {
+		/* a reader waits for a registration that changed nothing it
+		 * holds, or for what we were told: say how far we are */
+		if (now_us < c->hurry_until && c->layout->nclusters > 1 &&
+		    (through = answered_through(c)) > c->told_through) {
+			msg_init(c, &m, LM_MSG_CHANGED);
+			m.id = LM_CHANGED_ALL;
+			lm_order_sign(c, &m, through);
+			c->told_through = through;
+			c->out.send(c->ctx, c->reflector, &m);
+			c->stats.changes_told++;
+		}
 		return 0;
+	}
 	if (!c->mine_at)
 		c->mine_at = now_us ? now_us : 1;
-	if (now_us - c->mine_at < LM_LEMURIAD_CHANGED_DELAY_US)
+	/* a reader waits for the list (order.c): no delay */
+	if (now_us - c->mine_at < LM_LEMURIAD_CHANGED_DELAY_US &&
+	    now_us >= c->hurry_until)
 		return c->mine_at + LM_LEMURIAD_CHANGED_DELAY_US;
+	through = answered_through(c);
 	for (uint32_t i = 0; i < c->nmine; i++) {
 		uint32_t p = c->mine_list[i];
 
@@ -71,6 +101,9 @@ uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us)
 			continue;
 		msg_init(c, &m, LM_MSG_CHANGED);
 		m.id = LM_CHANGED_ALL;
+		/* the last of several says how far the lists go */
+		lm_order_sign(c, &m, i + 1 < c->nmine ? c->told_through :
+				     through);
 		m.notices = c->mine_out;
 		m.nnotices = n;
 		c->out.send(c->ctx, c->reflector, &m);
@@ -79,6 +112,7 @@ uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us)
 		n = 0;
 	}
 	c->nmine = 0;
+	c->told_through = through;
 	return 0;
 }
 

@@ -15,13 +15,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "copy_set.h"
 #include "diff.h"
 #include "fdpass.h"
 #include "lm_error.h"
 #include "wire.h"
 
+/* The clients' userfaultfds, and the connections they come on. */
+static void sets_close(lm_lemuriad *c)
+{
+	for (uint32_t i = 0; c->set_conn && i < c->nclients; i++) {
+		if (c->set_conn[i] >= 0)
+			close(c->set_conn[i]);
+		if (c->set_uffd[i] >= 0)
+			close(c->set_uffd[i]);
+		c->set_conn[i] = c->set_uffd[i] = -1;
+	}
+	lm_copy_filler_close(&c->filler);
+}
+
 void lm_copy_stop(lm_lemuriad *c)
 {
+	sets_close(c);
 	free(c->copy_idle);
 	c->copy_idle = NULL;
 	free(c->copy_pulled);
@@ -83,11 +98,18 @@ int lm_copy_start(lm_lemuriad *c)
 		return LM_EINVAL;
 	}
 	c->copy_fd = fd;
+	/* sets of pages go in as one (common/copy_set.h) when the kernel
+	 * lets us; else page by page, as the log says once */
+	if (lm_copy_filler_open(&c->filler, fd, g.pages_off,
+				(size_t)c->npages * c->page_size, name,
+				sizeof(name)))
+		lm_log_info("cluster %s: pages of other clusters go into the "
+			    "copy one by one: %s", c->cfg->name, name);
 	return 0;
 }
 
-int lm_copy_give(lm_lemuriad *c, uint32_t pid, const uint8_t *name,
-		 size_t len)
+int lm_copy_give(lm_lemuriad *c, int slot, uint32_t pid,
+		 const uint8_t *name, size_t len)
 {
 	char sock[LM_FDPASS_NAME_MAX], err[256];
 
@@ -100,7 +122,14 @@ int lm_copy_give(lm_lemuriad *c, uint32_t pid, const uint8_t *name,
 	}
 	memcpy(sock, name, len);
 	sock[len] = '\0';
-	if (lm_fdpass_send(sock, pid, c->copy_fd, err, sizeof(err))) {
+	if (c->set_conn[slot] >= 0)
+		close(c->set_conn[slot]);
+	if (c->set_uffd[slot] >= 0)
+		close(c->set_uffd[slot]);
+	c->set_uffd[slot] = -1;
+	if (lm_fdpass_send_keep(sock, pid, c->copy_fd,
+				c->filler.uffd >= 0 ? &c->set_conn[slot] : NULL,
+				err, sizeof(err))) {
 		lm_log_error("cluster %s: cannot hand the cluster's copy to "
 			     "pid %u: %s", c->cfg->name, pid, err);
 		return LM_EUNREACH;
@@ -119,15 +148,89 @@ static void lose_locked(lm_lemuriad *c, uint32_t page)
 	c->hooks.lose(c, why);
 }
 
+/* Whether every client of the run handed us its userfaultfd, so that a
+ * set can go in as one; those that came since the last look are taken
+ * now.  A client that closed without one (its kernel refused) leaves
+ * the run's sets page by page, said once. */
+static bool sets_ready(lm_lemuriad *c)
+{
+	bool ready = c->filler.uffd >= 0;
+	char err[256];
+
+	for (uint32_t i = 0; ready && i < c->nclients; i++) {
+		int rc;
+
+		if (!c->clients[i].joined || c->clients[i].left ||
+		    c->set_uffd[i] >= 0)
+			continue;
+		if (c->set_conn[i] < 0)
+			return false;
+		rc = lm_fdpass_take(c->set_conn[i], &c->set_uffd[i], err,
+				    sizeof(err));
+		if (rc == 1)
+			return false;
+		close(c->set_conn[i]);
+		c->set_conn[i] = -1;
+		if (rc != 0) {
+			lm_log_info("cluster %s: rank %u: %s; pages of other "
+				    "clusters go into the copy one by one",
+				    c->cfg->name, slot_rank(c, (int)i), err);
+			return false;
+		}
+	}
+	return ready;
+}
+
+static int item_cmp(const void *a, const void *b)
+{
+	const struct lm_copy_set_item *x = a, *y = b;
+
+	return x->page < y->page ? -1 : x->page > y->page;
+}
+
+void lm_copy_install_set(lm_lemuriad *c, struct lm_copy_set_item *items,
+			 uint32_t n)
+{
+	int rc = 0;
+
+	if (!c->copy.map || n == 0)
+		return;
+	qsort(items, n, sizeof(*items), item_cmp);
+	if (sets_ready(c)) {
+		rc = lm_copy_set_install(&c->copy, &c->filler, items, n,
+					 c->set_uffd, c->nclients,
+					 c->layout->base,
+					 (uint64_t)c->npages * c->page_size);
+		if (rc == LM_ETIMEDOUT) {
+			lose_locked(c, items[0].page);
+			return;
+		}
+		if (rc > 0) {
+			c->stats.copy_sets++;
+			c->stats.copy_set_pages += (uint64_t)rc;
+			c->stats.copy_installs += (uint64_t)rc;
+		}
+	} else if (n > 1) {
+		c->stats.copy_sets_split++;
+	}
+	/* the rest (twinned pages, byte by byte) after: a no-op for those
+	 * in already */
+	for (uint32_t i = 0; i < n; i++)
+		lm_copy_install(c, items[i].page, items[i].version,
+				items[i].data);
+}
+
 void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
 		     const uint8_t *data)
 {
 	if (!c->copy.map || page >= c->npages)
 		return;
-	if (lm_ccopy_install(&c->copy, page, version, data) >= 0) {
+	int rc = lm_ccopy_install(&c->copy, page, version, data);
+
+	if (rc == 0)
 		c->stats.copy_installs++;
+	if (rc >= 0)
 		return;
-	}
 	lose_locked(c, page);
 }
 
@@ -342,6 +445,18 @@ static int take_diff(void *ctx, uint32_t page, const uint8_t *diff,
 
 static void check_copy(lm_lemuriad *c);
 
+/* lm_ccopy_writers' stop: every client's writes wait, or go on. */
+static bool stop_writers(void *ctx, bool on)
+{
+	lm_lemuriad *c = ctx;
+
+	return (!on || sets_ready(c)) &&
+	       lm_copy_set_stop_writers(c->set_uffd, c->nclients,
+					c->layout->base,
+					(uint64_t)c->npages * c->page_size,
+					on);
+}
+
 int lm_copy_seal(lm_lemuriad *c, bool barrier)
 {
 	uint64_t drops;
@@ -354,8 +469,13 @@ int lm_copy_seal(lm_lemuriad *c, bool barrier)
 	if (!c->copy_idle && !(c->copy_idle = calloc(c->npages, 1)))
 		return LM_ENOMEM;
 	drops = atomic_load(&c->copy.hdr->drops);
-	rc = lm_ccopy_seal(&c->copy, c->sealbuf, c->copy_idle, barrier,
-			   take_diff, c);
+	/* at a barrier every client waits: one read is one instant */
+	rc = barrier ? lm_ccopy_seal(&c->copy, c->sealbuf, c->copy_idle, true,
+				     take_diff, c) :
+		       lm_ccopy_seal_at_once(&c->copy, c->sealbuf,
+					     c->copy_idle, take_diff, c,
+					     &(struct lm_ccopy_writers){
+						     stop_writers, c });
 	c->sealed = true; /* the pulse after this message takes the time */
 	if (rc == 0 && barrier)
 		rc = forget_stale(c);

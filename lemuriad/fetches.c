@@ -27,6 +27,9 @@
 #include "deltas.h"
 #include "updates.h"
 
+static void gate(lm_lemuriad *c, struct upreq *up, uint32_t version);
+static void changed_due(lm_lemuriad *c);
+
 /* Client `node` got a copy of `page` (barrier updates keep it valid). */
 static void hold(lm_lemuriad *c, uint16_t node, uint32_t page)
 {
@@ -68,7 +71,10 @@ static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 
 	if (c->shared) { /* the others we hold go into the copy too */
 		for (uint32_t i = 0; i < n; i++)
-			if ((cp = lm_cache_find(c, more[i])))
+			if ((cp = lm_cache_find(c, more[i])) &&
+			    cp->version >= lm_order_least(c, cp->page) &&
+			    (c->committing ||
+			     lm_order_free(c, cp->page, cp->version)))
 				lm_copy_install(c, cp->page, cp->version,
 						cp->data);
 		answer_page(c, node, req_id, page, version, data);
@@ -110,6 +116,7 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 	struct upreq *up;
 	struct waiter *w;
 	struct lm_msg r;
+	uint32_t held = 0;
 
 	if (m->page >= c->npages) {
 		count_bad(c, from, m, "FETCH outside the region");
@@ -119,7 +126,14 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 		return;
 	}
 	cp = lm_cache_find(c, m->page);
-	if (cp) {
+	if (cp && (cp->version < lm_order_least(c, cp->page) ||
+		   (c->shared && !cp->ordered &&
+		    !lm_order_free(c, cp->page, cp->version))))
+		cp = NULL; /* older than a change we heard of, or came
+			      before what its home's tags name was told */
+	if (cp && c->shared && !lm_order_free(c, cp->page, cp->version))
+		held = cp->version; /* in the copy only with the lists */
+	else if (cp) {
 		lm_cache_touch(c, cp);
 		c->stats.fetch_hits++;
 		hold(c, from, cp->page);
@@ -129,7 +143,14 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 		return;
 	}
 	up = lm_upreq_fetch_of(c, m->page);
-	if (up) {
+	if (!up && held) {
+		if (lm_upreq_start(c, UP_FETCH, from, req_id, &up) < 0) {
+			count_bad(c, from, m, "too many waiting requests");
+			return;
+		}
+		lm_upreq_set_page(c, up, m->page);
+		gate(c, up, held);
+	} else if (up) {
 		if (lm_upreq_wait(c, up, from, req_id, up->min_version) < 0) {
 			count_bad(c, from, m, "too many waiting requests");
 			return;
@@ -146,6 +167,9 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 		msg_init(c, &r, LM_MSG_FETCH);
 		r.page = m->page;
 		r.version = c->known[m->page];
+		up->min_version = lm_order_least(c, m->page);
+		if (r.version < up->min_version)
+			r.version = up->min_version;
 		/* the home pulls ahead what we will fetch ahead next */
 		r.id = ahead ? (reach < c->layout->prefetch ?
 				reach : c->layout->prefetch) : 0;
@@ -157,6 +181,8 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 	if (w->nmore)
 		memcpy(w->more, more, nmore * sizeof(*more));
 	w->reach = reach;
+	if (up->gated)
+		lm_fetch_group_check(c); /* it may go in at once */
 }
 
 void lm_fetch_handle(lm_lemuriad *c, uint16_t from, uint32_t req_id,
@@ -194,7 +220,10 @@ void lm_fetch_handle_v(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 	first.page = m->notices[0].page;
 	first.notices = NULL;
 	first.nnotices = 0;
-	if (first.page >= c->npages || !(cp = lm_cache_find(c, first.page))) {
+	if (first.page >= c->npages || !(cp = lm_cache_find(c, first.page)) ||
+	    cp->version < lm_order_least(c, cp->page) ||
+	    (c->shared && !lm_order_free(c, cp->page, cp->version))) {
+		/* fetch_page sorts out those that wait for order */
 		fetch_page(c, from, req_id, &first, true,
 			   lm_msg_fetchv_reach(m), more, nmore);
 		return;
@@ -223,11 +252,33 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 static void reply_page(lm_lemuriad *c, struct upreq *up,
 		       const struct lm_msg *m)
 {
-	bool grouped = up->grouped;
-
 	reply_page_to(c, up, m);
-	if (grouped)
+	if ((c->ngrp || c->ngated) && !c->committing)
 		lm_fetch_group_check(c);
+}
+
+/* Whether a reply at `version` answers one of up's waiters. */
+static bool answers_someone(const struct upreq *up, uint32_t version)
+{
+	for (const struct waiter *w = up->waiters; w; w = w->next)
+		if (w->need <= version)
+			return true;
+	return false;
+}
+
+/* up's page is cached at `version`, which may not go into the copy yet:
+ * its waiters are answered when it goes in with the lists that name it
+ * (lm_fetch_group_check).  A page of the set fetched for CHANGED goes in
+ * with the set. */
+static void gate(lm_lemuriad *c, struct upreq *up, uint32_t version)
+{
+	up->gated = true;
+	up->gated_version = version;
+	up->grouped = false;
+	up->refresh = false;
+	if (c->ngated < c->npages) /* a page asked again may come twice */
+		c->gated_list[c->ngated++] = up->page;
+	c->stats.order_waits++;
 }
 
 static void reply_page_to(lm_lemuriad *c, struct upreq *up,
@@ -235,6 +286,7 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 {
 	struct waiter **pp = &up->waiters;
 	struct lm_msg r;
+	uint32_t least;
 	bool fits;
 
 	if (m->type != LM_MSG_PAGE || m->page != up->page ||
@@ -253,12 +305,29 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 	/* the home's copy plus what our clients wrote and the home has not
 	 * got yet: the cluster copy (DESIGN.md §2, read fault); a page a
 	 * held release rebuilt from a diff is there already */
+	least = lm_order_least(c, m->page);
+	if (m->version < least) {
+		/* older than a change we heard of: the copy may not go back,
+		 * and its faults want that change */
+		if (up->min_version < least)
+			up->min_version = least;
+		for (struct waiter *w = up->waiters; w; w = w->next)
+			if (w->need < least)
+				w->need = least;
+	}
 	if (m->data != c->pagebuf)
 		memcpy(c->pagebuf, m->data, c->page_size);
 	lm_deltas_overlay(c->deltas, m->page, m->version, c->pagebuf);
 	fits = m->version >= up->left;
-	if (m->version >= up->min_version && fits)
+	if (m->version >= up->min_version && fits) {
+		struct cpage *cp;
+
 		lm_cache_put(c, m->page, m->version, c->pagebuf);
+		if ((cp = lm_cache_find(c, m->page)) &&
+		    cp->version == m->version)
+			cp->ordered = c->committing ||
+				      lm_order_tags_told(c, m);
+	}
 	/* a reply that crossed data of ours leaving is no update source */
 	if (up->pre)
 		c->hooks.arrived(c, up,
@@ -271,8 +340,22 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 	 * from the copy, without asking us.  One of a set fetched for
 	 * CHANGED waits for the others (lm_fetch_group_check) unless a
 	 * client waits for it */
-	if (c->shared && fits && (!up->grouped || up->waiters))
+	if (c->shared && fits && !c->committing && !up->pre &&
+	    m->version >= up->min_version &&
+	    !lm_order_free(c, m->page, m->version)) {
+		/* newer than what the copy holds and no barrier told: it
+		 * goes in once the registrations its home tagged it with
+		 * were told us, with the lists heard */
+		if (answers_someone(up, m->version) || up->grouped)
+			lm_order_need(c, m);
+		if (answers_someone(up, m->version)) {
+			gate(c, up, m->version);
+			return;
+		}
+	} else if (c->shared && fits && m->version >= least &&
+		   (!up->grouped || up->waiters)) {
 		lm_copy_install(c, m->page, m->version, c->pagebuf);
+	}
 	while (*pp) {
 		struct waiter *w = *pp;
 
@@ -437,10 +520,23 @@ static void fetch_ahead(lm_lemuriad *c, uint32_t page, uint32_t reach,
  * wanted per page) until the cluster is quiet (lm_lemuriad_pulse). */
 void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 {
+	if (c->shared && c->copy.map)
+		c->stats.changed_heard += m->nnotices;
+	lm_order_told(c, m);
+	lm_fetch_heard(c, m->notices, m->nnotices);
+	/* a list with no page may end a wait too */
+	if (!m->nnotices && (c->ngrp || c->ngated))
+		lm_fetch_group_check(c);
+}
+
+void lm_fetch_heard(lm_lemuriad *c, const struct lm_notice *n,
+		    uint32_t count)
+{
 	/* no copy yet (no client of the run joined): nothing to bring up
 	 * to date, and CHANGED may come first under load */
-	if (!c->shared || !c->copy.map)
+	if (!c->shared || !c->copy.map || !count)
 		return;
+	lm_order_heard(c, n, count);
 	if (!c->chg_want &&
 	    (!(c->chg_want = calloc(c->npages, sizeof(*c->chg_want))) ||
 	     !(c->chg_list = calloc(c->npages, sizeof(*c->chg_list))))) {
@@ -448,17 +544,19 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 		c->chg_want = NULL; /* as if lost: the next CHANGED asks again */
 		return;
 	}
-	c->stats.changed_heard += m->nnotices;
-	for (uint32_t i = 0; i < m->nnotices; i++) {
-		uint32_t p = m->notices[i].page;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t p = n[i].page;
 
-		if (p >= c->npages || !m->notices[i].version)
+		if (p >= c->npages || !n[i].version)
 			continue;
 		if (!c->chg_want[p])
 			c->chg_list[c->nchg++] = p;
-		if (c->chg_want[p] < m->notices[i].version)
-			c->chg_want[p] = m->notices[i].version;
+		if (c->chg_want[p] < n[i].version)
+			c->chg_want[p] = n[i].version;
 	}
+	/* a wait for order may end with this list */
+	if (c->ngrp || c->ngated)
+		lm_fetch_group_check(c);
 }
 
 /* A client that reads a page without synchronising (a loop on a flag)
@@ -480,14 +578,35 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
  * every step, which the copy holds until it drops them). */
 void lm_fetch_changed_due(lm_lemuriad *c)
 {
+	if (!c->ngrp)
+		changed_due(c);
+}
+
+/* A page joins the set. */
+static void group_add(lm_lemuriad *c, uint32_t p)
+{
+	if (c->grp_on[p])
+		return;
+	c->grp_on[p] = 1;
+	c->grp_list[c->ngrp++] = p;
+}
+
+/* The pages CHANGED named join the set (a new one, or the one out when
+ * pages of it must wait for these lists: lm_fetch_group_check). */
+static void changed_due(lm_lemuriad *c)
+{
 	struct lm_notice want[LM_FETCHV_MAX];
 	uint32_t batch[LM_FETCHV_MAX], n = 0;
 
-	if (c->ngrp || !c->nchg)
+	if (!c->nchg)
 		return;
 	if (!c->grp_list &&
-	    !(c->grp_list = calloc(c->npages, sizeof(*c->grp_list))))
+	    (!(c->grp_list = calloc(c->npages, sizeof(*c->grp_list))) ||
+	     !(c->grp_on = calloc(c->npages, 1)))) {
+		free(c->grp_list);
+		c->grp_list = NULL;
 		return; /* asked again at the next pulse */
+	}
 	for (uint32_t i = 0; i < c->nchg; i++) {
 		uint32_t p = c->chg_list[i], need = c->chg_want[p];
 		struct cpage *cp;
@@ -499,8 +618,20 @@ void lm_fetch_changed_due(lm_lemuriad *c)
 		    v >= need || v < c->told_all[p] ||
 		    lm_ccopy_is_owned(&c->copy, p))
 			continue;
-		c->grp_list[c->ngrp++] = p;
-		if ((up = lm_upreq_fetch_of(c, p))) {
+		group_add(c, p);
+		if ((up = lm_upreq_fetch_of(c, p)) && up->gated) {
+			/* its fault waits for order: goes in with the set
+			 * from the cache, or is fetched again if older */
+			if (up->gated_version >= need)
+				continue;
+			up->gated = false;
+			up->min_version = need;
+			up->refresh = true;
+			up->grouped = true;
+			lm_fetch_again(c, up);
+			continue;
+		}
+		if (up) {
 			/* its answer may have left the home before the change:
 			 * it is asked again unless it brings `need` */
 			if (up->min_version < need)
@@ -510,7 +641,7 @@ void lm_fetch_changed_due(lm_lemuriad *c)
 			continue;
 		}
 		cp = lm_cache_find(c, p);
-		if (cp && cp->version >= need)
+		if (cp && cp->version >= need && cp->ordered)
 			continue; /* in the set, from the cache */
 		if (!(up = batch_add(c, p, need, want, batch, &n)))
 			continue; /* the next CHANGED or fault asks again */
@@ -525,34 +656,155 @@ void lm_fetch_changed_due(lm_lemuriad *c)
 	c->nchg = 0;
 	if (n)
 		lm_fetch_batch(c, want, batch, n, false);
-	if (c->ngrp)
-		lm_fetch_group_check(c);
 }
 
-void lm_fetch_group_check(lm_lemuriad *c)
+/* Whether a page of the set is still on its way; *unheard: whether a
+ * registration that must be told before they go in was not yet. */
+static bool set_waits(lm_lemuriad *c, bool *unheard)
 {
 	struct upreq *up;
 
+	*unheard = false;
 	for (uint32_t i = 0; i < c->ngrp; i++)
 		if ((up = lm_upreq_fetch_of(c, c->grp_list[i])) && up->grouped)
-			return;
-	for (uint32_t i = 0; i < c->ngrp; i++) {
-		uint32_t p = c->grp_list[i], v;
-		struct cpage *cp = lm_cache_find(c, p);
+			return true;
+	*unheard = lm_order_untold(c);
+	return false;
+}
 
-		/* a page the copy dropped, or that a fault or barrier brought
-		 * further meanwhile, is left as it is */
-		if (cp && c->copy.map && lm_ccopy_version(&c->copy, p, &v) &&
-		    v < cp->version && !lm_ccopy_is_owned(&c->copy, p))
+/* The set's pages, and those whose answers wait, go into the copy as one
+ * (lm_copy_install_set), from the cache.  A page of the set that the copy
+ * dropped, or that a fault or barrier brought further meanwhile, is left
+ * as it is; a waiting page goes in also when the copy lacks it. */
+static void install_set(lm_lemuriad *c)
+{
+	uint32_t want = c->ngrp + c->ngated, n = 0;
+	struct cpage *cp;
+	uint32_t v;
+
+	if (want > c->set_cap) {
+		struct lm_copy_set_item *t =
+			realloc(c->set_items, want * sizeof(*t));
+
+		if (!t) { /* one by one, in the order below */
+			want = 0;
+		} else {
+			c->set_items = t;
+			c->set_cap = want;
+		}
+	}
+	for (uint32_t i = 0; i < c->ngrp; i++) {
+		uint32_t p = c->grp_list[i];
+
+		if (!(cp = lm_cache_find(c, p)) || !c->copy.map ||
+		    !lm_ccopy_version(&c->copy, p, &v) || v >= cp->version ||
+		    lm_ccopy_is_owned(&c->copy, p))
+			continue;
+		if (n < want)
+			c->set_items[n++] = (struct lm_copy_set_item){
+				p, cp->version, cp->data };
+		else
 			lm_copy_install(c, p, cp->version, cp->data);
 	}
-	c->stats.changed_groups++;
+	for (uint32_t i = 0; i < c->ngated; i++) {
+		uint32_t p = c->gated_list[i];
+		struct upreq *up = lm_upreq_fetch_of(c, p);
+
+		if (!up || !up->gated || !(cp = lm_cache_find(c, p)) ||
+		    c->grp_on[p])
+			continue;
+		c->grp_on[p] = 1; /* once */
+		if (n < want)
+			c->set_items[n++] = (struct lm_copy_set_item){
+				p, cp->version, cp->data };
+		else
+			lm_copy_install(c, p, cp->version, cp->data);
+	}
+	for (uint32_t i = 0; i < c->ngrp; i++)
+		c->grp_on[c->grp_list[i]] = 0;
+	for (uint32_t i = 0; i < c->ngated; i++)
+		c->grp_on[c->gated_list[i]] = 0;
+	lm_copy_install_set(c, c->set_items, n);
+}
+
+/* A waiting answer goes out: its page from the cache, into the copy as
+ * the reply would have gone, or asked again when the cache lost it. */
+static void commit_gated(lm_lemuriad *c, uint32_t page)
+{
+	struct upreq *up = lm_upreq_fetch_of(c, page);
+	struct cpage *cp = lm_cache_find(c, page);
+	struct lm_msg pm;
+
+	if (!up || !up->gated)
+		return;
+	up->gated = false;
+	if (!cp) {
+		lm_fetch_again(c, up);
+		return;
+	}
+	msg_init(c, &pm, LM_MSG_PAGE);
+	pm.page = page;
+	pm.version = cp->version;
+	pm.data = cp->data;
+	pm.data_len = c->page_size;
+	reply_page_to(c, up, &pm);
+}
+
+/* The set fetched for CHANGED, and the fetch answers that wait for order
+ * (docs/dsm.md "Eventual visibility", "Order"), go into the copy at once
+ * when every page of them came and every version they bring is named by
+ * a list heard, all those lists' pages in with them: the set's first,
+ * then the faulted pages (a pointer is read before its record).  Pages
+ * newer than every list heard wait while the writers are asked to tell
+ * (order.c), and the lists that then come join the set, until none is
+ * missing or the wait was too long. */
+void lm_fetch_group_check(lm_lemuriad *c)
+{
+	uint32_t *pages, n;
+	bool unheard;
+
+	if (c->committing || set_waits(c, &unheard))
+		return;
+	if (!lm_order_late(c)) {
+		if (unheard) {
+			lm_order_wait(c);
+			return;
+		}
+		/* every list heard goes in with them: a page of the set may
+		 * be newer than its list said, by a change whose list came
+		 * since (its record on a page of that list) */
+		if (c->nchg && c->set_rounds < LM_LEMURIAD_SET_ROUNDS_MAX) {
+			c->set_rounds++;
+			changed_due(c);
+			if (set_waits(c, &unheard) || unheard)
+				return;
+		} else if (c->nchg) {
+			c->stats.order_cut++;
+		}
+	}
+	install_set(c);
+	if (c->ngrp)
+		c->stats.changed_groups++;
 	c->ngrp = 0;
+	c->set_rounds = 0;
+	lm_order_done(c);
+	/* the list may grow while its answers go out (a page asked again) */
+	n = c->ngated;
+	c->ngated = 0;
+	pages = c->gated_list;
+	c->committing = true;
+	for (uint32_t i = 0; i < n; i++)
+		commit_gated(c, pages[i]);
+	c->committing = false;
 }
 
 void lm_fetch_group_clear(lm_lemuriad *c)
 {
+	for (uint32_t i = 0; c->grp_on && i < c->ngrp; i++)
+		c->grp_on[c->grp_list[i]] = 0;
 	c->ngrp = 0;
+	c->ngated = 0;
+	c->set_rounds = 0;
 }
 
 void lm_fetch_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
@@ -623,6 +875,8 @@ void lm_fetch_pages(lm_lemuriad *c, struct upreq *batch,
 		pm.version = m->notices[i].version;
 		pm.data = data;
 		pm.data_len = c->page_size;
+		pm.tags = m->tags; /* the batch's: those of every page */
+		pm.ntags = m->ntags;
 		up->rebuilt = m->notices[i].base != LM_NO_BASE;
 		reply_page(c, up, &pm);
 		/* up may be gone: rebuilt is read only during reply_page,

@@ -87,6 +87,7 @@ static void reset_run(lm_lemuriad *c, uint64_t run)
 	c->nchg = 0;
 	lm_fetch_group_clear(c);
 	lm_changes_clear(c);
+	lm_order_clear(c);
 	c->released_us = 0;
 	c->released = false;
 	c->client_us = 0;
@@ -253,7 +254,8 @@ static void handle_join(lm_lemuriad *c, int slot, uint16_t from,
 	 * hears that it joined; one we cannot reach (another host, another
 	 * network or pid namespace) fails its lm_init, naming the key */
 	if (c->shared &&
-	    (status = lm_copy_give(c, m->pid, m->data, m->data_len)) != 0) {
+	    (status = lm_copy_give(c, slot, m->pid, m->data,
+				   m->data_len)) != 0) {
 		reply_status(c, from, req_id, LM_MSG_JOIN_OK, status);
 		return;
 	}
@@ -827,6 +829,7 @@ static void handle_create_down(lm_lemuriad *c, const struct lm_msg *m)
 	/* what rank 0 published before it: our copies and FETCHes must be
 	 * at least as new, and the worker's (I2, I3) */
 	lm_notices_apply(c, m->notices, m->nnotices);
+	lm_fetch_heard(c, m->notices, m->nnotices);
 	if (cl->wants_work) {
 		reply_work(c, slot, m);
 		return;
@@ -923,7 +926,10 @@ static void from_reflector(lm_lemuriad *c, enum lm_rel_msg_kind kind,
 		lock_held_in_barrier(c);
 		break;
 	case LM_MSG_CHANGED:
-		lm_fetch_changed(c, m);
+		if (m->id == LM_CHANGED_HURRY)
+			lm_order_hurried(c);
+		else
+			lm_fetch_changed(c, m);
 		break;
 	case LM_MSG_CREATE:
 		handle_create_down(c, m);
@@ -994,6 +1000,14 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->up_by_page = calloc(LM_LEMURIAD_UP_BUCKETS, sizeof(*c->up_by_page));
 	c->clients = calloc(c->nclients ? c->nclients : 1,
 			    sizeof(*c->clients));
+	c->set_conn = malloc((c->nclients ? c->nclients : 1) *
+			     sizeof(*c->set_conn));
+	c->set_uffd = malloc((c->nclients ? c->nclients : 1) *
+			     sizeof(*c->set_uffd));
+	c->filler.uffd = -1;
+	for (uint32_t i = 0; c->set_conn && c->set_uffd && i < c->nclients;
+	     i++)
+		c->set_conn[i] = c->set_uffd[i] = -1;
 	c->eager = layout->relay == LM_RELAY_EAGER;
 	c->deltas = lm_deltas_create(c->page_size, (uint32_t)c->npages,
 				     c->index,
@@ -1008,6 +1022,21 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->told_all = calloc(c->npages ? c->npages : 1,
 			     sizeof(*c->told_all));
 	c->leaving = calloc(c->npages ? c->npages : 1, 1);
+	if (c->shared && layout->nclusters > 1) {
+		c->heard = calloc(c->npages ? c->npages : 1,
+				  sizeof(*c->heard));
+		c->gated_list = calloc(c->npages ? c->npages : 1,
+				       sizeof(*c->gated_list));
+		c->grp_list = calloc(c->npages ? c->npages : 1,
+				     sizeof(*c->grp_list));
+		c->grp_on = calloc(c->npages ? c->npages : 1, 1);
+		c->heard_reg = calloc(layout->nclusters, sizeof(*c->heard_reg));
+		c->need_reg = calloc(layout->nclusters, sizeof(*c->need_reg));
+		c->tagout = calloc(layout->nclusters, LM_MSG_TAG_SIZE);
+		if (!c->heard || !c->gated_list || !c->grp_list ||
+		    !c->grp_on || !c->heard_reg || !c->need_reg || !c->tagout)
+			goto err;
+	}
 	if (lm_notice_set_init(&c->epoch_notes, c->npages) < 0)
 		goto err;
 	c->deltabuf = malloc(lm_diff_bound(c->page_size) + LM_MSG_DIFFS_ENTRY_HDR);
@@ -1021,7 +1050,8 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 		c->updates = lm_updates_create(
 			c->page_size, (uint32_t)c->npages, c->nclients,
 			c->cache_max * c->page_size / 8);
-	if (!c->by_page || !c->clients || (c->nclients && c->first_node == 0) ||
+	if (!c->by_page || !c->clients || !c->set_conn || !c->set_uffd ||
+	    (c->nclients && c->first_node == 0) ||
 	    !c->up_by_id || !c->up_by_page ||
 	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->fetchv_buf ||
 	    !c->known || !c->told_all || !c->leaving ||
@@ -1054,6 +1084,13 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	free(c->chg_want);
 	free(c->chg_list);
 	free(c->grp_list);
+	free(c->grp_on);
+	free(c->heard);
+	free(c->gated_list);
+	free(c->set_items);
+	free(c->heard_reg);
+	free(c->need_reg);
+	free(c->tagout);
 	lm_changes_free(c);
 	free(c->leaving);
 	lm_copy_stop(c);
@@ -1062,6 +1099,8 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	free(c->up_by_id);
 	free(c->up_by_page);
 	free(c->clients);
+	free(c->set_conn);
+	free(c->set_uffd);
 	free(c->tokens);
 	lm_notice_set_free(&c->epoch_notes);
 	free(c);
@@ -1167,8 +1206,9 @@ uint64_t lm_lemuriad_pulse(lm_lemuriad *c, uint64_t now_us)
 	 * keeps one copy may hold what a copy = client cluster writes */
 	if (c->run && !c->aborted)
 		tell_at = lm_changes_send(c, now_us);
-	if (c->ngrp)
+	if (c->ngrp || c->ngated)
 		lm_fetch_group_check(c);
+	tell_at = earliest(tell_at, lm_order_next(c));
 	for (uint32_t i = 0; i < c->nclients; i++)
 		joined |= c->clients[i].joined;
 	c->sealed |= !c->sealed_us; /* the clock's first reading */

@@ -61,6 +61,24 @@ typedef struct lm_lemuriad lm_lemuriad;
  * changes of a busy cluster go in one list. */
 #define LM_LEMURIAD_CHANGED_DELAY_US 20000u
 
+/* A page newer than every change this cluster was told of waits before
+ * it goes into the copy (docs/dsm.md "Eventual visibility", "Order"):
+ * the other clusters are asked to tell what they changed at once
+ * (CHANGED LM_CHANGED_HURRY), again every LM_LEMURIAD_HURRY_GAP_US while
+ * it waits; one so asked tells what it registers for LM_LEMURIAD_HURRY_US
+ * without the delay above.  After LM_LEMURIAD_ORDER_WAIT_MAX_US the page
+ * goes in anyway (counted: order_late): a list may never come (a
+ * writer's memory ran out: changes_untold). */
+#define LM_LEMURIAD_HURRY_GAP_US 5000u
+#define LM_LEMURIAD_HURRY_US 50000u
+#define LM_LEMURIAD_ORDER_WAIT_MAX_US 1000000u
+
+/* A set going into the copy takes in the lists heard while its pages
+ * came (a page may be newer than its list said) this many times at
+ * most; then it goes in as it is (counted: order_cut), or a page that
+ * changes all the time would keep it out for ever. */
+#define LM_LEMURIAD_SET_ROUNDS_MAX 16u
+
 /* Creates the state machine of cluster `name` of `layout`.  The layout is
  * borrowed and must outlive the machine; *out is copied; ctx is passed to
  * every callback.  layout_hash is what every JOIN must carry.  NULL when
@@ -140,6 +158,11 @@ struct lm_lemuriad_stats {
 	uint64_t copy_drops;        /* ... barrier seals that dropped idle
 				       pages' twins */
 	uint64_t copy_checked;      /* ... pages LEMURIA_CHECK_COPY compared */
+	uint64_t copy_sets;         /* ... sets of pages put in as one
+				       (common/copy_set.h) */
+	uint64_t copy_set_pages;    /* ... their pages */
+	uint64_t copy_sets_split;   /* ... sets put in page by page: a
+				       client gave no userfaultfd */
 	uint64_t copy_notices_held; /* ... notices left out of a list for
 				       the clients (RELEASE, GRANT, CREATE;
 				       once a list): the copy held them */
@@ -161,6 +184,14 @@ struct lm_lemuriad_stats {
 				       pages, for the other clusters */
 	uint64_t changes_told_pages; /* ... pages they named */
 	uint64_t changes_untold;    /* ... pages not told (no memory) */
+	uint64_t order_waits;       /* fetch answers that waited for the
+				       list naming their page (order.c) */
+	uint64_t order_hurries;     /* ... CHANGED HURRY sent for them */
+	uint64_t order_hurried;     /* ... received */
+	uint64_t order_late;        /* ... waits given up after
+				       LM_LEMURIAD_ORDER_WAIT_MAX_US */
+	uint64_t order_cut;         /* ... sets put in without the lists
+				       heard last (LM_LEMURIAD_SET_ROUNDS_MAX) */
 };
 
 /* Counters since creation (a new run does not clear them). */

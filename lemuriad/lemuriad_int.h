@@ -12,6 +12,8 @@
  *   notices.c   write notices applied to the cache, kept for local GRANTs
  *   changes.c   what our registrations changed, told to the other
  *               clusters (CHANGED)
+ *   order.c     what other clusters' changes we were told of, so that
+ *               fetches.c puts them into the copy in order
  *   copy.c      copy = cluster: the cluster's one copy, shared with the
  *               clients (installs, seals)
  *   cache.c     the page cache, the diffs our cluster writes into it and
@@ -31,6 +33,7 @@
 
 #include "lemuriad.h"
 #include "cluster_copy.h"
+#include "copy_set.h"
 #include "deltas.h"
 #include "log.h"
 #include "notice_set.h"
@@ -45,6 +48,10 @@ struct cpage {
 	uint32_t version;
 	uint64_t tag;                   /* new whenever data changes (the
 					   updates encoded ahead check it) */
+	bool ordered;                   /* its reply's registrations were
+					   all told us when it came (order.c):
+					   it may go into the copy with the
+					   lists heard */
 	struct cpage *prev, *next;      /* LRU list, head = most recent;
 					   next links the spares */
 	uint8_t data[];                 /* page_size bytes */
@@ -107,6 +114,13 @@ struct upreq {
 				   again until a reply goes into the copy */
 	bool grouped;           /* ... one of a set that goes into the copy
 				   together, once all came */
+	bool gated;             /* UP_FETCH: answered (the page is cached at
+				   gated_version), but the answer waits
+				   until it may go into the copy in order
+				   (order.c); nothing on its way */
+	uint32_t gated_version;
+	uint32_t reg;           /* UP_REGISTER: its batch's number (the
+				   REGISTER's id; 0 for a push) */
 	uint32_t *batch;        /* UP_FETCHV: its pages (owned) */
 	uint32_t nbatch;
 	uint32_t lock_id;       /* UP_LOCK */
@@ -319,6 +333,8 @@ struct lm_lemuriad {
 	uint32_t batch_started; /* registrations started ... */
 	uint32_t batch_done;    /* ... and answered */
 	uint32_t batch_parts;   /* REGISTERs of the current one unanswered */
+	bool batch_owed;        /* the next one must start after it: a
+				   recalled page's answer named it */
 	bool sealing;           /* emitting a batch (not pushes) */
 	struct parked *parked;
 	size_t nparked, parked_cap;
@@ -349,6 +365,10 @@ struct lm_lemuriad {
 	bool shared;
 	int copy_fd;
 	struct lm_ccopy copy;
+	struct lm_copy_filler filler; /* sets put in as one (copy_set.h) */
+	int *set_conn;          /* per client: the connection its copy went
+				   on, until its userfaultfd comes back */
+	int *set_uffd;          /* ... that userfaultfd (-1: none yet) */
 	uint8_t *sealbuf;
 	uint8_t *copy_idle;     /* per page: seals in a row it was clean */
 	uint32_t *copy_pulled;  /* per page: the batch during which a home
@@ -376,6 +396,29 @@ struct lm_lemuriad {
 	 * (fetches.c): none of them goes in before all came */
 	uint32_t *grp_list;
 	uint32_t ngrp;
+	uint8_t *grp_on;        /* per page: in grp_list */
+	/* the order of other clusters' changes (order.c): per page the
+	 * newest version a list we were told of names (a CHANGED, a GRANT's
+	 * or CREATE's notices, our own registrations; NULL but under copy =
+	 * cluster), and the pages whose fetch answers wait for it */
+	uint32_t *heard;
+	uint32_t *gated_list;
+	uint32_t ngated;
+	uint32_t *heard_reg;    /* per cluster: its registrations told us
+				   (CHANGED's version) */
+	uint32_t *need_reg;     /* ... that must be told before anything
+				   waiting goes in: the tags of its
+				   replies, and what the writers of the
+				   lists heard had been told */
+	uint8_t *tagout;        /* our CHANGED's tags (heard_reg) */
+	uint32_t told_through;  /* ... told to the others so far */
+	uint64_t order_since;   /* when the wait began (0: none waits) */
+	uint64_t hurry_sent_us; /* our last CHANGED LM_CHANGED_HURRY */
+	uint64_t hurry_until;   /* a reader asked us: tell at once till then */
+	bool committing;        /* fetches.c puts a waiting set in */
+	uint32_t set_rounds;    /* ... lists it took in while it waited */
+	struct lm_copy_set_item *set_items; /* ... its pages */
+	uint32_t set_cap;
 	/* pages our registrations changed, not yet told to the other
 	 * clusters (changes.c): per page the newest version (0: none), the
 	 * list, the time the first was queued (0: at the next pulse) */
@@ -542,6 +585,11 @@ void lm_fetch_changed_due(lm_lemuriad *c);
 void lm_fetch_group_check(lm_lemuriad *c);
 void lm_fetch_group_clear(lm_lemuriad *c);
 
+/* Another cluster's CHANGED, or the notices of a GRANT, CREATE or END:
+ * heard (order.c), and the pages named wait like a CHANGED's. */
+void lm_fetch_heard(lm_lemuriad *c, const struct lm_notice *n,
+		    uint32_t count);
+
 /* ---- changes.c: what our registrations changed, told to the others ---- */
 
 /* A REGISTER_OK's pages and versions, queued for the CHANGED to the
@@ -553,6 +601,45 @@ void lm_changes_note(lm_lemuriad *c, const struct lm_notice *n,
 uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us);
 void lm_changes_clear(lm_lemuriad *c);
 void lm_changes_free(lm_lemuriad *c);
+
+/* ---- order.c: other clusters' changes put into the copy in order ---- */
+
+/* The versions a list we were told of names. */
+void lm_order_heard(lm_lemuriad *c, const struct lm_notice *n,
+		    uint32_t count);
+/* The oldest version of `page` that may go into the copy: the newest a
+ * list we were told of names (0: any). */
+uint32_t lm_order_least(const lm_lemuriad *c, uint32_t page);
+/* Whether `page` at `version` may go into the copy on its own: the copy
+ * holds it, or a barrier told every client of it (always, but under
+ * copy = cluster). */
+bool lm_order_free(const lm_lemuriad *c, uint32_t page, uint32_t version);
+/* Another cluster's CHANGED: what it says its writer registered and
+ * was told. */
+void lm_order_told(lm_lemuriad *c, const struct lm_msg *m);
+/* Whether every registration the tags of reply m name was told us. */
+bool lm_order_tags_told(const lm_lemuriad *c, const struct lm_msg *m);
+/* ... they must be, before what waits goes in. */
+void lm_order_need(lm_lemuriad *c, const struct lm_msg *m);
+/* Whether a registration that must be told before what waits goes in
+ * was not yet. */
+bool lm_order_untold(const lm_lemuriad *c);
+/* Our CHANGED's writer fields: rank, version and tags. */
+void lm_order_sign(lm_lemuriad *c, struct lm_msg *m, uint32_t through);
+/* A page waits for a list not heard yet: the clock starts, and every
+ * other cluster is asked to tell what it changed now (at most once per
+ * LM_LEMURIAD_HURRY_GAP_US). */
+void lm_order_wait(lm_lemuriad *c);
+/* The wait has lasted LM_LEMURIAD_ORDER_WAIT_MAX_US: go in anyway. */
+bool lm_order_late(const lm_lemuriad *c);
+/* What waited went in. */
+void lm_order_done(lm_lemuriad *c);
+/* When the pulse must look again for a wait (0: none). */
+uint64_t lm_order_next(const lm_lemuriad *c);
+/* A reader asked us to hurry: what we register is told at once for
+ * LM_LEMURIAD_HURRY_US. */
+void lm_order_hurried(lm_lemuriad *c);
+void lm_order_clear(lm_lemuriad *c);
 
 /* ---- parking.c: our deltas' registrations, and what waits for them ---- */
 
@@ -607,8 +694,13 @@ int lm_copy_start(lm_lemuriad *c);
 void lm_copy_stop(lm_lemuriad *c);
 /* Hands the object to client `pid`, which listens on the abstract socket
  * `name` (len bytes, the JOIN's data).  0, or LM_E* after logging why. */
-int lm_copy_give(lm_lemuriad *c, uint32_t pid, const uint8_t *name,
-		 size_t len);
+int lm_copy_give(lm_lemuriad *c, int slot, uint32_t pid,
+		 const uint8_t *name, size_t len);
+/* Pages that go into the copy together (common/copy_set.h): as one when
+ * every client handed us its userfaultfd, then each that could not
+ * (twinned: byte by byte) as lm_copy_install.  `items` is sorted. */
+void lm_copy_install_set(lm_lemuriad *c, struct lm_copy_set_item *items,
+			 uint32_t n);
 /* A page fetched for the cluster goes into the copy (a newer one there
  * is kept); the run is lost (hooks.lose) when its lock stays taken. */
 void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,

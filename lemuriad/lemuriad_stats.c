@@ -36,6 +36,9 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_NONE, copy_sealed_bytes),
 	F(LM_STAT_NONE, copy_drops),
 	F(LM_STAT_NONE, copy_checked),
+	F(LM_STAT_NONE, copy_sets),
+	F(LM_STAT_NONE, copy_set_pages),
+	F(LM_STAT_NONE, copy_sets_split),
 	F(LM_STAT_CLIENT, copy_notices_held),
 	F(LM_STAT_CLUSTER, copy_owned),
 	F(LM_STAT_NONE, copy_own_refused),
@@ -48,6 +51,11 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_CLUSTER, changes_told),
 	F(LM_STAT_CLUSTER, changes_told_pages),
 	F(LM_STAT_NONE, changes_untold),
+	F(LM_STAT_CLUSTER, order_waits),
+	F(LM_STAT_CLUSTER, order_hurries),
+	F(LM_STAT_NONE, order_hurried),
+	F(LM_STAT_NONE, order_late),
+	F(LM_STAT_NONE, order_cut),
 };
 
 #undef F

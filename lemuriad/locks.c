@@ -331,6 +331,7 @@ void lm_locks_granted(lm_lemuriad *c, struct upreq *up,
 
 	/* older copies go before the holder can read them (I3) */
 	lm_notices_apply(c, m->notices, m->nnotices);
+	lm_fetch_heard(c, m->notices, m->nnotices);
 	if (!t || t->here) {
 		/* nobody asked (a reset run?): hand it straight back
 		 * so that the others do not wait for it forever */

@@ -59,6 +59,10 @@ void lm_park_emit(void *ctx, const struct lm_msg *reg)
 		return;
 	}
 	r.run = c->run;
+	/* the homes tag the pages with the batch's number: every REGISTER
+	 * of a batch (one or more seals) the same, so that a reader waits
+	 * for all of it (docs/dsm.md "Order"); a push changes no version */
+	r.id = up->reg = c->sealing ? c->batch_started : 0;
 	if (c->sealing)
 		c->batch_parts++;
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
@@ -128,6 +132,12 @@ static void batch_finished(lm_lemuriad *c)
 {
 	c->batch_done = c->batch_started;
 	flush_parked(c);
+	/* a recalled page's answer named the next one (owed_registration) */
+	if (c->batch_owed && !batch_outstanding(c)) {
+		c->batch_owed = false;
+		if (lm_deltas_dirty(c->deltas))
+			start_batch(c, false, false);
+	}
 	if (!batch_outstanding(c) && over_budget(c) && c->ncached == 0 &&
 	    lm_deltas_buffers(c->deltas)) {
 		c->stats.spills++;
@@ -315,6 +325,29 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
 }
 
 /* A home wants a delta of ours: its data, and we forget it. */
+/* A page we own leaves whole, as it is now: it may hold a pointer to a
+ * record on a twinned page that no seal took yet.  So the copy is sealed
+ * after the page was read, and the answer names the registration that
+ * will carry that seal: a reader waits for it (docs/dsm.md "Order"),
+ * which goes up now, or right after the one out. */
+static uint32_t owed_registration(lm_lemuriad *c)
+{
+	if (lm_copy_seal(c, false) != 0) {
+		c->hooks.lose(c, "no memory for the deltas of the cluster's "
+			      "copy");
+		return 0;
+	}
+	lm_park_keep_budget(c);
+	if (!lm_deltas_dirty(c->deltas))
+		return c->batch_started;
+	if (!batch_outstanding(c)) {
+		start_batch(c, false, false);
+		return c->batch_started;
+	}
+	c->batch_owed = true;
+	return c->batch_started + 1;
+}
+
 void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 {
 	struct lm_msg r;
@@ -327,8 +360,10 @@ void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 	/* a page we own goes whole: our writes since are in no delta */
 	rc = lm_copy_recall(c, m->page, c->deltabuf + LM_MSG_DIFFS_ENTRY_HDR,
 			    lm_diff_bound(c->page_size), &len);
-	if (rc == 0)
+	if (rc == 0) {
 		lm_deltas_forget(c->deltas, m->page);
+		r.id = owed_registration(c);
+	}
 	else if (rc == 1 && m->page >= c->npages)
 		rc = LM_EINVAL;
 	else if (rc == 1 &&
@@ -371,4 +406,5 @@ void lm_park_clear(lm_lemuriad *c)
 		free(c->parked[i].data);
 	c->nparked = 0;
 	c->batch_started = c->batch_done = c->batch_parts = 0;
+	c->batch_owed = false;
 }

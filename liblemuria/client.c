@@ -16,6 +16,7 @@
 
 #include "auth.h"
 #include "config.h"
+#include "copy_set.h"
 #include "fdpass.h"
 #include "globals.h"
 #include "launcher_env.h"
@@ -467,6 +468,31 @@ static uint32_t lm_client_ack_delay_us(void)
 	return (uint32_t)us;
 }
 
+/* copy = cluster: our reads of a page wait while the lemuriad puts a
+ * set of pages into the cluster's copy (common/copy_set.h); the
+ * userfaultfd that makes them wait goes back on the connection that
+ * brought the copy.  Without it (the kernel refuses) the connection just
+ * closes, and the lemuriad puts sets in page by page. */
+static void hand_set_waits(int conn)
+{
+	char err[256];
+	int ufd;
+
+	if (conn < 0)
+		return;
+	if (lm_copy_set_reader((void *)(uintptr_t)lm_self.layout->base,
+			       lm_self.layout->shared_size, &ufd, err,
+			       sizeof(err)) == 0) {
+		if (lm_fdpass_answer(conn, ufd, err, sizeof(err)))
+			lm_log_info("rank %u: %s", lm_self.rank, err);
+		close(ufd);
+	} else {
+		lm_log_info("rank %u: pages of other clusters go into the "
+			    "copy one by one: %s", lm_self.rank, err);
+	}
+	close(conn);
+}
+
 int lm_init(int *argc, char ***argv)
 {
 	const char *layout_path, *var, *value;
@@ -476,7 +502,7 @@ int lm_init(int *argc, char ***argv)
 	struct lm_fdpass_listener listener = { .fd = -1 };
 	struct lm_msg req, reply;
 	char err[512];
-	int copy_fd = -1;
+	int copy_fd = -1, copy_conn = -1;
 	bool shared, no_copy;
 	void *buf;
 	int rc;
@@ -584,8 +610,9 @@ int lm_init(int *argc, char ***argv)
 		rc = reply.status;
 	lm_client_buf_free(buf);
 	if (rc == 0 && shared) {
-		rc = lm_fdpass_receive(&listener, 0, LM_CLIENT_COPY_WAIT_MS,
-				       &copy_fd, err, sizeof(err));
+		rc = lm_fdpass_receive_keep(&listener, 0,
+					    LM_CLIENT_COPY_WAIT_MS, &copy_fd,
+					    &copy_conn, err, sizeof(err));
 		no_copy = rc != 0;
 	}
 	lm_fdpass_close(&listener);
@@ -623,8 +650,12 @@ int lm_init(int *argc, char ***argv)
 	}
 	if (rc) {
 		lm_log_error("rank %u: %s", lm_self.rank, err);
+		if (copy_conn >= 0)
+			close(copy_conn);
 		goto fail;
 	}
+	if (shared)
+		hand_set_waits(copy_conn);
 	/* alone in the run, nobody reads our writes: no need to track them
 	 * (docs/dsm.md "A run of one process") */
 	if (lm_self.layout->nprocs == 1 && !shared &&

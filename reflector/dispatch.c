@@ -270,14 +270,21 @@ static void pass_changed(lm_home *h, uint16_t from, long writer,
 {
 	const struct lm_layout *l = h->layout;
 
-	if (m->id != LM_CHANGED_ALL) {
+	bool hurry = m->id == LM_CHANGED_HURRY;
+
+	if ((m->id != LM_CHANGED_ALL && !hurry) || (hurry && m->nnotices)) {
 		drop_bad(h, from, m, "CHANGED not for every cluster");
 		return;
 	}
+	if (!hurry && writer >= 0 && m->rank != (uint32_t)writer) {
+		drop_bad(h, from, m, "CHANGED of another cluster");
+		return;
+	}
 	h->stats.changed_pages += m->nnotices;
+	/* a list is for the copies; a hurry for every writer */
 	for (size_t i = 0; i < l->nclusters; i++)
 		if ((uint32_t)l->clusters[i].reflector_index == h->self_index &&
-		    l->clusters[i].copy == LM_COPY_CLUSTER &&
+		    (hurry || l->clusters[i].copy == LM_COPY_CLUSTER) &&
 		    (long)i != writer) {
 			h->stats.changed_sent++;
 			h->out.send(h->ctx, l->clusters[i].id, m);

@@ -159,11 +159,43 @@ static bool may_own(const lm_home *h, uint32_t page, uint32_t ci)
 	       (uint32_t)c->reflector_index == h->self_index;
 }
 
+/* The tags of `page` into h->tagbuf (or the greatest of them and those
+ * already there, `more`): how many. */
+static uint32_t page_tags(lm_home *h, uint32_t page, uint32_t have)
+{
+	const uint32_t nc = (uint32_t)h->layout->nclusters;
+	const uint32_t *t = h->tags + (size_t)page * nc;
+	uint32_t n = have;
+
+	for (uint32_t c = 0; c < nc; c++) {
+		uint32_t k;
+		struct lm_msg m = { .tags = h->tagbuf, .ntags = n };
+
+		if (!t[c])
+			continue;
+		for (k = 0; k < n; k++) {
+			uint32_t tc, tr;
+
+			lm_msg_tag(&m, k, &tc, &tr);
+			if (tc == c) {
+				if (tr < t[c])
+					lm_msg_tag_put(h->tagbuf, k, c, t[c]);
+				break;
+			}
+		}
+		if (k == n)
+			lm_msg_tag_put(h->tagbuf, n++, c, t[c]);
+	}
+	return n;
+}
+
 static void serve_page(lm_home *h, uint16_t node, uint32_t req_id,
 		       uint32_t page)
 {
 	struct lm_msg r = msg_new(h, LM_MSG_PAGE);
 
+	r.tags = h->tagbuf;
+	r.ntags = page_tags(h, page, 0);
 	r.page = page;
 	r.version = h->versions[page];
 	r.data = h->pages[page] ? h->pages[page] : h->zero;
@@ -182,7 +214,7 @@ void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 	size_t cap = (size_t)n * (LM_MSG_DIFFS_ENTRY_HDR + h->page_size);
 	size_t len = 0;
 	uint8_t *data = malloc(cap ? cap : 1);
-	uint32_t count = 0, ci = cluster_of_node(h, node);
+	uint32_t count = 0, ci = cluster_of_node(h, node), ntags = 0;
 
 	if (!served || !data) {
 		lm_log_error("home: no memory to serve a FETCHV");
@@ -201,6 +233,7 @@ void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 		    h->pend[page])
 			continue;
 		hold(h, page, node);
+		ntags = page_tags(h, page, ntags);
 		served[count].page = page;
 		served[count].version = h->versions[page];
 		served[count].writer = LM_WRITER_MANY;
@@ -222,6 +255,8 @@ void lm_page_home_fetchv(lm_home *h, uint16_t node, uint32_t req_id,
 	r.notices = served;
 	r.nnotices = count;
 	r.diffs = (struct lm_msg_diffs){ data, len, count };
+	r.tags = h->tagbuf;
+	r.ntags = ntags;
 	h->out.reply(h->ctx, node, req_id, &r);
 	free(served);
 	free(data);
@@ -525,6 +560,15 @@ void lm_page_home_pulled(lm_home *h, const struct lm_msg *m)
 		memcpy(pd->data, diff, len);
 	pd->len = len;
 	pd->has_data = true;
+	/* a page taken back whole from its owner holds what it wrote up to
+	 * that registration of its (docs/dsm.md "Order") */
+	if (m->id && pd->cluster < h->layout->nclusters) {
+		uint32_t *t = &h->tags[(size_t)m->page * h->layout->nclusters +
+				       pd->cluster];
+
+		if (*t < m->id)
+			*t = m->id;
+	}
 	settle(h, m->page);
 }
 
@@ -630,6 +674,9 @@ long lm_page_home_register(lm_home *h, uint16_t from, uint32_t ci,
 			h->stats.owned_granted++;
 		}
 		h->stats.regs_entered++;
+		if (m->id)
+			h->tags[(size_t)e->page * h->layout->nclusters + ci] =
+				m->id;
 		h->scratch[count++] = note_change(h, e->page, epoch, e->writer,
 						  ci);
 	}
@@ -655,11 +702,13 @@ int lm_page_home_init(lm_home *h)
 	h->fwait = calloc(npages, sizeof(*h->fwait));
 	h->holders = calloc(npages, sizeof(*h->holders));
 	h->granted = calloc(npages, sizeof(*h->granted));
+	h->tags = calloc(npages * h->layout->nclusters, sizeof(*h->tags));
+	h->tagbuf = calloc(h->layout->nclusters, LM_MSG_TAG_SIZE);
 	/* I5: the masks take at most an eighth of the reflector's cache */
 	h->em_budget = h->layout->reflectors[h->self_index].cache_size / 8;
 	if (!h->pages || !h->versions || !h->pe || !h->em || !h->em_union ||
 	    !h->zero || !h->flush_mark || !h->pend || !h->fwait ||
-	    !h->holders || !h->granted)
+	    !h->holders || !h->granted || !h->tags || !h->tagbuf)
 		return LM_ENOMEM;
 	return 0;
 }
@@ -704,6 +753,8 @@ void lm_page_home_clear(lm_home *h)
 	}
 	h->em_bytes = 0;
 	memset(h->versions, 0, (size_t)h->npages * sizeof(*h->versions));
+	memset(h->tags, 0, (size_t)h->npages * h->layout->nclusters *
+	       sizeof(*h->tags));
 	memset(h->pe, 0, (size_t)h->npages * sizeof(*h->pe));
 	memset(h->holders, 0, (size_t)h->npages * sizeof(*h->holders));
 	h->ngranted = 0;
@@ -720,6 +771,8 @@ void lm_page_home_destroy(lm_home *h)
 			em_free(h, p);
 	free(h->pages);
 	free(h->versions);
+	free(h->tags);
+	free(h->tagbuf);
 	free(h->pe);
 	free(h->em);
 	free(h->em_union);

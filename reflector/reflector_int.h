@@ -137,6 +137,7 @@ struct pending {
 struct rpage {
 	uint32_t page;
 	uint32_t version;
+	uint32_t ntags;  /* the home's tags, after the data */
 	struct rpage *hnext;
 	struct rpage *prev, *next; /* LRU, head = most recent */
 	uint8_t data[];
@@ -214,6 +215,11 @@ struct lm_home {
 	/* ---- home: master copies of our pages; NULL until first written */
 	uint8_t **pages;
 	uint32_t *versions;
+	/* per page and cluster (page * nclusters + cluster): the number of
+	 * the cluster's last registration that changed the page, 0 none;
+	 * every PAGE and PAGES carries them (docs/dsm.md "Order") */
+	uint32_t *tags;
+	uint8_t *tagbuf; /* one message's tags (nclusters of them) */
 	struct page_epoch *pe;
 	struct epoch_masks **em; /* per page, NULL until needed */
 	size_t em_bytes, em_budget;

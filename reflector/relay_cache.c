@@ -90,16 +90,25 @@ static void rcache_clear(lm_home *h)
 
 /* Keeps `data` as page at version; an older copy is replaced, a newer one
  * kept (I3). */
-static void rcache_put(lm_home *h, uint32_t page, uint32_t version,
-		       const uint8_t *data)
+/* Keeps the home's tags of the page with it (at most one a cluster). */
+static void rcache_tags(lm_home *h, struct rpage *rp, const struct lm_msg *m)
 {
-	struct rpage *rp = rcache_find(h, page);
+	rp->ntags = m->ntags <= h->layout->nclusters ? m->ntags : 0;
+	if (rp->ntags)
+		memcpy(rp->data + h->page_size, m->tags,
+		       (size_t)rp->ntags * LM_MSG_TAG_SIZE);
+}
+
+static void rcache_put(lm_home *h, const struct lm_msg *m)
+{
+	struct rpage *rp = rcache_find(h, m->page);
 	size_t b;
 
 	if (rp) {
-		if (version > rp->version) {
-			memcpy(rp->data, data, h->page_size);
-			rp->version = version;
+		if (m->version > rp->version) {
+			memcpy(rp->data, m->data, h->page_size);
+			rp->version = m->version;
+			rcache_tags(h, rp, m);
 		}
 		rlru_unlink(h, rp);
 		rlru_push(h, rp);
@@ -107,13 +116,15 @@ static void rcache_put(lm_home *h, uint32_t page, uint32_t version,
 	}
 	if (h->ncached >= h->cache_max)
 		rcache_remove(h, h->rtail);
-	rp = malloc(sizeof(*rp) + h->page_size);
+	rp = malloc(sizeof(*rp) + h->page_size +
+		    h->layout->nclusters * LM_MSG_TAG_SIZE);
 	if (!rp)
 		return; /* a cache: nothing is lost */
-	rp->page = page;
-	rp->version = version;
-	memcpy(rp->data, data, h->page_size);
-	b = rbucket(h, page);
+	rp->page = m->page;
+	rp->version = m->version;
+	memcpy(rp->data, m->data, h->page_size);
+	rcache_tags(h, rp, m);
+	b = rbucket(h, m->page);
 	rp->hnext = h->rbuckets[b];
 	h->rbuckets[b] = rp;
 	rp->prev = NULL;
@@ -212,6 +223,8 @@ void lm_relay_cache_fetch(lm_home *h, uint16_t from, uint32_t req_id,
 		r.version = rp->version;
 		r.data = rp->data;
 		r.data_len = h->page_size;
+		r.tags = rp->data + h->page_size;
+		r.ntags = rp->ntags;
 		h->stats.fetch_cache_hits++;
 		h->out.reply(h->ctx, from, req_id, &r);
 		return;
@@ -265,7 +278,7 @@ void lm_relay_cache_page(lm_home *h, uint32_t id, const struct lm_msg *m)
 	whole = m->page == rf->page && m->data &&
 		m->data_len == h->page_size;
 	if (whole)
-		rcache_put(h, m->page, m->version, m->data);
+		rcache_put(h, m);
 	pp = &rf->waiters;
 	while (*pp) {
 		struct rwaiter *w = *pp;

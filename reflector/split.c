@@ -260,6 +260,7 @@ void lm_split_register(lm_home *h, uint16_t from, long ci,
 		uint32_t page;
 
 		part.epoch = h->epoch;
+		part.id = m->id; /* the cluster's registration number */
 		part.notices = h->split_notices;
 		part.diffs.data = h->split;
 		for (uint32_t i = 0; i < m->nnotices; i++) {

@@ -305,7 +305,8 @@ static inline void fetch_from(uint16_t cluster, uint32_t req_id, uint32_t page,
 }
 
 /* A REGISTER from `cluster` (layout index ci) with entries e and the
- * data in d; returns the REGISTER_OK (after pumping). */
+ * data in d, numbered req_id (its registration number, which the home
+ * tags the pages with); returns the REGISTER_OK (after pumping). */
 static inline const struct net_msg *reg(uint16_t cluster, uint32_t ci,
 					struct lm_notice *e, uint32_t n,
 					const struct dlist *d, uint32_t req_id)
@@ -313,6 +314,7 @@ static inline const struct net_msg *reg(uint16_t cluster, uint32_t ci,
 	struct lm_msg m = msg(LM_MSG_REGISTER);
 	const struct net_msg *r = NULL;
 
+	m.id = req_id;
 	for (uint32_t i = 0; i < n; i++)
 		e[i].wcluster = ci;
 	m.notices = e;

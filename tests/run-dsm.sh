@@ -50,6 +50,11 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	# view): the old tree's workers kept rank 0's values at CREATE
 	run_expect "globals written after CREATE on $l" "$lay" 60 \
 		"globals: $np processes: PASSED" "$build/splash2/globals" "$np" 5
+	# records reached through pointers read with no lock (barnes's tree,
+	# fmm's boxes): never seen before their contents (docs/dsm.md
+	# "Order"); the old tree read thousands of words stale on 4+4
+	run_expect "records before their pointers on $l" "$lay" 90 \
+		"publish: $np processes: PASSED" "$build/splash2/publish" "$np" 16
 	# random words raised with no synchronisation: never seen going
 	# back, every final value seen (dsmtest visible, two seeds)
 	for k in 1 2; do
@@ -201,6 +206,9 @@ LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=23" run_expect \
 LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=25" run_expect \
 	"globals written after CREATE on 2x2-two-reflectors with loss" \
 	"$lay" 120 "globals: 8 processes: PASSED" "$build/splash2/globals" 8 5
+LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=26" run_expect \
+	"records before their pointers on 2x2-two-reflectors with loss" \
+	"$lay" 120 "publish: 8 processes: PASSED" "$build/splash2/publish" 8 16
 
 mkdir -p "$tmp/eager"
 lay=$(private_layout conf/2x2-two-reflectors.ini "$tmp/eager" 13)

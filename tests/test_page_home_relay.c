@@ -259,6 +259,8 @@ static void test_changed_through_reflectors(void)
 
 	setup("conf/2x2-two-reflectors.ini");
 	m.id = LM_CHANGED_ALL;
+	m.rank = 1; /* the writer's cluster, which its reflector checks */
+	m.version = 9;
 	m.notices = e;
 	m.nnotices = 2;
 	from_cluster(C1, SEND, 0, &m);
@@ -270,6 +272,7 @@ static void test_changed_through_reflectors(void)
 		}
 		CU_ASSERT_FATAL(down_to(to, LM_MSG_CHANGED, &ch) == 1);
 		CU_ASSERT(ch->m.id == LM_CHANGED_ALL && ch->m.nnotices == 2);
+		CU_ASSERT(ch->m.rank == 1 && ch->m.version == 9);
 		CU_ASSERT(notice_of(ch, 8) && notice_of(ch, 8)->version == 3);
 		CU_ASSERT(notice_of(ch, 1) && notice_of(ch, 1)->version == 5);
 	}
@@ -278,6 +281,7 @@ static void test_changed_through_reflectors(void)
 	/* c2 keeps copies per client: nothing for it */
 	net.layout->clusters[2].copy = LM_COPY_CLIENT;
 	down_clear();
+	m.rank = 3;
 	from_cluster(C3, SEND, 0, &m);
 	pump();
 	CU_ASSERT(down_to(C0, LM_MSG_CHANGED, NULL) == 1);
@@ -285,13 +289,74 @@ static void test_changed_through_reflectors(void)
 	CU_ASSERT(down_to(C2, LM_MSG_CHANGED, NULL) == 0);
 	CU_ASSERT(down_to(C3, LM_MSG_CHANGED, NULL) == 0);
 
+	/* a reader's hurry reaches every other cluster, copies per client
+	 * included (their writes are waited for too) */
+	down_clear();
+	m.id = LM_CHANGED_HURRY;
+	m.nnotices = 0;
+	from_cluster(C0, SEND, 0, &m);
+	pump();
+	CU_ASSERT(down_to(C0, LM_MSG_CHANGED, NULL) == 0);
+	for (uint16_t to = C1; to <= C3; to++)
+		CU_ASSERT(down_to(to, LM_MSG_CHANGED, NULL) == 1);
+
 	m.id = 0;
+	m.nnotices = 2;
 	dropped = lm_home_stats(net.h[0])->dropped_bad;
 	down_clear();
 	from_cluster(C2, SEND, 0, &m);
 	pump();
 	CU_ASSERT(lm_home_stats(net.h[0])->dropped_bad == dropped + 1);
 	CU_ASSERT(net.ndown == 0);
+	/* nor may a cluster speak for another: the readers trust the
+	 * writer's name to know whose registrations were told */
+	m.id = LM_CHANGED_ALL;
+	m.rank = 0;
+	from_cluster(C2, SEND, 0, &m);
+	pump();
+	CU_ASSERT(lm_home_stats(net.h[0])->dropped_bad == dropped + 2);
+	CU_ASSERT(net.ndown == 0);
+	teardown();
+}
+
+/* docs/dsm.md "Order": a home tags a page with the number of every
+ * cluster's last registration that changed it, and every PAGE and PAGES
+ * it serves carries them; a reflector that relays a page keeps them with
+ * its copy. */
+static void test_pages_carry_their_writers_registrations(void)
+{
+	struct lm_notice e = { .page = 8, .base = LM_REG_DATA };
+	const struct net_msg *p = NULL;
+	struct dlist d = { .len = 0 };
+	uint32_t cl, r, seen = 0;
+
+	setup("conf/2x2-two-reflectors.ini");
+	dl_text(&d, 8, 0, "x");
+	/* c1 (under r1) registers page 8 twice, c2 (under r0) once; the
+	 * registration numbers are the requests' ids (reg) */
+	e.writer = 2;
+	CU_ASSERT(reg(C1, 1, &e, 1, &d, 5)->m.status == 0);
+	CU_ASSERT(reg(C1, 1, &e, 1, &d, 6)->m.status == 0);
+	e.writer = 4;
+	CU_ASSERT(reg(C2, 2, &e, 1, &d, 11)->m.status == 0);
+	/* c3 is under r1, page 8's home is r0: the PAGE passes r1 */
+	down_clear();
+	fetch_from(C3, 77, 8, 0);
+	pump();
+	CU_ASSERT_FATAL(down_to(C3, LM_MSG_PAGE, &p) == 1);
+	CU_ASSERT_EQUAL_FATAL(p->m.ntags, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		lm_msg_tag(&p->m, i, &cl, &r);
+		seen |= (cl == 1 && r == 6) ? 1u : (cl == 2 && r == 11) ? 2u
+									: 4u;
+	}
+	CU_ASSERT_EQUAL(seen, 3u);
+	/* again, from r1's cache this time: the same tags */
+	down_clear();
+	fetch_from(C3, 78, 8, 0);
+	pump();
+	CU_ASSERT_FATAL(down_to(C3, LM_MSG_PAGE, &p) == 1);
+	CU_ASSERT_EQUAL(p->m.ntags, 2);
 	teardown();
 }
 
@@ -302,4 +367,5 @@ LM_TEST_SUITE("page_home_relay",
 	      LM_TEST(test_lazy_deltas_applied_in_version_order),
 	      LM_TEST(test_pushed_and_eager_data_need_no_pull),
 	      LM_TEST(test_bad_registration_refused),
-	      LM_TEST(test_changed_through_reflectors))
+	      LM_TEST(test_changed_through_reflectors),
+	      LM_TEST(test_pages_carry_their_writers_registrations))

@@ -310,14 +310,14 @@ static void test_dsm_split_encoding_joins_into_the_whole(void)
 enum { U_STATUS = 1, U_ID = 2, U_RANK = 4, U_PAGE = 8, U_VERSION = 16,
        U_PID = 32, U_HASH = 64, U_SIZE = 128, U_ALIGN = 256, U_OFFSET = 512,
        U_DATA = 1024, U_DIFFS = 2048, U_NOTICES = 4096,
-       U_EPOCH = 8192 };
+       U_EPOCH = 8192, U_TAGS = 16384 };
 
 static unsigned used_fields(int type)
 {
 	switch (type) {
 	case LM_MSG_JOIN: return U_RANK | U_PID | U_HASH | U_DATA;
 	case LM_MSG_FETCH: return U_ID | U_PAGE | U_VERSION;
-	case LM_MSG_PAGE: return U_PAGE | U_VERSION | U_DATA;
+	case LM_MSG_PAGE: return U_PAGE | U_VERSION | U_DATA | U_TAGS;
 	case LM_MSG_FLUSH: return U_RANK | U_EPOCH | U_DIFFS;
 	case LM_MSG_FLUSH_OK: return U_STATUS | U_NOTICES;
 	case LM_MSG_BARRIER: return U_ID | U_EPOCH | U_NOTICES;
@@ -334,14 +334,16 @@ static unsigned used_fields(int type)
 	case LM_MSG_WAIT_END: return U_ID;
 	case LM_MSG_LEAVE: return 0;
 	case LM_MSG_ABORT: return U_RANK | U_DATA;
-	case LM_MSG_REGISTER: return U_EPOCH | U_NOTICES | U_DIFFS;
+	case LM_MSG_REGISTER: return U_ID | U_EPOCH | U_NOTICES | U_DIFFS;
 	case LM_MSG_REGISTER_OK: return U_STATUS | U_NOTICES | U_DATA;
 	case LM_MSG_PULL: return U_ID | U_PAGE | U_VERSION;
-	case LM_MSG_DELTA: return U_STATUS | U_PAGE | U_VERSION | U_DIFFS;
+	case LM_MSG_DELTA:
+		return U_STATUS | U_ID | U_PAGE | U_VERSION | U_DIFFS;
 	case LM_MSG_RECALL: return U_ID | U_RANK | U_EPOCH;
 	case LM_MSG_FETCHV: return U_NOTICES;
-	case LM_MSG_PAGES: return U_NOTICES | U_DIFFS;
-	case LM_MSG_CHANGED: return U_ID | U_NOTICES;
+	case LM_MSG_PAGES: return U_NOTICES | U_DIFFS | U_TAGS;
+	case LM_MSG_CHANGED:
+		return U_ID | U_RANK | U_VERSION | U_NOTICES | U_TAGS;
 	case LM_MSG_GONE: return U_ID | U_RANK;
 	case LM_MSG_WAITING: return U_ID | U_EPOCH;
 	default: return U_STATUS; /* the *_OK replies */
@@ -360,7 +362,12 @@ static void test_dsm_unused_fields_decode_as_zero(void)
 		.notices = notices5, .nnotices = 3
 	}, d;
 	struct lm_notice nb[8];
-	uint8_t buf[512];
+	uint8_t buf[512], tags[2 * LM_MSG_TAG_SIZE];
+
+	lm_msg_tag_put(tags, 0, 3, 0x01020304u);
+	lm_msg_tag_put(tags, 1, 0xffffffffu, 7);
+	all.tags = tags;
+	all.ntags = 2;
 
 	for (int t = LM_MSG_JOIN; t < LM_MSG_TYPE_COUNT; t++) {
 		if (!is_dsm_type(t))
@@ -394,6 +401,15 @@ static void test_dsm_unused_fields_decode_as_zero(void)
 		CU_ASSERT_EQUAL(d.diffs.data == NULL, !(u & U_DIFFS));
 		CU_ASSERT_EQUAL(d.nnotices, u & U_NOTICES ? 3u : 0u);
 		CU_ASSERT_EQUAL(d.notices == NULL, !(u & U_NOTICES));
+		CU_ASSERT_EQUAL(d.ntags, u & U_TAGS ? 2u : 0u);
+		if (u & U_TAGS) {
+			uint32_t cl, reg;
+
+			lm_msg_tag(&d, 0, &cl, &reg);
+			CU_ASSERT(cl == 3 && reg == 0x01020304u);
+			lm_msg_tag(&d, 1, &cl, &reg);
+			CU_ASSERT(cl == 0xffffffffu && reg == 7);
+		}
 		CU_ASSERT_EQUAL((size_t)len, lm_msg_encoded_len(&all));
 	}
 }

@@ -19,12 +19,15 @@
  * barrier every GROUP rounds keeps a writer from refilling a record
  * somebody may still read.
  *
- * Threads pass it (splash2-check).  Lemuria does not yet, on 4+4 or
- * 2x2-two-reflectors (docs/dsm.md "Eventual visibility", "Order"):
- * the program is the reproducer of that open bug (issue 41) and joins
- * run-dsm once it passes.
+ * Threads pass it (splash2-check), and so does Lemuria under copy =
+ * cluster since its sets go into the copy as one and in order
+ * (docs/dsm.md "Order"; run-dsm, every layout).  The tree before read
+ * thousands of words stale on 4+4.
  *
- *   publish P [ROUNDS]   (under lemuria-run, P is the layout's count)
+ *   publish P [ROUNDS [HOW]]   (under lemuria-run, P is the layout's count)
+ *
+ * HOW: alternate (the default), lock (every pointer under the lock) or
+ * plain (no pointer under it).
  *
  * Prints "publish: P processes: PASSED" and exits 0, or says what it
  * saw (the first record seen before its contents) and exits 1.  A
@@ -33,6 +36,7 @@
 MAIN_ENV
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define SPIN_LIMIT_US 30000000ul
 #define PUB_MAXP 64
@@ -60,6 +64,7 @@ struct pub_shared {
 static struct pub_shared *ps;
 static char *rings;            /* PUB_RING records per process, strided */
 static long nprocs, rounds, page;
+static int how; /* 0 alternate, 1 every pointer under the lock, 2 none */
 
 static struct pub_record *record(long writer, long round)
 {
@@ -142,7 +147,7 @@ static void work(void)
 		/* the record before the pointer, as the source order says
 		 * (what a compiler may move a plain store past) */
 		__asm__ volatile("" ::: "memory");
-		if (r % 2 == 0) {
+		if (how == 1 || (how == 0 && r % 2 == 0)) {
 			LOCK(ps->lock)
 			ps->ptrs[r][id] = mine;
 			UNLOCK(ps->lock)
@@ -160,10 +165,14 @@ int main(int argc, char **argv)
 {
 	nprocs = argc > 1 ? atol(argv[1]) : 0;
 	rounds = argc > 2 ? atol(argv[2]) : 16;
+	how = argc <= 3 ? 0 : !strcmp(argv[3], "lock") ? 1 :
+	      !strcmp(argv[3], "plain") ? 2 :
+	      !strcmp(argv[3], "alternate") ? 0 : -1;
 	if (nprocs < 1 || nprocs > PUB_MAXP || rounds < 1 ||
-	    rounds > PUB_MAXROUNDS) {
-		fprintf(stderr, "usage: publish P [ROUNDS]  (P <= %d, ROUNDS "
-			"<= %d)\n", PUB_MAXP, PUB_MAXROUNDS);
+	    rounds > PUB_MAXROUNDS || how < 0) {
+		fprintf(stderr, "usage: publish P [ROUNDS [alternate|lock|"
+			"plain]]  (P <= %d, ROUNDS <= %d)\n", PUB_MAXP,
+			PUB_MAXROUNDS);
 		return 2;
 	}
 	MAIN_INITENV
