@@ -46,7 +46,8 @@ FUZZ_SRC_fuzz_home := tests/fuzz/fuzz_home.c \
 	$(FUZZ_MACHINE_SRC)
 FUZZ_SRC_fuzz_cluster := tests/fuzz/fuzz_cluster.c \
 	$(filter-out %/main.c %_stats.c,$(wildcard lemuriad/*.c)) \
-	common/cluster_copy.c common/fdpass.c common/udp.c $(FUZZ_MACHINE_SRC)
+	common/cluster_copy.c common/copy_set.c common/fdpass.c common/udp.c \
+	$(FUZZ_MACHINE_SRC)
 FUZZ_HDRS = $(wildcard common/*.h lemuriad/*.h reflector/*.h tests/fuzz/*.h)
 
 FUZZ_BINS := $(addprefix $(FUZZ_DIR)/,$(FUZZ_HARNESSES))
