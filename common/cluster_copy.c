@@ -203,22 +203,32 @@ int lm_ccopy_forget(const struct lm_ccopy *cc, uint32_t page)
 }
 
 /* Copies into live and twin the bytes where data differs from the twin,
- * writing no other byte of live: a cluster-mate may be writing those. */
+ * writing no other byte of live: a cluster-mate may be writing those.
+ * A word's changed bytes go in with one compare-and-swap, so a reader
+ * never sees half of a pointer that changed, and a cluster-mate's write
+ * to the word's other bytes meanwhile is kept. */
 static void merge_changed(uint8_t *live, uint8_t *twin, const uint8_t *data,
 			  size_t len)
 {
 	for (size_t i = 0; i < len; i += 8) {
-		uint64_t a, b;
+		uint64_t a, b, mask = 0, old, want;
+		uint64_t *word = (uint64_t *)(void *)(live + i);
 
 		memcpy(&a, data + i, 8);
 		memcpy(&b, twin + i, 8);
 		if (a == b)
 			continue;
-		for (size_t k = i; k < i + 8; k++)
-			if (data[k] != twin[k]) {
-				live[k] = data[k];
-				twin[k] = data[k];
-			}
+		for (int k = 0; k < 8; k++)
+			if ((uint8_t)(a >> (8 * k)) != (uint8_t)(b >> (8 * k)))
+				mask |= (uint64_t)0xff << (8 * k);
+		old = __atomic_load_n(word, __ATOMIC_RELAXED);
+		do
+			want = (old & ~mask) | (a & mask);
+		while (!__atomic_compare_exchange_n(word, &old, want, true,
+						    __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED));
+		b = (b & ~mask) | (a & mask);
+		memcpy(twin + i, &b, 8);
 	}
 }
 

@@ -17,6 +17,7 @@
 
 #include "copy_set.h"
 #include "diff.h"
+#include "globals_desc.h"
 #include "fdpass.h"
 #include "lm_error.h"
 #include "wire.h"
@@ -37,6 +38,8 @@ static void sets_close(lm_lemuriad *c)
 void lm_copy_stop(lm_lemuriad *c)
 {
 	sets_close(c);
+	free(c->aliased);
+	c->aliased = NULL;
 	free(c->copy_idle);
 	c->copy_idle = NULL;
 	free(c->copy_pulled);
@@ -188,16 +191,50 @@ static int item_cmp(const void *a, const void *b)
 	return x->page < y->page ? -1 : x->page > y->page;
 }
 
+void lm_copy_note_aliases(lm_lemuriad *c, const uint8_t *data, size_t len)
+{
+	struct lm_globals_desc d;
+	uint64_t first, n;
+
+	if (!c->copy.map || !lm_globals_desc_get(data, len, &d) ||
+	    d.pages < c->layout->base)
+		return;
+	first = (d.pages - c->layout->base) / c->page_size;
+	n = (d.hi - d.lo + c->page_size - 1) / c->page_size;
+	if (first >= c->npages)
+		return;
+	if (!c->aliased && !(c->aliased = calloc(c->npages, 1)))
+		return; /* sets then punch them: readers there see holes */
+	for (uint64_t p = first; p < first + n && p < c->npages; p++)
+		c->aliased[p] = 1;
+}
+
 void lm_copy_install_set(lm_lemuriad *c, struct lm_copy_set_item *items,
 			 uint32_t n)
 {
+	uint32_t whole = n;
 	int rc = 0;
 
 	if (!c->copy.map || n == 0)
 		return;
 	qsort(items, n, sizeof(*items), item_cmp);
-	if (sets_ready(c)) {
-		rc = lm_copy_set_install(&c->copy, &c->filler, items, n,
+	/* pages the clients also map at their globals go in place, after */
+	if (c->aliased) {
+		whole = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (!c->aliased[items[i].page]) {
+				struct lm_copy_set_item t = items[whole];
+
+				items[whole++] = items[i];
+				items[i] = t;
+			}
+		qsort(items, whole, sizeof(*items), item_cmp);
+	}
+	if (whole && !sets_ready(c)) {
+		if (whole > 1)
+			c->stats.copy_sets_split++;
+	} else if (whole) {
+		rc = lm_copy_set_install(&c->copy, &c->filler, items, whole,
 					 c->set_uffd, c->nclients,
 					 c->layout->base,
 					 (uint64_t)c->npages * c->page_size);
@@ -210,8 +247,6 @@ void lm_copy_install_set(lm_lemuriad *c, struct lm_copy_set_item *items,
 			c->stats.copy_set_pages += (uint64_t)rc;
 			c->stats.copy_installs += (uint64_t)rc;
 		}
-	} else if (n > 1) {
-		c->stats.copy_sets_split++;
 	}
 	/* the rest (twinned pages, byte by byte) after: a no-op for those
 	 * in already */

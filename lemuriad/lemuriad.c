@@ -504,6 +504,7 @@ static void handle_create(lm_lemuriad *c, int slot, uint16_t from,
 	}
 	if (m->offset != LM_CREATE_NO_WORK)
 		c->clients[slot].fresh = true; /* it takes its own number next */
+	lm_copy_note_aliases(c, m->data, m->data_len);
 	lm_park_create(c, m->rank, m->status, m->offset, m->data,
 		       m->data_len);
 	reply_status(c, from, req_id, LM_MSG_CREATE_OK, 0);
@@ -830,6 +831,7 @@ static void handle_create_down(lm_lemuriad *c, const struct lm_msg *m)
 	 * at least as new, and the worker's (I2, I3) */
 	lm_notices_apply(c, m->notices, m->nnotices);
 	lm_fetch_heard(c, m->notices, m->nnotices);
+	lm_copy_note_aliases(c, m->data, m->data_len);
 	if (cl->wants_work) {
 		reply_work(c, slot, m);
 		return;

@@ -366,6 +366,8 @@ struct lm_lemuriad {
 	int copy_fd;
 	struct lm_ccopy copy;
 	struct lm_copy_filler filler; /* sets put in as one (copy_set.h) */
+	uint8_t *aliased;       /* per page: also mapped at the executable's
+				   globals in the clients (NULL: none) */
 	int *set_conn;          /* per client: the connection its copy went
 				   on, until its userfaultfd comes back */
 	int *set_uffd;          /* ... that userfaultfd (-1: none yet) */
@@ -696,6 +698,11 @@ void lm_copy_stop(lm_lemuriad *c);
  * `name` (len bytes, the JOIN's data).  0, or LM_E* after logging why. */
 int lm_copy_give(lm_lemuriad *c, int slot, uint32_t pid,
 		 const uint8_t *name, size_t len);
+/* A CREATE's data: when it describes rank 0's shared globals
+ * (common/globals_desc.h), the region pages they are mapped at twice in
+ * every client are noted: sets put them in place, not as one (a client
+ * reading them at their second address could not be made to wait). */
+void lm_copy_note_aliases(lm_lemuriad *c, const uint8_t *data, size_t len);
 /* Pages that go into the copy together (common/copy_set.h): as one when
  * every client handed us its userfaultfd, then each that could not
  * (twinned: byte by byte) as lm_copy_install.  `items` is sorted. */

@@ -125,7 +125,7 @@ void lm_order_wait(lm_lemuriad *c)
 
 bool lm_order_late(const lm_lemuriad *c)
 {
-	return c->order_since &&
+	return c->order_since && c->now_us > c->order_since &&
 	       c->now_us - c->order_since >= LM_LEMURIAD_ORDER_WAIT_MAX_US;
 }
 

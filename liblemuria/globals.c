@@ -18,7 +18,6 @@
 #include "region.h"
 #include "segment.h"
 
-#define GLOBALS_MAGIC 0x314c424f4c474d4cull /* "LMGLOBL1" little-endian */
 
 static struct {
 	uintptr_t lo, hi;   /* the shared pages, in the executable */
@@ -51,7 +50,7 @@ int lm_globals_share(void *pages, size_t page,
 		     size_t errlen)
 {
 	uint8_t *dst = pages;
-	uint64_t d[4] = { GLOBALS_MAGIC, gl.lo, gl.hi, (uintptr_t)pages };
+	const struct lm_globals_desc d = { gl.lo, gl.hi, (uintptr_t)pages };
 	int rc;
 
 	if (!gl.hi) {
@@ -71,7 +70,7 @@ int lm_globals_share(void *pages, size_t page,
 	rc = lm_region_alias((void *)gl.lo, pages, gl.hi - gl.lo, err,
 			     errlen);
 	if (rc == 0) {
-		memcpy(desc, d, sizeof(d));
+		lm_globals_desc_put(desc, &d);
 		gl.shared = true;
 	}
 	return rc;
@@ -79,12 +78,9 @@ int lm_globals_share(void *pages, size_t page,
 
 bool lm_globals_is_desc(const uint8_t *data, size_t len)
 {
-	uint64_t magic;
+	struct lm_globals_desc d;
 
-	if (len != LM_GLOBALS_DESC_BYTES)
-		return false;
-	memcpy(&magic, data, sizeof(magic));
-	return magic == GLOBALS_MAGIC;
+	return lm_globals_desc_get(data, len, &d);
 }
 
 /* Keeps the worker's own bytes of the excluded ranges. */
@@ -121,31 +117,30 @@ static int keep_excluded(char *err, size_t errlen)
 int lm_globals_join(const uint8_t *desc, size_t len, size_t page,
 		    char *err, size_t errlen)
 {
-	uint64_t d[4];
+	struct lm_globals_desc d;
 	int rc;
 
-	if (!lm_globals_is_desc(desc, len)) {
+	if (!lm_globals_desc_get(desc, len, &d)) {
 		snprintf(err, errlen, "not a description of shared globals");
 		return LM_EINVAL;
 	}
-	memcpy(d, desc, sizeof(d));
 	rc = lm_segment_pages(page, &gl.lo, &gl.hi, err, errlen);
 	if (rc)
 		return rc;
-	if (gl.lo != d[1] || gl.hi != d[2]) {
+	if (gl.lo != d.lo || gl.hi != d.hi) {
 		snprintf(err, errlen, "the program's data lies at [%#lx, "
 			 "%#lx) here and at [%#llx, %#llx) in rank 0 (another "
 			 "executable, or address randomisation, which "
 			 "lemuria-run turns off): its globals cannot be "
 			 "shared (LEMURIA_GLOBALS=copy copies them at CREATE "
 			 "only)", (unsigned long)gl.lo, (unsigned long)gl.hi,
-			 (unsigned long long)d[1], (unsigned long long)d[2]);
+			 (unsigned long long)d.lo, (unsigned long long)d.hi);
 		return LM_EINVAL;
 	}
 	rc = keep_excluded(err, errlen);
 	if (rc == 0)
 		rc = lm_region_alias((void *)gl.lo,
-				     (const void *)(uintptr_t)d[3],
+				     (const void *)(uintptr_t)d.pages,
 				     gl.hi - gl.lo, err, errlen);
 	gl.shared = rc == 0;
 	return rc;

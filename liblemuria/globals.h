@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What travels in CREATE instead of an image. */
-#define LM_GLOBALS_DESC_BYTES 32
+/* What travels in CREATE instead of an image (common/globals_desc.h). */
+#include "globals_desc.h"
 
 /* Whether this process should share its globals: not when
  * LEMURIA_GLOBALS=copy. */

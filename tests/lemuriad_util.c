@@ -1,6 +1,10 @@
 /* The harness of the lemuriad's unit tests (tests/lemuriad_util.h). */
 #include "lemuriad_util.h"
 
+#include <sys/mman.h>
+
+#include "copy_set.h"
+
 #include <CUnit/CUnit.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -592,6 +596,58 @@ void join_all_shared(lm_lemuriad *c, uint64_t run)
 	for (size_t i = 0; i < nouts; i++)
 		CU_ASSERT_EQUAL(outs[i].m.status, 0);
 	clear_outs();
+}
+
+uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run)
+{
+	struct lm_fdpass_listener l;
+	struct lm_ccopy_hdr g;
+	int conn[4], memfd = -1, ufd = -1;
+	size_t len = layout->shared_size;
+	char err[256] = "";
+	uint8_t *view;
+
+	CU_ASSERT_EQUAL_FATAL(lm_fdpass_listen(&l, err, sizeof(err)), 0);
+	for (uint32_t r = 0; r < 4; r++) {
+		struct lm_msg m = msg(LM_MSG_JOIN, run);
+		int fd = -1;
+
+		m.rank = r;
+		m.pid = (uint32_t)getpid();
+		m.layout_hash = HASH;
+		m.data = (const uint8_t *)l.name;
+		m.data_len = strlen(l.name);
+		creq(c, r, 1, &m);
+		CU_ASSERT_EQUAL(lm_fdpass_receive_keep(&l, (uint32_t)getpid(),
+						       1000, &fd, &conn[r], err,
+						       sizeof(err)),
+				0);
+		if (memfd < 0)
+			memfd = fd;
+		else if (fd >= 0)
+			close(fd);
+	}
+	lm_fdpass_close(&l);
+	clear_outs();
+	CU_ASSERT_FATAL(lm_ccopy_geometry((uint32_t)(len / layout->page_size),
+					  layout->page_size, &g) == 0);
+	view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd,
+		    (off_t)g.pages_off);
+	CU_ASSERT_FATAL(view != MAP_FAILED);
+	close(memfd);
+	if (lm_copy_set_reader(view, len, &ufd, err, sizeof(err)) != 0) {
+		for (uint32_t r = 0; r < 4; r++)
+			close(conn[r]);
+		munmap(view, len);
+		return NULL; /* no userfaultfd here */
+	}
+	/* one process plays the four clients: the same descriptor each */
+	for (uint32_t r = 0; r < 4; r++) {
+		CU_ASSERT(lm_fdpass_answer(conn[r], ufd, err, sizeof(err)) == 0);
+		close(conn[r]);
+	}
+	close(ufd);
+	return view;
 }
 
 /* small_layout: a cache of three pages. */

@@ -93,6 +93,10 @@ lm_lemuriad *setup(void);
  * four clients as this process, taking (and closing) each copy handed. */
 lm_lemuriad *setup_shared(void);
 void join_all_shared(lm_lemuriad *c, uint64_t run);
+/* ... each client handing the lemuriad a userfaultfd (common/copy_set.h)
+ * registered on one view of the copy's pages, which it returns (NULL
+ * when this kernel has no userfaultfd for us). */
+uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run);
 
 void teardown(lm_lemuriad *c);
 

@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "deltas.h"
 #include "diff.h"
 #include "diff_util.h"
 #include "lemuriad_util.h"
+#include "globals_desc.h"
 #include "lm_error.h"
 #include "log.h"
 #include "proto.h"
@@ -685,6 +687,34 @@ static void test_shared_quiet_cluster_publishes(void)
 	CU_ASSERT_EQUAL(reg->notices[0].page, 7);
 	CU_ASSERT_EQUAL(reg->notices[0].version, 40);
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changes_told, 1);
+	/* signed (docs/dsm.md "Order"): our cluster, and told through our
+	 * first registration, the second being still out */
+	CU_ASSERT_EQUAL(reg->m.rank, 0);
+	CU_ASSERT_EQUAL(reg->m.version, 1);
+	/* a reader hurries us: the second's pages are told as soon as it
+	 * is answered, not LM_LEMURIAD_CHANGED_DELAY_US later */
+	{
+		struct lm_msg h = msg(LM_MSG_CHANGED, RUN);
+		uint64_t now = t + 2 * LM_LEMURIAD_QUIET_US +
+			       LM_LEMURIAD_PUBLISH_US +
+			       LM_LEMURIAD_CHANGED_DELAY_US;
+
+		h.id = LM_CHANGED_HURRY;
+		lm_lemuriad_pulse(c, now);
+		lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &h);
+		CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->order_hurried, 1);
+		/* the CHANGED sent before leaves the outputs first */
+		for (size_t i = 0; i < nouts; i++)
+			if (outs[i].m.type == LM_MSG_CHANGED)
+				outs[i].m.type = LM_MSG_PING;
+		CU_ASSERT_EQUAL(answer_registers(c, true, 41), 1);
+		lm_lemuriad_pulse(c, now + 1);
+		reg = find_out(SENT, refl, LM_MSG_CHANGED);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+		CU_ASSERT_EQUAL(reg->m.version, 2);
+		CU_ASSERT_EQUAL_FATAL(reg->m.nnotices, 1);
+		CU_ASSERT_EQUAL(reg->notices[0].version, 41);
+	}
 	teardown(c);
 }
 
@@ -859,6 +889,166 @@ static void test_shared_changed_waits_out_a_barrier(void)
 	teardown(c);
 }
 
+/* docs/dsm.md "Order": a page fetched newer than every list heard (its
+ * home tags it with a registration of cluster 1 not told yet) waits: the
+ * fault is not answered and the writers are asked to hurry.  A CHANGED
+ * through an earlier registration does not end the wait; the one through
+ * that registration names a record page the copy holds older, which is
+ * fetched, and only then do both go in and the fault is answered.  A
+ * page whose tags were all told goes in at once. */
+static void test_shared_page_waits_for_its_writers_list(void)
+{
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	struct lm_notice rec = { .page = 12, .version = 4 };
+	struct lm_msg m = msg(LM_MSG_PAGE, RUN), ch = msg(LM_MSG_CHANGED, RUN);
+	static uint8_t data[65536];
+	uint8_t tags[LM_MSG_TAG_SIZE];
+	const uint32_t twelve = 12;
+	const struct out *f;
+
+	uint64_t waits;
+
+	cache_page(c, 12, 2, 0x12); /* the record's page, held older */
+	waits = lm_lemuriad_stats(c)->order_waits;
+	clear_outs();
+	fetch(c, 1, 500, 9);        /* a fault on the pointer's page */
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	memset(data, 0x09, layout->page_size);
+	m.page = 9;
+	m.version = 3;
+	m.data = data;
+	m.data_len = layout->page_size;
+	lm_msg_tag_put(tags, 0, 1, 7);
+	m.tags = tags;
+	m.ntags = 1;
+	clear_outs();
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, f->req_id, &m);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	CU_ASSERT(!lm_ccopy_holds(cc, 9, 3));
+	f = find_out(SENT, refl, LM_MSG_CHANGED);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->m.id, LM_CHANGED_HURRY);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->order_waits, waits + 1);
+
+	/* told through 6 only: still waiting */
+	clear_outs();
+	ch.id = LM_CHANGED_ALL;
+	ch.rank = 1;
+	ch.version = 6;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &ch);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	/* through 7, with the record's page: fetched, then all goes in */
+	ch.version = 7;
+	ch.notices = &rec;
+	ch.nnotices = 1;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &ch);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->notices[0].page, 12);
+	CU_ASSERT_EQUAL(f->notices[0].version, 4);
+	CU_ASSERT(!lm_ccopy_holds(cc, 9, 3) && !lm_ccopy_holds(cc, 12, 4));
+	r_pages_whole(c, f->req_id, &twelve, 1, 4);
+	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	CU_ASSERT(lm_ccopy_holds(cc, 9, 3) && lm_ccopy_holds(cc, 12, 4));
+
+	/* a page whose tags were told: at once */
+	clear_outs();
+	fetch(c, 2, 501, 10);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	m.page = 10;
+	m.version = 2;
+	clear_outs();
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, f->req_id, &m);
+	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(2), LM_MSG_PAGE));
+	CU_ASSERT(lm_ccopy_holds(cc, 10, 2));
+
+	/* a list that never comes: the wait ends after
+	 * LM_LEMURIAD_ORDER_WAIT_MAX_US, counted, the writers asked again
+	 * meanwhile (no wait is for ever) */
+	lm_lemuriad_pulse(c, 9000000);
+	clear_outs();
+	fetch(c, 3, 502, 11);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	m.page = 11;
+	lm_msg_tag_put(tags, 0, 1, 99);
+	clear_outs();
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, f->req_id, &m);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(3), LM_MSG_PAGE));
+	clear_outs();
+	lm_lemuriad_pulse(c, 9000000 + LM_LEMURIAD_HURRY_GAP_US);
+	f = find_out(SENT, refl, LM_MSG_CHANGED);
+	CU_ASSERT(f && f->m.id == LM_CHANGED_HURRY);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(3), LM_MSG_PAGE));
+	lm_lemuriad_pulse(c, 9000000 + LM_LEMURIAD_ORDER_WAIT_MAX_US);
+	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(3), LM_MSG_PAGE));
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->order_late, 1);
+	teardown(c);
+}
+
+/* copy = cluster, clients that handed their userfaultfds: a set goes in
+ * as one (common/copy_set.h), but not a page the clients also map at the
+ * executable's globals (rank 0's CREATE describes them): a client
+ * reading it there could not be made to wait, and would find the page's
+ * hole filled with zeros.  That one goes in in place. */
+static void test_shared_set_leaves_globals_in_place(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
+				   { .page = 10, .version = 5 } };
+	const uint32_t pages[2] = { 9, 10 };
+	const struct lm_globals_desc gd = {
+		.lo = 0x10000, .hi = 0x10000 + layout->page_size,
+		.pages = layout->base + 9 * (uint64_t)layout->page_size,
+	};
+	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
+	struct lm_msg cr = msg(LM_MSG_CREATE, RUN);
+	uint8_t desc[LM_GLOBALS_DESC_BYTES];
+	const uint64_t t = 8000000;
+	const struct lm_ccopy *cc;
+	const struct out *f;
+	uint8_t *view = join_all_shared_waiting(c, RUN);
+	uint32_t v = 0;
+
+	if (!view) {
+		teardown(c);
+		return; /* no userfaultfd for this user: sets go page by page */
+	}
+	cc = lm_lemuriad_copy(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cc);
+	cache_page(c, 9, 2, 0x33);
+	cache_page(c, 10, 2, 0x34);
+	lm_globals_desc_put(desc, &gd);
+	cr.rank = 1;
+	cr.offset = 0x1234;
+	cr.data = desc;
+	cr.data_len = sizeof(desc);
+	creq(c, 0, 71, &cr);
+	clear_outs();
+	m.id = LM_CHANGED_ALL;
+	m.rank = 1;
+	m.notices = ch;
+	m.nnotices = 2;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	r_pages_whole(c, f->req_id, pages, 2, 5);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 5);
+	CU_ASSERT(lm_ccopy_version(cc, 10, &v) && v == 5);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_sets, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_set_pages, 1); /* 10 */
+	CU_ASSERT_EQUAL(view[10 * layout->page_size + 100],
+			lm_ccopy_page(cc, 10)[100]);
+	munmap(view, layout->shared_size);
+	teardown(c);
+}
+
 LM_TEST_SUITE("release",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_release_carries_updates),
@@ -877,4 +1067,6 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_quiet_cluster_publishes),
 	LM_TEST(test_shared_changed_fetches_into_copy),
 	LM_TEST(test_shared_changed_waits_out_a_barrier),
-	LM_TEST(test_shared_changed_pages_go_in_together))
+	LM_TEST(test_shared_changed_pages_go_in_together),
+	LM_TEST(test_shared_page_waits_for_its_writers_list),
+	LM_TEST(test_shared_set_leaves_globals_in_place))
