@@ -1078,6 +1078,9 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	lm_release_free_deferred(c);
 	free(c->deferred);
 	free(c->parked);
+	for (size_t i = 0; i < c->nrecalls; i++)
+		free(c->recalls[i].data);
+	free(c->recalls);
 	free(c->pagebuf);
 	free(c->deltabuf);
 	free(c->fetchv_buf);
@@ -1158,6 +1161,7 @@ void lm_lemuriad_handle(lm_lemuriad *c, uint16_t from,
 
 bool lm_lemuriad_background(lm_lemuriad *c)
 {
+	lm_park_send_recalls(c);
 	if (c->rel.staging) {
 		bool more = lm_release_step(c);
 
@@ -1172,6 +1176,7 @@ bool lm_lemuriad_background(lm_lemuriad *c)
 
 void lm_lemuriad_tick(lm_lemuriad *c)
 {
+	lm_park_send_recalls(c); /* should the background hook not run */
 	/* a staged release reads the epoch's state, which a token going
 	 * back would change (its UNLOCK registers what was written): the
 	 * next tick will do */

@@ -205,6 +205,15 @@ struct parked {
 	uint32_t req_id;    /* GRANT */
 };
 
+/* A PULL of a page we own, answered once the messages at hand are
+ * (parking.c, lm_park_send_recalls): the page as it was, DELTA's entry. */
+struct recall {
+	uint32_t req_id;
+	uint32_t page, version;
+	uint8_t *data;      /* owned */
+	size_t len;
+};
+
 /* A barrier RELEASE held while the pages other clusters changed, which
  * our clients hold, are fetched, so that it can bring those copies up
  * to date too (docs/dsm.md "Updates"). */
@@ -335,6 +344,8 @@ struct lm_lemuriad {
 	uint32_t batch_parts;   /* REGISTERs of the current one unanswered */
 	bool batch_owed;        /* the next one must start after it: a
 				   recalled page's answer named it */
+	struct recall *recalls; /* owned pages pulled, answers waiting */
+	size_t nrecalls, recalls_cap;
 	bool sealing;           /* emitting a batch (not pushes) */
 	struct parked *parked;
 	size_t nparked, parked_cap;
@@ -673,6 +684,9 @@ void lm_park_emit(void *ctx, const struct lm_msg *reg);
 void lm_park_answer_waiting(lm_lemuriad *c, const struct lm_msg *m,
 			    uint16_t skip);
 void lm_park_clear(lm_lemuriad *c);
+/* Answers the PULLs of owned pages kept since the last call, after one
+ * seal of the copy (docs/dsm.md "Order"). */
+void lm_park_send_recalls(lm_lemuriad *c);
 
 /* ---- notices.c: what we know of the pages' versions ---- */
 

@@ -329,7 +329,9 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
  * record on a twinned page that no seal took yet.  So the copy is sealed
  * after the page was read, and the answer names the registration that
  * will carry that seal: a reader waits for it (docs/dsm.md "Order"),
- * which goes up now, or right after the one out. */
+ * which goes up now, or right after the one out.  The answers wait for
+ * the messages at hand (a home pulls a page and the ones after it
+ * together): one seal for all of them (lm_park_send_recalls). */
 static uint32_t owed_registration(lm_lemuriad *c)
 {
 	if (lm_copy_seal(c, false) != 0) {
@@ -348,6 +350,62 @@ static uint32_t owed_registration(lm_lemuriad *c)
 	return c->batch_started + 1;
 }
 
+/* Keeps the answer of a PULL of an owned page (in c->deltabuf, len
+ * bytes) for lm_park_send_recalls; false without memory. */
+static bool queue_recall(lm_lemuriad *c, uint32_t req_id,
+			 const struct lm_msg *m, size_t len)
+{
+	struct recall *q;
+
+	if (c->nrecalls == c->recalls_cap) {
+		size_t cap = c->recalls_cap ? 2 * c->recalls_cap : 8;
+
+		q = realloc(c->recalls, cap * sizeof(*q));
+		if (!q)
+			return false;
+		c->recalls = q;
+		c->recalls_cap = cap;
+	}
+	q = &c->recalls[c->nrecalls];
+	if (!(q->data = malloc(len)))
+		return false;
+	memcpy(q->data, c->deltabuf, len);
+	q->len = len;
+	q->req_id = req_id;
+	q->page = m->page;
+	q->version = m->version;
+	c->nrecalls++;
+	if (c->out.later)
+		c->out.later(c->ctx);
+	else
+		lm_park_send_recalls(c);
+	return true;
+}
+
+void lm_park_send_recalls(lm_lemuriad *c)
+{
+	uint32_t owed;
+
+	if (!c->nrecalls)
+		return;
+	owed = owed_registration(c);
+	for (size_t i = 0; i < c->nrecalls; i++) {
+		struct recall *q = &c->recalls[i];
+		struct lm_msg r;
+
+		msg_init(c, &r, LM_MSG_DELTA);
+		r.id = owed;
+		r.page = q->page;
+		r.version = q->version;
+		r.diffs.data = q->data;
+		r.diffs.len = q->len;
+		r.diffs.count = 1;
+		c->out.reply(c->ctx, c->reflector, q->req_id, &r);
+		free(q->data);
+	}
+	c->nrecalls = 0;
+}
+
 void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 {
 	struct lm_msg r;
@@ -362,7 +420,11 @@ void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 			    lm_diff_bound(c->page_size), &len);
 	if (rc == 0) {
 		lm_deltas_forget(c->deltas, m->page);
-		r.id = owed_registration(c);
+		lm_msg_diffs_put_header(c->deltabuf, m->page, len);
+		mark_data_left(c, m->page, m->version);
+		if (queue_recall(c, req_id, m, len + LM_MSG_DIFFS_ENTRY_HDR))
+			return;
+		r.id = owed_registration(c); /* no memory: answered alone */
 	}
 	else if (rc == 1 && m->page >= c->npages)
 		rc = LM_EINVAL;
@@ -372,7 +434,9 @@ void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 				      lm_diff_bound(c->page_size), &len)) == 0)
 		lm_copy_pulled(c, m->page);
 	if (rc == 0) {
-		lm_msg_diffs_put_header(c->deltabuf, m->page, len);
+		/* a recall answered alone has its header already */
+		if (!r.id)
+			lm_msg_diffs_put_header(c->deltabuf, m->page, len);
 		r.diffs.data = c->deltabuf;
 		r.diffs.len = len + LM_MSG_DIFFS_ENTRY_HDR;
 		r.diffs.count = 1;
@@ -405,6 +469,9 @@ void lm_park_clear(lm_lemuriad *c)
 	for (size_t i = 0; i < c->nparked; i++)
 		free(c->parked[i].data);
 	c->nparked = 0;
+	for (size_t i = 0; i < c->nrecalls; i++)
+		free(c->recalls[i].data);
+	c->nrecalls = 0;
 	c->batch_started = c->batch_done = c->batch_parts = 0;
 	c->batch_owed = false;
 }
