@@ -131,8 +131,16 @@ bool lm_order_late(const lm_lemuriad *c)
 
 void lm_order_done(lm_lemuriad *c)
 {
-	if (lm_order_late(c))
+	if (lm_order_late(c)) {
 		c->stats.order_late++;
+		lm_log_limited("pages put in before their writers' lists",
+			       LM_LOG_WARN, "cluster %s: a page went into the "
+			       "copy after %u s without the lists of changes "
+			       "it depends on: a process reading with no lock "
+			       "may see a pointer before its record "
+			       "(docs/dsm.md \"Order\")", c->cfg->name,
+			       LM_LEMURIAD_ORDER_WAIT_MAX_US / 1000000u);
+	}
 	c->order_since = 0;
 }
 
