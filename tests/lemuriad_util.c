@@ -568,10 +568,14 @@ lm_lemuriad *setup_shared(void)
 	return c;
 }
 
-void join_all_shared(lm_lemuriad *c, uint64_t run)
+/* The four clients join, each taking the copy on our listener; with
+ * `conn`, the connections it came on are kept there, else closed, and
+ * so is every descriptor but the first, returned (or -1). */
+static int join_shared(lm_lemuriad *c, uint64_t run, int conn[4])
 {
 	struct lm_fdpass_listener l;
 	char err[256] = "";
+	int first = -1;
 
 	CU_ASSERT_EQUAL_FATAL(lm_fdpass_listen(&l, err, sizeof(err)), 0);
 	for (uint32_t r = 0; r < 4; r++) {
@@ -585,10 +589,14 @@ void join_all_shared(lm_lemuriad *c, uint64_t run)
 		m.data_len = strlen(l.name);
 		creq(c, r, 1, &m);
 		/* the copy came to our listener before the JOIN_OK */
-		CU_ASSERT_EQUAL(lm_fdpass_receive(&l, (uint32_t)getpid(), 1000,
-						  &fd, err, sizeof(err)),
+		CU_ASSERT_EQUAL(lm_fdpass_receive_keep(&l, (uint32_t)getpid(),
+						       1000, &fd,
+						       conn ? &conn[r] : NULL,
+						       err, sizeof(err)),
 				0);
-		if (fd >= 0)
+		if (first < 0)
+			first = fd;
+		else if (fd >= 0)
 			close(fd);
 	}
 	lm_fdpass_close(&l);
@@ -596,39 +604,27 @@ void join_all_shared(lm_lemuriad *c, uint64_t run)
 	for (size_t i = 0; i < nouts; i++)
 		CU_ASSERT_EQUAL(outs[i].m.status, 0);
 	clear_outs();
+	return first;
+}
+
+void join_all_shared(lm_lemuriad *c, uint64_t run)
+{
+	int fd = join_shared(c, run, NULL);
+
+	if (fd >= 0)
+		close(fd);
 }
 
 uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run)
 {
-	struct lm_fdpass_listener l;
 	struct lm_ccopy_hdr g;
-	int conn[4], memfd = -1, ufd = -1;
+	int conn[4], memfd, ufd = -1;
 	size_t len = layout->shared_size;
 	char err[256] = "";
 	uint8_t *view;
 
-	CU_ASSERT_EQUAL_FATAL(lm_fdpass_listen(&l, err, sizeof(err)), 0);
-	for (uint32_t r = 0; r < 4; r++) {
-		struct lm_msg m = msg(LM_MSG_JOIN, run);
-		int fd = -1;
-
-		m.rank = r;
-		m.pid = (uint32_t)getpid();
-		m.layout_hash = HASH;
-		m.data = (const uint8_t *)l.name;
-		m.data_len = strlen(l.name);
-		creq(c, r, 1, &m);
-		CU_ASSERT_EQUAL(lm_fdpass_receive_keep(&l, (uint32_t)getpid(),
-						       1000, &fd, &conn[r], err,
-						       sizeof(err)),
-				0);
-		if (memfd < 0)
-			memfd = fd;
-		else if (fd >= 0)
-			close(fd);
-	}
-	lm_fdpass_close(&l);
-	clear_outs();
+	memfd = join_shared(c, run, conn);
+	CU_ASSERT_FATAL(memfd >= 0);
 	CU_ASSERT_FATAL(lm_ccopy_geometry((uint32_t)(len / layout->page_size),
 					  layout->page_size, &g) == 0);
 	view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd,
