@@ -389,9 +389,6 @@ void lm_park_send_recalls(lm_lemuriad *c)
 	if (!c->nrecalls)
 		return;
 	owed = owed_registration(c);
-	/* the readers of these pages wait for that registration's list:
-	 * it goes without the usual delay */
-	c->hurry_until = c->now_us + LM_LEMURIAD_HURRY_US;
 	for (size_t i = 0; i < c->nrecalls; i++) {
 		struct recall *q = &c->recalls[i];
 		struct lm_msg r;
