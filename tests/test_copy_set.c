@@ -71,6 +71,14 @@ static void drop_shared_copy(void)
 /* A client spinning on a pointer (word 0 of page 0: the round it was
  * set in) and reading the record it points at (word 0 of page 1): the
  * record is never older than the pointer. */
+/* Waits (at most a second) until the reader has read: a loaded host
+ * may start it late, and a test it never ran in would prove nothing. */
+static void reader_running(void)
+{
+	for (int i = 0; i < 1000 && atomic_load(&reads) == 0; i++)
+		usleep(1000);
+}
+
 static void *follow(void *arg)
 {
 	volatile uint64_t *ptr = (volatile uint64_t *)view;
@@ -140,6 +148,7 @@ static void test_set_goes_in_as_one(void)
 	atomic_store(&mixes, 0);
 	atomic_store(&reads, 0);
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, follow, NULL) == 0);
+	reader_running();
 	for (uint32_t k = 1; k <= ROUNDS; k++)
 		install_round(k, true);
 	atomic_store(&stop, true);
@@ -168,9 +177,11 @@ static void test_twinned_page_writers_wait(void)
 	CU_ASSERT(lm_ccopy_twin(&cc, 1) == 0);
 	atomic_store(&stop, false);
 	atomic_store(&mixes, 0);
+	atomic_store(&reads, 0);
 	atomic_store(&mate_last, 0);
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, follow, NULL) == 0);
 	CU_ASSERT_FATAL(pthread_create(&w, NULL, mate, NULL) == 0);
+	reader_running();
 	for (uint32_t k = 1; k <= ROUNDS / 3; k++)
 		install_round(k, true);
 	atomic_store(&stop, true);
