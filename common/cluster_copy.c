@@ -335,7 +335,7 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 			  void *ctx, const struct lm_ccopy_writers *writers)
 {
 	bool stopped = false;
-	uint32_t words = (cc->npages + 63) / 64, n = 0, ndirty = 0, nd = 0;
+	uint32_t words = (cc->npages + 63) / 64, n = 0, ntwinned = 0, nd = 0;
 	size_t cap = lm_diff_bound(cc->page_size);
 	uint64_t *bits = calloc(words, sizeof(*bits));
 	uint32_t *list = NULL;
@@ -367,8 +367,8 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 						     memory_order_acquire));
 		if (twinned > n)
 			continue; /* grew past the room: read again */
-		ndirty = collect(cc, list, dirty, snaps, bits);
-		if (unchanged(cc, list, dirty, snaps, ndirty, bits))
+		ntwinned = collect(cc, list, dirty, snaps, bits);
+		if (unchanged(cc, list, dirty, snaps, ntwinned, bits))
 			break;
 		/* a client writes all the time: it waits for one read */
 		if (round == LM_CCOPY_SEAL_ROUNDS - 2 && writers &&
@@ -377,7 +377,7 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 	}
 	if (stopped)
 		writers->stop(writers->ctx, false);
-	for (uint32_t i = 0; i < ndirty && rc == 0; i++) {
+	for (uint32_t i = 0; i < ntwinned && rc == 0; i++) {
 		uint8_t *twin = lm_ccopy_twin_of(cc, list[i]), *snap;
 		size_t len;
 

@@ -51,20 +51,6 @@ void lm_changes_note(lm_lemuriad *c, const struct lm_notice *n,
 	}
 }
 
-/* Through which of our registrations (batches: lemuriad/parking.c)
- * every one was answered, all its REGISTERs, and its pages noted: the
- * one before the oldest still out. */
-static uint32_t answered_through(const lm_lemuriad *c)
-{
-	uint32_t through = c->batch_started;
-
-	for (const struct upreq *up = c->ups; up; up = up->next)
-		if ((up->kind == UP_REGISTER || up->kind == UP_PUSH) &&
-		    up->reg && up->reg - 1 < through)
-			through = up->reg - 1;
-	return through;
-}
-
 uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us)
 {
 	struct lm_msg m;
@@ -74,7 +60,7 @@ uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us)
 		/* a reader waits for a registration that changed nothing it
 		 * holds, or for what we were told: say how far we are */
 		if (now_us < c->hurry_until && c->layout->nclusters > 1 &&
-		    (through = answered_through(c)) > c->told_through) {
+		    (through = c->batch_done) > c->told_through) {
 			msg_init(c, &m, LM_MSG_CHANGED);
 			m.id = LM_CHANGED_ALL;
 			lm_order_sign(c, &m, through);
@@ -90,7 +76,10 @@ uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us)
 	if (now_us - c->mine_at < LM_LEMURIAD_CHANGED_DELAY_US &&
 	    now_us >= c->hurry_until)
 		return c->mine_at + LM_LEMURIAD_CHANGED_DELAY_US;
-	through = answered_through(c);
+	/* every registration (batch) through batch_done was answered, all
+	 * its REGISTERs, and its pages noted: parking.c starts one only
+	 * when none is out */
+	through = c->batch_done;
 	for (uint32_t i = 0; i < c->nmine; i++) {
 		uint32_t p = c->mine_list[i];
 

@@ -534,8 +534,8 @@ void lm_fetch_heard(lm_lemuriad *c, const struct lm_notice *n,
 {
 	/* no copy yet (no client of the run joined): nothing to bring up
 	 * to date, and CHANGED may come first under load */
-	if (!c->shared || !c->copy.map || !count)
-		return;
+	if (!c->shared || !c->copy.map || !c->heard || !count)
+		return; /* (heard: the layout has other clusters) */
 	lm_order_heard(c, n, count);
 	if (!c->chg_want &&
 	    (!(c->chg_want = calloc(c->npages, sizeof(*c->chg_want))) ||
@@ -599,14 +599,7 @@ static void changed_due(lm_lemuriad *c)
 	uint32_t batch[LM_FETCHV_MAX], n = 0;
 
 	if (!c->nchg)
-		return;
-	if (!c->grp_list &&
-	    (!(c->grp_list = calloc(c->npages, sizeof(*c->grp_list))) ||
-	     !(c->grp_on = calloc(c->npages, 1)))) {
-		free(c->grp_list);
-		c->grp_list = NULL;
-		return; /* asked again at the next pulse */
-	}
+		return; /* (grp_list and grp_on came with heard) */
 	for (uint32_t i = 0; i < c->nchg; i++) {
 		uint32_t p = c->chg_list[i], need = c->chg_want[p];
 		struct cpage *cp;

@@ -119,8 +119,6 @@ struct upreq {
 				   until it may go into the copy in order
 				   (order.c); nothing on its way */
 	uint32_t gated_version;
-	uint32_t reg;           /* UP_REGISTER: its batch's number (the
-				   REGISTER's id; 0 for a push) */
 	uint32_t *batch;        /* UP_FETCHV: its pages (owned) */
 	uint32_t nbatch;
 	uint32_t lock_id;       /* UP_LOCK */

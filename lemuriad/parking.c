@@ -62,7 +62,7 @@ void lm_park_emit(void *ctx, const struct lm_msg *reg)
 	/* the homes tag the pages with the batch's number: every REGISTER
 	 * of a batch (one or more seals) the same, so that a reader waits
 	 * for all of it (docs/dsm.md "Order"); a push changes no version */
-	r.id = up->reg = c->sealing ? c->batch_started : 0;
+	r.id = c->sealing ? c->batch_started : 0;
 	if (c->sealing)
 		c->batch_parts++;
 	c->out.request(c->ctx, c->reflector, up->req_id, &r);
