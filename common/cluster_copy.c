@@ -275,10 +275,21 @@ size_t lm_ccopy_seal_buf_size(uint32_t page_size)
 	return page_size + lm_diff_bound(page_size);
 }
 
-/* The twinned pages, in *list (n of them), each dirty one's bytes read
- * into snaps (in order; dirty[i] says which): one pass. */
-static uint32_t collect(const struct lm_ccopy *cc, uint32_t *list,
-			bool *dirty, uint8_t *snaps, uint64_t *bits_seen)
+/* Where the seal of one instant reads the copy: every page's number
+ * (list, dirty: room for all), and the bytes of nsnaps dirty ones. */
+struct seal_room {
+	uint32_t *list;
+	bool *dirty;
+	uint8_t *snaps;
+	uint32_t nsnaps;
+};
+
+/* The twinned pages into room->list, each dirty one's bytes read into
+ * room->snaps (in order; dirty[i] says which): one pass; how many.
+ * *ndirty: how many were dirty, more than room->nsnaps when clients
+ * wrote pages faster than the room grew (then only the list is whole). */
+static uint32_t collect(const struct lm_ccopy *cc, struct seal_room *room,
+			uint64_t *bits_seen, uint32_t *ndirty)
 {
 	uint32_t words = (cc->npages + 63) / 64, n = 0, nd = 0;
 
@@ -292,31 +303,32 @@ static uint32_t collect(const struct lm_ccopy *cc, uint32_t *list,
 			uint8_t *live = lm_ccopy_page(cc, page);
 
 			bits &= bits - 1;
-			list[n] = page;
-			dirty[n] = memcmp(live, lm_ccopy_twin_of(cc, page),
-					  cc->page_size) != 0;
-			if (dirty[n])
-				memcpy(snaps + (size_t)nd++ * cc->page_size,
+			room->list[n] = page;
+			room->dirty[n] = memcmp(live, lm_ccopy_twin_of(cc, page),
+						cc->page_size) != 0;
+			if (room->dirty[n] && nd < room->nsnaps)
+				memcpy(room->snaps + (size_t)nd * cc->page_size,
 				       live, cc->page_size);
+			nd += room->dirty[n];
 			n++;
 		}
 	}
+	*ndirty = nd;
 	return n;
 }
 
 /* Whether nothing changed since collect: the same pages twinned, each
  * as it was read (a clean one still equal to its twin). */
-static bool unchanged(const struct lm_ccopy *cc, const uint32_t *list,
-		      const bool *dirty, const uint8_t *snaps, uint32_t n,
-		      const uint64_t *bits_seen)
+static bool unchanged(const struct lm_ccopy *cc, const struct seal_room *room,
+		      uint32_t n, const uint64_t *bits_seen)
 {
 	uint32_t words = (cc->npages + 63) / 64, nd = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		const uint8_t *live = lm_ccopy_page(cc, list[i]);
-		const uint8_t *was = dirty[i] ?
-			snaps + (size_t)nd++ * cc->page_size :
-			lm_ccopy_twin_of(cc, list[i]);
+		const uint8_t *live = lm_ccopy_page(cc, room->list[i]);
+		const uint8_t *was = room->dirty[i] ?
+			room->snaps + (size_t)nd++ * cc->page_size :
+			lm_ccopy_twin_of(cc, room->list[i]);
 
 		if (memcmp(live, was, cc->page_size) != 0)
 			return false;
@@ -328,6 +340,24 @@ static bool unchanged(const struct lm_ccopy *cc, const uint32_t *list,
 	return true;
 }
 
+/* Room for `want` snapshots (at most one per page); false without
+ * memory. */
+static bool grow_snaps(const struct lm_ccopy *cc, struct seal_room *room,
+		       uint32_t want)
+{
+	uint8_t *t;
+
+	if (want > cc->npages)
+		want = cc->npages;
+	if (want <= room->nsnaps)
+		return true;
+	if (!(t = realloc(room->snaps, (size_t)want * cc->page_size)))
+		return false;
+	room->snaps = t;
+	room->nsnaps = want;
+	return true;
+}
+
 int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 			  uint8_t *idle,
 			  int (*emit)(void *ctx, uint32_t page,
@@ -335,69 +365,74 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 			  void *ctx, const struct lm_ccopy_writers *writers)
 {
 	bool stopped = false;
-	uint32_t words = (cc->npages + 63) / 64, n = 0, ntwinned = 0, nd = 0;
+	uint32_t words = (cc->npages + 63) / 64, ntwinned = 0, ndirty = 0;
+	uint32_t nd = 0, twinned = 0;
 	size_t cap = lm_diff_bound(cc->page_size);
 	uint64_t *bits = calloc(words, sizeof(*bits));
-	uint32_t *list = NULL;
-	uint8_t *snaps = NULL, *diff = buf + cc->page_size;
-	bool *dirty = NULL;
+	struct seal_room room = {
+		.list = malloc(cc->npages * sizeof(*room.list)),
+		.dirty = malloc(cc->npages * sizeof(*room.dirty)),
+	};
+	uint8_t *diff = buf + cc->page_size;
 	int rc = 0;
 
-	for (uint32_t w = 0; bits && w < words; w++)
-		n += (uint32_t)__builtin_popcountll(atomic_load_explicit(
+	for (uint32_t w = 0; w < words; w++)
+		twinned += (uint32_t)__builtin_popcountll(atomic_load_explicit(
 			&cc->twinned[w], memory_order_acquire));
-	/* room for a few pages twinned meanwhile; more make it retry */
-	n += 64;
-	list = malloc(n * sizeof(*list));
-	dirty = malloc(n * sizeof(*dirty));
-	snaps = malloc((size_t)n * cc->page_size);
-	if (!bits || !list || !dirty || !snaps) {
+	/* room for a few pages dirtied meanwhile; more make it grow */
+	if (!bits || !room.list || !room.dirty ||
+	    !grow_snaps(cc, &room, twinned + 64)) {
 		free(bits);
-		free(list);
-		free(dirty);
-		free(snaps);
+		free(room.list);
+		free(room.dirty);
+		free(room.snaps);
 		return lm_ccopy_seal(cc, buf, idle, false, emit, ctx);
 	}
-	for (int round = 0; round < LM_CCOPY_SEAL_ROUNDS; round++) {
-		uint32_t twinned = 0;
-
-		for (uint32_t w = 0; w < words; w++)
-			twinned += (uint32_t)__builtin_popcountll(
-				atomic_load_explicit(&cc->twinned[w],
-						     memory_order_acquire));
-		if (twinned > n)
-			continue; /* grew past the room: read again */
-		ntwinned = collect(cc, list, dirty, snaps, bits);
-		if (unchanged(cc, list, dirty, snaps, ntwinned, bits))
+	/* a read that found more dirty pages than the room held does not
+	 * count as a round: the room grows (to one page each at most, so
+	 * this ends) and the pages are read again */
+	for (int round = 0; round < LM_CCOPY_SEAL_ROUNDS;) {
+		ntwinned = collect(cc, &room, bits, &ndirty);
+		if (ndirty > room.nsnaps) {
+			if (grow_snaps(cc, &room, ndirty + 64))
+				continue;
+			/* no memory: the pages go as one pass reads them */
+			rc = lm_ccopy_seal(cc, buf, idle, false, emit, ctx);
+			ntwinned = 0;
+			break;
+		}
+		if (unchanged(cc, &room, ntwinned, bits))
 			break;
 		/* a client writes all the time: it waits for one read */
 		if (round == LM_CCOPY_SEAL_ROUNDS - 2 && writers &&
 		    writers->stop && writers->stop(writers->ctx, true))
 			stopped = true;
+		round++;
 	}
 	if (stopped)
 		writers->stop(writers->ctx, false);
 	for (uint32_t i = 0; i < ntwinned && rc == 0; i++) {
-		uint8_t *twin = lm_ccopy_twin_of(cc, list[i]), *snap;
+		uint32_t page = room.list[i];
+		uint8_t *twin = lm_ccopy_twin_of(cc, page), *snap;
 		size_t len;
 
-		if (!dirty[i]) {
-			if (idle[list[i]] < UINT8_MAX)
-				idle[list[i]]++;
+		if (!room.dirty[i]) {
+			if (idle[page] < UINT8_MAX)
+				idle[page]++;
 			continue;
 		}
-		idle[list[i]] = 0;
-		snap = snaps + (size_t)nd++ * cc->page_size;
+		idle[page] = 0;
+		snap = room.snaps + (size_t)nd++ * cc->page_size;
 		rc = lm_diff_encode(twin, snap, cc->page_size, diff, cap, &len);
 		if (rc == 0 && len > 0) {
 			memcpy(twin, snap, cc->page_size);
-			rc = emit(ctx, list[i], diff, len);
+			rc = emit(ctx, page, diff, len);
 		}
 	}
 	free(bits);
-	free(list);
-	free(dirty);
-	free(snaps);
+	free(room.list);
+	free(room.dirty);
+	free(room.snaps);
 	return rc;
 }
 

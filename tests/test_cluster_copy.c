@@ -2,8 +2,10 @@
  * whole and merged, twins, seals and the sole-cluster advance. */
 #include "unit.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "cluster_copy.h"
@@ -306,6 +308,85 @@ static void test_forget(void)
 	drop_copy();
 }
 
+/* A cluster-mate twins and writes pages while the seal of one instant
+ * reads them: more dirty pages than the seal first made room for (every
+ * page, from none) must neither run past its room (the sanitizer build
+ * sees that) nor be left out of the seal. */
+static atomic_bool churn_stop;
+
+static void *churn(void *arg)
+{
+	static const uint8_t zero[PS];
+
+	(void)arg;
+	for (uint32_t k = 1; !atomic_load(&churn_stop); k++) {
+		for (uint32_t p = 0; p < NP; p++) {
+			if (lm_ccopy_install(&cc, p, k, zero) < 0 ||
+			    lm_ccopy_twin(&cc, p) != 0)
+				return NULL;
+			lm_ccopy_page(&cc, p)[p % PS] = (uint8_t)k | 1;
+		}
+		for (uint32_t p = 0; p < NP; p++)
+			(void)lm_ccopy_forget(&cc, p);
+	}
+	return NULL;
+}
+
+static int count_emits(void *ctx, uint32_t page, const uint8_t *diff,
+		       size_t len)
+{
+	uint32_t *n = ctx;
+
+	(void)page;
+	(void)diff;
+	(void)len;
+	(*n)++;
+	return 0;
+}
+
+static void test_seal_at_once_room_grows(void)
+{
+	static const uint8_t zero[PS];
+	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
+	struct timespec t0, t;
+	uint32_t emitted = 0, failed = 0;
+	pthread_t w;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	make_copy();
+	atomic_store(&churn_stop, false);
+	CU_ASSERT_FATAL(pthread_create(&w, NULL, churn, NULL) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint32_t i = 0; i < 5000; i++) {
+		if (lm_ccopy_seal_at_once(&cc, buf, idle, count_emits,
+					  &emitted, NULL) != 0)
+			failed++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= 2)
+			break;
+	}
+	atomic_store(&churn_stop, true);
+	pthread_join(w, NULL);
+	CU_ASSERT_EQUAL(failed, 0);
+	/* all of them dirty at once, none twinned when the seal counted:
+	 * each goes with this seal */
+	for (uint32_t p = 0; p < NP; p++)
+		(void)lm_ccopy_forget(&cc, p);
+	for (uint32_t p = 0; p < NP; p++) {
+		CU_ASSERT_FATAL(lm_ccopy_install(&cc, p, 1u << 20, zero) == 0);
+		CU_ASSERT_FATAL(lm_ccopy_twin(&cc, p) == 0);
+		lm_ccopy_page(&cc, p)[7] = 9;
+	}
+	emitted = 0;
+	CU_ASSERT(lm_ccopy_seal_at_once(&cc, buf, idle, count_emits, &emitted,
+					NULL) == 0);
+	CU_ASSERT_EQUAL(emitted, NP);
+	for (uint32_t p = 0; p < NP; p++)
+		CU_ASSERT(lm_ccopy_twin_of(&cc, p)[7] == 9);
+	free(buf);
+	drop_copy();
+}
+
 LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_install_versions),
 	      LM_TEST(test_install_merges_into_twinned),
@@ -314,4 +395,5 @@ LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_advance_as_covers_counts),
 	      LM_TEST(test_idle_twins_dropped_at_barriers),
 	      LM_TEST(test_owned_untracked_until_recalled),
-	      LM_TEST(test_forget))
+	      LM_TEST(test_forget),
+	      LM_TEST(test_seal_at_once_room_grows))
