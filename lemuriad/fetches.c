@@ -69,11 +69,13 @@ static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 	size_t len = 0;
 	struct cpage *cp;
 
-	if (c->shared) { /* the others we hold go into the copy too */
+	/* the others we hold go into the copy too, when in order: while a
+	 * set goes in (committing), one that came after its lists */
+	if (c->shared) {
 		for (uint32_t i = 0; i < n; i++)
 			if ((cp = lm_cache_find(c, more[i])) &&
 			    cp->version >= lm_order_least(c, cp->page) &&
-			    (c->committing ||
+			    ((c->committing && cp->ordered) ||
 			     lm_order_free(c, cp->page, cp->version)))
 				lm_copy_install(c, cp->page, cp->version,
 						cp->data);

@@ -384,6 +384,13 @@ struct out *miss_answered(lm_lemuriad *c, uint32_t page, uint8_t fill)
 void r_pages_whole(lm_lemuriad *c, uint32_t req_id,
 		   const uint32_t *pages, uint32_t n, uint32_t version)
 {
+	r_pages_tagged(c, req_id, pages, n, version, NULL, 0);
+}
+
+void r_pages_tagged(lm_lemuriad *c, uint32_t req_id, const uint32_t *pages,
+		    uint32_t n, uint32_t version, uint8_t *tags,
+		    uint32_t ntags)
+{
 	static uint8_t list[4 * (65536 + 16)];
 	static uint8_t buf[65536];
 	struct lm_notice notes[4];
@@ -403,6 +410,8 @@ void r_pages_whole(lm_lemuriad *c, uint32_t req_id,
 	m.notices = notes;
 	m.nnotices = n;
 	m.diffs = (struct lm_msg_diffs){ list, used, n };
+	m.tags = tags;
+	m.ntags = ntags;
 	lm_lemuriad_handle(c, refl, LM_REL_REPLY, req_id, &m);
 }
 

@@ -175,6 +175,11 @@ struct out *miss_answered(lm_lemuriad *c, uint32_t page, uint8_t fill);
 void r_pages_whole(lm_lemuriad *c, uint32_t req_id,
 		   const uint32_t *pages, uint32_t n, uint32_t version);
 
+/* ... the PAGES tagged with ntags registrations (lm_msg_tag_put). */
+void r_pages_tagged(lm_lemuriad *c, uint32_t req_id, const uint32_t *pages,
+		    uint32_t n, uint32_t version, uint8_t *tags,
+		    uint32_t ntags);
+
 /* A FLUSH of one diff setting bytes [off, off + n) of page to val. */
 size_t make_flush(uint8_t *list, size_t cap, uint32_t page,
 		  size_t off, size_t n, uint8_t val);

@@ -1049,6 +1049,63 @@ static void test_shared_set_leaves_globals_in_place(void)
 	teardown(c);
 }
 
+/* A page fetched ahead whose writer's list has not come stays out of the
+ * copy while a fault's waiting answer goes in with its set: the client's
+ * FETCHV named it as a neighbour, and the answer's neighbours from the
+ * cache go in only when in order themselves. */
+static void test_shared_neighbour_waits_for_its_list(void)
+{
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	struct lm_msg m = msg(LM_MSG_PAGE, RUN), ch = msg(LM_MSG_CHANGED, RUN);
+	static uint8_t data[65536];
+	uint8_t tags[LM_MSG_TAG_SIZE], late[LM_MSG_TAG_SIZE];
+	const uint32_t first = 30, next = 31, ask[2] = { 9, 31 };
+	const struct out *f;
+
+	/* a fault on 30 fetches 31 ahead: cached with a registration of
+	 * cluster 1 nobody told us of, not in the copy */
+	clear_outs();
+	creq_fetchv_reach(c, 2, 600, &first, 1, 1);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	clear_outs();
+	r_page(c, f->req_id, 30, 1, 0x30);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->notices[0].page, 31);
+	lm_msg_tag_put(late, 0, 1, 50);
+	r_pages_tagged(c, f->req_id, &next, 1, 5, late, 1);
+	CU_ASSERT(!lm_ccopy_holds(cc, 31, 5));
+
+	/* a fault on 9 names 31 too; 9's answer waits for list 7 */
+	clear_outs();
+	creq_fetchv(c, 1, 601, ask, 2);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	memset(data, 0x09, layout->page_size);
+	m.page = 9;
+	m.version = 3;
+	m.data = data;
+	m.data_len = layout->page_size;
+	lm_msg_tag_put(tags, 0, 1, 7);
+	m.tags = tags;
+	m.ntags = 1;
+	clear_outs();
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, f->req_id, &m);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	clear_outs();
+	ch.id = LM_CHANGED_ALL;
+	ch.rank = 1;
+	ch.version = 7;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &ch);
+	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	CU_ASSERT(lm_ccopy_holds(cc, 9, 3));
+	/* 31 still waits for registration 50 */
+	CU_ASSERT(!lm_ccopy_holds(cc, 31, 5));
+	teardown(c);
+}
+
 LM_TEST_SUITE("release",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_release_carries_updates),
@@ -1069,4 +1126,5 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_changed_waits_out_a_barrier),
 	LM_TEST(test_shared_changed_pages_go_in_together),
 	LM_TEST(test_shared_page_waits_for_its_writers_list),
-	LM_TEST(test_shared_set_leaves_globals_in_place))
+	LM_TEST(test_shared_set_leaves_globals_in_place),
+	LM_TEST(test_shared_neighbour_waits_for_its_list))
