@@ -55,11 +55,17 @@ uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us)
 {
 	struct lm_msg m;
 	uint32_t n = 0, through;
+	/* a page taken back from us named this registration (parking.c):
+	 * its readers wait for the list, which goes as soon as it is done */
+	bool owed = c->tell_owed && c->batch_done >= c->tell_owed;
 
+	if (owed)
+		c->tell_owed = 0;
 	if (!c->nmine) {
 		/* a reader waits for a registration that changed nothing it
 		 * holds, or for what we were told: say how far we are */
-		if (now_us < c->hurry_until && c->layout->nclusters > 1 &&
+		if ((now_us < c->hurry_until || owed) &&
+		    c->layout->nclusters > 1 &&
 		    (through = c->batch_done) > c->told_through) {
 			msg_init(c, &m, LM_MSG_CHANGED);
 			m.id = LM_CHANGED_ALL;
@@ -74,7 +80,7 @@ uint64_t lm_changes_send(lm_lemuriad *c, uint64_t now_us)
 		c->mine_at = now_us ? now_us : 1;
 	/* a reader waits for the list (order.c): no delay */
 	if (now_us - c->mine_at < LM_LEMURIAD_CHANGED_DELAY_US &&
-	    now_us >= c->hurry_until)
+	    now_us >= c->hurry_until && !owed)
 		return c->mine_at + LM_LEMURIAD_CHANGED_DELAY_US;
 	/* every registration (batch) through batch_done was answered, all
 	 * its REGISTERs, and its pages noted: parking.c starts one only

@@ -426,6 +426,8 @@ struct lm_lemuriad {
 	uint64_t order_since;   /* when the wait began (0: none waits) */
 	uint64_t hurry_sent_us; /* our last CHANGED LM_CHANGED_HURRY */
 	uint64_t hurry_until;   /* a reader asked us: tell at once till then */
+	uint32_t tell_owed;     /* a registration a page taken back from us
+				 * named: its list goes at once when done */
 	bool committing;        /* fetches.c puts a waiting set in */
 	uint32_t set_rounds;    /* ... lists it took in while it waited */
 	struct lm_copy_set_item *set_items; /* ... its pages */

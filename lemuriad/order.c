@@ -174,4 +174,5 @@ void lm_order_clear(lm_lemuriad *c)
 	c->order_since = 0;
 	c->hurry_sent_us = 0;
 	c->hurry_until = 0;
+	c->tell_owed = 0;
 }

@@ -389,6 +389,10 @@ void lm_park_send_recalls(lm_lemuriad *c)
 	if (!c->nrecalls)
 		return;
 	owed = owed_registration(c);
+	/* their readers wait for that registration's list (docs/dsm.md
+	 * "Order"): it goes without the usual delay */
+	if (owed > c->tell_owed)
+		c->tell_owed = owed;
 	for (size_t i = 0; i < c->nrecalls; i++) {
 		struct recall *q = &c->recalls[i];
 		struct lm_msg r;

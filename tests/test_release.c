@@ -1106,6 +1106,59 @@ static void test_shared_neighbour_waits_for_its_list(void)
 	teardown(c);
 }
 
+/* copy = cluster: a page taken back from us names the registration that
+ * seals what the cluster wrote meanwhile, and its reader waits for that
+ * registration's list (docs/dsm.md "Order"): the list goes as soon as
+ * the registration is done, not after the usual delay. */
+static void test_shared_recall_tells_its_registration_at_once(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice n = { .page = 7, .version = 3, .base = 2,
+			       .writer = LM_WRITER_MANY, .wcluster = 0 };
+	const uint32_t granted = 7;
+	struct lm_msg p = msg(LM_MSG_PULL, RUN);
+	const struct lm_ccopy *cc;
+	const struct out *d, *reg, *f;
+	uint32_t owed;
+
+	cc = shared_joined(c);
+	written(c, cc, 7, 2, 0x11, 0x55);
+	all_arrive(c, 1);
+	grant(c, &n, 1, &granted, 1);
+	CU_ASSERT_FATAL(lm_ccopy_is_owned(cc, 7));
+	release(c, 1);
+	lm_lemuriad_pulse(c, 1000000);
+	written(c, cc, 8, 1, 0x22, 0x56); /* a twinned page, not yet sealed */
+	clear_outs();
+	p.page = 7;
+	p.version = 3;
+	lm_lemuriad_handle(c, refl, LM_REL_REQUEST, 555, &p);
+	d = find_out(REPLIED, refl, LM_MSG_DELTA);
+	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	owed = d->m.id;
+	CU_ASSERT(owed != 0);
+	CU_ASSERT_EQUAL(reg->m.id, owed);
+	lm_lemuriad_pulse(c, 1000100);
+	CU_ASSERT_PTR_NULL(find_out(SENT, refl, LM_MSG_CHANGED)); /* not done */
+	CU_ASSERT(answer_registers(c, true, 40) == 1);
+	clear_outs();
+	lm_lemuriad_pulse(c, 1000200);
+	f = find_out(SENT, refl, LM_MSG_CHANGED);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->m.id, LM_CHANGED_ALL);
+	CU_ASSERT(f->m.version >= owed);
+	/* once: the next registration's list waits as usual */
+	written(c, cc, 9, 1, 0x33, 0x57);
+	all_arrive(c, 2);
+	CU_ASSERT(answer_registers(c, true, 40) >= 1);
+	clear_outs();
+	lm_lemuriad_pulse(c, 1000300);
+	CU_ASSERT_PTR_NULL(find_out(SENT, refl, LM_MSG_CHANGED));
+	teardown(c);
+}
+
 LM_TEST_SUITE("release",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_release_carries_updates),
@@ -1127,4 +1180,5 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_changed_pages_go_in_together),
 	LM_TEST(test_shared_page_waits_for_its_writers_list),
 	LM_TEST(test_shared_set_leaves_globals_in_place),
-	LM_TEST(test_shared_neighbour_waits_for_its_list))
+	LM_TEST(test_shared_neighbour_waits_for_its_list),
+	LM_TEST(test_shared_recall_tells_its_registration_at_once))
