@@ -1691,6 +1691,46 @@ static uint64_t sim_open_jittery(struct sim *s)
 	return lm_rel_rto(s->ep[0].rel, ID_B);
 }
 
+/* A steady fast path (200 us round trips) keeps the RTO at rto_min: a
+ * request lost there is resent by the probe at rto_min / 2, not after
+ * rto_min, whose timeout a probe no earlier could never beat (radiosity
+ * with loss waited an RTO for nearly every lost datagram). */
+static void test_tail_probe_beats_rto_min(void)
+{
+	struct lm_rel_config c;
+	uint64_t t0, r;
+	struct sim s;
+
+	memset(&s, 0, sizeof(s));
+	s.now = 1000;
+	for (int i = 0; i < 2; i++) {
+		test_cfg(&c, i ? ID_B : ID_A, i ? 2000 : 1000);
+		c.transport.rto_initial_us = 20000;
+		c.transport.rto_min_us = 2000;
+		c.transport.rto_max_us = 100000;
+		ep_open(&s, i, &c, NULL);
+	}
+	s.latency = 100;
+	for (int i = 0; i < 8; i++)
+		send_one_and_wait(&s, "fast");
+	r = lm_rel_rto(s.ep[0].rel, ID_B);
+	CU_ASSERT_EQUAL(r, 2000); /* the floor */
+	s.ep[1].delivered = 0;
+	s.ep[1].auto_reply = true;
+	s.filter = drop_frags_once;
+	s.fstate = 1;
+	t0 = s.now;
+	CU_ASSERT_EQUAL(lm_rel_request(s.ep[0].rel, ID_B, 1, "ping", 4, t0), 0);
+	CU_ASSERT_TRUE(sim_run(&s, b_got_one, 1000000));
+	CU_ASSERT_EQUAL(s.fstate, 0);
+	CU_ASSERT(s.now - t0 < r); /* rto_min / 2 and a one-way trip */
+	CU_ASSERT_EQUAL(st(&s, 0)->tail_probes, 1);
+	CU_ASSERT_EQUAL(st(&s, 0)->timeouts, 0);
+	CU_ASSERT_TRUE(sim_run(&s, a_got_one, 1000000));
+	CU_ASSERT_EQUAL(s.ep[0].last_kind, LM_REL_REPLY);
+	sim_close(&s);
+}
+
 /* Regression (loopback acceptance test stalled on every tail loss): a
  * one-datagram request lost once is resent by the tail loss probe after
  * about two round trips, not after the inflated RTO, which neither backs
@@ -2040,7 +2080,8 @@ static bool a_got_all_replies(struct sim *s)
  * resend that fills the hole carries the first ack to move; it must say
  * that a resend moved it, or A takes the timeout for spurious, calls
  * off the recovery and waits a whole RTO (here 1 s, as on a loaded
- * host) for each lost datagram.  Recovery costs about one timeout. */
+ * host) for each lost datagram.  Recovery costs about one timeout (after
+ * the tail loss probe, at rto_min / 2, which the burst swallowed too). */
 static void test_burst_loss_costs_one_timeout(void)
 {
 	struct lm_rel_config c;
@@ -2072,7 +2113,7 @@ static void test_burst_loss_costs_one_timeout(void)
 	}
 	CU_ASSERT_TRUE(sim_run(&s, a_got_all_replies, 120000000));
 	CU_ASSERT_EQUAL(s.ep[0].delivered, 200);
-	CU_ASSERT(s.now - t0 < 1500000);
+	CU_ASSERT(s.now - t0 < 1600000);
 	CU_ASSERT_EQUAL(st(&s, 0)->timeouts, 1);
 	CU_ASSERT_EQUAL(st(&s, 0)->spurious_timeouts, 0);
 	sim_close(&s);
@@ -2147,6 +2188,7 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_early_fragments_fill_partial_in_place),
 	      LM_TEST(test_lossy_receiver_is_not_unreachable),
 	      LM_TEST(test_tail_probe_recovers_lost_request),
+	      LM_TEST(test_tail_probe_beats_rto_min),
 	      LM_TEST(test_tail_probe_repairs_lost_last_fragment),
 	      LM_TEST(test_tail_probe_then_early_retransmit),
 	      LM_TEST(test_early_retransmit_two_in_flight),
