@@ -706,5 +706,22 @@ expect "--stop-on-eof: a reflector whose stdin is a file says so" 1 \
 	$bin/reflector -c "$hl" -n r0 --stop-on-eof </dev/null
 expect_output "--stop-on-eof: the message names stdin" "cannot watch standard input"
 
+# Five daemons, none running: each is asked at once, so the tool takes
+# its timeout about once (asked in turn, status took 2 s each: 10 s).
+mkdir "$tmp/none"
+none=$(private_layout conf/8+8+8+8.ini "$tmp/none" 7)
+for cmd in status stats ping; do
+	t0=$(date +%s%N)
+	$bin/lemuriactl -c "$none" -t 1 $cmd >"$tmp/out" 2>&1; st=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	downs=$(grep -c "down" "$tmp/out")
+	if [ "$st" -eq 1 ] && [ "$downs" -eq 5 ] && [ "$ms" -lt 4000 ]; then
+		ok "lemuriactl $cmd: five daemons down named in ${ms} ms"
+	else
+		fail "lemuriactl $cmd with five daemons down: status $st, $downs named, ${ms} ms"
+		sed 's/^/       /' "$tmp/out"
+	fi
+done
+
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -9,6 +9,8 @@
  * Exit status: 0 when every daemon answered, 1 when some did not, 2 on a
  * usage or layout error. */
 #include <getopt.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,51 @@ out:
 	return rc;
 }
 
+/* One daemon's round trips, on a thread of its own (lm_ctl_ping_all). */
+struct lm_ctl_ping_job {
+	const struct lm_layout *l;
+	const lm_auth *auth;
+	uint16_t self;
+	const struct lm_ctl_target *t;
+	int count, timeout_ms;
+	bool skip; /* down already: its STATS went unanswered */
+	struct lm_msg_pong pong;
+	double rtt;
+	const char *why;
+	int rc;
+};
+
+static void *lm_ctl_ping_run(void *arg)
+{
+	struct lm_ctl_ping_job *j = arg;
+
+	if (!j->skip)
+		j->rc = lm_ctl_ping_one(j->l, j->auth, j->self, j->t, j->count,
+					j->timeout_ms, &j->pong, &j->rtt,
+					&j->why);
+	return NULL;
+}
+
+/* Every job at once, so that daemons that are down cost the timeout
+ * once, not once each; a thread that cannot start runs in turn. */
+static void lm_ctl_ping_all(struct lm_ctl_ping_job *jobs, size_t n)
+{
+	pthread_t *threads = calloc(n, sizeof(*threads));
+	bool *started = calloc(n, sizeof(*started));
+
+	for (size_t i = 0; threads && started && i < n; i++)
+		started[i] = pthread_create(&threads[i], NULL, lm_ctl_ping_run,
+					    &jobs[i]) == 0;
+	for (size_t i = 0; i < n; i++) {
+		if (threads && started && started[i])
+			pthread_join(threads[i], NULL);
+		else
+			lm_ctl_ping_run(&jobs[i]);
+	}
+	free(threads);
+	free(started);
+}
+
 static void lm_ctl_usage(FILE *out)
 {
 	fprintf(out,
@@ -152,6 +199,7 @@ int main(int argc, char **argv)
 	const char *layout_path = NULL, *cmd;
 	struct lm_layout *l = NULL;
 	struct lm_ctl_target *targets;
+	struct lm_ctl_ping_job *jobs;
 	lm_runstats *rs = NULL;
 	lm_auth *auth = NULL;
 	int timeout_ms = 2000, count = 1, c, down = 0, json = 0, all = 0;
@@ -276,19 +324,43 @@ int main(int argc, char **argv)
 	rs = strcmp(cmd, "status") == 0 ? lm_runstats_create(l) : NULL;
 	if (rs)
 		lm_runstats_query(rs, l, auth, self, timeout_ms);
+	jobs = calloc(ntargets ? ntargets : 1, sizeof(*jobs));
+	if (!targets || !jobs) {
+		fprintf(stderr, "lemuriactl: out of memory\n");
+		free(targets);
+		free(jobs);
+		lm_runstats_destroy(rs);
+		lm_auth_destroy(auth);
+		lm_layout_free(l);
+		return 1;
+	}
+	for (size_t i = 0; i < ntargets; i++) {
+		const struct lm_runstats_daemon *d =
+			rs ? lm_runstats_daemon(rs, i) : NULL;
+
+		jobs[i] = (struct lm_ctl_ping_job){ .l = l, .auth = auth,
+			.self = self, .t = &targets[i], .count = count,
+			.timeout_ms = timeout_ms };
+		/* a daemon that did not answer STATS in time is down: no
+		 * second wait for its PING */
+		if (d && d->rc == LM_ETIMEDOUT) {
+			jobs[i].skip = true;
+			jobs[i].rc = d->rc;
+			jobs[i].why = d->why;
+		}
+	}
+	lm_ctl_ping_all(jobs, ntargets);
 	printf("%-10s %-16s %-22s %-5s %12s %12s %7s  %s\n", "role", "name",
 	       "address", "state", "uptime_s", "rtt_us", "clients", "run");
 	for (size_t i = 0; i < ntargets; i++) {
 		const struct lm_ctl_target *t = &targets[i];
-		struct lm_msg_pong pong = { 0 };
-		const char *why = NULL;
-		double rtt = 0;
-		int rc = lm_ctl_ping_one(l, auth, self, t, count, timeout_ms,
-					 &pong, &rtt, &why);
+		const struct lm_msg_pong *pong = &jobs[i].pong;
+		const char *why = jobs[i].why;
+		int rc = jobs[i].rc;
 
 		lm_addr_str(t->addr, abuf, sizeof(abuf));
-		if (rc == 0 && (pong.role != t->role ||
-				strcmp(pong.name, t->name) != 0)) {
+		if (rc == 0 && (pong->role != t->role ||
+				strcmp(pong->name, t->name) != 0)) {
 			rc = LM_EBADMSG;
 			why = "another daemon answers at this address";
 		}
@@ -304,9 +376,11 @@ int main(int argc, char **argv)
 				    sizeof(run));
 			printf("%-10s %-16s %-22s %-5s %12.1f %12.1f %7s  %s\n",
 			       lm_role_name(t->role), t->name, abuf, "up",
-			       (double)pong.uptime_us / 1e6, rtt, clients, run);
+			       (double)pong->uptime_us / 1e6, jobs[i].rtt,
+			       clients, run);
 		}
 	}
+	free(jobs);
 	free(targets);
 	lm_runstats_destroy(rs);
 	lm_auth_destroy(auth);

@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,20 +152,61 @@ static int lm_runstats_ask(const struct lm_layout *l, const lm_auth *auth,
 	return rc;
 }
 
+/* One daemon's question, asked on a thread of its own. */
+struct lm_runstats_job {
+	const struct lm_layout *l;
+	const lm_auth *auth;
+	uint16_t self_id;
+	int timeout_ms;
+	const struct lm_runstats_daemon *d;
+	lm_stats_set *set;
+	const char *why;
+	int rc;
+};
+
+static void *lm_runstats_job_run(void *arg)
+{
+	struct lm_runstats_job *j = arg;
+
+	j->why = "out of memory";
+	j->rc = j->set ? lm_runstats_ask(j->l, j->auth, j->self_id,
+					 j->timeout_ms, j->d, j->set, &j->why)
+		       : LM_ENOMEM;
+	return NULL;
+}
+
+/* Every daemon at once: a daemon that is down costs the timeout once,
+ * not once per daemon (each question has its own endpoint; lm_auth may
+ * be shared).  A thread that cannot start asks in turn, after. */
 size_t lm_runstats_query(lm_runstats *rs, const struct lm_layout *l,
 			 const lm_auth *auth, uint16_t self_id,
 			 int timeout_ms)
 {
-	lm_stats_set *set = lm_stats_create();
+	struct lm_runstats_job *jobs = calloc(rs->n, sizeof(*jobs));
+	pthread_t *threads = calloc(rs->n, sizeof(*threads));
+	bool *started = calloc(rs->n, sizeof(*started));
 	size_t down = 0;
 
+	for (size_t i = 0; jobs && threads && started && i < rs->n; i++) {
+		jobs[i] = (struct lm_runstats_job){ l, auth, self_id,
+			timeout_ms, &rs->d[i], lm_stats_create(), NULL, 0 };
+		started[i] = pthread_create(&threads[i], NULL,
+					    lm_runstats_job_run,
+					    &jobs[i]) == 0;
+	}
 	for (size_t i = 0; i < rs->n; i++) {
 		const char *why = "out of memory";
-		int rc = set ? lm_runstats_ask(l, auth, self_id, timeout_ms,
-					       &rs->d[i], set, &why)
-			     : LM_ENOMEM;
+		int rc = LM_ENOMEM;
 
-		if (rc == 0 && lm_runstats_put(rs, i, 0, NULL, set) != 0) {
+		if (jobs && threads && started) {
+			if (started[i])
+				pthread_join(threads[i], NULL);
+			else
+				lm_runstats_job_run(&jobs[i]);
+			rc = jobs[i].rc;
+			why = jobs[i].why;
+		}
+		if (rc == 0 && lm_runstats_put(rs, i, 0, NULL, jobs[i].set)) {
 			rc = LM_ENOMEM;
 			why = "out of memory";
 		}
@@ -172,8 +214,12 @@ size_t lm_runstats_query(lm_runstats *rs, const struct lm_layout *l,
 			lm_runstats_put(rs, i, rc, why, NULL);
 			down++;
 		}
+		if (jobs)
+			lm_stats_destroy(jobs[i].set);
 	}
-	lm_stats_destroy(set);
+	free(jobs);
+	free(threads);
+	free(started);
 	return down;
 }
 

@@ -43,9 +43,10 @@ int lm_runstats_put(lm_runstats *rs, size_t i, int rc, const char *why,
 		    const lm_stats_set *set);
 
 /* Asks every daemon for its counters (STATS) through a transport
- * endpoint of node `self_id` with the client settings of l, waiting at
- * most timeout_ms for each.  A daemon whose answer names another role or
- * section counts as down.  Returns how many did not answer. */
+ * endpoint of node `self_id` with the client settings of l, all at once
+ * (a thread each), waiting at most timeout_ms for each.  A daemon whose
+ * answer names another role or section counts as down.  Returns how
+ * many did not answer. */
 size_t lm_runstats_query(lm_runstats *rs, const struct lm_layout *l,
 			 const lm_auth *auth, uint16_t self_id,
 			 int timeout_ms);
