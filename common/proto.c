@@ -253,6 +253,7 @@ static const struct msg_kind msg_kinds[LM_MSG_TYPE_COUNT] = {
 				       F_TAGS, true },
 	[LM_MSG_GONE] = { "GONE", F_ID | F_RANK, true },
 	[LM_MSG_WAITING] = { "WAITING", F_ID | F_EPOCH, true },
+	[LM_MSG_PROBE] = { "PROBE", F_ID | F_RANK | F_VERSION | F_DATA, true },
 };
 
 /* Fields of a DSM type, or NULL when type is not one. */

@@ -92,6 +92,15 @@ enum lm_msg_type {
 				   cluster of the sender waits in barrier
 				   id; epoch: the barriers it released to
 				   its clusters before (barriers.c) */
+	LM_MSG_PROBE = 40,      /* L -> R -> lock id's manager -> the
+				   holder's L one-way: does a cycle of lock
+				   waits come back to the rank that started
+				   it?  id: the lock chased; rank: from the
+				   manager, the rank it granted the lock to;
+				   version: the starting wait's request id;
+				   data: the chain so far, (rank, lock it
+				   waits for) as two u32 LE each
+				   (lemuriad/locks.c) */
 	LM_MSG_TYPE_COUNT
 };
 

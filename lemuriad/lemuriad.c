@@ -927,6 +927,9 @@ static void from_reflector(lm_lemuriad *c, enum lm_rel_msg_kind kind,
 		lm_locks_recall(c, m);
 		lock_held_in_barrier(c);
 		break;
+	case LM_MSG_PROBE:
+		lm_locks_probe(c, m);
+		break;
 	case LM_MSG_CHANGED:
 		if (m->id == LM_CHANGED_HURRY)
 			lm_order_hurried(c);

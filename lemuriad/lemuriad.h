@@ -39,6 +39,12 @@ typedef struct lm_lemuriad lm_lemuriad;
  * clusters' LOCKs for as long. */
 #define LM_LEMURIAD_FRESH_TICKS 2u
 
+/* Ticks a rank waits for a lock before its lemuriad asks whether the
+ * wait is part of a cycle (locks.c, "Cycles"), and again each tick
+ * after; the ranks of a chain followed at most. */
+#define LM_LEMURIAD_PROBE_TICKS 2u
+#define LM_LEMURIAD_PROBE_HOPS 32u
+
 /* Under copy = cluster, writes the cluster made go up by themselves when
  * no barrier, lock release, CREATE or END sealed the copy for this long
  * (docs/dsm.md "Eventual visibility"): a seal and a registration, as a
@@ -145,6 +151,8 @@ struct lm_lemuriad_stats {
 	uint64_t spills;            /* batches sent with their data to stay
 				       within the cache size */
 	uint64_t recalls;           /* RECALLs of a token held here */
+	uint64_t lock_probes;       /* PROBEs sent up: a lock waited for
+				       two ticks or more (locks.c) */
 	uint64_t recalls_waited;    /* ... kept for a client that had just
 				       started work (locks.c) */
 	uint64_t recall_waits_ended; /* ... of which LM_LEMURIAD_FRESH_TICKS

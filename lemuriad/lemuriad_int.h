@@ -164,6 +164,7 @@ struct lwaiter {
 	uint16_t node;
 	uint32_t req_id;
 	uint32_t rank;
+	uint32_t ticks; /* lm_lemuriad_tick's since it asked */
 };
 
 /* A lock as this cluster sees it (DESIGN.md §2, Locks): its token stays
@@ -549,6 +550,9 @@ void lm_locks_lock(lm_lemuriad *c, int slot, uint16_t from, uint32_t req_id,
 void lm_locks_unlock(lm_lemuriad *c, int slot, uint16_t from,
 		     uint32_t req_id, const struct lm_msg *m);
 void lm_locks_recall(lm_lemuriad *c, const struct lm_msg *m);
+/* The manager's PROBE m: whether the chain of lock waits it follows
+ * comes back to the rank that started it (then the run ends). */
+void lm_locks_probe(lm_lemuriad *c, const struct lm_msg *m);
 /* The manager's GRANT m answering our LOCK `up` (freed). */
 void lm_locks_granted(lm_lemuriad *c, struct upreq *up,
 		      const struct lm_msg *m);

@@ -28,6 +28,7 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_CLUSTER, recalls),
 	F(LM_STAT_CLUSTER, recalls_waited),
 	F(LM_STAT_CLUSTER, recall_waits_ended),
+	F(LM_STAT_CLUSTER, lock_probes),
 	F(LM_STAT_CLUSTER, tokens_returned),
 	F(LM_STAT_CLIENT, local_handoffs),
 	F(LM_STAT_NONE, cached_bytes),

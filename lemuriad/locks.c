@@ -14,6 +14,7 @@
 #include "lemuriad_int.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,7 @@ static int token_enqueue(struct token *t, uint16_t node, uint32_t req_id,
 	t->q[t->nq].node = node;
 	t->q[t->nq].req_id = req_id;
 	t->q[t->nq].rank = rank;
+	t->q[t->nq].ticks = 0;
 	t->nq++;
 	return 0;
 }
@@ -230,11 +232,158 @@ static bool tick_ends_wait(lm_lemuriad *c, struct token *t)
 	return true;
 }
 
+/* ---- cycles ---------------------------------------------------------
+ * Ranks that each hold a lock the next one waits for, the last waiting
+ * for the first's, wait for ever (issue 42: until --timeout).  A rank
+ * that has waited LM_LEMURIAD_PROBE_TICKS starts a PROBE that follows
+ * the chain (Chandy, Misra and Haas's edge chasing): from a lock to the
+ * rank that holds it (the token is here and busy; else the lock's
+ * manager passes the PROBE to the cluster it granted the token to), and
+ * from that rank to the lock it waits for.  A rank that holds a lock and
+ * waits cannot release it, so a chain whose every rank was waiting when
+ * the PROBE passed, and that comes back to a first rank still in the
+ * same wait, will never move: the run ends, naming each wait.  A chain
+ * that meets a free lock, a lock on its way, or a holder that does not
+ * wait is dropped; the next tick tries again. */
+
+/* The lock local rank `rank` waits for, and the entry of its wait. */
+static const struct lwaiter *waiting_for(const lm_lemuriad *c, uint32_t rank,
+					 uint32_t *lock)
+{
+	for (size_t i = 0; i < c->ntokens; i++)
+		for (size_t k = 0; k < c->tokens[i].nq; k++)
+			if (c->tokens[i].q[k].rank == rank) {
+				*lock = c->tokens[i].id;
+				return &c->tokens[i].q[k];
+			}
+	return NULL;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/* The chain (rank, lock it waits for), n links, comes back to its first
+ * rank, which holds the last link's lock: the run ends naming each. */
+static void cycle_found(lm_lemuriad *c, const uint8_t *chain, uint32_t n)
+{
+	char why[512];
+	size_t len = 0;
+
+	len += (size_t)snprintf(why, sizeof(why), "locks taken in a cycle: ");
+	for (uint32_t i = 0; i < n && len < sizeof(why); i++)
+		len += (size_t)snprintf(why + len, sizeof(why) - len,
+					"%srank %u waits for lock %u, held by "
+					"rank %u", i ? "; " : "",
+					get_u32(chain + 8 * i),
+					get_u32(chain + 8 * i + 4),
+					get_u32(chain + 8 * ((i + 1) % n)));
+	if (len < sizeof(why))
+		snprintf(why + len, sizeof(why) - len,
+			 ": none of them can go on");
+	c->hooks.lose(c, why);
+}
+
+/* Follows the chain (n links in `chain`, room for
+ * LM_LEMURIAD_PROBE_HOPS) from lock `lock`: through the tokens here, up
+ * to the lock's manager when its token is elsewhere (unless `from_mgr`:
+ * the manager sent it here and the token has moved on).  `req`: the
+ * first wait's request id. */
+static void chase(lm_lemuriad *c, uint32_t lock, uint32_t req,
+		  uint8_t *chain, uint32_t n, bool from_mgr)
+{
+	for (;;) {
+		const struct token *t = token_find(c, lock);
+		const struct lwaiter *w;
+		uint32_t holder, next, first = get_u32(chain);
+		struct lm_msg m;
+
+		if (!t || !t->here) {
+			if (from_mgr)
+				return; /* on its way: no lasting wait */
+			msg_init(c, &m, LM_MSG_PROBE);
+			m.id = lock;
+			m.version = req;
+			m.data = chain;
+			m.data_len = 8 * (size_t)n;
+			c->out.send(c->ctx, c->reflector, &m);
+			c->stats.lock_probes++;
+			return;
+		}
+		from_mgr = false;
+		if (!t->busy)
+			return; /* free: it goes to a waiter */
+		holder = t->holder;
+		if (holder == first) {
+			w = waiting_for(c, first, &next);
+			if (w && w->req_id == req && next == get_u32(chain + 4))
+				cycle_found(c, chain, n);
+			return;
+		}
+		for (uint32_t i = 1; i < n; i++)
+			if (get_u32(chain + 8 * i) == holder)
+				return; /* a cycle without the first rank:
+					   its own ranks find it */
+		if (!waiting_for(c, holder, &next) ||
+		    n == LM_LEMURIAD_PROBE_HOPS)
+			return;
+		put_u32(chain + 8 * n, holder);
+		put_u32(chain + 8 * n + 4, next);
+		n++;
+		lock = next;
+	}
+}
+
+void lm_locks_probe(lm_lemuriad *c, const struct lm_msg *m)
+{
+	uint8_t chain[8 * LM_LEMURIAD_PROBE_HOPS];
+	uint32_t n = (uint32_t)(m->data_len / 8);
+
+	if (!m->data || m->data_len % 8 || !n ||
+	    n > LM_LEMURIAD_PROBE_HOPS) {
+		count_bad(c, c->reflector, m, "PROBE without a chain");
+		return;
+	}
+	memcpy(chain, m->data, m->data_len);
+	chase(c, m->id, m->version, chain, n, true);
+}
+
+/* Each wait of LM_LEMURIAD_PROBE_TICKS ticks or more starts a chase. */
+static void probe_waits(lm_lemuriad *c)
+{
+	uint8_t chain[8 * LM_LEMURIAD_PROBE_HOPS];
+
+	for (size_t i = 0; i < c->ntokens && !c->aborted; i++) {
+		for (size_t k = 0; k < c->tokens[i].nq && !c->aborted; k++) {
+			struct lwaiter *w = &c->tokens[i].q[k];
+			uint32_t lock = c->tokens[i].id;
+
+			if (++w->ticks < LM_LEMURIAD_PROBE_TICKS)
+				continue;
+			put_u32(chain, w->rank);
+			put_u32(chain + 4, lock);
+			/* the chase may end the run, whose state goes */
+			chase(c, lock, w->req_id, chain, 1, false);
+		}
+	}
+}
+
 /* A recalled token kept for a fresh client stays LM_LEMURIAD_FRESH_TICKS
  * ticks at most, then goes as if nobody here were fresh. */
 void lm_locks_tick(lm_lemuriad *c)
 {
 	next_each(c, tick_ends_wait);
+	probe_waits(c);
 }
 
 /* Answers a local LOCK with every notice of the epoch we know of: our

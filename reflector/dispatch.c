@@ -109,6 +109,7 @@ static void serve_install(lm_home *h)
 	h->serve[LM_MSG_RELEASE] = serve_release;
 	h->serve[LM_MSG_LOCK] = lm_lock_mgr_lock;
 	h->serve[LM_MSG_UNLOCK] = lm_lock_mgr_unlock;
+	h->serve[LM_MSG_PROBE] = lm_lock_mgr_probe;
 	h->serve[LM_MSG_ALLOC] = lm_alloc_request;
 	h->serve[LM_MSG_FREE] = lm_alloc_free;
 }
@@ -245,6 +246,7 @@ static int cluster_kind(uint16_t type)
 	case LM_MSG_ABORT:
 	case LM_MSG_CHANGED:
 	case LM_MSG_GONE:
+	case LM_MSG_PROBE:
 		return LM_REL_ONEWAY;
 	default:
 		return -1;
@@ -368,6 +370,10 @@ static void from_cluster(lm_home *h, uint16_t from, long ci,
 	}
 	case LM_MSG_UNLOCK:
 		lm_held_add(h, from, m);
+		break;
+	case LM_MSG_PROBE: /* to the lock's manager */
+		route_or_lose(h, lm_home_manager_of(h->layout, m->id), m, from,
+			      0);
 		break;
 	case LM_MSG_ALLOC:
 	case LM_MSG_FREE:
@@ -505,6 +511,21 @@ static void from_reflector(lm_home *h, uint16_t from, uint32_t ri,
 			drop_bad(h, from, m, "holder not served here");
 		else
 			h->out.send(h->ctx, c->id, m);
+		break;
+	case LM_MSG_PROBE:
+		/* from the manager: on to the holder's cluster, ours; else
+		 * a cluster's probe for us, the manager */
+		c = rank_under(h, m->rank, h->self_index);
+		if (refl_node(h, lm_home_manager_of(h->layout, m->id)) == from) {
+			if (c)
+				h->out.send(h->ctx, c->id, m);
+			else
+				drop_bad(h, from, m, "holder not served here");
+		} else if (managed) {
+			lm_lock_mgr_probe(h, from, req_id, m);
+		} else {
+			drop_bad(h, from, m, "lock not managed here");
+		}
 		break;
 	case LM_MSG_CHANGED:
 		pass_changed(h, from, -1, m);

@@ -250,6 +250,23 @@ long lm_lock_mgr_unlock(lm_home *h, uint16_t from, uint32_t req_id,
 	return 0;
 }
 
+long lm_lock_mgr_probe(lm_home *h, uint16_t from, uint32_t req_id,
+		       const struct lm_msg *m)
+{
+	const struct home_lock *lk = lock_find(h, m->id);
+	const struct lm_cluster_cfg *c;
+	struct lm_msg r = *m;
+
+	(void)from;
+	(void)req_id;
+	/* free, or its holder unknown: no wait on it lasts */
+	if (!lk || !lk->held || !(c = cluster_of(h, lk->holder)))
+		return 0;
+	r.rank = lk->holder;
+	h->out.send(h->ctx, cluster_via(h, c), &r);
+	return 0;
+}
+
 void lm_locks_destroy(lm_home *h)
 {
 	lm_lock_mgr_clear(h);

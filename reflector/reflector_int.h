@@ -547,6 +547,10 @@ long lm_lock_mgr_lock(lm_home *h, uint16_t from, uint32_t req_id,
 		   const struct lm_msg *m);
 long lm_lock_mgr_unlock(lm_home *h, uint16_t from, uint32_t req_id,
 		     const struct lm_msg *m);
+/* PROBE m (lemuriad/locks.c): on to the cluster of the rank the lock
+ * was granted to; dropped when the lock is free. */
+long lm_lock_mgr_probe(lm_home *h, uint16_t from, uint32_t req_id,
+		       const struct lm_msg *m);
 
 /* alloc.c: the allocator */
 long lm_alloc_request(lm_home *h, uint16_t from, uint32_t req_id,

@@ -39,6 +39,7 @@ int lm_route_kind(uint16_t type)
 	case LM_MSG_CHANGED:
 	case LM_MSG_GONE:
 	case LM_MSG_WAITING:
+	case LM_MSG_PROBE:
 	case LM_MSG_CREATE:
 	case LM_MSG_END:
 	case LM_MSG_ABORT:

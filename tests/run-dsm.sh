@@ -656,6 +656,21 @@ for flay in "$alay" "$xlay"; do
 		"$flay" "lock 1: a rank of another cluster waits for it, and rank 0 holds it while it waits in barrier 15" \
 		-- "$build/tests/dsmtest" lockbar 5
 done
+# Locks taken in a cycle (issue 42: the run waited for --timeout): each
+# lemuriad chases a wait of two ticks through the holders and the locks
+# they wait for (PROBE, through the locks' managers) and ends the run
+# naming every wait; in one cluster, across two on one reflector, and
+# with the two locks managed by two reflectors.
+fails_fast "locks taken in a cycle in one cluster: the run ends naming it" \
+	"$alay" "locks taken in a cycle: " "rank 0 waits for lock 2, held by rank 1" \
+	"rank 1 waits for lock 1, held by rank 0" \
+	-- "$build/tests/dsmtest" lockcycle 0 1
+for flay in "$alay" "$xlay"; do
+	fails_fast "locks taken in a cycle across clusters: the run ends naming it" \
+		"$flay" "rank 0 waits for lock 2, held by rank 5" \
+		"rank 5 waits for lock 1, held by rank 0" \
+		-- "$build/tests/dsmtest" lockcycle 0 5
+done
 # A rank that exits (status 0) without lm_finalize while the others wait
 # in a barrier: the library names it and leaves the run for it, and the
 # barrier ends the run at once (the old tree waited until the timeout).

@@ -121,7 +121,38 @@ static void test_notice_in_grant_keeps_epoch_base(void)
 	teardown(h);
 }
 
+/* A cluster's PROBE (lemuriad/locks.c, "Cycles") goes to the cluster the
+ * lock was granted to, naming that rank, its chain as it came; a probe
+ * of a free lock ends here. */
+static void test_probe_goes_to_the_holders_cluster(void)
+{
+	lm_home *h = setup("conf/4+4.ini");
+	static const uint8_t chain[8] = { 1, 0, 0, 0, 5, 0, 0, 0 };
+	struct lm_msg p = msg(LM_MSG_PROBE);
+
+	lock(h, C1, 10, 5, 4);
+	cap_clear();
+	p.id = 5;
+	p.version = 77;
+	p.data = chain;
+	p.data_len = sizeof(chain);
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &p);
+	CU_ASSERT_FATAL(cap.n == 1);
+	CU_ASSERT(cap.v[0].how == HOW_SEND && cap.v[0].node == C1);
+	CU_ASSERT(cap.v[0].m.type == LM_MSG_PROBE && cap.v[0].m.id == 5 &&
+		  cap.v[0].m.rank == 4 && cap.v[0].m.version == 77);
+	CU_ASSERT(cap.v[0].m.data_len == sizeof(chain));
+	cap_clear();
+	oneway(h, C1, LM_MSG_UNLOCK, 5, 4);
+	cap_clear();
+	lm_home_handle(h, C0, LM_REL_ONEWAY, 0, &p);
+	CU_ASSERT(cap.n == 0);
+	CU_ASSERT(lm_home_stats(h)->dropped_bad == 0);
+	teardown(h);
+}
+
 LM_TEST_SUITE("lock_manager",
 	      LM_TEST(test_lock_fifo_with_notices),
 	      LM_TEST(test_unlock_by_non_holder_dropped),
-	      LM_TEST(test_notice_in_grant_keeps_epoch_base))
+	      LM_TEST(test_notice_in_grant_keeps_epoch_base),
+	      LM_TEST(test_probe_goes_to_the_holders_cluster))

@@ -340,6 +340,123 @@ static void test_grant_after_leave_returns_lock(void)
 	teardown(c);
 }
 
+/* Rank `rank` asks for lock `id`, which the manager grants (req_id, the
+ * client's request). */
+static void granted_lock(lm_lemuriad *c, uint32_t rank, uint32_t req_id,
+			 uint32_t id)
+{
+	struct lm_msg g = msg(LM_MSG_GRANT, RUN);
+	const struct out *o;
+
+	clear_outs();
+	lock_op(c, LM_MSG_LOCK, rank, req_id, id);
+	o = find_out(REQUESTED, refl, LM_MSG_LOCK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	g.id = id;
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, o->req_id, &g);
+	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(rank), LM_MSG_GRANT));
+	clear_outs();
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* Two ranks of one cluster that each hold the lock the other asks for:
+ * two ticks after, the run ends naming both waits (issue 42: it waited
+ * for --timeout); one tick is not enough (a wait that ends soon is no
+ * cycle). */
+static void test_local_lock_cycle_ends_the_run(void)
+{
+	lm_lemuriad *c = setup();
+	const struct out *a;
+	char reason[512];
+
+	join_all(c, RUN);
+	granted_lock(c, 1, 60, 12);
+	granted_lock(c, 2, 61, 13);
+	lock_op(c, LM_MSG_LOCK, 1, 62, 13);
+	lock_op(c, LM_MSG_LOCK, 2, 63, 12);
+	CU_ASSERT_EQUAL(nouts, 0); /* both tokens here: queued */
+	lm_lemuriad_tick(c);
+	CU_ASSERT_PTR_NULL(find_out(SENT, refl, LM_MSG_ABORT));
+	lm_lemuriad_tick(c);
+	a = find_out(SENT, refl, LM_MSG_ABORT);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	snprintf(reason, sizeof(reason), "%.*s", (int)a->m.data_len,
+		 (const char *)a->data);
+	CU_ASSERT_PTR_NOT_NULL(strstr(reason, "locks taken in a cycle: "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(reason, "rank 1 waits for lock 13, "
+				      "held by rank 2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(reason, "rank 2 waits for lock 12, "
+				      "held by rank 1"));
+	teardown(c);
+}
+
+/* A PROBE from lock 12's manager: its holder here waits for lock 20,
+ * whose token is elsewhere, so the chain goes up with that link; one
+ * that comes back to a rank still in the wait it started from ends the
+ * run; one whose first wait has ended (another request) does not. */
+static void test_probe_follows_the_chain(void)
+{
+	lm_lemuriad *c = setup();
+	struct lm_msg p = msg(LM_MSG_PROBE, RUN);
+	uint8_t chain[16];
+	const struct out *o;
+
+	join_all(c, RUN);
+	granted_lock(c, 1, 60, 12);
+	lock_op(c, LM_MSG_LOCK, 1, 64, 20); /* goes up: token elsewhere */
+	clear_outs();
+	put32(chain, 5);
+	put32(chain + 4, 12);
+	p.id = 12;
+	p.rank = 1;
+	p.version = 900;
+	p.data = chain;
+	p.data_len = 8;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &p);
+	o = find_out(SENT, refl, LM_MSG_PROBE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->m.id, 20);
+	CU_ASSERT_EQUAL(o->m.version, 900);
+	CU_ASSERT_EQUAL_FATAL(o->m.data_len, 16);
+	CU_ASSERT(get32(o->data) == 5 && get32(o->data + 4) == 12 &&
+		  get32(o->data + 8) == 1 && get32(o->data + 12) == 20);
+	/* back at the first rank, in another wait: nothing */
+	clear_outs();
+	put32(chain, 1);
+	put32(chain + 4, 20);
+	put32(chain + 8, 5);
+	put32(chain + 12, 12);
+	p.data_len = 16;
+	p.version = 999;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &p);
+	CU_ASSERT_EQUAL(nouts, 0);
+	/* in the same wait: the run ends */
+	p.version = 64;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &p);
+	o = find_out(SENT, refl, LM_MSG_ABORT);
+	CU_ASSERT_PTR_NOT_NULL(o);
+	/* a chain of no link is refused */
+	teardown(c);
+	c = setup();
+	join_all(c, RUN);
+	p.data_len = 0;
+	p.data = NULL;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &p);
+	CU_ASSERT_PTR_NULL(find_out(SENT, refl, LM_MSG_PROBE));
+	teardown(c);
+}
+
 LM_TEST_SUITE("locks",
 	LM_TEST(test_lock_grant_unlock_relay),
 	LM_TEST(test_recalled_token_waits_for_a_fresh_client),
@@ -347,4 +464,6 @@ LM_TEST_SUITE("locks",
 	LM_TEST(test_lock_token_handed_off_locally),
 	LM_TEST(test_local_grant_passes_on_what_other_grants_named),
 	LM_TEST(test_recalled_token_bounded_handoffs),
-	LM_TEST(test_grant_after_leave_returns_lock))
+	LM_TEST(test_grant_after_leave_returns_lock),
+	LM_TEST(test_local_lock_cycle_ends_the_run),
+	LM_TEST(test_probe_follows_the_chain))

@@ -181,6 +181,8 @@ static size_t make_samples(struct lm_msg *s)
 	    .nnotices = 3);
 	ADD(.type = LM_MSG_GONE, .id = 1, .rank = 7);
 	ADD(.type = LM_MSG_WAITING, .id = 4, .epoch = 9);
+	ADD(.type = LM_MSG_PROBE, .id = 2, .rank = 5, .version = 61,
+	    .data = (const uint8_t *)"\x05\0\0\0\x01\0\0\0", .data_len = 8);
 	ADD(.type = LM_MSG_PAGES, .notices = notices5, .nnotices = 2,
 	    .diffs = { diff_list, sizeof(diff_list), 2 });
 	ADD(.type = LM_MSG_DELTA, .status = LM_ENOENT, .page = 77,
@@ -346,6 +348,7 @@ static unsigned used_fields(int type)
 		return U_ID | U_RANK | U_VERSION | U_NOTICES | U_TAGS;
 	case LM_MSG_GONE: return U_ID | U_RANK;
 	case LM_MSG_WAITING: return U_ID | U_EPOCH;
+	case LM_MSG_PROBE: return U_ID | U_RANK | U_VERSION | U_DATA;
 	default: return U_STATUS; /* the *_OK replies */
 	}
 }

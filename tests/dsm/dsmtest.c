@@ -33,6 +33,10 @@
  *                              rank RANK asks for lock 1 meanwhile: it
  *                              can never have it, nor the others pass
  *                              the barrier (the run must end at once)
+ *   dsmtest lockcycle A B      rank A takes lock 1 and rank B lock 2;
+ *                              after a barrier A asks for lock 2 and B
+ *                              for lock 1: neither can go on (the run
+ *                              must end naming the cycle)
  *   dsmtest sleep S            a barrier, then rank 0 sleeps S seconds
  *                              while the others wait in a second barrier
  *                              with nothing to send (for liveness tests)
@@ -2226,6 +2230,31 @@ static int run_lockbar(int waiter)
 	return 1;
 }
 
+static int run_lockcycle(int a, int b)
+{
+	if (a == b || a < 0 || b < 0 || a >= nprocs || b >= nprocs) {
+		fprintf(stderr, "dsmtest: lockcycle takes two ranks below %d\n",
+			nprocs);
+		return 2;
+	}
+	if (rank == a)
+		check(lm_lock(1), "lm_lock");
+	if (rank == b)
+		check(lm_lock(2), "lm_lock");
+	check(lm_barrier(16), "lm_barrier"); /* both held now */
+	if (rank == a)
+		check(lm_lock(2), "lm_lock");
+	if (rank == b)
+		check(lm_lock(1), "lm_lock");
+	if (rank == a || rank == b) {
+		fprintf(stderr, "dsmtest: rank %d took a lock of the cycle\n",
+			rank);
+		return 1;
+	}
+	check(lm_barrier(17), "lm_barrier");
+	return 1;
+}
+
 static int run_lastread(long ms)
 {
 	uint8_t (*pages)[COMPUTE_PAGE] = NULL;
@@ -2464,7 +2493,7 @@ int main(int argc, char **argv)
 				"die RANK | stress ROUNDS PAGES SEED | "
 				"owners ERAS PAGES SEED | low 1 | leave RANK [LAST] | nofinal RANK | split 1|2 | "
 				"private ROUNDS BYTES | sleep SECONDS | "
-				"lastread MS | lockbar RANK | "
+				"lastread MS | lockbar RANK | lockcycle A B | "
 				"misuse 1 | early 1 | ids 1 | numbering 1 | "
 				"counters K GAP | created PAGES | "
 				"chain ROUNDS | bytes ROUNDS | "
@@ -2520,6 +2549,8 @@ int main(int argc, char **argv)
 		failed = run_lastread(atol(argv[2]));
 	else if (strcmp(argv[1], "lockbar") == 0)
 		failed = run_lockbar(atoi(argv[2]));
+	else if (strcmp(argv[1], "lockcycle") == 0 && argc == 4)
+		failed = run_lockcycle(atoi(argv[2]), atoi(argv[3]));
 	else if (strcmp(argv[1], "misuse") == 0)
 		failed = run_misuse();
 	else if (strcmp(argv[1], "early") == 0) {
