@@ -698,6 +698,35 @@ else
 	pgrep -fa "$hl" | sed 's/^/       /'
 fi
 pkill -f "$hl" 2>/dev/null
+# --stats with --hosts: the counters are read from the head after the
+# ranks ended, so the daemons must outlive the run (services); with
+# --start-daemons each launcher stops its lemuriad first: refused.
+sdp=""
+for d in r0 c0 c1; do
+	prog=$bin/lemuriad; [ $d = r0 ] && prog=$bin/reflector
+	"$prog" -c "$hl" -n $d -l warn 2>"$tmp/hosts/$d.log" &
+	sdp="$sdp $!"
+done
+i=0
+until $bin/lemuriactl -c "$hl" -t 0.5 status >/dev/null 2>&1; do
+	i=$((i + 1)); [ $i -ge 20 ] && break; sleep 0.25
+done
+expect "--hosts --stats: LU, counters of every daemon after" 0 \
+	timeout -k 5 60 $bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
+	--agent "$tmp/hosts/fake-ssh" --stats -- \
+	"$build/splash2/lu" -n128 -b16 -t
+expect_output "--hosts --stats: the run passed" "TEST PASSED"
+expect_output "--hosts --stats: the counters of all 3 daemons" \
+	"what the run did, summed over the 3 daemons that answered (of 3"
+expect_output "--hosts --stats: barriers counted" "barriers  *[.]  *[1-9]"
+# shellcheck disable=SC2086 # pids
+kill $sdp 2>/dev/null
+# shellcheck disable=SC2086
+wait $sdp 2>/dev/null
+expect "--hosts --stats with --start-daemons is refused" 2 \
+	$bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
+	--agent "$tmp/hosts/fake-ssh" --start-daemons --stats -- true
+expect_output "--hosts --stats: the message says why" "daemons that outlive the run"
 printf '%s\n' "r0 node0" "c0 node1" >"$tmp/hosts/short"
 expect "--hosts: a cluster without a host is refused" 2 \
 	$bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/short" -- true

@@ -480,16 +480,28 @@ static int run_hosts(const struct run_opts *o)
 	struct lm_layout *l = NULL;
 	struct lm_hosts *hosts = NULL;
 	lm_launch_daemons *ds = NULL;
+	lm_runstats *before = NULL;
 	uint64_t run_id = o->run ? o->run : lm_launch_run_id();
 	ssize_t n;
 	int status = 2;
 
-	if (o->nclusters || o->stats) {
+	if (o->nclusters) {
 		fprintf(stderr, "lemuria-run: --hosts starts every cluster "
-				"and goes without %s\n",
-			o->nclusters ? "--cluster" :
-				       "--stats (lemuriactl stats, before "
-				       "and after, gives the counters)");
+				"and goes without --cluster\n");
+		return 2;
+	}
+	/* the counters are read after the ranks ended, from here: the
+	 * daemons must still be up then, which those that each cluster's
+	 * launcher started are not */
+	if (o->stats && o->daemons) {
+		fprintf(stderr, "lemuria-run: --stats with --hosts needs "
+				"daemons that outlive the run: each "
+				"cluster's launcher stops the lemuriad it "
+				"started with its ranks, before the counters "
+				"could be read.  Start the daemons as services "
+				"(docs/operations.md) and leave out "
+				"--start-daemons, or ask them with lemuriactl "
+				"stats before and after\n");
 		return 2;
 	}
 	/* every host runs the same paths: ours, made absolute */
@@ -559,6 +571,7 @@ static int run_hosts(const struct run_opts *o)
 		status = 1;
 		goto out;
 	}
+	before = o->stats ? stats_snapshot(l, "before") : NULL;
 	status = lm_launch_remote_run(jobs, l->nclusters,
 				      o->timeout_ms ? o->timeout_ms +
 							      2 * LM_LAUNCH_GRACE_MS :
@@ -567,7 +580,10 @@ static int run_hosts(const struct run_opts *o)
 				      o->verbose ? stderr : NULL, &res);
 	if (res.msg[0])
 		fprintf(stderr, "lemuria-run: %s\n", res.msg);
+	if (o->stats)
+		stats_report(l, before, o->stats == 2);
 out:
+	lm_runstats_destroy(before);
 	lm_launch_daemons_stop(ds, LM_LAUNCH_GRACE_MS);
 	for (size_t i = 0; i < MAX_CLUSTERS; i++)
 		lm_hosts_argv_free(cmds[i]);
