@@ -42,11 +42,10 @@
  *     comes before the RTO.  The floor is below rto_min because on a
  *     steady path the RTO sits at rto_min, and a probe no earlier would
  *     never come first: every lost request or reply would wait a whole
- *     RTO (radiosity with 5 % loss: 49,000 timeouts against 4,200 probes
- *     in a run).  It is twice the longest delay a client may put on its
- *     acks (docs/dsm.md "Client acknowledgements"), so a reply is not
- *     probed for want of a delayed ack.  A probe that was not needed
- *     costs one datagram.  When it fires, the highest datagram in flight not
+ *     RTO.  It is twice the longest delay a client may put on its acks
+ *     (docs/dsm.md "Client acknowledgements"), so a reply is not probed
+ *     for want of a delayed ack; a probe that was not needed costs one
+ *     datagram.  When it fires, the highest datagram in flight not
  *     selectively acked is resent once (the lost tail itself, or the last
  *     hole when the tail got through) and the RTO restarts from then.  The
  *     ack the probe provokes either repairs the tail outright or carries
@@ -143,9 +142,10 @@
 /* Where every channel starts.  Only tests change it, to cross the wrap. */
 #ifndef LM_REL_FIRST_SEQ
 #define LM_REL_FIRST_SEQ 1u
+#endif
+
 /* The probe's floor, as a share of rto_min (Tail losses above). */
 #define REL_PTO_MIN_SHARE 2u
-#endif
 
 /* A queued message, already laid out as the datagrams that carry it:
  * fragment i lives at dg + i * stride as header | payload | room for the
