@@ -889,6 +889,25 @@ static void test_shared_changed_waits_out_a_barrier(void)
 	teardown(c);
 }
 
+/* The home answers FETCH req_id (m) with page `page` at `version`, every
+ * byte `page`, tagged with registration `reg` of cluster 1 (the data and
+ * tags in the caller's buffers, which m keeps). */
+static void answer_tagged(lm_lemuriad *c, uint32_t req_id, struct lm_msg *m,
+			  uint8_t *data, uint8_t *tags, uint32_t page,
+			  uint32_t version, uint32_t reg)
+{
+	memset(data, (int)page, layout->page_size);
+	m->page = page;
+	m->version = version;
+	m->data = data;
+	m->data_len = layout->page_size;
+	lm_msg_tag_put(tags, 0, 1, reg);
+	m->tags = tags;
+	m->ntags = 1;
+	clear_outs();
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, req_id, m);
+}
+
 /* docs/dsm.md "Order": a page fetched newer than every list heard (its
  * home tags it with a registration of cluster 1 not told yet) waits: the
  * fault is not answered and the writers are asked to hurry.  A CHANGED
@@ -915,16 +934,7 @@ static void test_shared_page_waits_for_its_writers_list(void)
 	fetch(c, 1, 500, 9);        /* a fault on the pointer's page */
 	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	memset(data, 0x09, layout->page_size);
-	m.page = 9;
-	m.version = 3;
-	m.data = data;
-	m.data_len = layout->page_size;
-	lm_msg_tag_put(tags, 0, 1, 7);
-	m.tags = tags;
-	m.ntags = 1;
-	clear_outs();
-	lm_lemuriad_handle(c, refl, LM_REL_REPLY, f->req_id, &m);
+	answer_tagged(c, f->req_id, &m, data, tags, 9, 3, 7);
 	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
 	CU_ASSERT(!lm_ccopy_holds(cc, 9, 3));
 	f = find_out(SENT, refl, LM_MSG_CHANGED);
@@ -1083,16 +1093,7 @@ static void test_shared_neighbour_waits_for_its_list(void)
 	creq_fetchv(c, 1, 601, ask, 2);
 	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	memset(data, 0x09, layout->page_size);
-	m.page = 9;
-	m.version = 3;
-	m.data = data;
-	m.data_len = layout->page_size;
-	lm_msg_tag_put(tags, 0, 1, 7);
-	m.tags = tags;
-	m.ntags = 1;
-	clear_outs();
-	lm_lemuriad_handle(c, refl, LM_REL_REPLY, f->req_id, &m);
+	answer_tagged(c, f->req_id, &m, data, tags, 9, 3, 7);
 	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
 	clear_outs();
 	ch.id = LM_CHANGED_ALL;

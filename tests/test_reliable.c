@@ -1667,7 +1667,7 @@ static int drop_frags_once(struct sim *s, int from,
 /* The setting of the tail-loss tests: a fast path (200 us round trip)
  * whose RTO one slow round trip (6 ms, as under CPU steal) has left far
  * above the round trip.  Returns that RTO; delivery counts start at 0. */
-static uint64_t sim_open_jittery(struct sim *s)
+static void sim_open_rto_min(struct sim *s, uint32_t rto_min_us)
 {
 	struct lm_rel_config c;
 
@@ -1676,10 +1676,15 @@ static uint64_t sim_open_jittery(struct sim *s)
 	for (int i = 0; i < 2; i++) {
 		test_cfg(&c, i ? ID_B : ID_A, i ? 2000 : 1000);
 		c.transport.rto_initial_us = 20000;
-		c.transport.rto_min_us = 1000;
+		c.transport.rto_min_us = rto_min_us;
 		c.transport.rto_max_us = 100000;
 		ep_open(s, i, &c, NULL);
 	}
+}
+
+static uint64_t sim_open_jittery(struct sim *s)
+{
+	sim_open_rto_min(s, 1000);
 	s->latency = 3000;
 	send_one_and_wait(s, "slow");
 	s->latency = 100;
@@ -1697,19 +1702,10 @@ static uint64_t sim_open_jittery(struct sim *s)
  * with loss waited an RTO for nearly every lost datagram). */
 static void test_tail_probe_beats_rto_min(void)
 {
-	struct lm_rel_config c;
 	uint64_t t0, r;
 	struct sim s;
 
-	memset(&s, 0, sizeof(s));
-	s.now = 1000;
-	for (int i = 0; i < 2; i++) {
-		test_cfg(&c, i ? ID_B : ID_A, i ? 2000 : 1000);
-		c.transport.rto_initial_us = 20000;
-		c.transport.rto_min_us = 2000;
-		c.transport.rto_max_us = 100000;
-		ep_open(&s, i, &c, NULL);
-	}
+	sim_open_rto_min(&s, 2000);
 	s.latency = 100;
 	for (int i = 0; i < 8; i++)
 		send_one_and_wait(&s, "fast");
