@@ -113,11 +113,14 @@ static void *lm_ctl_ping_run(void *arg)
 }
 
 /* Every job at once, so that daemons that are down cost the timeout
- * once, not once each; a thread that cannot start runs in turn. */
+ * once, not once each; a thread that cannot start runs in turn.  Several
+ * round trips each (-n) are timed one daemon after the other, so that
+ * they do not share the CPUs. */
 static void lm_ctl_ping_all(struct lm_ctl_ping_job *jobs, size_t n)
 {
-	pthread_t *threads = calloc(n, sizeof(*threads));
-	bool *started = calloc(n, sizeof(*started));
+	bool alone = n && jobs[0].count > 1;
+	pthread_t *threads = alone ? NULL : calloc(n, sizeof(*threads));
+	bool *started = alone ? NULL : calloc(n, sizeof(*started));
 
 	for (size_t i = 0; threads && started && i < n; i++)
 		started[i] = pthread_create(&threads[i], NULL, lm_ctl_ping_run,
