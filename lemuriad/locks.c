@@ -20,6 +20,7 @@
 
 #include "lm_error.h"
 #include "log.h"
+#include "wire.h"
 
 static struct token *token_find(lm_lemuriad *c, uint32_t id)
 {
@@ -259,20 +260,6 @@ static const struct lwaiter *waiting_for(const lm_lemuriad *c, uint32_t rank,
 	return NULL;
 }
 
-static uint32_t get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
 /* The chain (rank, lock it waits for), n links, comes back to its first
  * rank, which holds the last link's lock: the run ends naming each. */
 static void cycle_found(lm_lemuriad *c, const uint8_t *chain, uint32_t n)
@@ -285,9 +272,9 @@ static void cycle_found(lm_lemuriad *c, const uint8_t *chain, uint32_t n)
 		len += (size_t)snprintf(why + len, sizeof(why) - len,
 					"%srank %u waits for lock %u, held by "
 					"rank %u", i ? "; " : "",
-					get_u32(chain + 8 * i),
-					get_u32(chain + 8 * i + 4),
-					get_u32(chain + 8 * ((i + 1) % n)));
+					lm_get32(chain + 8 * i),
+					lm_get32(chain + 8 * i + 4),
+					lm_get32(chain + 8 * ((i + 1) % n)));
 	if (len < sizeof(why))
 		snprintf(why + len, sizeof(why) - len,
 			 ": none of them can go on");
@@ -305,7 +292,7 @@ static void chase(lm_lemuriad *c, uint32_t lock, uint32_t req,
 	for (;;) {
 		const struct token *t = token_find(c, lock);
 		const struct lwaiter *w;
-		uint32_t holder, next, first = get_u32(chain);
+		uint32_t holder, next, first = lm_get32(chain);
 		struct lm_msg m;
 
 		if (!t || !t->here) {
@@ -326,19 +313,20 @@ static void chase(lm_lemuriad *c, uint32_t lock, uint32_t req,
 		holder = t->holder;
 		if (holder == first) {
 			w = waiting_for(c, first, &next);
-			if (w && w->req_id == req && next == get_u32(chain + 4))
+			if (w && w->req_id == req &&
+			    next == lm_get32(chain + 4))
 				cycle_found(c, chain, n);
 			return;
 		}
 		for (uint32_t i = 1; i < n; i++)
-			if (get_u32(chain + 8 * i) == holder)
+			if (lm_get32(chain + 8 * i) == holder)
 				return; /* a cycle without the first rank:
 					   its own ranks find it */
 		if (!waiting_for(c, holder, &next) ||
 		    n == LM_LEMURIAD_PROBE_HOPS)
 			return;
-		put_u32(chain + 8 * n, holder);
-		put_u32(chain + 8 * n + 4, next);
+		lm_put32(chain + 8 * n, holder);
+		lm_put32(chain + 8 * n + 4, next);
 		n++;
 		lock = next;
 	}
@@ -370,8 +358,8 @@ static void probe_waits(lm_lemuriad *c)
 
 			if (++w->ticks < LM_LEMURIAD_PROBE_TICKS)
 				continue;
-			put_u32(chain, w->rank);
-			put_u32(chain + 4, lock);
+			lm_put32(chain, w->rank);
+			lm_put32(chain + 4, lock);
 			/* the chase may end the run, whose state goes */
 			chase(c, lock, w->req_id, chain, 1, false);
 		}

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "proto.h"
 #include "updates.h"
+#include "wire.h"
 
 static void test_lock_grant_unlock_relay(void)
 {
@@ -358,18 +359,6 @@ static void granted_lock(lm_lemuriad *c, uint32_t rank, uint32_t req_id,
 	clear_outs();
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 /* Two ranks of one cluster that each hold the lock the other asks for:
  * two ticks after, the run ends naming both waits (issue 42: it waited
  * for --timeout); one tick is not enough (a wait that ends soon is no
@@ -416,8 +405,8 @@ static void test_probe_follows_the_chain(void)
 	granted_lock(c, 1, 60, 12);
 	lock_op(c, LM_MSG_LOCK, 1, 64, 20); /* goes up: token elsewhere */
 	clear_outs();
-	put32(chain, 5);
-	put32(chain + 4, 12);
+	lm_put32(chain, 5);
+	lm_put32(chain + 4, 12);
 	p.id = 12;
 	p.rank = 1;
 	p.version = 900;
@@ -429,14 +418,14 @@ static void test_probe_follows_the_chain(void)
 	CU_ASSERT_EQUAL(o->m.id, 20);
 	CU_ASSERT_EQUAL(o->m.version, 900);
 	CU_ASSERT_EQUAL_FATAL(o->m.data_len, 16);
-	CU_ASSERT(get32(o->data) == 5 && get32(o->data + 4) == 12 &&
-		  get32(o->data + 8) == 1 && get32(o->data + 12) == 20);
+	CU_ASSERT(lm_get32(o->data) == 5 && lm_get32(o->data + 4) == 12 &&
+		  lm_get32(o->data + 8) == 1 && lm_get32(o->data + 12) == 20);
 	/* back at the first rank, in another wait: nothing */
 	clear_outs();
-	put32(chain, 1);
-	put32(chain + 4, 20);
-	put32(chain + 8, 5);
-	put32(chain + 12, 12);
+	lm_put32(chain, 1);
+	lm_put32(chain + 4, 20);
+	lm_put32(chain + 8, 5);
+	lm_put32(chain + 12, 12);
 	p.data_len = 16;
 	p.version = 999;
 	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &p);
