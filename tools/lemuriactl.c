@@ -9,7 +9,6 @@
  * Exit status: 0 when every daemon answered, 1 when some did not, 2 on a
  * usage or layout error. */
 #include <getopt.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,26 +112,16 @@ static void *lm_ctl_ping_run(void *arg)
 }
 
 /* Every job at once, so that daemons that are down cost the timeout
- * once, not once each; a thread that cannot start runs in turn.  Several
- * round trips each (-n) are timed one daemon after the other, so that
- * they do not share the CPUs. */
+ * once, not once each.  Several round trips each (-n) are timed one
+ * daemon after the other, so that they do not share the CPUs. */
 static void lm_ctl_ping_all(struct lm_ctl_ping_job *jobs, size_t n)
 {
-	bool alone = n && jobs[0].count > 1;
-	pthread_t *threads = alone ? NULL : calloc(n, sizeof(*threads));
-	bool *started = alone ? NULL : calloc(n, sizeof(*started));
-
-	for (size_t i = 0; threads && started && i < n; i++)
-		started[i] = pthread_create(&threads[i], NULL, lm_ctl_ping_run,
-					    &jobs[i]) == 0;
-	for (size_t i = 0; i < n; i++) {
-		if (threads && started && started[i])
-			pthread_join(threads[i], NULL);
-		else
+	if (n && jobs[0].count > 1) {
+		for (size_t i = 0; i < n; i++)
 			lm_ctl_ping_run(&jobs[i]);
+		return;
 	}
-	free(threads);
-	free(started);
+	lm_runstats_each_at_once(lm_ctl_ping_run, jobs, sizeof(*jobs), n);
 }
 
 static void lm_ctl_usage(FILE *out)

@@ -175,37 +175,46 @@ static void *lm_runstats_job_run(void *arg)
 	return NULL;
 }
 
+void lm_runstats_each_at_once(void *(*fn)(void *), void *jobs,
+			      size_t size, size_t n)
+{
+	pthread_t *threads = calloc(n ? n : 1, sizeof(*threads));
+	bool *started = calloc(n ? n : 1, sizeof(*started));
+
+	for (size_t i = 0; threads && started && i < n; i++)
+		started[i] = pthread_create(&threads[i], NULL, fn,
+					    (char *)jobs + i * size) == 0;
+	for (size_t i = 0; i < n; i++) {
+		if (threads && started && started[i])
+			pthread_join(threads[i], NULL);
+		else
+			fn((char *)jobs + i * size);
+	}
+	free(threads);
+	free(started);
+}
+
 /* Every daemon at once: a daemon that is down costs the timeout once,
  * not once per daemon (each question has its own endpoint; lm_auth may
- * be shared).  A thread that cannot start asks in turn, after. */
+ * be shared). */
 size_t lm_runstats_query(lm_runstats *rs, const struct lm_layout *l,
 			 const lm_auth *auth, uint16_t self_id,
 			 int timeout_ms)
 {
-	struct lm_runstats_job *jobs = calloc(rs->n, sizeof(*jobs));
-	pthread_t *threads = calloc(rs->n, sizeof(*threads));
-	bool *started = calloc(rs->n, sizeof(*started));
+	struct lm_runstats_job *jobs = calloc(rs->n ? rs->n : 1,
+					      sizeof(*jobs));
 	size_t down = 0;
 
-	for (size_t i = 0; jobs && threads && started && i < rs->n; i++) {
+	for (size_t i = 0; jobs && i < rs->n; i++)
 		jobs[i] = (struct lm_runstats_job){ l, auth, self_id,
 			timeout_ms, &rs->d[i], lm_stats_create(), NULL, 0 };
-		started[i] = pthread_create(&threads[i], NULL,
-					    lm_runstats_job_run,
-					    &jobs[i]) == 0;
-	}
+	if (jobs)
+		lm_runstats_each_at_once(lm_runstats_job_run, jobs,
+					 sizeof(*jobs), rs->n);
 	for (size_t i = 0; i < rs->n; i++) {
-		const char *why = "out of memory";
-		int rc = LM_ENOMEM;
+		const char *why = jobs ? jobs[i].why : "out of memory";
+		int rc = jobs ? jobs[i].rc : LM_ENOMEM;
 
-		if (jobs && threads && started) {
-			if (started[i])
-				pthread_join(threads[i], NULL);
-			else
-				lm_runstats_job_run(&jobs[i]);
-			rc = jobs[i].rc;
-			why = jobs[i].why;
-		}
 		if (rc == 0 && lm_runstats_put(rs, i, 0, NULL, jobs[i].set)) {
 			rc = LM_ENOMEM;
 			why = "out of memory";
@@ -218,8 +227,6 @@ size_t lm_runstats_query(lm_runstats *rs, const struct lm_layout *l,
 			lm_stats_destroy(jobs[i].set);
 	}
 	free(jobs);
-	free(threads);
-	free(started);
 	return down;
 }
 

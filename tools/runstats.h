@@ -42,6 +42,12 @@ const struct lm_runstats_daemon *lm_runstats_daemon(const lm_runstats *rs,
 int lm_runstats_put(lm_runstats *rs, size_t i, int rc, const char *why,
 		    const lm_stats_set *set);
 
+/* Runs fn on each of the n jobs (size bytes apart in `jobs`) at once, a
+ * thread each, and returns when all are done; a job whose thread cannot
+ * start runs in turn after. */
+void lm_runstats_each_at_once(void *(*fn)(void *), void *jobs,
+			      size_t size, size_t n);
+
 /* Asks every daemon for its counters (STATS) through a transport
  * endpoint of node `self_id` with the client settings of l, all at once
  * (a thread each), waiting at most timeout_ms for each.  A daemon whose
