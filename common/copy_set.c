@@ -142,6 +142,30 @@ bool lm_copy_set_stop_writers(const int *readers, uint32_t n_readers,
 	return protect_all(readers, n_readers, view, len, on);
 }
 
+/* Reads at most this many batches of fault messages a call: the
+ * descriptor is level-triggered, so what is left is read next time. */
+#define WAKE_READS 16
+
+uint32_t lm_copy_set_wake_waiting(int reader, uint64_t view, uint64_t len)
+{
+	struct uffdio_range all = { view, len };
+	struct uffd_msg msgs[16];
+	uint32_t faults = 0;
+
+	if (reader < 0)
+		return 0;
+	for (int i = 0; i < WAKE_READS; i++) {
+		ssize_t got = read(reader, msgs, sizeof(msgs));
+
+		if (got <= 0)
+			break; /* EAGAIN: none left (the fd is non-blocking) */
+		for (size_t k = 0; k < (size_t)got / sizeof(msgs[0]); k++)
+			faults += msgs[k].event == UFFD_EVENT_PAGEFAULT;
+	}
+	(void)ioctl(reader, UFFDIO_WAKE, &all);
+	return faults;
+}
+
 int lm_copy_set_install(const struct lm_ccopy *cc,
 			const struct lm_copy_filler *f,
 			const struct lm_copy_set_item *items, uint32_t n,

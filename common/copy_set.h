@@ -58,6 +58,18 @@ void lm_copy_filler_close(struct lm_copy_filler *f);
 bool lm_copy_set_stop_writers(const int *readers, uint32_t n_readers,
 			      uint64_t view, uint64_t len, bool on);
 
+/* Wakes every thread whose fault waits on `reader` (the faults pending
+ * there are read off it first, so the descriptor stops being readable):
+ * the kernel can lose the wake that ends a stop or a set.  A write that
+ * found its page write-protected and queued just after the wake went by
+ * keeps waiting, because its page-table entry is not writable again
+ * until a new fault makes it so (seen on 6.18, about one stop in
+ * 200,000 under a writer that never pauses).  The lemuriad calls this
+ * whenever a reader's descriptor is readable; a thread woken while its
+ * page is still protected or missing faults and waits again.  Returns
+ * how many faults were read. */
+uint32_t lm_copy_set_wake_waiting(int reader, uint64_t view, uint64_t len);
+
 struct lm_copy_set_item {
 	uint32_t page;
 	uint32_t version;

@@ -120,6 +120,16 @@ static void lm_daemon_on_pulse(evutil_socket_t fd, short what, void *arg)
 	lm_daemon_pulse(d);
 }
 
+static void lm_daemon_on_watch(evutil_socket_t fd, short what, void *arg)
+{
+	lm_daemon *d = arg;
+
+	(void)fd;
+	(void)what;
+	if (d->machine)
+		d->proto->readable(d->machine);
+}
+
 static void lm_daemon_deliver(void *ctx, const struct lm_rel_msg *m)
 {
 	lm_daemon *d = ctx;
@@ -229,6 +239,8 @@ int lm_daemon_start_protocol(lm_daemon *d,
 			     const struct lm_daemon_protocol *proto,
 			     char *err, size_t errlen)
 {
+	int fd;
+
 	d->notice_cap = (size_t)(d->layout->shared_size /
 				 d->layout->page_size);
 	d->notices = calloc(d->notice_cap, sizeof(*d->notices));
@@ -247,7 +259,20 @@ int lm_daemon_start_protocol(lm_daemon *d,
 	d->proto = proto;
 	d->machine = proto->create(d->layout, d->name, d->id, &d->out, d,
 				   err, errlen);
-	return d->machine ? 0 : LM_EINVAL;
+	if (!d->machine)
+		return LM_EINVAL;
+	if (proto->watch_fd && proto->readable &&
+	    (fd = proto->watch_fd(d->machine)) >= 0) {
+		d->watch_ev = event_new(event_get_base(d->pulse_ev), fd,
+					EV_READ | EV_PERSIST,
+					lm_daemon_on_watch, d);
+		if (!d->watch_ev || event_add(d->watch_ev, NULL) < 0) {
+			snprintf(err, errlen, "cannot watch the protocol's "
+				 "descriptor");
+			return LM_ENOMEM;
+		}
+	}
+	return 0;
 }
 
 const struct lm_daemon_stats *lm_daemon_stats(const lm_daemon *d)
@@ -391,6 +416,8 @@ void lm_daemon_destroy(lm_daemon *d)
 		event_free(d->held_ev);
 	if (d->pulse_ev)
 		event_free(d->pulse_ev);
+	if (d->watch_ev)
+		event_free(d->watch_ev);
 	lm_daemon_backlog_free(d);
 	if (d->machine)
 		d->proto->destroy(d->machine);

@@ -48,6 +48,13 @@ struct lm_daemon_protocol {
 	 * machine handled and at that time, so a machine that keeps pushing
 	 * its time on (a seal at each of LU's barriers) is never woken. */
 	uint64_t (*pulse)(void *machine, uint64_t now_us);
+	/* A descriptor of the machine's own (optional; -1 for none), asked
+	 * for once after create and watched for reading until destroy:
+	 * `readable` runs whenever it is.  For kernel events that no
+	 * message brings (lemuriad/copy.c: a client's fault whose wake the
+	 * kernel lost). */
+	int (*watch_fd)(void *machine);
+	void (*readable)(void *machine);
 };
 
 /* While a run is on, a daemon sends a one-way PING this often to each

@@ -95,6 +95,7 @@ struct lm_daemon {
 	char lost_reason[LM_MSG_REASON_MAX];
 	struct event *background_ev; /* runs proto->background */
 	bool background_armed;
+	struct event *watch_ev;   /* runs proto->readable (NULL: none) */
 	struct event *pulse_ev;   /* runs proto->pulse ... */
 	uint64_t pulse_at;        /* ... at this clock time (0: not armed) */
 };

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,17 +23,42 @@
 #include "lm_error.h"
 #include "wire.h"
 
+/* Client `slot`'s userfaultfd, out of the watched set and closed. */
+static void drop_uffd(lm_lemuriad *c, uint32_t slot)
+{
+	if (c->set_uffd[slot] < 0)
+		return;
+	(void)epoll_ctl(c->uffd_watch, EPOLL_CTL_DEL, c->set_uffd[slot],
+			NULL);
+	close(c->set_uffd[slot]);
+	c->set_uffd[slot] = -1;
+}
+
 /* The clients' userfaultfds, and the connections they come on. */
 static void sets_close(lm_lemuriad *c)
 {
 	for (uint32_t i = 0; c->set_conn && i < c->nclients; i++) {
 		if (c->set_conn[i] >= 0)
 			close(c->set_conn[i]);
-		if (c->set_uffd[i] >= 0)
-			close(c->set_uffd[i]);
-		c->set_conn[i] = c->set_uffd[i] = -1;
+		c->set_conn[i] = -1;
+		drop_uffd(c, i);
 	}
 	lm_copy_filler_close(&c->filler);
+}
+
+void lm_copy_wake_waiting(lm_lemuriad *c)
+{
+	struct epoll_event ev[16];
+	int n = epoll_wait(c->uffd_watch, ev, 16, 0);
+
+	for (int i = 0; i < n; i++) {
+		uint32_t slot = ev[i].data.u32;
+
+		if (slot < c->nclients && c->set_uffd[slot] >= 0)
+			c->stats.copy_late_wakes += lm_copy_set_wake_waiting(
+				c->set_uffd[slot], c->layout->base,
+				(uint64_t)c->npages * c->page_size);
+	}
 }
 
 void lm_copy_stop(lm_lemuriad *c)
@@ -127,9 +153,7 @@ int lm_copy_give(lm_lemuriad *c, int slot, uint32_t pid,
 	sock[len] = '\0';
 	if (c->set_conn[slot] >= 0)
 		close(c->set_conn[slot]);
-	if (c->set_uffd[slot] >= 0)
-		close(c->set_uffd[slot]);
-	c->set_uffd[slot] = -1;
+	drop_uffd(c, (uint32_t)slot);
 	if (lm_fdpass_send_keep(sock, pid, c->copy_fd,
 				c->filler.uffd >= 0 ? &c->set_conn[slot] : NULL,
 				err, sizeof(err))) {
@@ -149,6 +173,21 @@ static void lose_locked(lm_lemuriad *c, uint32_t page)
 	snprintf(why, sizeof(why), "page %u of the cluster's copy stayed "
 		 "locked (a client died inside its fault?)", page);
 	c->hooks.lose(c, why);
+}
+
+/* Client `slot`'s userfaultfd goes into the watched set: a fault of
+ * its whose wake the kernel lost is woken again (lm_copy_wake_waiting).
+ * Should the kernel refuse, such a fault waits for the next set or
+ * stop's wake instead. */
+static void watch_uffd(lm_lemuriad *c, uint32_t slot)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = slot };
+
+	if (epoll_ctl(c->uffd_watch, EPOLL_CTL_ADD, c->set_uffd[slot], &ev))
+		lm_log_limited("userfaultfds not watched", LM_LOG_WARN,
+			       "cluster %s: rank %u: its userfaultfd is not "
+			       "watched: %s", c->cfg->name,
+			       slot_rank(c, (int)slot), strerror(errno));
 }
 
 /* Whether every client of the run handed us its userfaultfd, so that a
@@ -172,6 +211,8 @@ static bool sets_ready(lm_lemuriad *c)
 				    sizeof(err));
 		if (rc == 1)
 			return false;
+		if (rc == 0)
+			watch_uffd(c, i);
 		close(c->set_conn[i]);
 		c->set_conn[i] = -1;
 		if (rc != 0) {

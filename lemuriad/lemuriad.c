@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "deltas.h"
 #include "diff.h"
@@ -1010,6 +1012,7 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->set_uffd = malloc((c->nclients ? c->nclients : 1) *
 			     sizeof(*c->set_uffd));
 	c->filler.uffd = -1;
+	c->uffd_watch = epoll_create1(EPOLL_CLOEXEC);
 	for (uint32_t i = 0; c->set_conn && c->set_uffd && i < c->nclients;
 	     i++)
 		c->set_conn[i] = c->set_uffd[i] = -1;
@@ -1056,6 +1059,7 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 			c->page_size, (uint32_t)c->npages, c->nclients,
 			c->cache_max * c->page_size / 8);
 	if (!c->by_page || !c->clients || !c->set_conn || !c->set_uffd ||
+	    c->uffd_watch < 0 ||
 	    (c->nclients && c->first_node == 0) ||
 	    !c->up_by_id || !c->up_by_page ||
 	    !c->deltas || !c->pagebuf || !c->deltabuf || !c->fetchv_buf ||
@@ -1109,6 +1113,8 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	free(c->clients);
 	free(c->set_conn);
 	free(c->set_uffd);
+	if (c->uffd_watch >= 0)
+		close(c->uffd_watch);
 	free(c->tokens);
 	lm_notice_set_free(&c->epoch_notes);
 	free(c);
@@ -1175,6 +1181,16 @@ bool lm_lemuriad_background(lm_lemuriad *c)
 		c->ahead = lm_updates_encode_ahead(c->updates, copy_for_ahead,
 						   c, AHEAD_PAGES);
 	return c->ahead;
+}
+
+int lm_lemuriad_wait_fd(const lm_lemuriad *c)
+{
+	return c->uffd_watch;
+}
+
+void lm_lemuriad_readable(lm_lemuriad *c)
+{
+	lm_copy_wake_waiting(c);
 }
 
 void lm_lemuriad_tick(lm_lemuriad *c)

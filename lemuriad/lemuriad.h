@@ -110,6 +110,13 @@ void lm_lemuriad_handle(lm_lemuriad *c, uint16_t from,
  * some is left. */
 bool lm_lemuriad_background(lm_lemuriad *c);
 
+/* A descriptor the daemon watches for reading (-1: none): readable when
+ * a client's fault waits on the cluster's copy with no wake to come
+ * (common/copy_set.h, lm_copy_set_wake_waiting); then
+ * lm_lemuriad_readable wakes it. */
+int lm_lemuriad_wait_fd(const lm_lemuriad *c);
+void lm_lemuriad_readable(lm_lemuriad *c);
+
 /* The daemon's clock, about once a second while a run is on: ends the
  * waits no message would end (LM_LEMURIAD_FRESH_TICKS). */
 void lm_lemuriad_tick(lm_lemuriad *c);
@@ -173,6 +180,8 @@ struct lm_lemuriad_stats {
 	uint64_t copy_set_pages;    /* ... their pages */
 	uint64_t copy_sets_split;   /* ... sets put in page by page: a
 				       client gave no userfaultfd */
+	uint64_t copy_late_wakes;   /* ... clients' faults woken again:
+				       the kernel lost their wake */
 	uint64_t copy_notices_held; /* ... notices left out of a list for
 				       the clients (RELEASE, GRANT, CREATE;
 				       once a list): the copy held them */

@@ -381,6 +381,9 @@ struct lm_lemuriad {
 	int *set_conn;          /* per client: the connection its copy went
 				   on, until its userfaultfd comes back */
 	int *set_uffd;          /* ... that userfaultfd (-1: none yet) */
+	int uffd_watch;         /* an epoll set of those userfaultfds, for
+				   the faults whose wake the kernel lost
+				   (lm_copy_wake_waiting) */
 	uint8_t *sealbuf;
 	uint8_t *copy_idle;     /* per page: seals in a row it was clean */
 	uint32_t *copy_pulled;  /* per page: the batch during which a home
@@ -712,6 +715,9 @@ void lm_notices_epoch_end(lm_lemuriad *c);
  * the cluster shares one).  0, or LM_E* after logging why. */
 int lm_copy_start(lm_lemuriad *c);
 void lm_copy_stop(lm_lemuriad *c);
+/* Wakes the clients' faults pending on their userfaultfds (the
+ * lemuriad's wait descriptor was readable; common/copy_set.h). */
+void lm_copy_wake_waiting(lm_lemuriad *c);
 /* Hands the object to client `pid`, which listens on the abstract socket
  * `name` (len bytes, the JOIN's data).  0, or LM_E* after logging why. */
 int lm_copy_give(lm_lemuriad *c, int slot, uint32_t pid,

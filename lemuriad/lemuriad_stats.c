@@ -40,6 +40,7 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_NONE, copy_sets),
 	F(LM_STAT_NONE, copy_set_pages),
 	F(LM_STAT_NONE, copy_sets_split),
+	F(LM_STAT_NONE, copy_late_wakes),
 	F(LM_STAT_CLIENT, copy_notices_held),
 	F(LM_STAT_CLUSTER, copy_owned),
 	F(LM_STAT_NONE, copy_own_refused),

@@ -58,6 +58,16 @@ static uint64_t lemuriad_pulse(void *machine, uint64_t now_us)
 	return lm_lemuriad_pulse(machine, now_us);
 }
 
+static int lemuriad_watch_fd(void *machine)
+{
+	return lm_lemuriad_wait_fd(machine);
+}
+
+static void lemuriad_readable(void *machine)
+{
+	lm_lemuriad_readable(machine);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct lm_daemon_protocol proto = {
@@ -69,6 +79,8 @@ int main(int argc, char **argv)
 		.background = lemuriad_background,
 		.tick = lemuriad_tick,
 		.pulse = lemuriad_pulse,
+		.watch_fd = lemuriad_watch_fd,
+		.readable = lemuriad_readable,
 	};
 
 	return lm_daemon_main(argc, argv, LM_ROLE_LEMURIAD, &proto);

@@ -624,7 +624,7 @@ void join_all_shared(lm_lemuriad *c, uint64_t run)
 		close(fd);
 }
 
-uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run)
+uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run, int *keep)
 {
 	struct lm_ccopy_hdr g;
 	int conn[4], memfd, ufd = -1;
@@ -636,10 +636,15 @@ uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run)
 	CU_ASSERT_FATAL(memfd >= 0);
 	CU_ASSERT_FATAL(lm_ccopy_geometry((uint32_t)(len / layout->page_size),
 					  layout->page_size, &g) == 0);
-	view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd,
-		    (off_t)g.pages_off);
-	CU_ASSERT_FATAL(view != MAP_FAILED);
+	/* at the region's base, as a client maps it: the lemuriad wakes
+	 * its clients' faults there */
+	view = mmap((void *)(uintptr_t)layout->base, len,
+		    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+		    memfd, (off_t)g.pages_off);
+	CU_ASSERT_FATAL(view == (void *)(uintptr_t)layout->base);
 	close(memfd);
+	if (keep)
+		*keep = -1;
 	if (lm_copy_set_reader(view, len, &ufd, err, sizeof(err)) != 0) {
 		for (uint32_t r = 0; r < 4; r++)
 			close(conn[r]);
@@ -651,7 +656,10 @@ uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run)
 		CU_ASSERT(lm_fdpass_answer(conn[r], ufd, err, sizeof(err)) == 0);
 		close(conn[r]);
 	}
-	close(ufd);
+	if (keep)
+		*keep = ufd;
+	else
+		close(ufd);
 	return view;
 }
 

@@ -95,8 +95,9 @@ lm_lemuriad *setup_shared(void);
 void join_all_shared(lm_lemuriad *c, uint64_t run);
 /* ... each client handing the lemuriad a userfaultfd (common/copy_set.h)
  * registered on one view of the copy's pages, which it returns (NULL
- * when this kernel has no userfaultfd for us). */
-uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run);
+ * when this kernel has no userfaultfd for us).  With `ufd` not NULL the
+ * test keeps that userfaultfd there (-1 with NULL returned). */
+uint8_t *join_all_shared_waiting(lm_lemuriad *c, uint64_t run, int *ufd);
 
 void teardown(lm_lemuriad *c);
 

@@ -2,14 +2,20 @@
  * and the seal of one instant (lm_ccopy_seal_at_once), with threads of
  * this process as the clients: a reader that follows a pointer on one
  * page to a record on another, a cluster-mate that writes a twinned
- * page meanwhile. */
+ * page meanwhile.  A waker thread plays the lemuriad's watch of the
+ * reader's descriptor (lemuriad/copy.c): without it a writer whose wake
+ * the kernel lost waits for ever. */
 #include "unit.h"
 
+#include <linux/userfaultfd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cluster_copy.h"
@@ -25,13 +31,30 @@ static struct lm_copy_filler filler = { .uffd = -1 };
 static uint8_t *map, *view;
 static size_t map_len;
 static int memfd = -1, reader = -1;
-static atomic_bool stop;
-static atomic_ulong mixes, reads, mate_last;
+static atomic_bool stop, waker_stop;
+static atomic_ulong mixes, reads, mate_last, late_wakes;
+static pthread_t waker;
+static bool waker_on;
+
+/* What the lemuriad does when a reader's descriptor is readable. */
+static void *wake_late(void *arg)
+{
+	struct pollfd p = { .fd = reader, .events = POLLIN };
+
+	(void)arg;
+	while (!atomic_load(&waker_stop))
+		if (poll(&p, 1, 10) == 1)
+			atomic_fetch_add(&late_wakes,
+					 lm_copy_set_wake_waiting(
+						 reader, (uintptr_t)view,
+						 NP * PS));
+	return NULL;
+}
 
 /* The object in a memfd, its pages mapped again as a client's view
  * (`view`, registered as a reader), and the filler; false when this
  * kernel has no userfaultfd for us (the test is then skipped). */
-static bool make_shared_copy(void)
+static bool make_shared_copy_watched(bool watched)
 {
 	struct lm_ccopy_hdr g;
 	char err[256];
@@ -53,11 +76,25 @@ static bool make_shared_copy(void)
 		fprintf(stderr, "(skipped: %s) ", err);
 		return false;
 	}
+	atomic_store(&waker_stop, false);
+	waker_on = watched &&
+		   pthread_create(&waker, NULL, wake_late, NULL) == 0;
+	CU_ASSERT_FATAL(waker_on == watched);
 	return true;
+}
+
+static bool make_shared_copy(void)
+{
+	return make_shared_copy_watched(true);
 }
 
 static void drop_shared_copy(void)
 {
+	if (waker_on) {
+		atomic_store(&waker_stop, true);
+		pthread_join(waker, NULL);
+		waker_on = false;
+	}
 	lm_copy_filler_close(&filler);
 	if (reader >= 0)
 		close(reader);
@@ -271,6 +308,76 @@ static void test_seal_of_one_instant(void)
 	drop_shared_copy();
 }
 
+/* The kernel's lost wake, made on purpose: a write waits on a
+ * write-protected page, the protection goes without a wake (what the
+ * kernel does when the write queues just after the wake went by).  The
+ * writer waits on; lm_copy_set_wake_waiting finds its fault on the
+ * reader's descriptor and wakes it. */
+static atomic_bool wrote;
+
+static void *write_once(void *arg)
+{
+	(void)arg;
+	((volatile uint64_t *)view)[3] = 42;
+	atomic_store(&wrote, true);
+	return NULL;
+}
+
+/* Whether `flag` became true within `ms` milliseconds. */
+static bool became_true(atomic_bool *flag, int ms)
+{
+	for (int i = 0; i < ms && !atomic_load(flag); i++)
+		usleep(1000);
+	return atomic_load(flag);
+}
+
+static void test_lost_wake_woken_again(void)
+{
+	static const uint8_t zero[PS];
+	struct uffdio_writeprotect off = {
+		.range = { 0, PS },
+		.mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE,
+	};
+	struct uffdio_range all;
+	struct pollfd p;
+	pthread_t w;
+
+	if (!make_shared_copy_watched(false)) {
+		drop_shared_copy();
+		return;
+	}
+	CU_ASSERT(lm_ccopy_install(&cc, 0, 1, zero) == 0);
+	((volatile uint64_t *)view)[0] = 1; /* mapped in this process */
+	atomic_store(&wrote, false);
+	atomic_store(&late_wakes, 0);
+	if (!lm_copy_set_stop_writers(&reader, 1, (uintptr_t)view, PS,
+				      true)) {
+		fprintf(stderr, "(skipped: no write-protection here) ");
+		drop_shared_copy();
+		return;
+	}
+	CU_ASSERT_FATAL(pthread_create(&w, NULL, write_once, NULL) == 0);
+	p = (struct pollfd){ .fd = reader, .events = POLLIN };
+	CU_ASSERT_EQUAL(poll(&p, 1, 2000), 1); /* its fault waits */
+	off.range.start = (uintptr_t)view;
+	CU_ASSERT(ioctl(reader, UFFDIO_WRITEPROTECT, &off) == 0);
+	CU_ASSERT_FALSE(became_true(&wrote, 50)); /* no wake came */
+	CU_ASSERT(lm_copy_set_wake_waiting(reader, (uintptr_t)view,
+					   NP * PS) >= 1);
+	CU_ASSERT_TRUE(became_true(&wrote, 2000));
+	CU_ASSERT_EQUAL(((volatile uint64_t *)view)[3], 42);
+	if (!atomic_load(&wrote)) { /* let the thread end all the same */
+		all = (struct uffdio_range){ (uintptr_t)view, NP * PS };
+		(void)ioctl(reader, UFFDIO_WAKE, &all);
+	}
+	pthread_join(w, NULL);
+	/* nothing waits: the descriptor has nothing to read */
+	CU_ASSERT_EQUAL(lm_copy_set_wake_waiting(reader, (uintptr_t)view,
+						 NP * PS), 0);
+	drop_shared_copy();
+}
+
 LM_TEST_SUITE("copy_set", LM_TEST(test_set_goes_in_as_one),
 	      LM_TEST(test_twinned_page_writers_wait),
-	      LM_TEST(test_seal_of_one_instant))
+	      LM_TEST(test_seal_of_one_instant),
+	      LM_TEST(test_lost_wake_woken_again))

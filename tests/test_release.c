@@ -3,11 +3,15 @@
  * client at a time, and what it puts off meanwhile. */
 #include "unit.h"
 
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -1021,7 +1025,7 @@ static void test_shared_set_leaves_globals_in_place(void)
 	const uint64_t t = 8000000;
 	const struct lm_ccopy *cc;
 	const struct out *f;
-	uint8_t *view = join_all_shared_waiting(c, RUN);
+	uint8_t *view = join_all_shared_waiting(c, RUN, NULL);
 	uint32_t v = 0;
 
 	if (!view) {
@@ -1055,6 +1059,99 @@ static void test_shared_set_leaves_globals_in_place(void)
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_set_pages, 1); /* 10 */
 	CU_ASSERT_EQUAL(view[10 * layout->page_size + 100],
 			lm_ccopy_page(cc, 10)[100]);
+	munmap(view, layout->shared_size);
+	teardown(c);
+}
+
+/* A client's write whose wake the kernel lost (common/copy_set.h,
+ * lm_copy_set_wake_waiting) goes on: the lemuriad watches each client's
+ * userfaultfd from the first set on, its wait descriptor says a fault
+ * waits, and lm_lemuriad_readable wakes it.  The lost wake is made on
+ * purpose: the page's write-protection goes without one. */
+static atomic_bool late_wrote;
+static uint8_t *late_view;
+
+static void *write_late(void *arg)
+{
+	(void)arg;
+	late_view[9 * layout->page_size + 8] = 0x5a;
+	atomic_store(&late_wrote, true);
+	return NULL;
+}
+
+static bool wrote_within(int ms)
+{
+	for (int i = 0; i < ms && !atomic_load(&late_wrote); i++)
+		usleep(1000);
+	return atomic_load(&late_wrote);
+}
+
+static void test_shared_lost_wake_woken(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
+				   { .page = 10, .version = 5 } };
+	const uint32_t pages[2] = { 9, 10 };
+	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
+	const uint64_t t = 8000000;
+	struct uffdio_writeprotect wp = {
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+	struct pollfd p = { .fd = lm_lemuriad_wait_fd(c), .events = POLLIN };
+	const struct out *f;
+	pthread_t w;
+	int ufd;
+	uint8_t *view = join_all_shared_waiting(c, RUN, &ufd);
+
+	if (!view) {
+		teardown(c);
+		return; /* no userfaultfd for this user: nothing to watch */
+	}
+	/* a set of two pages: the lemuriad takes the clients' descriptors */
+	cache_page(c, 9, 2, 0x33);
+	cache_page(c, 10, 2, 0x34);
+	m.id = LM_CHANGED_ALL;
+	m.rank = 1;
+	m.notices = ch;
+	m.nnotices = 2;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	r_pages_whole(c, f->req_id, pages, 2, 5);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_sets, 1);
+	CU_ASSERT(p.fd >= 0);
+	CU_ASSERT_EQUAL(poll(&p, 1, 0), 0); /* nothing waits yet */
+	late_view = view;
+	atomic_store(&late_wrote, false);
+	view[9 * layout->page_size] = 1; /* page 9 mapped here */
+	wp.range.start = (uintptr_t)view + 9 * (uint64_t)layout->page_size;
+	wp.range.len = layout->page_size;
+	if (ioctl(ufd, UFFDIO_WRITEPROTECT, &wp) != 0) {
+		close(ufd);
+		munmap(view, layout->shared_size);
+		teardown(c);
+		return; /* no write-protection on shared memory here */
+	}
+	CU_ASSERT_FATAL(pthread_create(&w, NULL, write_late, NULL) == 0);
+	CU_ASSERT_EQUAL(poll(&p, 1, 2000), 1); /* the write waits */
+	wp.mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE;
+	CU_ASSERT(ioctl(ufd, UFFDIO_WRITEPROTECT, &wp) == 0);
+	CU_ASSERT_FALSE(wrote_within(50)); /* the lost wake */
+	lm_lemuriad_readable(c);
+	CU_ASSERT_TRUE(wrote_within(2000));
+	CU_ASSERT(lm_lemuriad_stats(c)->copy_late_wakes >= 1);
+	CU_ASSERT_EQUAL(poll(&p, 1, 0), 0);
+	if (!atomic_load(&late_wrote)) { /* let the thread end all the same */
+		struct uffdio_range all = { (uintptr_t)view,
+					    layout->shared_size };
+
+		(void)ioctl(ufd, UFFDIO_WAKE, &all);
+	}
+	pthread_join(w, NULL);
+	CU_ASSERT_EQUAL(view[9 * layout->page_size + 8], 0x5a);
+	close(ufd);
 	munmap(view, layout->shared_size);
 	teardown(c);
 }
@@ -1181,5 +1278,6 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_changed_pages_go_in_together),
 	LM_TEST(test_shared_page_waits_for_its_writers_list),
 	LM_TEST(test_shared_set_leaves_globals_in_place),
+	LM_TEST(test_shared_lost_wake_woken),
 	LM_TEST(test_shared_neighbour_waits_for_its_list),
 	LM_TEST(test_shared_recall_tells_its_registration_at_once))
