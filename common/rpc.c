@@ -30,7 +30,14 @@
  * endpoint's own when the delay runs out, which sends the acks owed.  The
  * timer's signal goes to that thread alone, which blocks it and takes it
  * with sigwaitinfo: the application's threads are never interrupted, and
- * the helper sleeps except when an ack would otherwise be late. */
+ * the helper sleeps except when an ack would otherwise be late.
+ *
+ * One-way messages (lm_rpc_send) need the same thread: the caller goes on
+ * computing, and a datagram of theirs that is lost would wait for its
+ * retransmission until the next call drove the engine (a one-way UNLOCK
+ * lost so held its lock for as long).  While one is unacknowledged the
+ * timer also fires at the engine's next deadline; the thread then reads
+ * the socket and ticks the engine, unless a waiting call drives it. */
 #include "rpc.h"
 
 #include <errno.h>
@@ -63,8 +70,9 @@
  * (I5) even when the application never calls lm_rpc_recv. */
 #define LM_RPC_QUEUE_MSGS 1024
 #define LM_RPC_QUEUE_BYTES (16u << 20)
-/* Stack of the ack thread: it only locks, encodes an ack and sends. */
-#define LM_RPC_ACK_STACK (64u << 10)
+/* Stack of the ack thread: it sends acks, reads the socket and ticks
+ * the engine (authenticating datagrams on the way). */
+#define LM_RPC_ACK_STACK (256u << 10)
 
 struct lm_rpc_queued {
 	struct lm_rpc_queued *next;
@@ -95,7 +103,8 @@ struct lm_rpc {
 	uint64_t probes;      /* PINGs sent */
 	uint8_t *rxbuf;       /* used by the driver only */
 	uint8_t *fxbuf;       /* datagrams released by the loss injector */
-	bool acks_delayed;    /* the ack thread and timer run */
+	bool helper;          /* the ack thread and its timer run */
+	bool acks_delayed;    /* ... and replies' acks wait for them */
 	timer_t ack_timer;    /* signals the ack thread alone */
 	pthread_t ack_thread;
 	_Atomic pid_t ack_tid;
@@ -507,6 +516,37 @@ static void arm_ack_timer_locked(struct lm_rpc *rpc)
 	arm_at(rpc, due);
 }
 
+/* While a one-way message of ours is unacknowledged and no call drives
+ * the engine, the timer fires no later than the engine's next deadline
+ * (a retransmission, or a datagram the loss injector holds). */
+static void arm_send_timer_locked(struct lm_rpc *rpc)
+{
+	uint64_t when, armed;
+
+	/* a call in flight drives the engine; the last one out arms */
+	if (!rpc->helper || rpc->pending ||
+	    !lm_rel_pending(rpc->rel, rpc->server_id))
+		return;
+	when = next_wake_locked(rpc);
+	armed = atomic_load(&rpc->ack_armed);
+	if (when != UINT64_MAX && (!armed || when < armed))
+		arm_at(rpc, when);
+}
+
+/* The thread's round of driving for one-way messages: what the socket
+ * holds (their acks) in, the engine ticked (their retransmissions out),
+ * without waiting. */
+static void drive_once_locked(struct lm_rpc *rpc, uint64_t now)
+{
+	rpc->driving = true;
+	read_socket_locked(rpc, now);
+	lm_rel_tick(rpc->rel, now);
+	drain_faults_locked(rpc, now);
+	rpc->driving = false;
+	rpc->progress = false;
+	pthread_cond_broadcast(&rpc->cond);
+}
+
 /* Waits for the timer's signal (blocked here, so it queues for
  * sigwaitinfo) and sends the acks owed; a signal without the endpoint
  * in its value, from lm_rpc_destroy, ends it. */
@@ -530,13 +570,19 @@ static void *ack_thread_main(void *arg)
 		pthread_mutex_lock(&rpc->lock);
 		atomic_store(&rpc->ack_armed, 0);
 		now = lm_now_us();
-		due = lm_rel_ack_due(rpc->rel);
+		if (!rpc->driving && !rpc->pending &&
+		    lm_rel_pending(rpc->rel, rpc->server_id))
+			drive_once_locked(rpc, now);
+		due = rpc->acks_delayed ? lm_rel_ack_due(rpc->rel) : UINT64_MAX;
 		/* requests since the arming carried the acks it was for; one
 		 * owed now may not be due yet: no ack goes early */
-		if (due != UINT64_MAX && due > now)
-			arm_at(rpc, due);
-		else if (due != UINT64_MAX)
+		if (due != UINT64_MAX && due <= now) {
 			lm_rel_flush_acks(rpc->rel, now);
+			due = UINT64_MAX;
+		}
+		if (due != UINT64_MAX)
+			arm_at(rpc, due);
+		arm_send_timer_locked(rpc);
 		pthread_mutex_unlock(&rpc->lock);
 	}
 	return NULL;
@@ -580,18 +626,19 @@ static void ack_timer_setup(struct lm_rpc *rpc)
 		sem_destroy(&rpc->ack_started);
 		return;
 	}
-	rpc->acks_delayed = true;
+	rpc->helper = true;
 }
 
 static void ack_timer_stop(struct lm_rpc *rpc)
 {
-	if (!rpc->acks_delayed)
+	if (!rpc->helper)
 		return;
 	timer_delete(rpc->ack_timer);
 	pthread_sigqueue(rpc->ack_thread, ack_signal(),
 			 (union sigval){ .sival_ptr = NULL });
 	pthread_join(rpc->ack_thread, NULL);
 	sem_destroy(&rpc->ack_started);
+	rpc->helper = false;
 	rpc->acks_delayed = false;
 }
 
@@ -663,6 +710,7 @@ lm_rpc *lm_rpc_create(const struct sockaddr_in *server, uint16_t server_id,
 	cfg = *rcfg;
 	if (cfg.transport.ack_delay_us)
 		ack_timer_setup(rpc);
+	rpc->acks_delayed = rpc->helper;
 	if (!rpc->acks_delayed)
 		cfg.transport.ack_delay_us = 0;
 	rpc->ack_delay_us = cfg.transport.ack_delay_us;
@@ -793,6 +841,7 @@ int lm_rpc_finish(lm_rpc *rpc, struct lm_rpc_pending *call, void **reply,
 	call->started = false;
 	rpc->npending--;
 	arm_ack_timer_locked(rpc);
+	arm_send_timer_locked(rpc);
 	bad_mac = rpc->unauthentic.bad;
 	pthread_mutex_unlock(&rpc->lock);
 	/* a call that found no authentic server, where the server answered
@@ -830,6 +879,10 @@ int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len)
 	if (!rpc || (!msg && len))
 		return LM_EINVAL;
 	pthread_mutex_lock(&rpc->lock);
+	/* the first one-way message starts the thread that keeps them
+	 * going while the caller computes (above) */
+	if (!rpc->helper)
+		ack_timer_setup(rpc);
 	rc = lm_rel_send(rpc->rel, rpc->server_id, msg, len, lm_now_us());
 	if (rpc->driving) {
 		kick_driver_locked(rpc);
@@ -842,6 +895,7 @@ int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len)
 		pthread_cond_broadcast(&rpc->cond);
 	}
 	arm_ack_timer_locked(rpc);
+	arm_send_timer_locked(rpc);
 	pthread_mutex_unlock(&rpc->lock);
 	return rc;
 }

@@ -98,7 +98,10 @@ struct lm_rpc_counters lm_rpc_counters(lm_rpc *rpc);
  * The endpoint owns buf afterwards; NULL is accepted. */
 void lm_rpc_buf_free(lm_rpc *rpc, void *buf);
 
-/* One-way message to the server. */
+/* One-way message to the server, delivered in order with the calls.
+ * The caller may compute afterwards without calling again: the
+ * endpoint's thread (started with the first one-way message when the
+ * acks are not delayed) resends it if it is lost. */
 int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len);
 
 /* Waits for a message the server sent unasked; ownership as lm_rpc_call. */

@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define LM_WIRE_MAGIC 0x4d4cu
-#define LM_WIRE_VERSION 7
+#define LM_WIRE_VERSION 8
 #define LM_WIRE_HDR_SIZE 64
 #define LM_WIRE_MAC_SIZE 16
 #define LM_WIRE_MAX_DATAGRAM 65507 /* largest UDP payload over IPv4 */

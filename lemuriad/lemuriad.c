@@ -698,7 +698,10 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 		handle_abort_from_client(c, slot, m);
 		return;
 	}
-	if (kind != LM_REL_REQUEST) {
+	/* copy = cluster: a client's UNLOCK comes one-way (nothing of
+	 * the holder's waits on our answer) */
+	if (kind != LM_REL_REQUEST &&
+	    !(m->type == LM_MSG_UNLOCK && c->shared)) {
 		count_bad(c, from, m, "expected a request");
 		return;
 	}
@@ -724,7 +727,8 @@ static void from_client(lm_lemuriad *c, int slot, uint16_t from,
 		lock_held_in_barrier(c);
 		break;
 	case LM_MSG_UNLOCK:
-		lm_locks_unlock(c, slot, from, req_id, m);
+		lm_locks_unlock(c, slot, from,
+				kind == LM_REL_REQUEST ? &req_id : NULL, m);
 		break;
 	case LM_MSG_ALLOC:
 		handle_relay(c, UP_ALLOC, from, req_id, m);

@@ -550,8 +550,9 @@ void lm_release_free_deferred(lm_lemuriad *c);
 
 void lm_locks_lock(lm_lemuriad *c, int slot, uint16_t from, uint32_t req_id,
 		   const struct lm_msg *m);
+/* req_id NULL: a one-way UNLOCK (copy = cluster), not answered. */
 void lm_locks_unlock(lm_lemuriad *c, int slot, uint16_t from,
-		     uint32_t req_id, const struct lm_msg *m);
+		     const uint32_t *req_id, const struct lm_msg *m);
 void lm_locks_recall(lm_lemuriad *c, const struct lm_msg *m);
 /* The manager's PROBE m: whether the chain of lock waits it follows
  * comes back to the rank that started it (then the run ends). */

@@ -428,17 +428,23 @@ void lm_locks_lock(lm_lemuriad *c, int slot, uint16_t from, uint32_t req_id,
 }
 
 void lm_locks_unlock(lm_lemuriad *c, int slot, uint16_t from,
-		     uint32_t req_id, const struct lm_msg *m)
+		     const uint32_t *req_id, const struct lm_msg *m)
 {
 	uint32_t rank = slot_rank(c, slot);
 	struct token *t = token_find(c, m->id);
 
 	if (!t || !t->here || !t->busy || t->holder != rank) {
-		reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, LM_EINVAL);
+		if (req_id)
+			reply_status(c, from, *req_id, LM_MSG_UNLOCK_OK,
+				     LM_EINVAL);
+		else
+			count_bad(c, from, m, "UNLOCK of a lock it does not "
+				  "hold");
 		return;
 	}
 	t->busy = false;
-	reply_status(c, from, req_id, LM_MSG_UNLOCK_OK, 0);
+	if (req_id)
+		reply_status(c, from, *req_id, LM_MSG_UNLOCK_OK, 0);
 	token_next(c, t);
 }
 

@@ -72,6 +72,8 @@ struct lm_client {
 	uint8_t globals_desc[LM_GLOBALS_DESC_BYTES];
 	int held[LM_CLIENT_MAX_HELD];
 	int nheld;
+	bool one_copy;             /* copy = cluster: the cluster's copy is
+				      mapped, nothing to flush at a release */
 	pid_t pid;                 /* the process that joined, not a fork */
 	bool lost;                 /* a call failed: the run is over for us */
 	struct lm_client_profile prof;
@@ -656,6 +658,7 @@ int lm_init(int *argc, char ***argv)
 	}
 	if (shared)
 		hand_set_waits(copy_conn);
+	lm_self.one_copy = shared;
 	/* alone in the run, nobody reads our writes: no need to track them
 	 * (docs/dsm.md "A run of one process") */
 	if (lm_self.layout->nprocs == 1 && !shared &&
@@ -1077,6 +1080,31 @@ int lm_lock(int id)
 	return rc;
 }
 
+/* copy = cluster: what the holder wrote is in the cluster's copy
+ * already, so nothing waits on the lemuriad's answer; the UNLOCK goes
+ * one-way, ahead of anything this process sends next (the transport
+ * keeps order), and the process goes on at once. */
+static int lm_client_unlock_oneway(int id)
+{
+	struct lm_msg req = lm_client_msg(LM_MSG_UNLOCK);
+	uint64_t t0 = lm_clock_us();
+	uint8_t out[128];
+	int rc;
+
+	req.id = (uint32_t)id;
+	rc = lm_msg_encode(&req, out, sizeof(out));
+	if (rc >= 0)
+		rc = lm_rpc_send(lm_self.rpc, out, (size_t)rc);
+	lm_profile_add(&lm_self.prof.unlock, t0);
+	if (rc) {
+		char label[64];
+
+		snprintf(label, sizeof(label), "unlock %d", id);
+		return lm_client_fail(label, rc);
+	}
+	return 0;
+}
+
 int lm_unlock(int id)
 {
 	if (!lm_client_ready("lm_unlock") ||
@@ -1086,6 +1114,8 @@ int lm_unlock(int id)
 		if (lm_self.held[i] != id)
 			continue;
 		lm_self.held[i] = lm_self.held[--lm_self.nheld];
+		if (lm_self.one_copy)
+			return lm_client_unlock_oneway(id);
 		return lm_client_sync(LM_MSG_UNLOCK, LM_MSG_UNLOCK_OK, id,
 				      "unlock");
 	}

@@ -15,7 +15,8 @@
  * layout and the run id through the environment (LM_LAYOUT, LM_RANK,
  * LM_RUN).  The runtime is single-threaded per process: call it from one
  * thread (it starts one of its own, which sleeps except to send an
- * acknowledgement the lemuriad waits for while the program computes).  Every int-returning call returns 0 or a negative error code
+ * acknowledgement the lemuriad waits for, or to resend a lost one-way
+ * message, while the program computes).  Every int-returning call returns 0 or a negative error code
  * (lm_strerror); errors are also logged to stderr naming the rank, the
  * peer and the cause.
  *

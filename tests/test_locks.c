@@ -446,6 +446,61 @@ static void test_probe_follows_the_chain(void)
 	teardown(c);
 }
 
+/* copy = cluster: a client's UNLOCK comes one-way (what it wrote is in
+ * the cluster's copy; it does not wait).  The lock is handed to the
+ * next local waiter at once and nothing answers the UNLOCK; one of a
+ * lock the rank does not hold is counted and dropped.  Under copy =
+ * client an UNLOCK must be a request (its FLUSH is answered first). */
+static void unlock_oneway(lm_lemuriad *c, uint32_t rank, uint32_t id)
+{
+	struct lm_msg m = msg(LM_MSG_UNLOCK, RUN);
+
+	m.id = id;
+	m.rank = rank;
+	lm_lemuriad_handle(c, node_of(rank), LM_REL_ONEWAY, 0, &m);
+}
+
+static void test_oneway_unlock_under_one_copy(void)
+{
+	lm_lemuriad *c = setup_shared();
+	uint64_t bad;
+
+	join_all_shared(c, RUN);
+	token_arrives(c, 3);
+	lock_req(c, 2, 301, 3);
+	CU_ASSERT_EQUAL(nouts, 0); /* rank 1 holds it: rank 2 waits */
+	unlock_oneway(c, 1, 3);
+	CU_ASSERT_EQUAL_FATAL(nouts, 1); /* the GRANT, no UNLOCK_OK */
+	CU_ASSERT_EQUAL(outs[0].how, REPLIED);
+	CU_ASSERT_EQUAL(outs[0].node, node_of(2));
+	CU_ASSERT_EQUAL(outs[0].req_id, 301);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_GRANT);
+	clear_outs();
+	bad = lm_lemuriad_stats(c)->dropped_bad;
+	unlock_oneway(c, 3, 3); /* rank 3 does not hold it */
+	CU_ASSERT_EQUAL(nouts, 0);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, bad + 1);
+	unlock_oneway(c, 2, 3);
+	lock_req(c, 3, 302, 3); /* free again: granted at once */
+	CU_ASSERT_EQUAL_FATAL(nouts, 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_GRANT);
+	CU_ASSERT_EQUAL(outs[0].req_id, 302);
+	teardown(c);
+
+	c = setup();
+	join_all(c, RUN);
+	token_arrives(c, 3);
+	lock_req(c, 2, 301, 3);
+	bad = lm_lemuriad_stats(c)->dropped_bad;
+	unlock_oneway(c, 1, 3);
+	CU_ASSERT_EQUAL(nouts, 0); /* refused: rank 2 still waits */
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, bad + 1);
+	unlock_req(c, 1, 302, 3);
+	CU_ASSERT(nouts >= 1);
+	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK_OK);
+	teardown(c);
+}
+
 LM_TEST_SUITE("locks",
 	LM_TEST(test_lock_grant_unlock_relay),
 	LM_TEST(test_recalled_token_waits_for_a_fresh_client),
@@ -455,4 +510,5 @@ LM_TEST_SUITE("locks",
 	LM_TEST(test_recalled_token_bounded_handoffs),
 	LM_TEST(test_grant_after_leave_returns_lock),
 	LM_TEST(test_local_lock_cycle_ends_the_run),
-	LM_TEST(test_probe_follows_the_chain))
+	LM_TEST(test_probe_follows_the_chain),
+	LM_TEST(test_oneway_unlock_under_one_copy))

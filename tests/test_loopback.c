@@ -75,6 +75,7 @@ struct server {
 	pthread_t thread;
 	bool echo;           /* answer requests with their own bytes */
 	uint64_t requests;   /* requests delivered (atomic) */
+	uint64_t oneways;    /* one-way messages delivered (atomic) */
 	struct sockaddr_in addr;
 };
 
@@ -83,6 +84,8 @@ static void server_deliver(void *ctx, const struct lm_rel_msg *msg)
 	struct server *s = ctx;
 	struct timeval soon = { 0, 1000 }, late = { 0, 300000 };
 
+	if (msg->kind == LM_REL_ONEWAY)
+		__atomic_add_fetch(&s->oneways, 1, __ATOMIC_RELAXED);
 	if (msg->kind != LM_REL_REQUEST)
 		return;
 	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
@@ -1136,6 +1139,36 @@ static void test_delayed_ack_leaves_while_the_caller_computes(void)
 	server_free(&srv);
 }
 
+/* One-way messages lost while the caller computes, never calling
+ * again: the endpoint's own thread resends them (a one-way UNLOCK lost
+ * so held its lock until the holder's next call; dsmtest visible with
+ * loss spun on for ever).  Half of the client's datagrams are dropped;
+ * every message must arrive within 5 s of computing. */
+static void test_oneway_lost_is_resent_while_the_caller_computes(void)
+{
+	const struct lm_fault_cfg drop = { .drop = 0.5, .seed = 7 };
+	struct lm_rel_config scfg, ccfg;
+	struct server srv;
+	lm_rpc *rpc;
+	uint64_t got = 0;
+
+	fast_config(&scfg, SERVER_ID, NULL, 1400);
+	fast_config(&ccfg, CLIENT_ID, NULL, 1400);
+	CU_ASSERT_FATAL(server_start(&srv, &scfg, NULL, false) == 0);
+	rpc = client_new(&srv, &ccfg, &drop);
+	CU_ASSERT_FATAL(rpc != NULL);
+	for (int i = 0; i < 40; i++)
+		CU_ASSERT_EQUAL(lm_rpc_send(rpc, "unlock", 6), 0);
+	for (int i = 0; i < 500 && got < 40; i++) {
+		compute_us(10000);
+		got = __atomic_load_n(&srv.oneways, __ATOMIC_RELAXED);
+	}
+	CU_ASSERT_EQUAL(got, 40);
+	server_stop(&srv);
+	lm_rpc_destroy(rpc);
+	server_free(&srv);
+}
+
 /* Calls in a row carry each other's acks: far fewer pure acks than
  * replies, where an endpoint without the delay sends one per reply (a
  * delay of 2 ms, so that a slow host or ASan does not make them late). */
@@ -1460,6 +1493,7 @@ LM_TEST_SUITE("loopback",
 	      LM_TEST(test_evnode_long_datagram_leaves_at_once),
 	      LM_TEST(test_evnode_reads_datagrams_in_batches),
 	      LM_TEST(test_delayed_ack_leaves_while_the_caller_computes),
+	      LM_TEST(test_oneway_lost_is_resent_while_the_caller_computes),
 	      LM_TEST(test_calls_in_a_row_carry_their_acks),
 	      LM_TEST(test_a_call_reads_its_reply_once),
 	      LM_TEST(test_started_calls_do_not_wait_for_each_other),
