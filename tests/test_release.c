@@ -1004,6 +1004,29 @@ static void test_shared_page_waits_for_its_writers_list(void)
 	teardown(c);
 }
 
+/* Cluster 1's CHANGED names pages 9 and 10 at version 5 (cached here
+ * older); the pulses fetch them and they go into the copy together. */
+static void pages_9_10_changed(lm_lemuriad *c)
+{
+	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
+				   { .page = 10, .version = 5 } };
+	const uint32_t pages[2] = { 9, 10 };
+	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
+	const uint64_t t = 8000000;
+	const struct out *f;
+
+	m.id = LM_CHANGED_ALL;
+	m.rank = 1;
+	m.notices = ch;
+	m.nnotices = 2;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	r_pages_whole(c, f->req_id, pages, 2, 5);
+}
+
 /* copy = cluster, clients that handed their userfaultfds: a set goes in
  * as one (common/copy_set.h), but not a page the clients also map at the
  * executable's globals (rank 0's CREATE describes them): a client
@@ -1012,19 +1035,13 @@ static void test_shared_page_waits_for_its_writers_list(void)
 static void test_shared_set_leaves_globals_in_place(void)
 {
 	lm_lemuriad *c = setup_shared();
-	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
-				   { .page = 10, .version = 5 } };
-	const uint32_t pages[2] = { 9, 10 };
 	const struct lm_globals_desc gd = {
 		.lo = 0x10000, .hi = 0x10000 + layout->page_size,
 		.pages = layout->base + 9 * (uint64_t)layout->page_size,
 	};
-	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
 	struct lm_msg cr = msg(LM_MSG_CREATE, RUN);
 	uint8_t desc[LM_GLOBALS_DESC_BYTES];
-	const uint64_t t = 8000000;
 	const struct lm_ccopy *cc;
-	const struct out *f;
 	uint8_t *view = join_all_shared_waiting(c, RUN, NULL);
 	uint32_t v = 0;
 
@@ -1043,16 +1060,7 @@ static void test_shared_set_leaves_globals_in_place(void)
 	cr.data_len = sizeof(desc);
 	creq(c, 0, 71, &cr);
 	clear_outs();
-	m.id = LM_CHANGED_ALL;
-	m.rank = 1;
-	m.notices = ch;
-	m.nnotices = 2;
-	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
-	lm_lemuriad_pulse(c, t);
-	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	r_pages_whole(c, f->req_id, pages, 2, 5);
+	pages_9_10_changed(c);
 	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 5);
 	CU_ASSERT(lm_ccopy_version(cc, 10, &v) && v == 5);
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_sets, 1);
@@ -1089,16 +1097,10 @@ static bool wrote_within(int ms)
 static void test_shared_lost_wake_woken(void)
 {
 	lm_lemuriad *c = setup_shared();
-	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
-				   { .page = 10, .version = 5 } };
-	const uint32_t pages[2] = { 9, 10 };
-	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
-	const uint64_t t = 8000000;
 	struct uffdio_writeprotect wp = {
 		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
 	};
 	struct pollfd p = { .fd = lm_lemuriad_wait_fd(c), .events = POLLIN };
-	const struct out *f;
 	pthread_t w;
 	int ufd;
 	uint8_t *view = join_all_shared_waiting(c, RUN, &ufd);
@@ -1110,16 +1112,7 @@ static void test_shared_lost_wake_woken(void)
 	/* a set of two pages: the lemuriad takes the clients' descriptors */
 	cache_page(c, 9, 2, 0x33);
 	cache_page(c, 10, 2, 0x34);
-	m.id = LM_CHANGED_ALL;
-	m.rank = 1;
-	m.notices = ch;
-	m.nnotices = 2;
-	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
-	lm_lemuriad_pulse(c, t);
-	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	r_pages_whole(c, f->req_id, pages, 2, 5);
+	pages_9_10_changed(c);
 	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_sets, 1);
 	CU_ASSERT(p.fd >= 0);
 	CU_ASSERT_EQUAL(poll(&p, 1, 0), 0); /* nothing waits yet */
