@@ -880,9 +880,14 @@ int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len)
 		return LM_EINVAL;
 	pthread_mutex_lock(&rpc->lock);
 	/* the first one-way message starts the thread that keeps them
-	 * going while the caller computes (above) */
+	 * going while the caller computes (above); without it nothing
+	 * would, and the message is not sent */
 	if (!rpc->helper)
 		ack_timer_setup(rpc);
+	if (!rpc->helper) {
+		pthread_mutex_unlock(&rpc->lock);
+		return LM_ENOMEM;
+	}
 	rc = lm_rel_send(rpc->rel, rpc->server_id, msg, len, lm_now_us());
 	if (rpc->driving) {
 		kick_driver_locked(rpc);

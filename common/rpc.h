@@ -101,7 +101,8 @@ void lm_rpc_buf_free(lm_rpc *rpc, void *buf);
 /* One-way message to the server, delivered in order with the calls.
  * The caller may compute afterwards without calling again: the
  * endpoint's thread (started with the first one-way message when the
- * acks are not delayed) resends it if it is lost. */
+ * acks are not delayed) resends it if it is lost.  LM_ENOMEM, nothing
+ * sent, when that thread cannot be started. */
 int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len);
 
 /* Waits for a message the server sent unasked; ownership as lm_rpc_call. */

@@ -1096,6 +1096,8 @@ static int lm_client_unlock_oneway(int id)
 	if (rc >= 0)
 		rc = lm_rpc_send(lm_self.rpc, out, (size_t)rc);
 	lm_profile_add(&lm_self.prof.unlock, t0);
+	if (rc == LM_ENOMEM)
+		return rc; /* not sent: the caller asks instead */
 	if (rc) {
 		char label[64];
 
@@ -1107,6 +1109,8 @@ static int lm_client_unlock_oneway(int id)
 
 int lm_unlock(int id)
 {
+	int rc;
+
 	if (!lm_client_ready("lm_unlock") ||
 	    !lm_client_id_ok("lm_unlock", "lock", id))
 		return LM_EINVAL;
@@ -1114,8 +1118,10 @@ int lm_unlock(int id)
 		if (lm_self.held[i] != id)
 			continue;
 		lm_self.held[i] = lm_self.held[--lm_self.nheld];
-		if (lm_self.one_copy)
-			return lm_client_unlock_oneway(id);
+		/* LM_ENOMEM: no thread to resend it; a request then */
+		if (lm_self.one_copy &&
+		    (rc = lm_client_unlock_oneway(id)) != LM_ENOMEM)
+			return rc;
 		return lm_client_sync(LM_MSG_UNLOCK, LM_MSG_UNLOCK_OK, id,
 				      "unlock");
 	}
