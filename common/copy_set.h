@@ -62,9 +62,10 @@ bool lm_copy_set_stop_writers(const int *readers, uint32_t n_readers,
  * there are read off it first, so the descriptor stops being readable):
  * the kernel can lose the wake that ends a stop or a set.  A write that
  * found its page write-protected and queued just after the wake went by
- * keeps waiting, because its page-table entry is not writable again
- * until a new fault makes it so (seen on 6.18, about one stop in
- * 200,000 under a writer that never pauses).  The lemuriad calls this
+ * keeps waiting, its page no longer protected (seen on 6.18: one run in
+ * a hundred of a test that seals 2,000 times under a writer that never
+ * pauses; most likely the kernel's must-wait check reads the entry's
+ * write bit, which the unprotect leaves clear).  The lemuriad calls this
  * whenever a reader's descriptor is readable; a thread woken while its
  * page is still protected or missing faults and waits again.  Returns
  * how many faults were read. */
