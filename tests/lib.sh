@@ -81,3 +81,32 @@ run_expect() {
 		tail -n 25 "$tmp/out" | sed 's/^/       /'
 	fi
 }
+
+# fails_within LIMIT DESC LAYOUT PATTERN... -- PROGRAM ARGS: the run, with
+# its own daemons, must fail within LIMIT seconds with a line of each
+# PATTERN (grep) in its output: a wait that can never end, named at once
+# (issue 42).  Uses the caller's $bin and $tmp and counts into its
+# $checks and $failures; LM_FAULTS and the like pass through the
+# environment.
+fails_within() {
+	flimit=$1; desc=$2; flay=$3; shift 3
+	pats=""
+	while [ "$1" != -- ]; do pats="$pats
+$1"; shift; done
+	shift
+	checks=$((checks + 1))
+	start=$(date +%s)
+	timeout -k 5 60 "$bin/lemuria-run" -c "$flay" --start-daemons \
+		--timeout 40 -- "$@" >"$tmp/out" 2>&1
+	st=$?
+	secs=$(( $(date +%s) - start ))
+	missing=$(echo "$pats" | while read -r p; do
+		[ -z "$p" ] || grep -q "$p" "$tmp/out" || echo "$p"; done)
+	if [ $st -ne 0 ] && [ "$secs" -le "$flimit" ] && [ -z "$missing" ]; then
+		echo "  ok   $desc (${secs}s)"
+	else
+		failures=$((failures + 1))
+		echo "  FAIL $desc (status $st, ${secs}s${missing:+; no \"$missing\"})"
+		tail -n 20 "$tmp/out" | sed 's/^/       /'
+	fi
+}

@@ -586,31 +586,6 @@ else
 	echo "  FAIL a barrier after a rank left (status $st, ${secs}s)"
 	tail -n 20 "$tmp/out" | sed 's/^/       /'
 fi
-# fails_fast DESC LAYOUT PATTERN... -- PROGRAM ARGS: the run, with its
-# own daemons, must fail within 10 s with a line of each PATTERN (grep)
-# in its output: a wait that can never end, named at once (issue 42).
-fails_fast() {
-	desc=$1; flay=$2; shift 2
-	pats=""
-	while [ "$1" != -- ]; do pats="$pats
-$1"; shift; done
-	shift
-	checks=$((checks + 1))
-	start=$(date +%s)
-	timeout -k 5 60 "$bin/lemuria-run" -c "$flay" --start-daemons \
-		--timeout 40 -- "$@" >"$tmp/out" 2>&1
-	st=$?
-	secs=$(( $(date +%s) - start ))
-	missing=$(echo "$pats" | while read -r p; do
-		[ -z "$p" ] || grep -q "$p" "$tmp/out" || echo "$p"; done)
-	if [ $st -ne 0 ] && [ $secs -le 10 ] && [ -z "$missing" ]; then
-		echo "  ok   $desc (${secs}s)"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL $desc (status $st, ${secs}s${missing:+; no \"$missing\"})"
-		tail -n 20 "$tmp/out" | sed 's/^/       /'
-	fi
-}
 # A whole cluster whose ranks all finish while other clusters wait in a
 # barrier: its lemuriad has no arrival to see, so its reflector learns
 # it (GONE) and every barrier manager does; the run ends at once naming
@@ -620,7 +595,7 @@ mkdir -p "$tmp/gone"
 glay=$(private_layout conf/3-reflectors.ini "$tmp/gone" 35)
 for range in "2 3" "0 1"; do
 	# shellcheck disable=SC2086 # two ranks
-	fails_fast "ranks $range, a whole cluster, left: the run ends naming it" \
+	fails_within 10 "ranks $range, a whole cluster, left: the run ends naming it" \
 		"$glay" "barrier 1 can never complete: every rank of cluster c[01] left the run (the last, rank [0-3])" \
 		-- "$build/tests/dsmtest" leave $range
 done
@@ -630,7 +605,7 @@ done
 mkdir -p "$tmp/apart"
 alay=$(private_layout conf/4+4.ini "$tmp/apart" 36)
 for how in 1 2; do
-	fails_fast "ranks in two barriers (split $how): the run ends naming both" \
+	fails_within 10 "ranks in two barriers (split $how): the run ends naming both" \
 		"$alay" "barriers [12] and [12] are waited in at once ([a-z]* [a-z0-9]* in [12], [a-z]* [a-z0-9]* in [12])" \
 		-- "$build/tests/dsmtest" split $how
 done
@@ -643,20 +618,20 @@ for spec in "2x2-two-reflectors 37" "3-reflectors 38"; do
 	l=${spec% *}
 	mkdir -p "$tmp/apart-$l"
 	xlay=$(private_layout "conf/$l.ini" "$tmp/apart-$l" "${spec#* }")
-	fails_fast "clusters of different reflectors in two barriers ($l): the run ends naming both" \
+	fails_within 10 "clusters of different reflectors in two barriers ($l): the run ends naming both" \
 		"$xlay" "barriers [12] and [12] are waited in at once (the clusters of reflector r[0-2] in [12], those of reflector r[0-2] in [12])" \
 		-- "$build/tests/dsmtest" split 2
 done
 # A lock held by a rank that waits in a barrier, and asked for by a rank
 # of its cluster, which can then never reach the barrier: the lemuriad
 # ends the run naming both (it waited for --timeout before).
-fails_fast "a lock held in a barrier its local waiter never reaches: the run ends" \
+fails_within 10 "a lock held in a barrier its local waiter never reaches: the run ends" \
 	"$alay" "lock 1: rank 1 waits for it, and rank 0 holds it while it waits in barrier 15" \
 	-- "$build/tests/dsmtest" lockbar 1
 # ... and asked for by a rank of another cluster (the manager's RECALL
 # names the round it asked in), on one reflector and across two
 for flay in "$alay" "$xlay"; do
-	fails_fast "a lock held in a barrier its waiter of another cluster never reaches: the run ends" \
+	fails_within 10 "a lock held in a barrier its waiter of another cluster never reaches: the run ends" \
 		"$flay" "lock 1: a rank of another cluster waits for it, and rank 0 holds it while it waits in barrier 15" \
 		-- "$build/tests/dsmtest" lockbar 5
 done
@@ -665,12 +640,12 @@ done
 # they wait for (PROBE, through the locks' managers) and ends the run
 # naming every wait; in one cluster, across two on one reflector, and
 # with the two locks managed by two reflectors.
-fails_fast "locks taken in a cycle in one cluster: the run ends naming it" \
+fails_within 10 "locks taken in a cycle in one cluster: the run ends naming it" \
 	"$alay" "locks taken in a cycle: " "rank 0 waits for lock 2, held by rank 1" \
 	"rank 1 waits for lock 1, held by rank 0" \
 	-- "$build/tests/dsmtest" lockcycle 0 1
 for flay in "$alay" "$xlay"; do
-	fails_fast "locks taken in a cycle across clusters: the run ends naming it" \
+	fails_within 10 "locks taken in a cycle across clusters: the run ends naming it" \
 		"$flay" "rank 0 waits for lock 2, held by rank 5" \
 		"rank 5 waits for lock 1, held by rank 0" \
 		-- "$build/tests/dsmtest" lockcycle 0 5
@@ -678,7 +653,7 @@ done
 # A rank that exits (status 0) without lm_finalize while the others wait
 # in a barrier: the library names it and leaves the run for it, and the
 # barrier ends the run at once (the old tree waited until the timeout).
-fails_fast "a rank that exits without lm_finalize is named, the run ends" \
+fails_within 10 "a rank that exits without lm_finalize is named, the run ends" \
 	"$alay" "rank 5 exits without lm_finalize" \
 	"barrier 1 can never complete: rank 5 left the run" \
 	-- "$build/tests/dsmtest" nofinal 5

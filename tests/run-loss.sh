@@ -94,23 +94,11 @@ EOF
 	# the loss as well, within 20 s (2-3 s without loss)
 	last=$((procs - 1))
 	seed=$((seed + 1))
-	checks=$((checks + 1))
-	start=$(date +%s)
-	LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$seed" \
-		timeout -k 5 60 "$bin/lemuria-run" -c "$lay" --start-daemons \
-		--timeout 40 -- "$build/tests/dsmtest" lockcycle 0 "$last" \
-		>"$tmp/out" 2>&1
-	st=$?
-	secs=$(( $(date +%s) - start ))
-	if [ $st -ne 0 ] && [ $secs -le 20 ] &&
-	   grep -q "rank 0 waits for lock 2, held by rank $last" "$tmp/out" &&
-	   grep -q "rank $last waits for lock 1, held by rank 0" "$tmp/out"; then
-		echo "  ok   locks in a cycle named on $l (seed $seed) (${secs}s)"
-	else
-		failures=$((failures + 1))
-		echo "  FAIL locks in a cycle named on $l (seed $seed; status $st, ${secs}s)"
-		tail -n 20 "$tmp/out" | sed 's/^/       /'
-	fi
+	LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$seed" fails_within 20 \
+		"locks in a cycle named on $l (seed $seed)" "$lay" \
+		"rank 0 waits for lock 2, held by rank $last" \
+		"rank $last waits for lock 1, held by rank 0" \
+		-- "$build/tests/dsmtest" lockcycle 0 "$last"
 done
 
 echo "loss: $checks checks, $failures failed, $skipped skipped"
