@@ -533,17 +533,15 @@ static void arm_send_timer_locked(struct lm_rpc *rpc)
 		arm_at(rpc, when);
 }
 
-/* The thread's round of driving for one-way messages: what the socket
- * holds (their acks) in, the engine ticked (their retransmissions out),
- * without waiting. */
-static void drive_once_locked(struct lm_rpc *rpc, uint64_t now)
+/* One round of driving that does not wait, by a thread that drives
+ * nothing otherwise (a one-way send, the ack thread): what the socket
+ * holds in (acks that open the window), the engine ticked (resends
+ * out). */
+static void drive_now_locked(struct lm_rpc *rpc)
 {
 	rpc->driving = true;
-	read_socket_locked(rpc, now);
-	lm_rel_tick(rpc->rel, now);
-	drain_faults_locked(rpc, now);
+	drive_locked(rpc, lm_now_us());
 	rpc->driving = false;
-	rpc->progress = false;
 	pthread_cond_broadcast(&rpc->cond);
 }
 
@@ -572,7 +570,7 @@ static void *ack_thread_main(void *arg)
 		now = lm_now_us();
 		if (!rpc->driving && !rpc->pending &&
 		    lm_rel_pending(rpc->rel, rpc->server_id))
-			drive_once_locked(rpc, now);
+			drive_now_locked(rpc);
 		due = rpc->acks_delayed ? lm_rel_ack_due(rpc->rel) : UINT64_MAX;
 		/* requests since the arming carried the acks it was for; one
 		 * owed now may not be due yet: no ack goes early */
@@ -889,16 +887,10 @@ int lm_rpc_send(lm_rpc *rpc, const void *msg, size_t len)
 		return LM_ENOMEM;
 	}
 	rc = lm_rel_send(rpc->rel, rpc->server_id, msg, len, lm_now_us());
-	if (rpc->driving) {
+	if (rpc->driving)
 		kick_driver_locked(rpc);
-	} else {
-		/* Nobody drives: take in what has arrived (acks that open
-		 * the window) without waiting. */
-		rpc->driving = true;
-		drive_locked(rpc, lm_now_us());
-		rpc->driving = false;
-		pthread_cond_broadcast(&rpc->cond);
-	}
+	else
+		drive_now_locked(rpc); /* nobody drives */
 	arm_ack_timer_locked(rpc);
 	arm_send_timer_locked(rpc);
 	pthread_mutex_unlock(&rpc->lock);

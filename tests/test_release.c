@@ -819,6 +819,28 @@ static void test_shared_changed_fetches_into_copy(void)
 	teardown(c);
 }
 
+/* The reflector brings CHANGED{LM_CHANGED_ALL, rank, ch} (a writer of
+ * cluster `rank`); the pulses of a quiet cluster ask for its pages:
+ * that FETCHV. */
+static const struct out *changed_asked(lm_lemuriad *c, struct lm_notice *ch,
+				       uint32_t n, uint32_t rank)
+{
+	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
+	const uint64_t t = 8000000;
+	const struct out *f;
+
+	m.id = LM_CHANGED_ALL;
+	m.rank = rank;
+	m.notices = ch;
+	m.nnotices = n;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	return f;
+}
+
 /* copy = cluster: the pages of one CHANGED go into the copy together,
  * when the last of them came, so that a client spinning on one never
  * reads it ahead of another the same writer changed before (barnes's
@@ -829,7 +851,6 @@ static void test_shared_changed_pages_go_in_together(void)
 	lm_lemuriad *c = setup_shared();
 	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
 				   { .page = 17, .version = 6 } };
-	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
 	const struct lm_ccopy *cc = shared_joined(c);
 	const uint32_t nine = 9;
 	const uint64_t t = 8000000;
@@ -839,14 +860,7 @@ static void test_shared_changed_pages_go_in_together(void)
 	cache_page(c, 9, 2, 0x33);
 	cache_page(c, 17, 2, 0x34);
 	clear_outs();
-	m.id = LM_CHANGED_ALL;
-	m.notices = ch;
-	m.nnotices = 2;
-	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
-	lm_lemuriad_pulse(c, t);
-	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	f = changed_asked(c, ch, 2, 0);
 	CU_ASSERT_EQUAL_FATAL(f->m.nnotices, 2);
 	/* the home brings 9 alone (17 lives at another reflector) */
 	clear_outs();
@@ -1011,20 +1025,8 @@ static void pages_9_10_changed(lm_lemuriad *c)
 	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
 				   { .page = 10, .version = 5 } };
 	const uint32_t pages[2] = { 9, 10 };
-	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
-	const uint64_t t = 8000000;
-	const struct out *f;
 
-	m.id = LM_CHANGED_ALL;
-	m.rank = 1;
-	m.notices = ch;
-	m.nnotices = 2;
-	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
-	lm_lemuriad_pulse(c, t);
-	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	r_pages_whole(c, f->req_id, pages, 2, 5);
+	r_pages_whole(c, changed_asked(c, ch, 2, 1)->req_id, pages, 2, 5);
 }
 
 /* copy = cluster, clients that handed their userfaultfds: a set goes in
