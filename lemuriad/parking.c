@@ -88,18 +88,21 @@ static void send_parked(lm_lemuriad *c, const struct parked *p)
 	c->out.send(c->ctx, c->reflector, &m);
 }
 
-/* Whether a parked message may go now.  Most wait for the answer to
- * the registration they need.  A BARRIER goes right behind its
- * REGISTERs: the channel to R is FIFO, R enters its own part before it
- * reads the BARRIER and holds the BARRIER until the other homes acked
- * theirs (docs/dsm.md "Several reflectors"), so the deltas are
- * registered before anyone can pass the barrier (I2), and the answer
- * reaches us before the RELEASE.  A GRANT must wait: it names the
- * versions the answer brings. */
+/* Whether a parked message may go now.  A BARRIER, and an UNLOCK that
+ * gives the token back, go right behind their REGISTERs: the channel to
+ * R is FIFO, R enters its own part before it reads what follows and
+ * holds either until the other homes acked theirs (docs/dsm.md "Several
+ * reflectors", held messages), so the deltas are registered before
+ * anyone can pass the barrier or take the lock (I2).  R answers the
+ * registration before it lets the held message go, so the answer
+ * reaches us before the RELEASE, or before any GRANT that follows the
+ * UNLOCK.  A GRANT must wait: it names the versions the answer brings;
+ * END and CREATE wait too (once a run: nothing to gain). */
 static bool may_go(const lm_lemuriad *c, const struct parked *p)
 {
 	return p->need <= c->batch_done ||
-	       (p->type == LM_MSG_BARRIER && p->need <= c->batch_started);
+	       ((p->type == LM_MSG_BARRIER || p->type == LM_MSG_UNLOCK) &&
+		p->need <= c->batch_started);
 }
 
 /* Sends, in order, the parked messages that may go; starts the

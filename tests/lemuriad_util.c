@@ -970,10 +970,13 @@ void unlock_recalled_lock(lm_lemuriad *c)
 	m = msg(LM_MSG_UNLOCK, RUN);
 	m.id = 3;
 	creq(c, 1, 61, &m);
-	CU_ASSERT_EQUAL_FATAL(nouts, 2);
+	CU_ASSERT_EQUAL_FATAL(nouts, 3);
 	CU_ASSERT_EQUAL(outs[0].m.type, LM_MSG_UNLOCK_OK);
 	CU_ASSERT_EQUAL(outs[0].req_id, 61);
 	CU_ASSERT_EQUAL_FATAL(outs[1].m.type, LM_MSG_REGISTER);
+	CU_ASSERT_EQUAL(outs[1].how, REQUESTED);
+	CU_ASSERT_EQUAL(outs[2].how, SENT);
+	CU_ASSERT_EQUAL_FATAL(outs[2].m.type, LM_MSG_UNLOCK);
 }
 
 /* Rank `rank` asks for lock `id` (request req). */

@@ -290,8 +290,8 @@ extern size_t loud_lines;
 void count_loud(void *ctx, enum lm_log_level level, const char *msg);
 
 /* Rank 1 takes lock 3 from R, R recalls it, rank 1 writes page 12 and
- * unlocks: the outputs are then UNLOCK_OK and the REGISTER of page 12,
- * unanswered. */
+ * unlocks: the outputs are then UNLOCK_OK, the REGISTER of page 12,
+ * unanswered, and right behind it the token's UNLOCK to R. */
 void unlock_recalled_lock(lm_lemuriad *c);
 
 /* Rank `rank` asks for lock `id` (request req). */
