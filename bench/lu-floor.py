@@ -84,17 +84,13 @@ def floor(n, b, nprocs, per_cluster):
         for pg in pages(k, k):
             write(cluster(owner(k, k)), pg)
         barrier()
-        for i in range(k + 1, nb):
-            c = cluster(owner(i, k))
+        perimeter = [(i, k) for i in range(k + 1, nb)] + \
+                    [(k, j) for j in range(k + 1, nb)]
+        for i, j in perimeter:
+            c = cluster(owner(i, j))
             for pg in pages(k, k):
                 read(c, pg)
-            for pg in pages(i, k):
-                write(c, pg)
-        for j in range(k + 1, nb):
-            c = cluster(owner(k, j))
-            for pg in pages(k, k):
-                read(c, pg)
-            for pg in pages(k, j):
+            for pg in pages(i, j):
                 write(c, pg)
         barrier()
         for i in range(k + 1, nb):
