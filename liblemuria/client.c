@@ -72,8 +72,6 @@ struct lm_client {
 	uint8_t globals_desc[LM_GLOBALS_DESC_BYTES];
 	int held[LM_CLIENT_MAX_HELD];
 	int nheld;
-	bool one_copy;             /* copy = cluster: the cluster's copy is
-				      mapped, nothing to flush at a release */
 	pid_t pid;                 /* the process that joined, not a fork */
 	bool lost;                 /* a call failed: the run is over for us */
 	struct lm_client_profile prof;
@@ -495,6 +493,15 @@ static void hand_set_waits(int conn)
 	close(conn);
 }
 
+/* copy = cluster and not alone in the run (alone, the process keeps its
+ * region private: there is nobody to share a copy with): the process
+ * maps the cluster's copy, and nothing of it is flushed at a release. */
+static bool one_copy(void)
+{
+	return lm_self.cluster->copy == LM_COPY_CLUSTER &&
+	       lm_self.layout->nprocs > 1;
+}
+
 int lm_init(int *argc, char ***argv)
 {
 	const char *layout_path, *var, *value;
@@ -589,10 +596,7 @@ int lm_init(int *argc, char ***argv)
 		rc = LM_EIO;
 		goto fail;
 	}
-	/* alone in the run, the process keeps its region private instead
-	 * (below): there is nobody to share a copy with */
-	shared = lm_self.cluster->copy == LM_COPY_CLUSTER &&
-		 lm_self.layout->nprocs > 1;
+	shared = one_copy();
 	if (shared && lm_fdpass_listen(&listener, err, sizeof(err))) {
 		lm_log_error("rank %u: copy = cluster: %s", lm_self.rank, err);
 		rc = LM_EIO;
@@ -658,7 +662,6 @@ int lm_init(int *argc, char ***argv)
 	}
 	if (shared)
 		hand_set_waits(copy_conn);
-	lm_self.one_copy = shared;
 	/* alone in the run, nobody reads our writes: no need to track them
 	 * (docs/dsm.md "A run of one process") */
 	if (lm_self.layout->nprocs == 1 && !shared &&
@@ -1119,7 +1122,7 @@ int lm_unlock(int id)
 			continue;
 		lm_self.held[i] = lm_self.held[--lm_self.nheld];
 		/* LM_ENOMEM: no thread to resend it; a request then */
-		if (lm_self.one_copy &&
+		if (one_copy() &&
 		    (rc = lm_client_unlock_oneway(id)) != LM_ENOMEM)
 			return rc;
 		return lm_client_sync(LM_MSG_UNLOCK, LM_MSG_UNLOCK_OK, id,
