@@ -76,7 +76,8 @@ static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 			if ((cp = lm_cache_find(c, more[i])) &&
 			    cp->version >= lm_order_least(c, cp->page) &&
 			    ((c->committing && cp->ordered) ||
-			     lm_order_free(c, cp->page, cp->version)))
+			     lm_order_free(c, cp->page, cp->version,
+					   cp->ordered)))
 				lm_copy_install(c, cp->page, cp->version,
 						cp->data);
 		answer_page(c, node, req_id, page, version, data);
@@ -130,10 +131,11 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 	cp = lm_cache_find(c, m->page);
 	if (cp && (cp->version < lm_order_least(c, cp->page) ||
 		   (c->shared && !cp->ordered &&
-		    !lm_order_free(c, cp->page, cp->version))))
+		    !lm_order_free(c, cp->page, cp->version, false))))
 		cp = NULL; /* older than a change we heard of, or came
 			      before what its home's tags name was told */
-	if (cp && c->shared && !lm_order_free(c, cp->page, cp->version))
+	if (cp && c->shared &&
+	    !lm_order_free(c, cp->page, cp->version, cp->ordered))
 		held = cp->version; /* in the copy only with the lists */
 	else if (cp) {
 		lm_cache_touch(c, cp);
@@ -224,7 +226,8 @@ void lm_fetch_handle_v(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 	first.nnotices = 0;
 	if (first.page >= c->npages || !(cp = lm_cache_find(c, first.page)) ||
 	    cp->version < lm_order_least(c, cp->page) ||
-	    (c->shared && !lm_order_free(c, cp->page, cp->version))) {
+	    (c->shared &&
+	     !lm_order_free(c, cp->page, cp->version, cp->ordered))) {
 		/* fetch_page sorts out those that wait for order */
 		fetch_page(c, from, req_id, &first, true,
 			   lm_msg_fetchv_reach(m), more, nmore);
@@ -344,7 +347,8 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 	 * client waits for it */
 	if (c->shared && fits && !c->committing && !up->pre &&
 	    m->version >= up->min_version &&
-	    !lm_order_free(c, m->page, m->version)) {
+	    !lm_order_free(c, m->page, m->version,
+			   lm_order_tags_told(c, m))) {
 		/* newer than what the copy holds and no barrier told: it
 		 * goes in once the registrations its home tagged it with
 		 * were told us, with the lists heard */
@@ -609,16 +613,19 @@ static void changed_due(lm_lemuriad *c)
 		uint32_t v;
 
 		c->chg_want[p] = 0;
-		if (!c->copy.map || !lm_ccopy_version(&c->copy, p, &v) ||
-		    v >= need || v < c->told_all[p] ||
-		    lm_ccopy_is_owned(&c->copy, p))
+		if (!c->copy.map)
 			continue;
-		group_add(c, p);
-		if ((up = lm_upreq_fetch_of(c, p)) && up->gated) {
-			/* its fault waits for order: goes in with the set
-			 * from the cache, or is fetched again if older */
+		up = lm_upreq_fetch_of(c, p);
+		if (up && up->gated) {
+			/* its fault waits for order and goes in with the set,
+			 * from the cache, whatever the copy holds (it may lack
+			 * the page, or hold it older than a barrier told):
+			 * fetched again if older than this list, or the set
+			 * would show this list's other pages (a pointer)
+			 * ahead of this one (the record) */
 			if (up->gated_version >= need)
 				continue;
+			group_add(c, p);
 			up->gated = false;
 			up->min_version = need;
 			up->refresh = true;
@@ -626,6 +633,10 @@ static void changed_due(lm_lemuriad *c)
 			lm_fetch_again(c, up);
 			continue;
 		}
+		if (!lm_ccopy_version(&c->copy, p, &v) || v >= need ||
+		    v < c->told_all[p] || lm_ccopy_is_owned(&c->copy, p))
+			continue;
+		group_add(c, p);
 		if (up) {
 			/* its answer may have left the home before the change:
 			 * it is asked again unless it brings `need` */
@@ -705,8 +716,10 @@ static void install_set(lm_lemuriad *c)
 		uint32_t p = c->gated_list[i];
 		struct upreq *up = lm_upreq_fetch_of(c, p);
 
+		/* one gated before a newer list came waits for its fetch
+		 * again (changed_due); commit_gated asks for it then */
 		if (!up || !up->gated || !(cp = lm_cache_find(c, p)) ||
-		    c->grp_on[p])
+		    c->grp_on[p] || cp->version < lm_order_least(c, p))
 			continue;
 		c->grp_on[p] = 1; /* once */
 		if (n < want)

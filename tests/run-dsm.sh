@@ -55,6 +55,14 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 	# "Order"); the old tree read thousands of words stale on 4+4
 	run_expect "records before their pointers on $l" "$lay" 90 \
 		"publish: $np processes: PASSED" "$build/splash2/publish" "$np" 16
+	# fmm's box tree: a box's list, then flags in its children, spun
+	# on; counts raised under locks other boxes share, spun on; values
+	# passed down (docs/dsm.md "Order").  The tree before read a box
+	# older than its child's flag on 4+4+4+4, 5 runs of 6 (30 rounds)
+	tw=6
+	[ "$l" = 4+4+4+4 ] && tw=16
+	run_expect "fmm's box tree on $l" "$lay" 120 \
+		"treewave: $np processes: PASSED" "$build/splash2/treewave" "$np" $tw
 	# random words raised with no synchronisation: never seen going
 	# back, every final value seen (dsmtest visible, two seeds)
 	for k in 1 2; do

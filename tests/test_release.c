@@ -1018,6 +1018,135 @@ static void test_shared_page_waits_for_its_writers_list(void)
 	teardown(c);
 }
 
+/* docs/dsm.md "Order": a fault's answer that waits for its writer's list
+ * goes in with the set whatever the copy holds, so it must be as new as
+ * every list heard.  Here the copy holds page 9 older than a barrier told
+ * (so CHANGED alone would leave it for a fault); a fault's answer, at 5,
+ * waits for registration 7 of cluster 1; that list names page 9 at 6 (a
+ * record written again) and page 12 at 4 (its pointer).  The set must
+ * not put 12 in beside 9 at 5: the waiting fetch is asked again for 6,
+ * and both go in together (the tree before installed 9 at 5 with 12, and
+ * splash2/patterns/treewave read a box older than its child's flag on
+ * 4+4+4+4 in 5 runs of 6). */
+static void test_shared_waiting_page_takes_newer_lists(void)
+{
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	struct lm_notice told = { .page = 9, .version = 4, .base = 3,
+				  .writer = LM_WRITER_MANY, .wcluster = 1 };
+	struct lm_notice ch[2] = { { .page = 9, .version = 6 },
+				   { .page = 12, .version = 4 } };
+	struct lm_msg m = msg(LM_MSG_PAGE, RUN), lst = msg(LM_MSG_CHANGED, RUN);
+	static uint8_t data[65536];
+	uint8_t tags[LM_MSG_TAG_SIZE];
+	const uint32_t twelve = 12;
+	const struct out *f, *f9 = NULL, *f12 = NULL;
+	uint32_t v = 0, fetch9 = 0, fetch12 = 0;
+
+	cache_page(c, 9, 2, 0x09);
+	cache_page(c, 12, 2, 0x12);
+	barrier_release(c, 1, &told, 1);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
+	clear_outs();
+	fetch(c, 1, 500, 9);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	answer_tagged(c, f->req_id, &m, data, tags, 9, 5, 7);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+
+	clear_outs();
+	lst.id = LM_CHANGED_ALL;
+	lst.rank = 1;
+	lst.version = 7;
+	lst.notices = ch;
+	lst.nnotices = 2;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &lst);
+	for (size_t i = 0; i < nouts; i++) {
+		if (outs[i].how != REQUESTED || outs[i].node != refl)
+			continue;
+		if (outs[i].m.type == LM_MSG_FETCH && outs[i].m.page == 9) {
+			f9 = &outs[i];
+			fetch9 = outs[i].m.version;
+		}
+		if (outs[i].m.type == LM_MSG_FETCHV &&
+		    outs[i].notices[0].page == 12) {
+			f12 = &outs[i];
+			fetch12 = outs[i].notices[0].version;
+		}
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f12);
+	CU_ASSERT_EQUAL(fetch12, 4);
+	/* the waiting fault's page is asked again, for the list's version */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f9);
+	CU_ASSERT_EQUAL(fetch9, 6);
+	{
+		uint32_t req9 = f9->req_id, req12 = f12->req_id;
+
+		r_pages_whole(c, req12, &twelve, 1, 4);
+		/* the pointer's page does not go in ahead of the record's */
+		CU_ASSERT(!lm_ccopy_holds(cc, 12, 4));
+		CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+		answer_tagged(c, req9, &m, data, tags, 9, 6, 7);
+	}
+	CU_ASSERT(lm_ccopy_holds(cc, 9, 6) && lm_ccopy_holds(cc, 12, 4));
+	f = find_out(REPLIED, node_of(1), LM_MSG_PAGE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->m.version, 6);
+	teardown(c);
+}
+
+/* docs/dsm.md "Order": a version a barrier told every client of speaks
+ * for the page only when its tags were told.  The home keeps an owned
+ * page's version when it takes the page back, and the owner's answer
+ * holds what it wrote since, named by the tags (its list through 7,
+ * with the record on page 12).  The tree before put page 9 in at once,
+ * being no newer than the barrier's version: a process read fmm's flag
+ * (treewave's, on 4+4) before its record. */
+static void test_shared_taken_back_page_waits_for_its_list(void)
+{
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	struct lm_notice told[2] = {
+		{ .page = 9, .version = 1, .base = 0,
+		  .writer = LM_WRITER_MANY, .wcluster = 1 },
+		{ .page = 12, .version = 1, .base = 0,
+		  .writer = LM_WRITER_MANY, .wcluster = 1 },
+	};
+	struct lm_notice rec = { .page = 12, .version = 2 };
+	struct lm_msg m = msg(LM_MSG_PAGE, RUN), lst = msg(LM_MSG_CHANGED, RUN);
+	static uint8_t data[65536];
+	uint8_t tags[LM_MSG_TAG_SIZE];
+	const uint32_t twelve = 12;
+	const struct out *f;
+
+	cache_page(c, 12, 1, 0x12);
+	barrier_release(c, 1, told, 2);
+	clear_outs();
+	fetch(c, 1, 500, 9);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	answer_tagged(c, f->req_id, &m, data, tags, 9, 1, 7);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	CU_ASSERT(!lm_ccopy_holds(cc, 9, 1));
+
+	clear_outs();
+	lst.id = LM_CHANGED_ALL;
+	lst.rank = 1;
+	lst.version = 7;
+	lst.notices = &rec;
+	lst.nnotices = 1;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &lst);
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->notices[0].page, 12);
+	CU_ASSERT(!lm_ccopy_holds(cc, 9, 1) && !lm_ccopy_holds(cc, 12, 2));
+	r_pages_whole(c, f->req_id, &twelve, 1, 2);
+	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	CU_ASSERT(lm_ccopy_holds(cc, 9, 1) && lm_ccopy_holds(cc, 12, 2));
+	teardown(c);
+}
+
 /* Cluster 1's CHANGED names pages 9 and 10 at version 5 (cached here
  * older); the pulses fetch them and they go into the copy together. */
 static void pages_9_10_changed(lm_lemuriad *c)
@@ -1272,6 +1401,8 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_changed_waits_out_a_barrier),
 	LM_TEST(test_shared_changed_pages_go_in_together),
 	LM_TEST(test_shared_page_waits_for_its_writers_list),
+	LM_TEST(test_shared_waiting_page_takes_newer_lists),
+	LM_TEST(test_shared_taken_back_page_waits_for_its_list),
 	LM_TEST(test_shared_set_leaves_globals_in_place),
 	LM_TEST(test_shared_lost_wake_woken),
 	LM_TEST(test_shared_neighbour_waits_for_its_list),
