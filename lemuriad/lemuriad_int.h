@@ -632,9 +632,10 @@ void lm_order_heard(lm_lemuriad *c, const struct lm_notice *n,
  * list we were told of names (0: any). */
 uint32_t lm_order_least(const lm_lemuriad *c, uint32_t page);
 /* Whether `page` at `version` may go into the copy on its own: the copy
- * holds it, or a barrier told every client of it, the registrations
- * its home tagged it with were told us (`told`) and no set waits to go
- * in (always, but under copy = cluster). */
+ * holds it, or a barrier told every client of it and either the copy
+ * holds the page (older) or the registrations its home tagged it with
+ * were told us (`told`) and no set waits to go in (always, but under
+ * copy = cluster). */
 bool lm_order_free(const lm_lemuriad *c, uint32_t page, uint32_t version,
 		   bool told);
 /* Another cluster's CHANGED: what it says its writer registered and

@@ -16,9 +16,10 @@
  * A version needs nothing when the copy already holds it, or when a
  * barrier's RELEASE told every client of it: each client then closed its
  * view of every page of that barrier's lists that it held older, so none
- * can see this page new and another old.  That second rule needs the
- * page's tags told and no set waiting: a page taken back from its owner
- * keeps its version but holds what the owner wrote since (lm_order_free).
+ * can see this page new and another old.  For a page the copy lacks,
+ * that second rule needs the page's tags told and no set waiting: a
+ * page taken back from its owner keeps its version but holds what the
+ * owner wrote since (lm_order_free).
  * And no version older than one heard goes in: a set that named the
  * newer one may be in already (a page fetched ahead before a writer's
  * change, arriving after the change's pointer went in, showed the record
@@ -45,19 +46,26 @@ bool lm_order_free(const lm_lemuriad *c, uint32_t page, uint32_t version,
 		   bool told)
 {
 	uint32_t have;
+	bool held;
 
 	if (!c->heard || !c->copy.map || page >= c->npages)
 		return true;
-	if (lm_ccopy_version(&c->copy, page, &have) && version <= have)
+	held = lm_ccopy_version(&c->copy, page, &have);
+	if (held && version <= have)
 		return true;
+	if (version > c->told_all[page])
+		return false;
 	/* a version a barrier told every client of holds only what was
 	 * written before that barrier, unless its page was taken back from
 	 * an owner since: the home keeps the version, the bytes are the
 	 * owner's as it answered, and the tags name the owner's list of
-	 * what else it wrote.  So the barrier speaks for the page only
-	 * when its tags were told us, and no set of the lists heard is
-	 * still to go in ahead of it */
-	return version <= c->told_all[page] && told && !c->ngrp && !c->nchg;
+	 * what else it wrote.  No other cluster owns a page our copy holds
+	 * (the home counts us among its holders until our LM_REG_DROP,
+	 * which leaves before any fetch that follows the drop); one the
+	 * copy lacks may come back so, and goes in on its own only when its
+	 * tags were told us and no set of the lists heard is still to go
+	 * in ahead of it */
+	return held || (told && !c->ngrp && !c->nchg);
 }
 
 void lm_order_told(lm_lemuriad *c, const struct lm_msg *m)
