@@ -19,11 +19,10 @@
  * can see this page new and another old.  For a page the copy lacks,
  * that second rule needs the page's tags told and no set waiting: a
  * page taken back from its owner keeps its version but holds what the
- * owner wrote since (lm_order_free).
- * And no version older than one heard goes in: a set that named the
- * newer one may be in already (a page fetched ahead before a writer's
- * change, arriving after the change's pointer went in, showed the record
- * as it was before). */
+ * owner wrote since (lm_order_free).  And no version older than one
+ * heard goes in: a set that named the newer one may be in already (a
+ * page fetched ahead before a writer's change, arriving after the
+ * change's pointer went in, showed the record as it was before). */
 #include "lemuriad_int.h"
 
 void lm_order_heard(lm_lemuriad *c, const struct lm_notice *n,
