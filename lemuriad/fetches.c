@@ -292,7 +292,7 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 	struct waiter **pp = &up->waiters;
 	struct lm_msg r;
 	uint32_t least;
-	bool fits;
+	bool fits, told;
 
 	if (m->type != LM_MSG_PAGE || m->page != up->page ||
 	    m->data_len != c->page_size || !m->data) {
@@ -311,6 +311,7 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 	 * got yet: the cluster copy (DESIGN.md §2, read fault); a page a
 	 * held release rebuilt from a diff is there already */
 	least = lm_order_least(c, m->page);
+	told = lm_order_tags_told(c, m);
 	if (m->version < least) {
 		/* older than a change we heard of: the copy may not go back,
 		 * and its faults want that change */
@@ -330,8 +331,7 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 		lm_cache_put(c, m->page, m->version, c->pagebuf);
 		if ((cp = lm_cache_find(c, m->page)) &&
 		    cp->version == m->version)
-			cp->ordered = c->committing ||
-				      lm_order_tags_told(c, m);
+			cp->ordered = c->committing || told;
 	}
 	/* a reply that crossed data of ours leaving is no update source */
 	if (up->pre)
@@ -347,8 +347,7 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 	 * client waits for it */
 	if (c->shared && fits && !c->committing && !up->pre &&
 	    m->version >= up->min_version &&
-	    !lm_order_free(c, m->page, m->version,
-			   lm_order_tags_told(c, m))) {
+	    !lm_order_free(c, m->page, m->version, told)) {
 		/* newer than what the copy holds and no barrier told: it
 		 * goes in once the registrations its home tagged it with
 		 * were told us, with the lists heard */

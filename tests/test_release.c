@@ -926,6 +926,22 @@ static void answer_tagged(lm_lemuriad *c, uint32_t req_id, struct lm_msg *m,
 	lm_lemuriad_handle(c, refl, LM_REL_REPLY, req_id, m);
 }
 
+/* Client `rank` faults on `page` (its request req_id), and the FETCH that
+ * goes up is answered as answer_tagged answers. */
+static void fault_answered_tagged(lm_lemuriad *c, uint32_t rank,
+				  uint32_t req_id, struct lm_msg *m,
+				  uint8_t *data, uint8_t *tags, uint32_t page,
+				  uint32_t version, uint32_t reg)
+{
+	const struct out *f;
+
+	clear_outs();
+	fetch(c, rank, req_id, page);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	answer_tagged(c, f->req_id, m, data, tags, page, version, reg);
+}
+
 /* Cluster `rank`'s CHANGED through its registration `through`, naming
  * notices[0..n), comes from the reflector. */
 static void hear_list(lm_lemuriad *c, uint32_t rank, uint32_t through,
@@ -963,11 +979,8 @@ static void test_shared_page_waits_for_its_writers_list(void)
 
 	cache_page(c, 12, 2, 0x12); /* the record's page, held older */
 	waits = lm_lemuriad_stats(c)->order_waits;
-	clear_outs();
-	fetch(c, 1, 500, 9);        /* a fault on the pointer's page */
-	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	answer_tagged(c, f->req_id, &m, data, tags, 9, 3, 7);
+	/* a fault on the pointer's page */
+	fault_answered_tagged(c, 1, 500, &m, data, tags, 9, 3, 7);
 	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
 	CU_ASSERT(!lm_ccopy_holds(cc, 9, 3));
 	f = find_out(SENT, refl, LM_MSG_CHANGED);
@@ -1062,11 +1075,7 @@ static void test_shared_waiting_page_takes_newer_lists(void)
 	cache_page(c, 12, 2, 0x12);
 	barrier_release(c, 1, &told, 1);
 	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
-	clear_outs();
-	fetch(c, 1, 500, 9);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	answer_tagged(c, f->req_id, &m, data, tags, 9, 5, 7);
+	fault_answered_tagged(c, 1, 500, &m, data, tags, 9, 5, 7);
 	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
 
 	clear_outs();
@@ -1106,12 +1115,12 @@ static void test_shared_waiting_page_takes_newer_lists(void)
 }
 
 /* docs/dsm.md "Order": a version a barrier told every client of speaks
- * for the page only when its tags were told.  The home keeps an owned
- * page's version when it takes the page back, and the owner's answer
- * holds what it wrote since, named by the tags (its list through 7,
- * with the record on page 12).  The tree before put page 9 in at once,
- * being no newer than the barrier's version: a process read fmm's flag
- * (treewave's, on 4+4) before its record. */
+ * for a page the copy lacks only when its tags were told.  The home
+ * keeps an owned page's version when it takes the page back, and the
+ * owner's answer holds what it wrote since, named by the tags (its list
+ * through 7, with the record on page 12).  The tree before put page 9
+ * in at once, being no newer than the barrier's version: a process read
+ * fmm's flag (treewave's, on 4+4) before its record. */
 static void test_shared_taken_back_page_waits_for_its_list(void)
 {
 	lm_lemuriad *c = setup_shared();
@@ -1131,11 +1140,7 @@ static void test_shared_taken_back_page_waits_for_its_list(void)
 
 	cache_page(c, 12, 1, 0x12);
 	barrier_release(c, 1, told, 2);
-	clear_outs();
-	fetch(c, 1, 500, 9);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	answer_tagged(c, f->req_id, &m, data, tags, 9, 1, 7);
+	fault_answered_tagged(c, 1, 500, &m, data, tags, 9, 1, 7);
 	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
 	CU_ASSERT(!lm_ccopy_holds(cc, 9, 1));
 
@@ -1159,11 +1164,7 @@ static void test_shared_taken_back_page_waits_for_its_list(void)
 				      .wcluster = 1 };
 	barrier_release(c, 2, told, 1);
 	CU_ASSERT(lm_ccopy_holds(cc, 15, 1) && !lm_ccopy_holds(cc, 15, 2));
-	clear_outs();
-	fetch(c, 2, 501, 15);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	answer_tagged(c, f->req_id, &m, data, tags, 15, 2, 9);
+	fault_answered_tagged(c, 2, 501, &m, data, tags, 15, 2, 9);
 	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(2), LM_MSG_PAGE));
 	CU_ASSERT(lm_ccopy_holds(cc, 15, 2));
 	teardown(c);

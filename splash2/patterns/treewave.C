@@ -380,21 +380,24 @@ int main(int argc, char **argv)
 			MAIN_END(1)
 	}
 	if (ts->bad) {
+		long fw = ts->first_word, fr = ts->first_round;
+		long fb = ts->first_box;
+
 		fprintf(stderr, "treewave: %ld words read wrong; first: process "
-			"%ld read box %ld (at %p) %s in round %ld: it held round %ld, "
-			"word %ld %ld (want %ld), at %lu us (reader pid %ld, "
-			"writer pid %ld)\n", ts->bad, ts->first_reader,
-			ts->first_box, (void *)box(ts->first_box),
-			ts->first_after_barrier ? "after the barrier" :
-						  "behind its child's flag",
-			ts->first_round, ts->first_seen, ts->first_word,
-			ts->first_value,
-			ts->first_word < 0 ? count_value(ts->first_round,
-							 ts->first_box) :
-			word_value(ts->first_round, ts->first_box,
-				   ts->first_word), ts->first_at,
-			ts->pids[ts->first_reader],
-			ts->pids[handler(ts->first_round, ts->first_box)]);
+			"%ld read box %ld (at %p) %s in round %ld: it held "
+			"round %ld", ts->bad, ts->first_reader, fb,
+			(void *)box(fb), ts->first_after_barrier ?
+			"after the barrier" : "behind its child's flag", fr,
+			ts->first_seen);
+		if (fw == -2)
+			fprintf(stderr, ", count %ld (want %ld)",
+				ts->first_value, count_value(fr, fb));
+		else if (fw >= 0)
+			fprintf(stderr, ", word %ld %ld (want %ld)", fw,
+				ts->first_value, word_value(fr, fb, fw));
+		fprintf(stderr, ", at %lu us (reader pid %ld, writer pid "
+			"%ld)\n", ts->first_at, ts->pids[ts->first_reader],
+			ts->pids[handler(fr, fb)]);
 		MAIN_END(1)
 	}
 	printf("treewave: %ld processes: PASSED (%ld rounds)\n", nprocs,
