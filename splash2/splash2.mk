@@ -32,7 +32,8 @@ splash2-check: $(SPLASH2_PT)/lu-pthread $(SPLASH2_PT)/lucontig-pthread \
 		$(SPLASH2_PT)/ocean-pthread $(SPLASH2_PT)/initenv-pthread \
 		$(SPLASH2_PT)/funcptr-pthread $(SPLASH2_PT)/stdinput-pthread \
 		$(SPLASH2_PT)/spinflag-pthread $(SPLASH2_PT)/globals-pthread \
-		$(SPLASH2_PT)/publish-pthread $(SPLASH2_PT)/treewave-pthread
+		$(SPLASH2_PT)/publish-pthread $(SPLASH2_PT)/treewave-pthread \
+		$(SPLASH2_PT)/treemerge-pthread
 	$(SPLASH2_PT)/initenv-pthread 4 | grep -q 'initenv: 4 processes: PASSED'
 	echo 4 | $(SPLASH2_PT)/stdinput-pthread | grep -q 'stdinput: 4 processes: PASSED'
 	$(SPLASH2_PT)/funcptr-pthread 4 | grep -q 'funcptr: 4 processes: PASSED'
@@ -40,6 +41,7 @@ splash2-check: $(SPLASH2_PT)/lu-pthread $(SPLASH2_PT)/lucontig-pthread \
 	$(SPLASH2_PT)/globals-pthread 4 | grep -q 'globals: 4 processes: PASSED'
 	$(SPLASH2_PT)/publish-pthread 4 | grep -q 'publish: 4 processes: PASSED'
 	$(SPLASH2_PT)/treewave-pthread 4 | grep -q 'treewave: 4 processes: PASSED'
+	$(SPLASH2_PT)/treemerge-pthread 4 | grep -q 'treemerge: 4 processes: PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p1 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n512 -b16 -p4 -t | grep -q 'TEST PASSED'
 	$(SPLASH2_PT)/lu-pthread -n130 -b16 -p6 -t | grep -q 'TEST PASSED'
@@ -94,3 +96,5 @@ $(eval $(call splash2_pthread,publish,splash2/patterns/publish.C))
 $(eval $(call splash2_lemuria,publish,splash2/patterns/publish.C))
 $(eval $(call splash2_pthread,treewave,splash2/patterns/treewave.C))
 $(eval $(call splash2_lemuria,treewave,splash2/patterns/treewave.C))
+$(eval $(call splash2_pthread,treemerge,splash2/patterns/treemerge.C))
+$(eval $(call splash2_lemuria,treemerge,splash2/patterns/treemerge.C))

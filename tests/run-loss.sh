@@ -87,6 +87,7 @@ Ocean-n66 TEST.PASSED pow2 $build/splash2/ocean -n66 -t
 spinning-on-flags PASSED one-copy $build/splash2/spinflag $procs 2
 globals-after-create PASSED any $build/splash2/globals $procs 5
 fmm-box-tree PASSED one-copy $build/splash2/treewave $procs 12
+fmm-tree-merge PASSED any $build/splash2/treemerge $procs 3
 visible-$((n * 10 + 4)) PASSED one-copy $build/tests/dsmtest visible 4 3 $((n * 10 + 4))
 EOF
 	# locks taken in a cycle by rank 0 and the last rank (of another
