@@ -192,7 +192,7 @@ static void insert(long id, long r, long i)
 	}
 }
 
-/* Every particle in one leaf of the tree, inside the leaf's square. */
+/* The first fault any process finds is kept for the report. */
 static void note_bad(long self, long r, long particle, long seen, long what)
 {
 	LOCK(ts->lock)
@@ -206,6 +206,9 @@ static void note_bad(long self, long r, long particle, long seen, long what)
 	UNLOCK(ts->lock)
 }
 
+/* Counts, in count[], the leaves under b that hold each particle; a
+ * particle outside its leaf's square, a leaf over its capacity or a
+ * parent holding particles is a fault. */
 static void walk(long self, long r, const struct tm_box *b, long *count)
 {
 	if (b->type == TM_PARENT) {
