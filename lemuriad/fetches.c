@@ -893,13 +893,15 @@ void lm_fetch_pages(lm_lemuriad *c, struct upreq *batch,
 	}
 	/* what it did not bring is asked page by page (the home may have to
 	 * pull it first, or it lives at another reflector); a page fetched
-	 * ahead that nobody waits for is left to its first fault */
+	 * ahead that nobody waits for is left to its first fault, unless a
+	 * CHANGED's set took it (changed_due): no fault may come, as a
+	 * client spinning on the page reads the copy's old bytes */
 	for (uint32_t i = 0; i < batch->nbatch; i++) {
 		struct upreq *up = lm_upreq_fetch_of(c, batch->batch[i]);
 
 		if (!up || !up->batched)
 			continue;
-		if (batch->ahead && !up->waiters && !up->pre)
+		if (batch->ahead && !up->waiters && !up->pre && !up->refresh)
 			lm_upreq_free(c, up);
 		else
 			fetch_alone(c, up);

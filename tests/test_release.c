@@ -880,6 +880,56 @@ static void test_shared_changed_pages_go_in_together(void)
 	teardown(c);
 }
 
+/* copy = cluster: a CHANGED's page that a fetch ahead asks for already
+ * joins the set through that fetch; when the home's PAGES leaves it out
+ * (it had to pull the page first) it is asked for alone, as a page a
+ * fault waits for is.  Left to a first fault, as a page fetched ahead
+ * that nobody waits for is, it never came: the set went in without it,
+ * and a client spinning on the page read the copy's old bytes for ever
+ * (treewave on 4+4+4+4, about one run in ten). */
+static void test_shared_changed_page_fetched_ahead_is_asked_alone(void)
+{
+	static uint8_t old[65536];
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	struct lm_notice ch = { .page = 11, .version = 5 };
+	struct lm_msg m = msg(LM_MSG_CHANGED, RUN);
+	const uint32_t ten = 10, twelve = 12;
+	const uint64_t t = 8000000;
+	const struct out *f;
+	uint32_t v = 0, batch;
+
+	CU_ASSERT_FATAL(layout->page_size <= sizeof(old));
+	/* 11 in the copy at 2, not cached (a notice dropped that) */
+	memset(old, 0x33, layout->page_size);
+	CU_ASSERT_FATAL(lm_ccopy_install(cc, 11, 2, old) == 0);
+	fetchv(c, &ten, 1); /* rank 0 misses 10 */
+	f = miss_answered(c, 10, 0x10);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->m.notices[0].page, 11);
+	batch = f->req_id;
+	clear_outs();
+	m.id = LM_CHANGED_ALL;
+	m.rank = 1;
+	m.notices = &ch;
+	m.nnotices = 1;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &m);
+	lm_lemuriad_pulse(c, t);
+	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_heard, 1);
+	CU_ASSERT_EQUAL(nouts, 0); /* the fetch ahead asks for it */
+	r_pages_whole(c, batch, &twelve, 1, 3);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(f->m.page, 11);
+	CU_ASSERT_EQUAL(f->m.version, 5);
+	CU_ASSERT(lm_ccopy_version(cc, 11, &v) && v == 2);
+	r_page(c, f->req_id, 11, 5, 0x77);
+	CU_ASSERT(lm_ccopy_version(cc, 11, &v) && v == 5);
+	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 11)[100], 0x77);
+	teardown(c);
+}
+
 /* copy = cluster: while every client waits in a barrier none spins, and
  * the RELEASE tells them every change: pages CHANGED names are not
  * fetched meanwhile, however long the barrier takes (LU on 8+8+8+8,
@@ -1423,6 +1473,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_changed_fetches_into_copy),
 	LM_TEST(test_shared_changed_waits_out_a_barrier),
 	LM_TEST(test_shared_changed_pages_go_in_together),
+	LM_TEST(test_shared_changed_page_fetched_ahead_is_asked_alone),
 	LM_TEST(test_shared_page_waits_for_its_writers_list),
 	LM_TEST(test_shared_waiting_page_takes_newer_lists),
 	LM_TEST(test_shared_taken_back_page_waits_for_its_list),

@@ -151,9 +151,12 @@ static long check_box(long self, long k, long r, long after_barrier)
 }
 
 /* Waits, reading with no lock, until *word is want (what: whose word,
- * for the message when it never comes). */
+ * for the message when it never comes).  A word written under one of
+ * the locks (lock: its number; -1: none) is read again under it when the
+ * wait gives up: a value right there was not shown in time, a value
+ * wrong there too was lost. */
 static void wait_word(volatile long *word, long want, long self,
-		      const char *what, long k, long r)
+		      const char *what, long k, long r, long lock)
 {
 	unsigned long start, now, spins = 0;
 
@@ -163,11 +166,23 @@ static void wait_word(volatile long *word, long want, long self,
 			continue;
 		CLOCK(now)
 		if (now - start > SPIN_LIMIT_US) {
+			long seen = *word, locked = seen;
+
+			if (lock >= 0) {
+				ALOCK(ts->locks, lock)
+				locked = *word;
+				AULOCK(ts->locks, lock)
+			}
 			fprintf(stderr, "treewave: process %ld waited %lu s "
 				"for %s of box %ld in round %ld: it reads "
-				"%ld, not %ld\n", self,
-				SPIN_LIMIT_US / 1000000, what, k, r, *word,
-				want);
+				"%ld, not %ld (at %p)", self,
+				SPIN_LIMIT_US / 1000000, what, k, r, seen,
+				want, (void *)word);
+			if (lock >= 0)
+				fprintf(stderr, "; under its lock %ld: %ld (%s)",
+					lock, locked, locked == want ?
+					"written, not shown" : "the write lost");
+			fprintf(stderr, "\n");
 			exit(1);
 		}
 	}
@@ -224,7 +239,7 @@ static void upward(long self, long k, long r)
 	long total;
 
 	wait_word(&b->counted, nchildren(k), self, "the children's count",
-		  k, r);
+		  k, r, k % TW_LOCKS);
 	total = b->sum + own_value(r, k);
 	note_bad_value(k, r, total, subtree_value(r, k));
 	b->total = total;
@@ -255,7 +270,8 @@ static void downward(long self, long k, long r)
 		long parent = (k - 1) / TW_FANOUT;
 		volatile struct tw_box *pb = box(parent);
 
-		wait_word(&pb->counted, 0, self, "the parent's count", k, r);
+		wait_word(&pb->counted, 0, self, "the parent's count", k, r,
+			  parent % TW_LOCKS);
 		note_bad_value(parent, r, pb->down, down_value(r, parent));
 	}
 	b->down = down_value(r, k);
@@ -268,7 +284,7 @@ static void downward(long self, long k, long r)
 
 static void wait_flag(long self, long k, long r)
 {
-	wait_word(&box(k)->flag, 1, self, "the flag", k, r);
+	wait_word(&box(k)->flag, 1, self, "the flag", k, r, -1);
 	box(k)->flag = 0;
 }
 
