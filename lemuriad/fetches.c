@@ -677,10 +677,31 @@ static bool set_waits(lm_lemuriad *c, bool *unheard)
 	return false;
 }
 
+/* A page of the set whose answer the cache let go before the set went
+ * in (a set larger than the cache: each answer can push an earlier one
+ * out) joins the next set, at the newest version heard: nothing else
+ * would bring it to a client that spins on it.  Each set leaves at
+ * least its last answer in the cache, so the sets shrink to what fits:
+ * order between their pages is then kept set by set only. */
+static void set_again(lm_lemuriad *c, uint32_t p)
+{
+	uint32_t need = lm_order_least(c, p), v;
+
+	if (!c->chg_want || !lm_ccopy_version(&c->copy, p, &v) || v >= need ||
+	    v < c->told_all[p] || lm_ccopy_is_owned(&c->copy, p))
+		return;
+	if (!c->chg_want[p])
+		c->chg_list[c->nchg++] = p;
+	if (c->chg_want[p] < need)
+		c->chg_want[p] = need;
+	c->stats.changed_again++;
+}
+
 /* The set's pages, and those whose answers wait, go into the copy as one
  * (lm_copy_install_set), from the cache.  A page of the set that the copy
  * dropped, or that a fault or barrier brought further meanwhile, is left
- * as it is; a waiting page goes in also when the copy lacks it. */
+ * as it is; one whose answer left the cache is asked for again
+ * (set_again); a waiting page goes in also when the copy lacks it. */
 static void install_set(lm_lemuriad *c)
 {
 	uint32_t want = c->ngrp + c->ngated, n = 0;
@@ -701,7 +722,9 @@ static void install_set(lm_lemuriad *c)
 	for (uint32_t i = 0; i < c->ngrp; i++) {
 		uint32_t p = c->grp_list[i];
 
-		if (!(cp = lm_cache_find(c, p)) || !c->copy.map ||
+		if (!(cp = lm_cache_find(c, p)) && c->copy.map)
+			set_again(c, p);
+		if (!cp || !c->copy.map ||
 		    !lm_ccopy_version(&c->copy, p, &v) || v >= cp->version ||
 		    lm_ccopy_is_owned(&c->copy, p))
 			continue;

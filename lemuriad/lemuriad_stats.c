@@ -50,6 +50,7 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_CLUSTER, changed_heard),
 	F(LM_STAT_CLUSTER, changed_fetches),
 	F(LM_STAT_CLUSTER, changed_groups),
+	F(LM_STAT_CLUSTER, changed_again),
 	F(LM_STAT_CLUSTER, changes_told),
 	F(LM_STAT_CLUSTER, changes_told_pages),
 	F(LM_STAT_NONE, changes_untold),

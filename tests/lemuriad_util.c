@@ -567,14 +567,19 @@ lm_lemuriad *setup_text(const char *text)
 	return c;
 }
 
-lm_lemuriad *setup_shared(void)
+lm_lemuriad *setup_shared_text(const char *text)
 {
 	lm_lemuriad *c;
 
 	setup_copy = LM_COPY_CLUSTER;
-	c = setup_text(lazy_layout);
+	c = setup_text(text);
 	setup_copy = LM_COPY_CLIENT;
 	return c;
+}
+
+lm_lemuriad *setup_shared(void)
+{
+	return setup_shared_text(lazy_layout);
 }
 
 /* The four clients join, each taking the copy on our listener; with

@@ -92,6 +92,7 @@ lm_lemuriad *setup(void);
  * the first JOIN and hands it to each client; join_all_shared joins the
  * four clients as this process, taking (and closing) each copy handed. */
 lm_lemuriad *setup_shared(void);
+lm_lemuriad *setup_shared_text(const char *text);
 void join_all_shared(lm_lemuriad *c, uint64_t run);
 /* ... each client handing the lemuriad a userfaultfd (common/copy_set.h)
  * registered on one view of the copy's pages, which it returns (NULL

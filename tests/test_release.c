@@ -930,6 +930,56 @@ static void test_shared_changed_page_fetched_ahead_is_asked_alone(void)
 	teardown(c);
 }
 
+/* copy = cluster, a cache of one page: each answer of a CHANGED's set
+ * pushes the one before out of the cache before the set goes in (the
+ * set goes in from the cache).  Every page of the set must still reach
+ * the copy at the version CHANGED named. */
+static void test_shared_changed_set_larger_than_the_cache(void)
+{
+	char text[1024];
+	const char *at = strstr(lazy_layout, "cache = 64M");
+	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
+				   { .page = 17, .version = 6 } };
+	const uint32_t nine = 9;
+	const struct lm_ccopy *cc;
+	const struct out *f;
+	lm_lemuriad *c;
+	uint32_t v = 0, req;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	snprintf(text, sizeof(text), "%.*scache = 4K%s",
+		 (int)(at - lazy_layout), lazy_layout,
+		 at + strlen("cache = 64M"));
+	c = setup_shared_text(text);
+	cc = shared_joined(c);
+	cache_page(c, 9, 2, 0x33);
+	cache_page(c, 17, 2, 0x34);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
+	clear_outs();
+	f = changed_asked(c, ch, 2, 0);
+	clear_outs();
+	r_pages_whole(c, f->req_id, &nine, 1, 5);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->m.page, 17);
+	req = f->req_id;
+	clear_outs();
+	r_page(c, req, 17, 6, 0x77);
+	/* 17 went in; 9's answer had left the cache: the next set asks */
+	CU_ASSERT(lm_ccopy_version(cc, 17, &v) && v == 6);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_again, 1);
+	lm_lemuriad_pulse(c, 8000000 + LM_LEMURIAD_QUIET_US + 1);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->m.nnotices, 1);
+	CU_ASSERT_EQUAL(f->notices[0].page, 9);
+	CU_ASSERT_EQUAL(f->notices[0].version, 5);
+	r_pages_whole(c, f->req_id, &nine, 1, 5);
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 5);
+	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 9)[100], 9);
+	teardown(c);
+}
+
 /* copy = cluster: while every client waits in a barrier none spins, and
  * the RELEASE tells them every change: pages CHANGED names are not
  * fetched meanwhile, however long the barrier takes (LU on 8+8+8+8,
@@ -1474,6 +1524,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_changed_waits_out_a_barrier),
 	LM_TEST(test_shared_changed_pages_go_in_together),
 	LM_TEST(test_shared_changed_page_fetched_ahead_is_asked_alone),
+	LM_TEST(test_shared_changed_set_larger_than_the_cache),
 	LM_TEST(test_shared_page_waits_for_its_writers_list),
 	LM_TEST(test_shared_waiting_page_takes_newer_lists),
 	LM_TEST(test_shared_taken_back_page_waits_for_its_list),
