@@ -534,6 +534,16 @@ void lm_fetch_changed(lm_lemuriad *c, const struct lm_msg *m)
 		lm_fetch_group_check(c);
 }
 
+/* Page p waits for the next quiet pulse, to be fetched at `version` or
+ * newer (the newest wanted per page). */
+static void changed_want(lm_lemuriad *c, uint32_t p, uint32_t version)
+{
+	if (!c->chg_want[p])
+		c->chg_list[c->nchg++] = p;
+	if (c->chg_want[p] < version)
+		c->chg_want[p] = version;
+}
+
 void lm_fetch_heard(lm_lemuriad *c, const struct lm_notice *n,
 		    uint32_t count)
 {
@@ -549,16 +559,9 @@ void lm_fetch_heard(lm_lemuriad *c, const struct lm_notice *n,
 		c->chg_want = NULL; /* as if lost: the next CHANGED asks again */
 		return;
 	}
-	for (uint32_t i = 0; i < count; i++) {
-		uint32_t p = n[i].page;
-
-		if (p >= c->npages || !n[i].version)
-			continue;
-		if (!c->chg_want[p])
-			c->chg_list[c->nchg++] = p;
-		if (c->chg_want[p] < n[i].version)
-			c->chg_want[p] = n[i].version;
-	}
+	for (uint32_t i = 0; i < count; i++)
+		if (n[i].page < c->npages && n[i].version)
+			changed_want(c, n[i].page, n[i].version);
 	/* a wait for order may end with this list */
 	if (c->ngrp || c->ngated)
 		lm_fetch_group_check(c);
@@ -585,6 +588,17 @@ void lm_fetch_changed_due(lm_lemuriad *c)
 {
 	if (!c->ngrp)
 		changed_due(c);
+}
+
+/* Whether the copy holds page p older than `need` (at *v), so that a
+ * change must be fetched for it: not when it lacks the page, nor owns
+ * it, nor when a barrier told every client of a newer version (each
+ * closed its view then). */
+static bool copy_behind(const lm_lemuriad *c, uint32_t p, uint32_t need,
+			uint32_t *v)
+{
+	return lm_ccopy_version(&c->copy, p, v) && *v < need &&
+	       *v >= c->told_all[p] && !lm_ccopy_is_owned(&c->copy, p);
 }
 
 /* A page joins the set. */
@@ -632,8 +646,7 @@ static void changed_due(lm_lemuriad *c)
 			lm_fetch_again(c, up);
 			continue;
 		}
-		if (!lm_ccopy_version(&c->copy, p, &v) || v >= need ||
-		    v < c->told_all[p] || lm_ccopy_is_owned(&c->copy, p))
+		if (!copy_behind(c, p, need, &v))
 			continue;
 		group_add(c, p);
 		if (up) {
@@ -687,13 +700,9 @@ static void set_again(lm_lemuriad *c, uint32_t p)
 {
 	uint32_t need = lm_order_least(c, p), v;
 
-	if (!c->chg_want || !lm_ccopy_version(&c->copy, p, &v) || v >= need ||
-	    v < c->told_all[p] || lm_ccopy_is_owned(&c->copy, p))
+	if (!c->chg_want || !copy_behind(c, p, need, &v))
 		return;
-	if (!c->chg_want[p])
-		c->chg_list[c->nchg++] = p;
-	if (c->chg_want[p] < need)
-		c->chg_want[p] = need;
+	changed_want(c, p, need);
 	c->stats.changed_again++;
 }
 

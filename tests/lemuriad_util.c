@@ -160,6 +160,18 @@ lm_lemuriad *setup(void)
 	return setup_text(lazy_layout);
 }
 
+void lazy_layout_with(char *out, size_t cap, const char *line,
+		      const char *instead)
+{
+	const char *at = strstr(lazy_layout, line);
+	int len;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	len = snprintf(out, cap, "%.*s%s%s", (int)(at - lazy_layout),
+		       lazy_layout, instead, at + strlen(line));
+	CU_ASSERT_FATAL(len > 0 && (size_t)len < cap);
+}
+
 void teardown(lm_lemuriad *c)
 {
 	lm_lemuriad_destroy(c);

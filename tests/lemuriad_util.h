@@ -85,6 +85,10 @@ lm_lemuriad *setup_path(const char *path);
 /* conf/4+4.ini with the lazy relay these tests describe (the layout's
  * default is adaptive), and the fetch ahead of `prefetch = 7`. */
 extern const char lazy_layout[];
+/* lazy_layout with its first `line` (which it must hold) made `instead`,
+ * into out (which it must fit). */
+void lazy_layout_with(char *out, size_t cap, const char *line,
+		      const char *instead);
 
 lm_lemuriad *setup(void);
 

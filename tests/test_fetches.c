@@ -172,16 +172,11 @@ static void test_fetch_ahead_fits_one_fetchv(void)
 {
 	char text[1024];
 	uint32_t ask[1 + 2 * LM_CFG_PREFETCH_MAX];
-	const char *at = strstr(lazy_layout, "prefetch = 7");
 	lm_lemuriad *c;
 	struct out *o;
 
-	CU_ASSERT_FATAL(strlen(lazy_layout) + 8 < sizeof(text));
 	CU_ASSERT_EQUAL_FATAL(LM_CFG_PREFETCH_MAX, 31);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
-	snprintf(text, sizeof(text), "%.*sprefetch = 31%s",
-		 (int)(at - lazy_layout), lazy_layout,
-		 at + strlen("prefetch = 7"));
+	lazy_layout_with(text, sizeof(text), "prefetch = 7", "prefetch = 31");
 	c = setup_text(text);
 	CU_ASSERT_EQUAL_FATAL(layout->prefetch, 31);
 	join_all(c, RUN);

@@ -937,7 +937,6 @@ static void test_shared_changed_page_fetched_ahead_is_asked_alone(void)
 static void test_shared_changed_set_larger_than_the_cache(void)
 {
 	char text[1024];
-	const char *at = strstr(lazy_layout, "cache = 64M");
 	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
 				   { .page = 17, .version = 6 } };
 	const uint32_t nine = 9;
@@ -946,10 +945,7 @@ static void test_shared_changed_set_larger_than_the_cache(void)
 	lm_lemuriad *c;
 	uint32_t v = 0, req;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
-	snprintf(text, sizeof(text), "%.*scache = 4K%s",
-		 (int)(at - lazy_layout), lazy_layout,
-		 at + strlen("cache = 64M"));
+	lazy_layout_with(text, sizeof(text), "cache = 64M", "cache = 4K");
 	c = setup_shared_text(text);
 	cc = shared_joined(c);
 	cache_page(c, 9, 2, 0x33);
