@@ -662,7 +662,7 @@ static void changed_due(lm_lemuriad *c)
 		if (cp && cp->version >= need && cp->ordered)
 			continue; /* in the set, from the cache */
 		if (!(up = batch_add(c, p, need, want, batch, &n)))
-			continue; /* the next CHANGED or fault asks again */
+			continue; /* asked again when the set goes in */
 		up->refresh = true;
 		up->grouped = true;
 		c->stats.changed_fetches++;
@@ -690,12 +690,14 @@ static bool set_waits(lm_lemuriad *c, bool *unheard)
 	return false;
 }
 
-/* A page of the set whose answer the cache let go before the set went
- * in (a set larger than the cache: each answer can push an earlier one
- * out) joins the next set, at the newest version heard: nothing else
- * would bring it to a client that spins on it.  Each set leaves at
- * least its last answer in the cache, so the sets shrink to what fits:
- * order between their pages is then kept set by set only. */
+/* A page of the set whose answer is not in the cache at the newest
+ * version heard when the set goes in joins the next set, at that
+ * version: nothing else would bring it to a client that spins on it.
+ * The cache let the answer go (a set larger than the cache: each answer
+ * can push an earlier one out; each set leaves at least its last answer
+ * in the cache, so the sets shrink to what fits, and order between
+ * their pages is then kept set by set only), or the answer never came
+ * (a bad reply, or no memory for the fetch). */
 static void set_again(lm_lemuriad *c, uint32_t p)
 {
 	uint32_t need = lm_order_least(c, p), v;
@@ -709,7 +711,7 @@ static void set_again(lm_lemuriad *c, uint32_t p)
 /* The set's pages, and those whose answers wait, go into the copy as one
  * (lm_copy_install_set), from the cache.  A page of the set that the copy
  * dropped, or that a fault or barrier brought further meanwhile, is left
- * as it is; one whose answer left the cache is asked for again
+ * as it is; one whose answer is not in the cache is asked for again
  * (set_again); a waiting page goes in also when the copy lacks it. */
 static void install_set(lm_lemuriad *c)
 {
@@ -731,7 +733,8 @@ static void install_set(lm_lemuriad *c)
 	for (uint32_t i = 0; i < c->ngrp; i++) {
 		uint32_t p = c->grp_list[i];
 
-		if (!(cp = lm_cache_find(c, p)) && c->copy.map)
+		cp = lm_cache_find(c, p);
+		if (c->copy.map && (!cp || cp->version < lm_order_least(c, p)))
 			set_again(c, p);
 		if (!cp || !c->copy.map ||
 		    !lm_ccopy_version(&c->copy, p, &v) || v >= cp->version ||

@@ -976,6 +976,58 @@ static void test_shared_changed_set_larger_than_the_cache(void)
 	teardown(c);
 }
 
+/* copy = cluster: the home's answer to a CHANGED page's FETCH is bad (a
+ * PAGE of the wrong length): counted and dropped, and the page is asked
+ * for again, as any page of the set that did not come at the version
+ * CHANGED named.  Dropped with its request, it never came: the cache
+ * still held it at an older version, so the set went in without it and
+ * nothing asked again (a client spinning on it read the old bytes for
+ * ever). */
+static void test_shared_changed_page_badly_answered_is_asked_again(void)
+{
+	static uint8_t bad[100];
+	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
+				   { .page = 17, .version = 6 } };
+	struct lm_msg m = msg(LM_MSG_PAGE, RUN);
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	const uint32_t nine = 9, seventeen = 17;
+	const struct out *f;
+	uint64_t bad_before;
+	uint32_t v = 0;
+
+	cache_page(c, 9, 2, 0x33);
+	cache_page(c, 17, 2, 0x34);
+	clear_outs();
+	f = changed_asked(c, ch, 2, 0);
+	clear_outs();
+	r_pages_whole(c, f->req_id, &nine, 1, 5);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->m.page, 17);
+	bad_before = lm_lemuriad_stats(c)->dropped_bad;
+	m.page = 17;
+	m.version = 6;
+	m.data = bad;
+	m.data_len = sizeof(bad);
+	clear_outs();
+	lm_lemuriad_handle(c, refl, LM_REL_REPLY, f->req_id, &m);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->dropped_bad, bad_before + 1);
+	/* 9 went in with the set; 17 did not, and is asked again */
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 5);
+	CU_ASSERT(lm_ccopy_version(cc, 17, &v) && v == 2);
+	lm_lemuriad_pulse(c, 8000000 + LM_LEMURIAD_QUIET_US + 1);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->m.nnotices, 1);
+	CU_ASSERT_EQUAL(f->notices[0].page, 17);
+	CU_ASSERT_EQUAL(f->notices[0].version, 6);
+	r_pages_whole(c, f->req_id, &seventeen, 1, 6);
+	CU_ASSERT(lm_ccopy_version(cc, 17, &v) && v == 6);
+	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 17)[100], 17);
+	teardown(c);
+}
+
 /* copy = cluster: while every client waits in a barrier none spins, and
  * the RELEASE tells them every change: pages CHANGED names are not
  * fetched meanwhile, however long the barrier takes (LU on 8+8+8+8,
@@ -1521,6 +1573,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_changed_pages_go_in_together),
 	LM_TEST(test_shared_changed_page_fetched_ahead_is_asked_alone),
 	LM_TEST(test_shared_changed_set_larger_than_the_cache),
+	LM_TEST(test_shared_changed_page_badly_answered_is_asked_again),
 	LM_TEST(test_shared_page_waits_for_its_writers_list),
 	LM_TEST(test_shared_waiting_page_takes_newer_lists),
 	LM_TEST(test_shared_taken_back_page_waits_for_its_list),
