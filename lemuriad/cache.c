@@ -119,6 +119,35 @@ int lm_cache_take_diff(lm_lemuriad *c, uint32_t page, uint32_t rank,
 	return 0;
 }
 
+/* The least recently used copy that may go: not one of the pages of the
+ * CHANGED set out (grp_on, fetches.c), which go into the cluster copy
+ * from here all at once when the last came; NULL when every copy is. */
+static struct cpage *evictable(const lm_lemuriad *c)
+{
+	for (struct cpage *cp = c->lru_tail; cp; cp = cp->prev)
+		if (!c->grp_on || !c->grp_on[cp->page])
+			return cp;
+	return NULL;
+}
+
+bool lm_cache_evict_one(lm_lemuriad *c)
+{
+	struct cpage *cp = evictable(c);
+
+	if (!cp)
+		return false;
+	lm_cache_remove(c, cp);
+	c->stats.evictions++;
+	return true;
+}
+
+void lm_cache_trim(lm_lemuriad *c, uint32_t room)
+{
+	while (c->ncached + delta_pages(c) + room > c->cache_max &&
+	       lm_cache_evict_one(c))
+		;
+}
+
 void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		  const uint8_t *data)
 {
@@ -134,10 +163,7 @@ void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		lm_cache_touch(c, cp);
 		return;
 	}
-	while (c->lru_tail && c->ncached + delta_pages(c) >= c->cache_max) {
-		lm_cache_remove(c, c->lru_tail);
-		c->stats.evictions++;
-	}
+	lm_cache_trim(c, 1);
 	if (c->spare) {
 		cp = c->spare;
 		c->spare = cp->next;

@@ -828,6 +828,7 @@ void lm_fetch_group_check(lm_lemuriad *c)
 	if (c->ngrp)
 		c->stats.changed_groups++;
 	c->ngrp = 0;
+	lm_cache_trim(c, 0); /* the set's pages held it beyond `cache` */
 	c->set_rounds = 0;
 	lm_order_done(c);
 	/* the list may grow while its answers go out (a page asked again) */

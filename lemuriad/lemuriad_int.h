@@ -797,6 +797,16 @@ int lm_cache_take_diff(lm_lemuriad *c, uint32_t page, uint32_t rank,
 		       struct lm_delta *w, const uint8_t *diff, size_t len);
 void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		  const uint8_t *data);
+/* Evicts copies, least recently used first, until `room` more fit in
+ * `cache` with the open deltas (I5).  The pages of the CHANGED set out
+ * stay until the set goes in, beyond `cache` if need be (by at most the
+ * set, pages of the region): a set that lost one would go in without
+ * it, and show a spinning reader a page of a list before the pages of
+ * an earlier list (docs/dsm.md "Order"). */
+void lm_cache_trim(lm_lemuriad *c, uint32_t room);
+/* Evicts the least recently used copy that may go (as lm_cache_trim);
+ * false when none may. */
+bool lm_cache_evict_one(lm_lemuriad *c);
 void lm_upreq_free_waiters(lm_lemuriad *c, struct waiter *w);
 struct upreq *lm_upreq_new(lm_lemuriad *c, enum up_kind kind);
 void lm_upreq_renumber(lm_lemuriad *c, struct upreq *up);

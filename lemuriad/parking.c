@@ -272,10 +272,8 @@ void lm_park_keep_budget(lm_lemuriad *c)
 {
 	/* copies go first (they can be fetched again); deltas alone beyond
 	 * it go home with their data */
-	while (over_budget(c) && c->lru_tail) {
-		lm_cache_remove(c, c->lru_tail);
-		c->stats.evictions++;
-	}
+	while (over_budget(c) && lm_cache_evict_one(c))
+		;
 	if (over_budget(c) && !batch_outstanding(c)) {
 		c->stats.spills++;
 		start_batch(c, true, true);

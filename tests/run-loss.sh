@@ -90,8 +90,9 @@ fmm-box-tree PASSED one-copy $build/splash2/treewave $procs 12
 fmm-tree-merge PASSED any $build/splash2/treemerge $procs 3
 visible-$((n * 10 + 4)) PASSED one-copy $build/tests/dsmtest visible 4 3 $((n * 10 + 4))
 EOF
-	# the same with a lemuriad cache of one page: a CHANGED's set is
-	# larger than the cache, and each page of it must still come
+	# visible and treewave with a lemuriad cache of one page: a
+	# CHANGED's set is larger than the cache, and each page of it must
+	# still come, and go in with the others
 	if [ "${LM_TEST_COPY:-cluster}" = cluster ]; then
 		mkdir -p "$tmp/$n/tiny"
 		tlay=$(private_layout "conf/$l.ini" "$tmp/$n/tiny" "$n")
@@ -101,6 +102,10 @@ EOF
 			run_expect "visible-$((n * 10 + 5)), a one-page cache, on $l (seed $seed)" \
 			"$tlay" 290 PASSED "$build/tests/dsmtest" visible 4 3 \
 			$((n * 10 + 5))
+		seed=$((seed + 1))
+		LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$seed" \
+			run_expect "fmm-box-tree, a one-page cache, on $l (seed $seed)" \
+			"$tlay" 290 PASSED "$build/splash2/treewave" $procs 12
 	fi
 	# locks taken in a cycle by rank 0 and the last rank (of another
 	# cluster where there are several): the chase (PROBE through the

@@ -930,10 +930,14 @@ static void test_shared_changed_page_fetched_ahead_is_asked_alone(void)
 	teardown(c);
 }
 
-/* copy = cluster, a cache of one page: each answer of a CHANGED's set
- * pushes the one before out of the cache before the set goes in (the
- * set goes in from the cache).  Every page of the set must still reach
- * the copy at the version CHANGED named. */
+/* copy = cluster, a cache of one page: the answers of a CHANGED's set
+ * stay in the cache until the set goes in (from the cache), beyond its
+ * size, and the set goes in whole, its pages together (order: a list's
+ * page never shows ahead of an earlier list's); then the cache is back
+ * within its size.  When each answer pushed the one before out, the set
+ * went in without the first (treewave on 4+4+4+4 with `cache = 4K` read
+ * a box older than its child's flag in every run); before 0d9abd4 that
+ * page was not even asked again. */
 static void test_shared_changed_set_larger_than_the_cache(void)
 {
 	char text[1024];
@@ -959,20 +963,19 @@ static void test_shared_changed_set_larger_than_the_cache(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	CU_ASSERT_EQUAL_FATAL(f->m.page, 17);
 	req = f->req_id;
+	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
 	clear_outs();
 	r_page(c, req, 17, 6, 0x77);
-	/* 17 went in; 9's answer had left the cache: the next set asks */
-	CU_ASSERT(lm_ccopy_version(cc, 17, &v) && v == 6);
-	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_again, 1);
-	lm_lemuriad_pulse(c, 8000000 + LM_LEMURIAD_QUIET_US + 1);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	CU_ASSERT_EQUAL_FATAL(f->m.nnotices, 1);
-	CU_ASSERT_EQUAL(f->notices[0].page, 9);
-	CU_ASSERT_EQUAL(f->notices[0].version, 5);
-	r_pages_whole(c, f->req_id, &nine, 1, 5);
 	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 5);
 	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 9)[100], 9);
+	CU_ASSERT(lm_ccopy_version(cc, 17, &v) && v == 6);
+	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 17)[100], 0x77);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->changed_again, 0);
+	CU_ASSERT(lm_lemuriad_stats(c)->cached_bytes <= layout->page_size);
+	/* nothing left to ask */
+	lm_lemuriad_pulse(c, 8000000 + LM_LEMURIAD_QUIET_US + 1);
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_FETCHV));
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_FETCH));
 	teardown(c);
 }
 
