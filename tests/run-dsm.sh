@@ -75,12 +75,6 @@ for l in 1 2 4+4 4+4+4+4 2x2-two-reflectors 3-reflectors; do
 		"$lay" 120 "PASSED" "$build/tests/dsmtest" visible 4 3 $((n * 10 + 1))
 	run_expect "writes seen without synchronisation on $l, seed $((n * 10 + 2)), a one-page cache" \
 		"$tlay" 120 "PASSED" "$build/tests/dsmtest" visible 4 3 $((n * 10 + 2))
-	# the order of a set larger than the cache: its answers stay until
-	# it goes in (the tree before read a box older than its child's
-	# flag in every run on 4+4+4+4)
-	[ "$l" = 4+4+4+4 ] && run_expect "fmm's box tree on $l, a one-page cache" \
-		"$tlay" 120 "treewave: $np processes: PASSED" \
-		"$build/splash2/treewave" "$np" $tw
 	# The chaos test (docs/testing.md): two seeds with the layout's
 	# adaptive relay and two with eager, a few seconds a run (fewer
 	# rounds where more processes share the two cores).
