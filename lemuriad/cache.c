@@ -119,13 +119,25 @@ int lm_cache_take_diff(lm_lemuriad *c, uint32_t page, uint32_t rank,
 	return 0;
 }
 
-/* The least recently used copy that may go: not one of the pages of the
- * CHANGED set out (grp_on, fetches.c), which go into the cluster copy
- * from here all at once when the last came; NULL when every copy is. */
-static struct cpage *evictable(const lm_lemuriad *c)
+/* Whether page's copy waits here to go into the cluster copy with a
+ * set (fetches.c): a page of the CHANGED set out (grp_on), or a fault's
+ * answer that waits for order (gated), which goes in with the next set. */
+static bool kept_for_set(lm_lemuriad *c, uint32_t page)
+{
+	const struct upreq *up;
+
+	if (c->grp_on && c->grp_on[page])
+		return true;
+	return c->ngated && (up = lm_upreq_fetch_of(c, page)) && up->gated;
+}
+
+/* The least recently used copy that may go: not one kept for a set, as
+ * the set goes into the cluster copy from here all at once; NULL when
+ * every copy is. */
+static struct cpage *evictable(lm_lemuriad *c)
 {
 	for (struct cpage *cp = c->lru_tail; cp; cp = cp->prev)
-		if (!c->grp_on || !c->grp_on[cp->page])
+		if (!kept_for_set(c, cp->page))
 			return cp;
 	return NULL;
 }

@@ -798,8 +798,9 @@ int lm_cache_take_diff(lm_lemuriad *c, uint32_t page, uint32_t rank,
 void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		  const uint8_t *data);
 /* Evicts copies, least recently used first, until `room` more fit in
- * `cache` with the open deltas (I5).  The pages of the CHANGED set out
- * stay until the set goes in, beyond `cache` if need be (by at most the
+ * `cache` with the open deltas (I5).  The pages of the CHANGED set out,
+ * and the faults' answers that wait for order, stay until they go into
+ * the copy with their set, beyond `cache` if need be (by at most the
  * set, pages of the region): a set that lost one would go in without
  * it, and show a spinning reader a page of a list before the pages of
  * an earlier list (docs/dsm.md "Order"). */
