@@ -693,11 +693,8 @@ static bool set_waits(lm_lemuriad *c, bool *unheard)
 /* A page of the set whose answer is not in the cache at the newest
  * version heard when the set goes in joins the next set, at that
  * version: nothing else would bring it to a client that spins on it.
- * The cache let the answer go (a set larger than the cache: each answer
- * can push an earlier one out; each set leaves at least its last answer
- * in the cache, so the sets shrink to what fits, and order between
- * their pages is then kept set by set only), or the answer never came
- * (a bad reply, or no memory for the fetch). */
+ * The answer never came (a bad reply, or no memory for the fetch), or a
+ * notice dropped it (eviction keeps it: lm_cache_trim). */
 static void set_again(lm_lemuriad *c, uint32_t p)
 {
 	uint32_t need = lm_order_least(c, p), v;
