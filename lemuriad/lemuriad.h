@@ -199,9 +199,11 @@ struct lm_lemuriad_stats {
 	uint64_t changed_fetches;   /* ... that the copy held older and were
 				       fetched into it */
 	uint64_t changed_groups;    /* ... sets of them installed together */
-	uint64_t changed_again;     /* ... pages of a set whose answer left the
-				       cache before the set went in, asked
-				       for again in the next set */
+	uint64_t changed_again;     /* ... pages of a set whose answer was
+				       not cached at the newest version
+				       heard when the set went in (a bad
+				       reply, no memory, a notice dropped
+				       it), asked for again in the next set */
 	uint64_t changes_told;      /* CHANGED sent: our registrations'
 				       pages, for the other clusters */
 	uint64_t changes_told_pages; /* ... pages they named */

@@ -841,6 +841,29 @@ static const struct out *changed_asked(lm_lemuriad *c, struct lm_notice *ch,
 	return f;
 }
 
+/* Pages 9 and 17 held at version 2; a writer's CHANGED names 9 at 5
+ * and 17 at 6; the home's PAGES answering the set's FETCHV brings 9
+ * alone (17 lives at another reflector): the FETCH of 17 that follows. */
+static const struct out *set_half_answered(lm_lemuriad *c)
+{
+	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
+				   { .page = 17, .version = 6 } };
+	const uint32_t nine = 9;
+	const struct out *f;
+
+	cache_page(c, 9, 2, 0x33);
+	cache_page(c, 17, 2, 0x34);
+	clear_outs();
+	f = changed_asked(c, ch, 2, 0);
+	CU_ASSERT_EQUAL_FATAL(f->m.nnotices, 2);
+	clear_outs();
+	r_pages_whole(c, f->req_id, &nine, 1, 5);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->m.page, 17);
+	return f;
+}
+
 /* copy = cluster: the pages of one CHANGED go into the copy together,
  * when the last of them came, so that a client spinning on one never
  * reads it ahead of another the same writer changed before (barnes's
@@ -849,27 +872,15 @@ static const struct out *changed_asked(lm_lemuriad *c, struct lm_notice *ch,
 static void test_shared_changed_pages_go_in_together(void)
 {
 	lm_lemuriad *c = setup_shared();
-	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
-				   { .page = 17, .version = 6 } };
 	const struct lm_ccopy *cc = shared_joined(c);
-	const uint32_t nine = 9;
 	const uint64_t t = 8000000;
 	const struct out *f;
 	uint32_t v = 0;
 
-	cache_page(c, 9, 2, 0x33);
-	cache_page(c, 17, 2, 0x34);
-	clear_outs();
-	f = changed_asked(c, ch, 2, 0);
-	CU_ASSERT_EQUAL_FATAL(f->m.nnotices, 2);
-	/* the home brings 9 alone (17 lives at another reflector) */
-	clear_outs();
-	r_pages_whole(c, f->req_id, &nine, 1, 5);
+	/* the home brings 9 alone: nothing goes in yet */
+	f = set_half_answered(c);
 	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
 	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 9)[100], 0x33);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	CU_ASSERT_EQUAL(f->m.page, 17);
 	lm_lemuriad_pulse(c, t + LM_LEMURIAD_QUIET_US + 1);
 	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
 	r_page(c, f->req_id, 17, 6, 0x77);
@@ -941,28 +952,14 @@ static void test_shared_changed_page_fetched_ahead_is_asked_alone(void)
 static void test_shared_changed_set_larger_than_the_cache(void)
 {
 	char text[1024];
-	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
-				   { .page = 17, .version = 6 } };
-	const uint32_t nine = 9;
 	const struct lm_ccopy *cc;
-	const struct out *f;
 	lm_lemuriad *c;
 	uint32_t v = 0, req;
 
 	lazy_layout_with(text, sizeof(text), "cache = 64M", "cache = 4K");
 	c = setup_shared_text(text);
 	cc = shared_joined(c);
-	cache_page(c, 9, 2, 0x33);
-	cache_page(c, 17, 2, 0x34);
-	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
-	clear_outs();
-	f = changed_asked(c, ch, 2, 0);
-	clear_outs();
-	r_pages_whole(c, f->req_id, &nine, 1, 5);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	CU_ASSERT_EQUAL_FATAL(f->m.page, 17);
-	req = f->req_id;
+	req = set_half_answered(c)->req_id;
 	CU_ASSERT(lm_ccopy_version(cc, 9, &v) && v == 2);
 	clear_outs();
 	r_page(c, req, 17, 6, 0x77);
@@ -989,25 +986,15 @@ static void test_shared_changed_set_larger_than_the_cache(void)
 static void test_shared_changed_page_badly_answered_is_asked_again(void)
 {
 	static uint8_t bad[100];
-	struct lm_notice ch[2] = { { .page = 9, .version = 5 },
-				   { .page = 17, .version = 6 } };
 	struct lm_msg m = msg(LM_MSG_PAGE, RUN);
 	lm_lemuriad *c = setup_shared();
 	const struct lm_ccopy *cc = shared_joined(c);
-	const uint32_t nine = 9, seventeen = 17;
+	const uint32_t seventeen = 17;
 	const struct out *f;
 	uint64_t bad_before;
 	uint32_t v = 0;
 
-	cache_page(c, 9, 2, 0x33);
-	cache_page(c, 17, 2, 0x34);
-	clear_outs();
-	f = changed_asked(c, ch, 2, 0);
-	clear_outs();
-	r_pages_whole(c, f->req_id, &nine, 1, 5);
-	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	CU_ASSERT_EQUAL_FATAL(f->m.page, 17);
+	f = set_half_answered(c);
 	bad_before = lm_lemuriad_stats(c)->dropped_bad;
 	m.page = 17;
 	m.version = 6;
