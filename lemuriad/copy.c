@@ -291,9 +291,12 @@ void lm_copy_install_set(lm_lemuriad *c, struct lm_copy_set_item *items,
 	}
 	/* the rest (twinned pages, byte by byte) after: a no-op for those
 	 * in already */
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
+		LM_PAGE_TRACE(c->trace, "set", items[i].page,
+			      items[i].version, n);
 		lm_copy_install(c, items[i].page, items[i].version,
 				items[i].data);
+	}
 }
 
 void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
@@ -303,8 +306,10 @@ void lm_copy_install(lm_lemuriad *c, uint32_t page, uint32_t version,
 		return;
 	int rc = lm_ccopy_install(&c->copy, page, version, data);
 
-	if (rc == 0)
+	if (rc == 0) {
 		c->stats.copy_installs++;
+		LM_PAGE_TRACE(c->trace, "install", page, version, 0);
+	}
 	if (rc >= 0)
 		return;
 	lose_locked(c, page);

@@ -47,6 +47,7 @@ static void answer_page(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 {
 	struct lm_msg r;
 
+	LM_PAGE_TRACE(c->trace, "reply", page, version, node);
 	msg_init(c, &r, LM_MSG_PAGE);
 	r.page = page;
 	r.version = version;
@@ -99,6 +100,9 @@ static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 					  cp->page, cp->data, c->page_size);
 	}
 	c->stats.fetch_neighbours += count - 1;
+	for (uint32_t i = 0; i < count; i++)
+		LM_PAGE_TRACE(c->trace, "reply", served[i].page,
+			      served[i].version, node);
 	msg_init(c, &r, LM_MSG_PAGES);
 	r.notices = served;
 	r.nnotices = count;
@@ -128,6 +132,7 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 		c->out.reply(c->ctx, from, req_id, &r);
 		return;
 	}
+	LM_PAGE_TRACE(c->trace, "fetch", m->page, m->version, from);
 	cp = lm_cache_find(c, m->page);
 	if (cp && (cp->version < lm_order_least(c, cp->page) ||
 		   (c->shared && !cp->ordered &&
@@ -257,6 +262,8 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 static void reply_page(lm_lemuriad *c, struct upreq *up,
 		       const struct lm_msg *m)
 {
+	LM_PAGE_TRACE(c->trace, "answer", m->page, m->version,
+		      up->min_version);
 	reply_page_to(c, up, m);
 	if ((c->ngrp || c->ngated) && !c->committing)
 		lm_fetch_group_check(c);
@@ -277,6 +284,7 @@ static bool answers_someone(const struct upreq *up, uint32_t version)
  * with the set. */
 static void gate(lm_lemuriad *c, struct upreq *up, uint32_t version)
 {
+	LM_PAGE_TRACE(c->trace, "gated", up->page, version, 0);
 	up->gated = true;
 	up->gated_version = version;
 	up->grouped = false;
@@ -559,9 +567,11 @@ void lm_fetch_heard(lm_lemuriad *c, const struct lm_notice *n,
 		c->chg_want = NULL; /* as if lost: the next CHANGED asks again */
 		return;
 	}
-	for (uint32_t i = 0; i < count; i++)
+	for (uint32_t i = 0; i < count; i++) {
+		LM_PAGE_TRACE(c->trace, "heard", n[i].page, n[i].version, 0);
 		if (n[i].page < c->npages && n[i].version)
 			changed_want(c, n[i].page, n[i].version);
+	}
 	/* a wait for order may end with this list */
 	if (c->ngrp || c->ngated)
 		lm_fetch_group_check(c);
@@ -701,6 +711,7 @@ static void set_again(lm_lemuriad *c, uint32_t p)
 
 	if (!c->chg_want || !copy_behind(c, p, need, &v))
 		return;
+	LM_PAGE_TRACE(c->trace, "again", p, need, 0);
 	changed_want(c, p, need);
 	c->stats.changed_again++;
 }

@@ -994,6 +994,7 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->shared = cfg->copy == LM_COPY_CLUSTER && layout->nprocs > 1;
 	c->check_copy = c->shared && getenv("LEMURIA_CHECK_COPY") &&
 			strcmp(getenv("LEMURIA_CHECK_COPY"), "1") == 0;
+	c->trace = lm_page_trace_open(name);
 	c->copy_fd = -1;
 	c->nclients = cfg->clients;
 	c->first_node = lm_layout_client_id(layout, cfg->first_rank);
@@ -1085,6 +1086,7 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 		reset_run(c, c->run);
 	lm_cache_free_spares(c);
 	lm_deltas_destroy(c->deltas);
+	lm_page_trace_close(c->trace);
 	lm_updates_destroy(c->updates);
 	lm_release_free_deferred(c);
 	free(c->deferred);
@@ -1200,6 +1202,7 @@ void lm_lemuriad_readable(lm_lemuriad *c)
 void lm_lemuriad_tick(lm_lemuriad *c)
 {
 	lm_park_send_recalls(c); /* should the background hook not run */
+	lm_page_trace_flush(c->trace);
 	/* a staged release reads the epoch's state, which a token going
 	 * back would change (its UNLOCK registers what was written): the
 	 * next tick will do */

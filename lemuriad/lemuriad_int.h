@@ -37,6 +37,7 @@
 #include "deltas.h"
 #include "log.h"
 #include "notice_set.h"
+#include "page_trace.h"
 #include "updates.h"
 
 /* One cached copy of a page.  `version` is the home version it reflects
@@ -396,6 +397,7 @@ struct lm_lemuriad {
 	uint32_t copy_notes_cap;
 	bool check_copy;        /* LEMURIA_CHECK_COPY: compare it with our
 				   cached copies at every barrier */
+	struct lm_page_trace *trace; /* LEMURIA_PAGE_TRACE, or NULL */
 	uint64_t now_us;        /* the clock at the last lm_lemuriad_pulse */
 	uint64_t sealed_us;     /* ... after the last seal */
 	bool sealed;            /* lm_copy_seal ran since the last pulse */

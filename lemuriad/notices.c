@@ -24,6 +24,8 @@ void lm_notices_apply(lm_lemuriad *c, const struct lm_notice *n,
 	for (uint32_t i = 0; n && i < count; i++) {
 		struct cpage *cp = lm_cache_find(c, n[i].page);
 
+		LM_PAGE_TRACE(c->trace, "notice", n[i].page, n[i].version,
+			      n[i].wcluster);
 		if (n[i].page < c->npages && c->known[n[i].page] < n[i].version)
 			c->known[n[i].page] = n[i].version;
 		if (cp && cp->version < n[i].version) {

@@ -1227,6 +1227,70 @@ static void test_shared_waiting_answer_goes_in_with_its_set(void)
 	teardown(c);
 }
 
+/* Where `what` ("set 9 3 2": event, page, version, more) stands among
+ * the n lines of cluster c0's page trace; -1 when absent. */
+static int trace_line(char lines[][96], int n, const char *what)
+{
+	for (int i = 0; i < n; i++) {
+		const char *sp = strstr(lines[i], " c0 ");
+
+		sp = sp ? sp + 3 : NULL;
+
+		if (sp && strncmp(sp + 1, what, strlen(what)) == 0 &&
+		    (sp[1 + strlen(what)] == '\n' ||
+		     sp[1 + strlen(what)] == ' '))
+			return i;
+	}
+	return -1;
+}
+
+/* page_trace.h: the story above, traced with LEMURIA_PAGE_TRACE, reads
+ * in the order it happened: page 9's fault, its answer waiting, the list
+ * naming 12, 12's answer, the set of both, then the fault's reply; the
+ * clock never goes back.  A directory that cannot be written leaves the
+ * lemuriad running untraced. */
+static void test_shared_page_trace_tells_the_story(void)
+{
+	char dir[] = "/tmp/lm_test_trace.XXXXXX", path[64], text[96];
+	char lines[64][96];
+	unsigned long long t, last = 0;
+	int n = 0, at[8];
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	setenv("LEMURIA_PAGE_TRACE", dir, 1);
+	test_shared_waiting_answer_goes_in_with_its_set();
+	snprintf(path, sizeof(path), "%s/c0.trace", dir);
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	while (n < 64 && fgets(lines[n], sizeof(lines[n]), f)) {
+		CU_ASSERT(sscanf(lines[n], "%llu", &t) == 1 && t >= last);
+		last = t;
+		n++;
+	}
+	fclose(f);
+	at[0] = trace_line(lines, n, "fetch 9");
+	at[1] = trace_line(lines, n, "answer 9 3");
+	at[2] = trace_line(lines, n, "gated 9 3");
+	at[3] = trace_line(lines, n, "heard 12 4");
+	at[4] = trace_line(lines, n, "answer 12 4");
+	at[5] = trace_line(lines, n, "set 12 4 2");
+	at[6] = trace_line(lines, n, "set 9 3 2");
+	at[7] = trace_line(lines, n, "reply 9 3");
+	for (int i = 1; i < 5; i++)
+		CU_ASSERT(at[i - 1] >= 0 && at[i] > at[i - 1]);
+	/* the set's two lines, in either order, then the reply */
+	CU_ASSERT(at[5] > at[4] && at[6] > at[4]);
+	CU_ASSERT(at[7] > at[5] && at[7] > at[6]);
+	remove(path);
+
+	snprintf(text, sizeof(text), "%s/gone", dir);
+	setenv("LEMURIA_PAGE_TRACE", text, 1);
+	test_shared_waiting_answer_goes_in_with_its_set();
+	unsetenv("LEMURIA_PAGE_TRACE");
+	rmdir(dir);
+}
+
 /* docs/dsm.md "Order": a fault's answer that waits for its writer's list
  * goes in with the set whatever the copy holds, so it must be as new as
  * every list heard.  Here the copy holds page 9 older than a barrier told
@@ -1609,6 +1673,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_changed_page_badly_answered_is_asked_again),
 	LM_TEST(test_shared_page_waits_for_its_writers_list),
 	LM_TEST(test_shared_waiting_answer_goes_in_with_its_set),
+	LM_TEST(test_shared_page_trace_tells_the_story),
 	LM_TEST(test_shared_waiting_page_takes_newer_lists),
 	LM_TEST(test_shared_taken_back_page_waits_for_its_list),
 	LM_TEST(test_shared_set_leaves_globals_in_place),
