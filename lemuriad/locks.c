@@ -130,6 +130,7 @@ static void token_ask(lm_lemuriad *c, struct token *t)
  * its holders wrote (I2). */
 static void token_return(lm_lemuriad *c, struct token *t)
 {
+	LM_PAGE_TRACE(c->trace, "return", t->id, 0, t->granted);
 	lm_park_unlock(c, t->id, t->granted);
 	t->here = false;
 	t->busy = false;
@@ -175,6 +176,7 @@ static void token_next(lm_lemuriad *c, struct token *t)
 			t->handoffs++;
 		t->busy = true;
 		t->holder = w.rank;
+		LM_PAGE_TRACE(c->trace, "grant", t->id, 0, w.rank);
 		/* copy = cluster: the next holder reads the copy the last one
 		 * wrote; the registration of our deltas is for other
 		 * clusters, which a token leaving waits for (docs/dsm.md "One
@@ -420,6 +422,7 @@ void lm_locks_lock(lm_lemuriad *c, int slot, uint16_t from, uint32_t req_id,
 		count_bad(c, from, m, "no memory for the lock");
 		return;
 	}
+	LM_PAGE_TRACE(c->trace, "lock", m->id, 0, rank);
 	if (t->here) {
 		token_next(c, t); /* cached here: no message leaves */
 		return;
@@ -443,6 +446,7 @@ void lm_locks_unlock(lm_lemuriad *c, int slot, uint16_t from,
 		return;
 	}
 	t->busy = false;
+	LM_PAGE_TRACE(c->trace, "unlock", m->id, 0, rank);
 	if (req_id)
 		reply_status(c, from, *req_id, LM_MSG_UNLOCK_OK, 0);
 	token_next(c, t);
@@ -460,6 +464,7 @@ void lm_locks_recall(lm_lemuriad *c, const struct lm_msg *m)
 		return;
 	}
 	c->stats.recalls++;
+	LM_PAGE_TRACE(c->trace, "recall", t->id, 0, 0);
 	t->recalled = true;
 	t->recall_round = m->epoch;
 	t->handoffs = 0;
@@ -485,6 +490,7 @@ void lm_locks_granted(lm_lemuriad *c, struct upreq *up,
 		lm_upreq_free(c, up);
 		return;
 	}
+	LM_PAGE_TRACE(c->trace, "token", t->id, m->nnotices, up->rank);
 	t->asked = false;
 	t->here = true;
 	t->busy = false;

@@ -1,5 +1,6 @@
-/* A lemuriad's page trace: what happened to which page and when, for
- * finding how a page went into the cluster's copy out of order.
+/* A lemuriad's page trace: what happened to which page and lock and
+ * when, for finding how a page went into the cluster's copy out of order
+ * and what a fault or a lock waited for.
  *
  * With LEMURIA_PAGE_TRACE=DIR in its environment (lemuria-run passes it
  * on to the daemons it starts) a lemuriad writes one line per event to
@@ -20,6 +21,16 @@
  *   reply    a client's fetch was answered at version         (client node)
  *   notice   a write notice of a barrier or a grant           (writer's
  *                                                              cluster)
+ *
+ * and a lock's way through the cluster, the lock's id in the page column:
+ *   lock     a client asked for the lock                      (its rank)
+ *   token    the token came from the lock's manager, with     (the rank
+ *            <version> notices                                 asked for)
+ *   grant    a client got the lock                            (its rank)
+ *   unlock   it let the lock go                               (its rank)
+ *   recall   the manager asked for the token back             (0)
+ *   return   the token went back to the manager               (the rank
+ *                                                              it came for)
  *
  * A set goes in at once (the lines `set`) where every client's view can
  * be closed for it, else page by page (an `install` line follows each

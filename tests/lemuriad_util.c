@@ -1048,3 +1048,37 @@ lm_lemuriad *setup_eager(void)
 		 (int)(at - small_layout), small_layout, at);
 	return setup_text(text);
 }
+
+int trace_read(const char *dir, char lines[][96], int max)
+{
+	unsigned long long t, last = 0;
+	char path[128];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/c0.trace", dir);
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	while (n < max && fgets(lines[n], sizeof(lines[n]), f)) {
+		CU_ASSERT(sscanf(lines[n], "%llu", &t) == 1 && t >= last);
+		last = t;
+		n++;
+	}
+	fclose(f);
+	remove(path);
+	return n;
+}
+
+int trace_line(char lines[][96], int n, const char *what)
+{
+	size_t len = strlen(what);
+
+	for (int i = 0; i < n; i++) {
+		const char *ev = strstr(lines[i], " c0 ");
+
+		if (ev && strncmp(ev + 4, what, len) == 0 &&
+		    (ev[4 + len] == '\n' || ev[4 + len] == ' '))
+			return i;
+	}
+	return -1;
+}

@@ -308,6 +308,14 @@ void unlock_req(lm_lemuriad *c, uint32_t rank, uint32_t req,
 /* The first GRANT brings the token; rank 1 asked with request 300. */
 void token_arrives(lm_lemuriad *c, uint32_t id);
 
+/* Page traces (lemuriad/page_trace.h): the lines of cluster c0's trace
+ * in dir, at most max of them, asserting that the clock never goes back;
+ * the file is removed.  trace_line: where `what` ("set 9 3 2": event,
+ * page, version, more, as many words as given) stands among them, -1
+ * when absent. */
+int trace_read(const char *dir, char lines[][96], int max);
+int trace_line(char lines[][96], int n, const char *what);
+
 /* Deltas sent with their data (eager relay) are no longer here to be
  * written on top of a copy: a FETCH must ask for their versions, so that
  * no reflector's cache answers with a copy from before them

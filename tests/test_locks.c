@@ -228,6 +228,41 @@ static void test_lock_token_handed_off_locally(void)
 	teardown(c);
 }
 
+/* page_trace.h: a lock's way through the cluster, traced: rank 1 asks
+ * and the token comes; rank 2 waits; the manager recalls it; rank 1
+ * unlocks and rank 2 gets it (a hand-off left before it goes back); rank
+ * 2 unlocks and the token returns, in the name of the rank the manager
+ * granted it to. */
+static void test_lock_path_traced(void)
+{
+	char dir[] = "/tmp/lm_test_trace.XXXXXX", lines[32][96];
+	const char *story[] = { "lock 5 0 1", "token 5 0 1", "grant 5 0 1",
+				"lock 5 0 2", "recall 5", "unlock 5 0 1",
+				"grant 5 0 2", "unlock 5 0 2", "return 5 0 1" };
+	lm_lemuriad *c;
+	int n, at, last = -1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	setenv("LEMURIA_PAGE_TRACE", dir, 1);
+	c = setup();
+	unsetenv("LEMURIA_PAGE_TRACE");
+	join_all(c, RUN);
+	token_arrives(c, 5);
+	lock_req(c, 2, 401, 5);
+	recall(c, 5, 1);
+	unlock_req(c, 1, 402, 5);
+	unlock_req(c, 2, 403, 5);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->tokens_returned, 1);
+	teardown(c);
+	n = trace_read(dir, lines, 32);
+	for (size_t i = 0; i < sizeof(story) / sizeof(*story); i++) {
+		at = trace_line(lines, n, story[i]);
+		CU_ASSERT(at > last);
+		last = at;
+	}
+	rmdir(dir);
+}
+
 /* Release consistency is transitive: rank 1 takes lock 3, whose GRANT
  * names page 20 at version 9, then lock 4 (its token here already) and
  * gives lock 4 to rank 2 locally.  Rank 2 must learn of page 20 too: it
@@ -506,6 +541,7 @@ LM_TEST_SUITE("locks",
 	LM_TEST(test_recalled_token_waits_for_a_fresh_client),
 	LM_TEST(test_fresh_wait_ends_after_its_ticks),
 	LM_TEST(test_lock_token_handed_off_locally),
+	LM_TEST(test_lock_path_traced),
 	LM_TEST(test_local_grant_passes_on_what_other_grants_named),
 	LM_TEST(test_recalled_token_bounded_handoffs),
 	LM_TEST(test_grant_after_leave_returns_lock),

@@ -1227,23 +1227,6 @@ static void test_shared_waiting_answer_goes_in_with_its_set(void)
 	teardown(c);
 }
 
-/* Where `what` ("set 9 3 2": event, page, version, more) stands among
- * the n lines of cluster c0's page trace; -1 when absent. */
-static int trace_line(char lines[][96], int n, const char *what)
-{
-	for (int i = 0; i < n; i++) {
-		const char *sp = strstr(lines[i], " c0 ");
-
-		sp = sp ? sp + 3 : NULL;
-
-		if (sp && strncmp(sp + 1, what, strlen(what)) == 0 &&
-		    (sp[1 + strlen(what)] == '\n' ||
-		     sp[1 + strlen(what)] == ' '))
-			return i;
-	}
-	return -1;
-}
-
 /* page_trace.h: the story above, traced with LEMURIA_PAGE_TRACE, reads
  * in the order it happened: page 9's fault, its answer waiting, the list
  * naming 12, 12's answer, the set of both, then the fault's reply; the
@@ -1251,24 +1234,14 @@ static int trace_line(char lines[][96], int n, const char *what)
  * lemuriad running untraced. */
 static void test_shared_page_trace_tells_the_story(void)
 {
-	char dir[] = "/tmp/lm_test_trace.XXXXXX", path[64], text[96];
+	char dir[] = "/tmp/lm_test_trace.XXXXXX", text[96];
 	char lines[64][96];
-	unsigned long long t, last = 0;
-	int n = 0, at[8];
-	FILE *f;
+	int n, at[8];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
 	setenv("LEMURIA_PAGE_TRACE", dir, 1);
 	test_shared_waiting_answer_goes_in_with_its_set();
-	snprintf(path, sizeof(path), "%s/c0.trace", dir);
-	f = fopen(path, "r");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	while (n < 64 && fgets(lines[n], sizeof(lines[n]), f)) {
-		CU_ASSERT(sscanf(lines[n], "%llu", &t) == 1 && t >= last);
-		last = t;
-		n++;
-	}
-	fclose(f);
+	n = trace_read(dir, lines, 64);
 	at[0] = trace_line(lines, n, "fetch 9");
 	at[1] = trace_line(lines, n, "answer 9 3");
 	at[2] = trace_line(lines, n, "gated 9 3");
@@ -1282,7 +1255,6 @@ static void test_shared_page_trace_tells_the_story(void)
 	/* the set's two lines, in either order, then the reply */
 	CU_ASSERT(at[5] > at[4] && at[6] > at[4]);
 	CU_ASSERT(at[7] > at[5] && at[7] > at[6]);
-	remove(path);
 
 	snprintf(text, sizeof(text), "%s/gone", dir);
 	setenv("LEMURIA_PAGE_TRACE", text, 1);
