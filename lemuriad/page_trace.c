@@ -12,7 +12,7 @@
 
 struct lm_page_trace {
 	FILE *f;
-	char cluster[64]; /* each line names it, for merging */
+	char *cluster; /* each line names it, for merging */
 };
 
 struct lm_page_trace *lm_page_trace_open(const char *cluster)
@@ -31,13 +31,16 @@ struct lm_page_trace *lm_page_trace_open(const char *cluster)
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || !(t->f = fopen(path, "w"))) {
+	if (!t || !(t->cluster = strdup(cluster)) ||
+	    !(t->f = fopen(path, "w"))) {
 		lm_log_warn("LEMURIA_PAGE_TRACE: cannot write %s: %s; no page"
-			    " trace", path, strerror(t ? errno : ENOMEM));
+			    " trace", path,
+			    strerror(t && t->cluster ? errno : ENOMEM));
+		if (t)
+			free(t->cluster);
 		free(t);
 		return NULL;
 	}
-	snprintf(t->cluster, sizeof(t->cluster), "%s", cluster);
 	return t;
 }
 
@@ -48,6 +51,7 @@ void lm_page_trace_close(struct lm_page_trace *t)
 	if (fclose(t->f) != 0)
 		lm_log_warn("LEMURIA_PAGE_TRACE: the trace is cut short: %s",
 			    strerror(errno));
+	free(t->cluster);
 	free(t);
 }
 
