@@ -32,9 +32,10 @@
  *   return   the token went back to the manager               (the rank
  *                                                              it came for)
  *
- * A set goes in at once (the lines `set`) where every client's view can
- * be closed for it, else page by page (an `install` line follows each
- * `set` line).
+ * A set's pages go in at once (its `set` lines) where every client's
+ * view can be closed for them; a page that went in on its own after all
+ * (no such views, or a twinned page merged byte by byte) has an
+ * `install` line after its `set` line.
  *
  * Lines are buffered and written out at every tick (about a second) and
  * when the lemuriad ends; a lemuriad that is killed loses its last
