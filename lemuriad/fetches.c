@@ -100,9 +100,9 @@ static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 					  cp->page, cp->data, c->page_size);
 	}
 	c->stats.fetch_neighbours += count - 1;
-	for (uint32_t i = 0; i < count; i++)
-		LM_PAGE_TRACE(c->trace, "reply", served[i].page,
-			      served[i].version, node);
+	for (uint32_t i = 0; c->trace && i < count; i++)
+		lm_page_trace_event(c->trace, "reply", served[i].page,
+				    served[i].version, node);
 	msg_init(c, &r, LM_MSG_PAGES);
 	r.notices = served;
 	r.nnotices = count;
