@@ -675,6 +675,18 @@ if [ "$(grep -cx "\[a b 'c' \$HOME\]" "$tmp/out")" -eq 8 ]; then
 else
 	fail "--hosts: the words did not arrive whole"; sed 's/^/       /' "$tmp/out"
 fi
+# Rank 0's host done first tells the others the run is over; ranks still
+# running there finish by themselves (before: stopped with status 129,
+# which made the words check above fail when a printf started late)
+expect "--hosts: ranks that outlive rank 0's host finish" 0 \
+	timeout -k 5 60 $bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
+	--agent "$tmp/hosts/fake-ssh" -- \
+	sh -c 'test "$LM_RANK" -lt 4 || sleep 1; echo "late $LM_RANK"'
+if [ "$(grep -c '^late [4-7]$' "$tmp/out")" -eq 4 ]; then
+	ok "--hosts: the 4 late ranks printed"
+else
+	fail "--hosts: the late ranks did not all print"; sed 's/^/       /' "$tmp/out"
+fi
 expect "--hosts: a rank failing on one host fails the run with its status" 5 \
 	timeout -k 5 60 $bin/lemuria-run -c "$hl" --hosts "$tmp/hosts/hosts" \
 	--agent "$tmp/hosts/fake-ssh" --start-daemons -- \

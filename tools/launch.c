@@ -832,6 +832,22 @@ static void close_eof_fds(int *eof_fds, size_t n)
 		}
 }
 
+/* Writes LM_LAUNCH_RUN_OVER into every stop pipe.  A launcher that has
+ * exited already needs no telling: its EPIPE (SIGPIPE is caught) is
+ * ignored. */
+static void tell_run_over(const int *eof_fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		ssize_t w;
+
+		if (eof_fds[i] < 0)
+			continue;
+		w = write(eof_fds[i], LM_LAUNCH_RUN_OVER,
+			  sizeof(LM_LAUNCH_RUN_OVER) - 1);
+		(void)w;
+	}
+}
+
 /* Closes the stop pipes, then stops the agents as stop_ranks does. */
 static void stop_remote(struct rank_proc *p, int *eof_fds, size_t n,
 			unsigned grace_ms)
@@ -917,11 +933,12 @@ int lm_launch_remote_run(const struct lm_launch_remote *jobs, size_t n,
 					fprintf(verbose, "lemuria-run: %s "
 						"exited with status 0\n",
 						jobs[i].label);
-				/* rank 0's host is done: the run is over,
-				 * and the others, whose ranks are done by
-				 * then, may stop their daemons */
+				/* rank 0's host is done: the others may
+				 * stop their daemons once their own ranks
+				 * are done (not before: a rank still
+				 * running there ends by itself) */
 				if (jobs[i].keep_stdin)
-					close_eof_fds(eof_fds, n);
+					tell_run_over(eof_fds, n);
 				continue;
 			}
 			res->status = describe_status(r->status, how,

@@ -149,19 +149,24 @@ struct lm_launch_remote {
 	const char *label;   /* "cluster c0 on node1", for messages */
 	char *const *argv;   /* the agent's command (lm_hosts_command) */
 	bool keep_stdin;     /* ours (the cluster of rank 0, whose main may
-				read it); else a pipe whose end we close when
-				that one has exited 0, or to stop the run
-				(its lemuria-run has --stop-on-eof: it keeps
-				its lemuriad, which may hold pages the others
-				need, until then) */
+				read it); else a pipe (its lemuria-run has
+				--stop-on-eof) into which we write
+				LM_LAUNCH_RUN_OVER when that one has exited 0
+				(it keeps its lemuriad, which may hold pages
+				rank 0 reads, until then and until its own
+				ranks are done), and whose end we close to
+				stop the run */
 };
+
+/* What a --stop-on-eof launcher reads when rank 0's cluster is done. */
+#define LM_LAUNCH_RUN_OVER "run over\n"
 
 /* Starts every launcher and waits for all, as lm_launch_run does for
  * ranks: the first that exits with a non-zero status or by a signal
  * fails the run, and its status is ours (128 + N for signal N); the
  * others are told to stop (their stdin closes), then get SIGTERM and
- * SIGKILL after grace_ms.  The keep_stdin launcher exiting 0 ends the
- * run: the others' stdin closes.  Timeout: LM_LAUNCH_TIMEOUT_STATUS; *stop: 128
+ * SIGKILL after grace_ms.  The keep_stdin launcher exiting 0 tells the
+ * others the run is over (they exit once their own ranks are done).  Timeout: LM_LAUNCH_TIMEOUT_STATUS; *stop: 128
  * + the signal; a watched daemon exiting, or a launcher that cannot be
  * started: 1.  Returns the status (also in res; failed_rank is the
  * failed launcher's index). */

@@ -50,6 +50,7 @@ extern char **environ;
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stdin_closed; /* --stop-on-eof saw EOF */
+static volatile sig_atomic_t run_over; /* --stop-on-eof read a line */
 
 /* A closed stdout or stderr must not kill the launcher before it stops the
  * daemons it started.  A handler rather than SIG_IGN, since an ignored
@@ -100,9 +101,10 @@ static void usage(FILE *out)
 		"                        (default $LEMURIA_AGENT, else "
 		"\"" DEFAULT_AGENT "\")\n"
 		"      --stop-on-eof     stop the run when standard input "
-		"closes (--hosts\n"
-		"                        starts the other hosts' launchers "
-		"so)\n"
+		"closes; a line on it\n"
+		"                        says rank 0's cluster is done "
+		"(--hosts starts the\n"
+		"                        other hosts' launchers so)\n"
 		"  -t, --timeout SEC     stop everything after SEC seconds "
 		"(status 124)\n"
 		"  -b, --batch           run the ranks under SCHED_BATCH (no "
@@ -279,10 +281,10 @@ struct run_opts {
 	int stop_on_eof;
 };
 
-/* --stop-on-eof: our ranks are done, but other clusters' ranks may still
- * read pages only our lemuriad holds; the launcher that started us
- * (--hosts) closes our stdin once the run is over (rank 0's cluster is
- * done), or when it stops. */
+/* --stop-on-eof: our ranks are done, but rank 0 may still read pages
+ * only our lemuriad holds; the launcher that started us (--hosts) writes
+ * LM_LAUNCH_RUN_OVER once rank 0's cluster is done, or closes our stdin
+ * when it stops. */
 static void hold_daemons(const struct run_opts *o, bool daemons)
 {
 	uint64_t waited = 0;
@@ -291,7 +293,7 @@ static void hold_daemons(const struct run_opts *o, bool daemons)
 		fprintf(stderr, "lemuria-run: our ranks are done; %s until "
 				"the launcher that started us is done\n",
 			daemons ? "keeping our lemuriad" : "waiting");
-	while (!stop_signal &&
+	while (!stop_signal && !run_over &&
 	       (!o->timeout_ms || waited < o->timeout_ms)) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
@@ -594,7 +596,9 @@ out:
 }
 
 /* --stop-on-eof: reads standard input (moved to fd `arg`; the ranks read
- * /dev/null) until it ends, then stops the run as a hang-up would. */
+ * /dev/null) until it ends, then stops the run as a hang-up would.  What
+ * it reads before (LM_LAUNCH_RUN_OVER) says rank 0's cluster is done: our
+ * ranks finish by themselves, and then we need not keep our lemuriad. */
 static void *watch_stdin(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
@@ -603,7 +607,8 @@ static void *watch_stdin(void *arg)
 
 	while ((n = read(fd, buf, sizeof(buf))) > 0 ||
 	       (n < 0 && errno == EINTR))
-		;
+		if (n > 0)
+			run_over = 1;
 	stdin_closed = 1;
 	stop_signal = SIGHUP; /* as a hang-up: 128 + 1 */
 	return NULL;
