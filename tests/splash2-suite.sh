@@ -19,8 +19,8 @@
 # all` first.  Without DIR it prints "skipped: ..." and exits 0; it exits
 # 0 when every run passed (or was skipped for a reason given), 1
 # otherwise.  SUITE_TIMEOUT bounds each run in seconds (default 600: a
-# guard against hangs, twice the slowest correct run measured, raytrace
-# with 5 % loss on 3-reflectors at 255 s on a shared host; docs/splash2.md);
+# guard against hangs, near twice the slowest correct run measured,
+# radiosity with 5 % loss on 4+4+4+4 at 324 s; docs/splash2.md);
 # SPLASH2_MACRO_DIR overrides splash2/macros.  docs/splash2.md, "The
 # whole suite", has the steps, the checks and the results.
 set -u
