@@ -166,9 +166,9 @@ struct lm_launch_remote {
  * fails the run, and its status is ours (128 + N for signal N); the
  * others are told to stop (their stdin closes), then get SIGTERM and
  * SIGKILL after grace_ms.  The keep_stdin launcher exiting 0 tells the
- * others the run is over (they exit once their own ranks are done).  Timeout: LM_LAUNCH_TIMEOUT_STATUS; *stop: 128
- * + the signal; a watched daemon exiting, or a launcher that cannot be
- * started: 1.  Returns the status (also in res; failed_rank is the
+ * others the run is over (they exit once their own ranks are done).
+ * Timeout: LM_LAUNCH_TIMEOUT_STATUS; *stop: 128 + the signal; a watched
+ * daemon exiting, or a launcher that cannot be started: 1.  Returns the status (also in res; failed_rank is the
  * failed launcher's index). */
 int lm_launch_remote_run(const struct lm_launch_remote *jobs, size_t n,
 			 unsigned timeout_ms, unsigned grace_ms,
