@@ -168,8 +168,8 @@ struct lm_launch_remote {
  * SIGKILL after grace_ms.  The keep_stdin launcher exiting 0 tells the
  * others the run is over (they exit once their own ranks are done).
  * Timeout: LM_LAUNCH_TIMEOUT_STATUS; *stop: 128 + the signal; a watched
- * daemon exiting, or a launcher that cannot be started: 1.  Returns the status (also in res; failed_rank is the
- * failed launcher's index). */
+ * daemon exiting, or a launcher that cannot be started: 1.  Returns the
+ * status (also in res; failed_rank is the failed launcher's index). */
 int lm_launch_remote_run(const struct lm_launch_remote *jobs, size_t n,
 			 unsigned timeout_ms, unsigned grace_ms,
 			 lm_launch_daemons *daemons,
