@@ -233,6 +233,13 @@ check-splash2: all
 	@sh tests/splash2-suite.sh --layouts "4+4 2x2-two-reflectors 3-reflectors" \
 		$(SPLASH2_ORIG)
 
+# The order and visibility programs (publish, treewave, spinflag,
+# dsmtest visible and chaos) 10 rounds on five layouts of several
+# clusters, every other round with loss (long; tests/run-order.sh).
+.PHONY: check-order
+check-order: all
+	@sh tests/run-order.sh $(BUILD) 10
+
 # The lost-write litmus programs 50 times on each layout with several
 # reflectors and each relay mode, every other run with loss (long).
 .PHONY: check-litmus
