@@ -64,8 +64,6 @@ void lm_copy_wake_waiting(lm_lemuriad *c)
 void lm_copy_stop(lm_lemuriad *c)
 {
 	sets_close(c);
-	free(c->aliased);
-	c->aliased = NULL;
 	free(c->copy_idle);
 	c->copy_idle = NULL;
 	free(c->copy_pulled);
@@ -84,6 +82,13 @@ void lm_copy_stop(lm_lemuriad *c)
 	if (c->copy_fd >= 0)
 		close(c->copy_fd);
 	c->copy_fd = -1;
+}
+
+void lm_copy_end_run(lm_lemuriad *c)
+{
+	lm_copy_stop(c);
+	free(c->aliased);
+	c->aliased = NULL;
 }
 
 int lm_copy_start(lm_lemuriad *c)
@@ -237,7 +242,10 @@ void lm_copy_note_aliases(lm_lemuriad *c, const uint8_t *data, size_t len)
 	struct lm_globals_desc d;
 	uint64_t first, n;
 
-	if (!c->copy.map || !lm_globals_desc_get(data, len, &d) ||
+	/* the copy may not exist yet: a worker's CREATE can come before
+	 * the first JOIN makes it, and sets must still leave these pages
+	 * alone once it does */
+	if (!c->shared || !lm_globals_desc_get(data, len, &d) ||
 	    d.pages < c->layout->base)
 		return;
 	first = (d.pages - c->layout->base) / c->page_size;

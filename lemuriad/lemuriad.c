@@ -60,7 +60,8 @@ static void free_client_work(struct client *cl)
 static void reset_run(lm_lemuriad *c, uint64_t run)
 {
 	if (run != c->run)
-		lm_copy_stop(c); /* the next run's first JOIN makes its own */
+		lm_copy_end_run(c); /* the next run's first JOIN makes its
+				       own copy */
 	lm_cache_clear(c);
 	while (c->ups) {
 		struct upreq *up = c->ups;
@@ -1111,7 +1112,7 @@ void lm_lemuriad_destroy(lm_lemuriad *c)
 	free(c->tagout);
 	lm_changes_free(c);
 	free(c->leaving);
-	lm_copy_stop(c);
+	lm_copy_end_run(c);
 	free(c->sealbuf);
 	free(c->by_page);
 	free(c->up_by_id);

@@ -378,7 +378,9 @@ struct lm_lemuriad {
 	struct lm_ccopy copy;
 	struct lm_copy_filler filler; /* sets put in as one (copy_set.h) */
 	uint8_t *aliased;       /* per page: also mapped at the executable's
-				   globals in the clients (NULL: none) */
+				   globals in the clients (NULL: none); the
+				   run's, kept from a CREATE that came before
+				   the copy was made */
 	int *set_conn;          /* per client: the connection its copy went
 				   on, until its userfaultfd comes back */
 	int *set_uffd;          /* ... that userfaultfd (-1: none yet) */
@@ -720,7 +722,11 @@ void lm_notices_epoch_end(lm_lemuriad *c);
 /* A new run: the object of the last one goes, a new one is made (when
  * the cluster shares one).  0, or LM_E* after logging why. */
 int lm_copy_start(lm_lemuriad *c);
+/* The object goes; what the run's CREATEs said (lm_copy_note_aliases)
+ * stays for the run's next object. */
 void lm_copy_stop(lm_lemuriad *c);
+/* The run ends: the object and the notes of its CREATEs go. */
+void lm_copy_end_run(lm_lemuriad *c);
 /* Wakes the clients' faults pending on their userfaultfds (the
  * lemuriad's wait descriptor was readable; common/copy_set.h). */
 void lm_copy_wake_waiting(lm_lemuriad *c);
