@@ -258,10 +258,11 @@ static const char *fmt_duration(uint64_t us, char *buf, size_t len)
 /* Fault settings: the [faults] section and LM_FAULTS share one setter. */
 
 enum fault_key { FK_DROP, FK_DUP, FK_REORDER, FK_DELAY, FK_DELAY_MAX,
-		 FK_SEED, FK_COUNT };
+		 FK_START_MAX, FK_SEED, FK_COUNT };
 
 static const char *const fault_keys[] = {
-	"drop", "dup", "reorder", "delay", "delay_max", "seed", NULL
+	"drop", "dup", "reorder", "delay", "delay_max", "start_max", "seed",
+	NULL
 };
 
 /* Writes a location-free reason into why on failure. */
@@ -286,20 +287,26 @@ static int fault_set(struct lm_fault_cfg *f, int key, const char *value,
 		prob = &f->delay;
 		break;
 	case FK_DELAY_MAX:
+	case FK_START_MAX:
 		if (lm_parse_duration(value, &v) < 0) {
 			snprintf(why, whylen,
-				 "delay_max \"%s\" is not a duration "
-				 "(e.g. 500us, 20ms, 2s)", value);
+				 "%s \"%s\" is not a duration "
+				 "(e.g. 500us, 20ms, 2s)", fault_keys[key],
+				 value);
 			return LM_EINVAL;
 		}
 		if (v > LM_CFG_DELAY_MAX_US) {
 			snprintf(why, whylen,
-				 "delay_max \"%s\" is out of range (0..%s)",
-				 value, fmt_duration(LM_CFG_DELAY_MAX_US, a,
-						     sizeof(a)));
+				 "%s \"%s\" is out of range (0..%s)",
+				 fault_keys[key], value,
+				 fmt_duration(LM_CFG_DELAY_MAX_US, a,
+					      sizeof(a)));
 			return LM_EINVAL;
 		}
-		f->delay_max_us = (uint32_t)v;
+		if (key == FK_DELAY_MAX)
+			f->delay_max_us = (uint32_t)v;
+		else
+			f->start_max_us = (uint32_t)v;
 		return 0;
 	case FK_SEED:
 		if (parse_uint(value, &f->seed) < 0) {
@@ -384,7 +391,8 @@ int lm_parse_faults(const char *spec, struct lm_fault_cfg *out, char *err,
 		if (key < 0) {
 			snprintf(why, sizeof(why),
 				 "unknown fault setting \"%s\" (expected drop, "
-				 "dup, reorder, delay, delay_max or seed)", k);
+				 "dup, reorder, delay, delay_max, start_max or "
+				 "seed)", k);
 			rc = LM_EINVAL;
 		} else if (seen & 1u << key) {
 			snprintf(why, sizeof(why),

@@ -67,6 +67,10 @@ struct lm_fault_cfg {
 	double reorder;      /* probability it is held back behind later ones */
 	double delay;        /* probability it is delayed by up to delay_max_us */
 	uint32_t delay_max_us;
+	uint32_t start_max_us; /* each cluster's processes join up to this
+				  late (one draw per cluster): a run's first
+				  messages then reach lemuriads before
+				  their clients do */
 	uint64_t seed;       /* 0: seed from the clock */
 };
 

@@ -57,6 +57,18 @@ static bool chance(struct lm_loss *f, double p)
 	return (double)(rng_next(f) >> 11) * 0x1.0p-53 < p;
 }
 
+uint32_t lm_loss_start_delay_us(const struct lm_fault_cfg *cfg,
+				uint32_t cluster)
+{
+	struct lm_loss f = { .rng = 0 };
+
+	if (!cfg || cfg->start_max_us == 0)
+		return 0;
+	/* not the clock even for seed 0: a cluster's processes must agree */
+	f.rng = cfg->seed ^ ((uint64_t)cluster + 1) * 0x2545f4914f6cdd1dull;
+	return (uint32_t)(rng_next(&f) % ((uint64_t)cfg->start_max_us + 1));
+}
+
 int lm_loss_active(const struct lm_fault_cfg *cfg)
 {
 	return cfg && (cfg->drop > 0 || cfg->dup > 0 || cfg->reorder > 0 ||

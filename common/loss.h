@@ -29,6 +29,12 @@ void lm_loss_destroy(lm_loss *f);
 /* True when cfg injects anything at all. */
 int lm_loss_active(const struct lm_fault_cfg *cfg);
 
+/* How long the processes of cluster `cluster` wait before they join
+ * (start_max): one draw per cluster from cfg's seed, the same in each of
+ * its processes, 0..start_max_us. */
+uint32_t lm_loss_start_delay_us(const struct lm_fault_cfg *cfg,
+				uint32_t cluster);
+
 /* Hands an outgoing datagram to the injector; the bytes are copied.
  * `peer` is opaque to the injector and returned by lm_loss_pop. */
 void lm_loss_push(lm_loss *f, uint32_t peer, const void *dg, size_t len,

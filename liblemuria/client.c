@@ -512,6 +512,7 @@ int lm_init(int *argc, char ***argv)
 	struct lm_msg req, reply;
 	char err[512];
 	int copy_fd = -1, copy_conn = -1;
+	uint32_t join_late;
 	bool shared, no_copy;
 	void *buf;
 	int rc;
@@ -602,6 +603,11 @@ int lm_init(int *argc, char ***argv)
 		rc = LM_EIO;
 		goto fail;
 	}
+	/* LM_FAULTS start_max (tests): this cluster joins late */
+	join_late = lm_loss_start_delay_us(&lm_self.layout->faults,
+					   lm_self.cluster->id);
+	if (join_late)
+		usleep(join_late);
 	req = lm_client_msg(LM_MSG_JOIN);
 	req.pid = (uint32_t)getpid();
 	req.layout_hash = lm_self.layout->hash;

@@ -76,15 +76,21 @@ while [ "$r" -lt "$rounds" ]; do
 		sed -i 's/^cache = .*/cache = 4K/' "$tlay"
 		seed=$((7000 + n * 10))
 		echo "order: round $r, layout $l"
+		# clusters join up to 0.3 s apart in every round (start_max:
+		# a run's first messages reach lemuriads before their
+		# clients), and every other round loses datagrams too
 		if [ $((r % 2)) -eq 0 ]; then
-			LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,seed=$seed"
+			LM_FAULTS="drop=0.05,dup=0.02,reorder=0.05,start_max=300ms,seed=$seed"
 			export LM_FAULTS
 			round "$r" "$l" "$lay" "$tlay" $seed \
 				" with loss (seed $seed)"
-			unset LM_FAULTS
 		else
-			round "$r" "$l" "$lay" "$tlay" $seed ""
+			LM_FAULTS="start_max=300ms,seed=$seed"
+			export LM_FAULTS
+			round "$r" "$l" "$lay" "$tlay" $seed \
+				" (starts seed $seed)"
 		fi
+		unset LM_FAULTS
 		rm -rf "${tmp:?}/$n"
 	done
 done

@@ -191,6 +191,8 @@ static void test_parse_faults(void)
 		{ "drop=0.1,drop=0.2", "\"drop\" given twice" },
 		{ "delay_max=5parsecs", "delay_max \"5parsecs\"" },
 		{ "delay_max=11s", "delay_max \"11s\" is out of range" },
+		{ "start_max=soon", "start_max \"soon\" is not a duration" },
+		{ "start_max=11s", "start_max \"11s\" is out of range" },
 		{ "seed=-1", "seed \"-1\"" },
 		{ "drop=0.1,", "\"\" is not name=value" },
 	};
@@ -199,8 +201,10 @@ static void test_parse_faults(void)
 
 	memset(&f, 0xff, sizeof(f));
 	CU_ASSERT_EQUAL(lm_parse_faults("drop=0.1,dup=0.05,reorder=0.25,"
-					"delay=0.5,delay_max=2ms,seed=7",
+					"delay=0.5,delay_max=2ms,"
+					"start_max=300ms,seed=7",
 					&f, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(f.start_max_us, 300000);
 	CU_ASSERT_DOUBLE_EQUAL(f.drop, 0.1, 1e-12);
 	CU_ASSERT_DOUBLE_EQUAL(f.dup, 0.05, 1e-12);
 	CU_ASSERT_DOUBLE_EQUAL(f.reorder, 0.25, 1e-12);

@@ -49,6 +49,27 @@ static void test_cfg_active(void)
 	CU_ASSERT_TRUE(lm_loss_active(&c));
 }
 
+/* start_max: one draw per cluster, the same for every process of it
+ * (they compute it apart), within the bound, and not the same for all
+ * clusters (else no cluster would be later than another). */
+static void test_start_delay_per_cluster(void)
+{
+	struct lm_fault_cfg c = { .seed = 11, .start_max_us = 300000 };
+	uint32_t d[8], differ = 0;
+
+	CU_ASSERT_EQUAL(lm_loss_start_delay_us(NULL, 0), 0);
+	for (uint32_t k = 0; k < 8; k++) {
+		d[k] = lm_loss_start_delay_us(&c, k);
+		CU_ASSERT(d[k] <= c.start_max_us);
+		CU_ASSERT_EQUAL(lm_loss_start_delay_us(&c, k), d[k]);
+		differ += k && d[k] != d[0];
+	}
+	CU_ASSERT(differ > 0);
+	CU_ASSERT_FALSE(lm_loss_active(&c)); /* no datagram is touched */
+	c.start_max_us = 0;
+	CU_ASSERT_EQUAL(lm_loss_start_delay_us(&c, 3), 0);
+}
+
 static void test_passthrough_keeps_order(void)
 {
 	struct lm_fault_cfg c = {.seed = 1};
@@ -234,6 +255,7 @@ static void test_capacity_bound(void)
 }
 
 LM_TEST_SUITE("loss", LM_TEST(test_cfg_active),
+	      LM_TEST(test_start_delay_per_cluster),
 	      LM_TEST(test_passthrough_keeps_order),
 	      LM_TEST(test_drop_all_and_rate), LM_TEST(test_dup_rate),
 	      LM_TEST(test_same_seed_same_sequence),
