@@ -70,8 +70,29 @@ void lm_cache_detach(lm_lemuriad *c, struct cpage *cp)
 	c->stats.cached_bytes = c->ncached * (size_t)c->page_size;
 }
 
+static void drop_tags(struct cpage *cp)
+{
+	free(cp->tags);
+	cp->tags = NULL;
+	cp->ntags = 0;
+}
+
+void lm_cache_keep_tags(struct cpage *cp, const uint8_t *tags,
+			uint32_t ntags)
+{
+	size_t len = (size_t)ntags * LM_MSG_TAG_SIZE;
+
+	drop_tags(cp);
+	if (cp->ordered || !(cp->tags = malloc(len ? len : 1)))
+		return;
+	if (len)
+		memcpy(cp->tags, tags, len);
+	cp->ntags = ntags;
+}
+
 void lm_cache_recycle(lm_lemuriad *c, struct cpage *cp)
 {
+	drop_tags(cp);
 	if (c->nspare < LM_LEMURIAD_SPARE_PAGES &&
 	    c->nspare < c->cache_max / 8) {
 		cp->next = c->spare;
@@ -171,6 +192,7 @@ void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 			cp->version = version;
 			cp->tag = ++c->next_tag;
 			cp->ordered = false;
+			drop_tags(cp);
 		}
 		lm_cache_touch(c, cp);
 		return;
@@ -192,6 +214,8 @@ void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 	cp->version = version;
 	cp->tag = ++c->next_tag;
 	cp->ordered = false;
+	cp->tags = NULL;
+	cp->ntags = 0;
 	memcpy(cp->data, data, c->page_size);
 	c->by_page[page] = cp;
 	lru_push(c, cp);

@@ -76,9 +76,9 @@ static void reply_pages(lm_lemuriad *c, uint16_t node, uint32_t req_id,
 		for (uint32_t i = 0; i < n; i++)
 			if ((cp = lm_cache_find(c, more[i])) &&
 			    cp->version >= lm_order_least(c, cp->page) &&
-			    ((c->committing && cp->ordered) ||
+			    ((c->committing && lm_order_cached(c, cp)) ||
 			     lm_order_free(c, cp->page, cp->version,
-					   cp->ordered)))
+					   lm_order_cached(c, cp))))
 				lm_copy_install(c, cp->page, cp->version,
 						cp->data);
 		answer_page(c, node, req_id, page, version, data);
@@ -135,14 +135,18 @@ static void fetch_page(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 	LM_PAGE_TRACE(c->trace, "fetch", m->page, m->version, from);
 	cp = lm_cache_find(c, m->page);
 	if (cp && (cp->version < lm_order_least(c, cp->page) ||
-		   (c->shared && !cp->ordered &&
+		   (c->shared && !lm_order_cached(c, cp) && !cp->tags &&
 		    !lm_order_free(c, cp->page, cp->version, false))))
 		cp = NULL; /* older than a change we heard of, or came
-			      before what its home's tags name was told */
+			      before what its home's tags name was told and
+			      they are not known */
 	if (cp && c->shared &&
-	    !lm_order_free(c, cp->page, cp->version, cp->ordered))
-		held = cp->version; /* in the copy only with the lists */
-	else if (cp) {
+	    !lm_order_free(c, cp->page, cp->version, cp->ordered)) {
+		/* in the copy only with the lists, and after those its tags
+		 * name (fetched ahead before they were told) */
+		held = cp->version;
+		lm_order_need_cached(c, cp);
+	} else if (cp) {
 		lm_cache_touch(c, cp);
 		c->stats.fetch_hits++;
 		hold(c, from, cp->page);
@@ -232,7 +236,8 @@ void lm_fetch_handle_v(lm_lemuriad *c, uint16_t from, uint32_t req_id,
 	if (first.page >= c->npages || !(cp = lm_cache_find(c, first.page)) ||
 	    cp->version < lm_order_least(c, cp->page) ||
 	    (c->shared &&
-	     !lm_order_free(c, cp->page, cp->version, cp->ordered))) {
+	     !lm_order_free(c, cp->page, cp->version,
+			    lm_order_cached(c, cp)))) {
 		/* fetch_page sorts out those that wait for order */
 		fetch_page(c, from, req_id, &first, true,
 			   lm_msg_fetchv_reach(m), more, nmore);
@@ -338,8 +343,10 @@ static void reply_page_to(lm_lemuriad *c, struct upreq *up,
 
 		lm_cache_put(c, m->page, m->version, c->pagebuf);
 		if ((cp = lm_cache_find(c, m->page)) &&
-		    cp->version == m->version)
+		    cp->version == m->version) {
 			cp->ordered = c->committing || told;
+			lm_cache_keep_tags(cp, m->tags, m->ntags);
+		}
 	}
 	/* a reply that crossed data of ours leaving is no update source */
 	if (up->pre)
@@ -669,7 +676,7 @@ static void changed_due(lm_lemuriad *c)
 			continue;
 		}
 		cp = lm_cache_find(c, p);
-		if (cp && cp->version >= need && cp->ordered)
+		if (cp && cp->version >= need && lm_order_cached(c, cp))
 			continue; /* in the set, from the cache */
 		if (!(up = batch_add(c, p, need, want, batch, &n)))
 			continue; /* asked again when the set goes in */

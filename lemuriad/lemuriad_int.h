@@ -50,9 +50,15 @@ struct cpage {
 	uint64_t tag;                   /* new whenever data changes (the
 					   updates encoded ahead check it) */
 	bool ordered;                   /* its reply's registrations were
-					   all told us when it came (order.c):
-					   it may go into the copy with the
-					   lists heard */
+					   all told us (order.c): it may go
+					   into the copy with the lists
+					   heard */
+	uint8_t *tags;                  /* not ordered: its reply's tags
+					   (LM_MSG_TAG_SIZE bytes each), so
+					   that it becomes ordered when they
+					   are told (lm_order_cached); NULL:
+					   not known, fetched again */
+	uint32_t ntags;
 	struct cpage *prev, *next;      /* LRU list, head = most recent;
 					   next links the spares */
 	uint8_t data[];                 /* page_size bytes */
@@ -638,8 +644,9 @@ uint32_t lm_order_least(const lm_lemuriad *c, uint32_t page);
 /* Whether `page` at `version` may go into the copy on its own: the copy
  * holds it, or a barrier told every client of it and either the copy
  * holds the page (older) or the registrations its home tagged it with
- * were told us (`told`) and no set waits to go in (always, but under
- * copy = cluster). */
+ * were told us (`told`) and no set waits to go in, or the copy lacks it,
+ * `told`, and every list heard went in (always, but under copy =
+ * cluster). */
 bool lm_order_free(const lm_lemuriad *c, uint32_t page, uint32_t version,
 		   bool told);
 /* Another cluster's CHANGED: what it says its writer registered and
@@ -649,6 +656,11 @@ void lm_order_told(lm_lemuriad *c, const struct lm_msg *m);
 bool lm_order_tags_told(const lm_lemuriad *c, const struct lm_msg *m);
 /* ... they must be, before what waits goes in. */
 void lm_order_need(lm_lemuriad *c, const struct lm_msg *m);
+/* Whether cached copy cp is ordered: its reply's registrations were
+ * told when it came, or were since (its tags kept: then it becomes so). */
+bool lm_order_cached(lm_lemuriad *c, struct cpage *cp);
+/* cp waits for the registrations its kept tags name (lm_order_need). */
+void lm_order_need_cached(lm_lemuriad *c, const struct cpage *cp);
 /* Whether a registration that must be told before what waits goes in
  * was not yet. */
 bool lm_order_untold(const lm_lemuriad *c);
@@ -805,6 +817,11 @@ int lm_cache_take_diff(lm_lemuriad *c, uint32_t page, uint32_t rank,
 		       struct lm_delta *w, const uint8_t *diff, size_t len);
 void lm_cache_put(lm_lemuriad *c, uint32_t page, uint32_t version,
 		  const uint8_t *data);
+/* Keeps the tags of the reply that brought cp (not ordered when it came),
+ * so that it may go in once they are told without being fetched again;
+ * without memory it is fetched again, as before tags were kept. */
+void lm_cache_keep_tags(struct cpage *cp, const uint8_t *tags,
+			uint32_t ntags);
 /* Evicts copies, least recently used first, until `room` more fit in
  * `cache` with the open deltas (I5).  The pages of the CHANGED set out,
  * and the faults' answers that wait for order, stay until they go into

@@ -19,10 +19,16 @@
  * can see this page new and another old.  For a page the copy lacks,
  * that second rule needs the page's tags told and no set waiting: a
  * page taken back from its owner keeps its version but holds what the
- * owner wrote since (lm_order_free).  And no version older than one
- * heard goes in: a set that named the newer one may be in already (a
- * page fetched ahead before a writer's change, arriving after the
- * change's pointer went in, showed the record as it was before). */
+ * owner wrote since (lm_order_free).  A page the copy lacks needs no
+ * barrier either once its tags were told and every list heard went in:
+ * the set it would go in with is itself alone.  And no version older
+ * than one heard goes in: a set that named the newer one may be in
+ * already (a page fetched ahead before a writer's change, arriving after
+ * the change's pointer went in, showed the record as it was before).
+ *
+ * A cached answer keeps its tags until they are told (lm_order_cached):
+ * a page fetched ahead before its writer's list came is then in order
+ * like one that came after it, and need not be fetched again. */
 #include "lemuriad_int.h"
 
 void lm_order_heard(lm_lemuriad *c, const struct lm_notice *n,
@@ -52,8 +58,13 @@ bool lm_order_free(const lm_lemuriad *c, uint32_t page, uint32_t version,
 	held = lm_ccopy_version(&c->copy, page, &have);
 	if (held && version <= have)
 		return true;
+	/* no barrier told it: it goes in with every list heard, as one set
+	 * (fetches.c).  Where the copy lacks the page and every list heard
+	 * went in already (none waits, and none that a writer was told is
+	 * missing), that set is this page alone: no fault need wait for it */
 	if (version > c->told_all[page])
-		return false;
+		return !held && told && !c->ngrp && !c->nchg &&
+		       !lm_order_untold(c);
 	/* a version a barrier told every client of holds only what was
 	 * written before that barrier, unless its page was taken back from
 	 * an owner since: the home keeps the version, the bytes are the
@@ -102,6 +113,25 @@ void lm_order_need(lm_lemuriad *c, const struct lm_msg *m)
 		    c->need_reg[w] < r)
 			c->need_reg[w] = r;
 	}
+}
+
+bool lm_order_cached(lm_lemuriad *c, struct cpage *cp)
+{
+	struct lm_msg m = { .tags = cp->tags, .ntags = cp->ntags };
+
+	if (cp->ordered || !cp->tags || !lm_order_tags_told(c, &m))
+		return cp->ordered;
+	cp->ordered = true;
+	lm_cache_keep_tags(cp, NULL, 0); /* not needed any more */
+	return true;
+}
+
+void lm_order_need_cached(lm_lemuriad *c, const struct cpage *cp)
+{
+	struct lm_msg m = { .tags = cp->tags, .ntags = cp->ntags };
+
+	if (cp->tags)
+		lm_order_need(c, &m);
 }
 
 bool lm_order_untold(const lm_lemuriad *c)

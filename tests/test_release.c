@@ -1586,6 +1586,137 @@ static void test_shared_neighbour_waits_for_its_list(void)
 	teardown(c);
 }
 
+/* A fault on 30 fetches 31 ahead, whose answer (version 5) names
+ * registration `reg` of cluster 1. */
+static void neighbour_fetched(lm_lemuriad *c, uint32_t reg)
+{
+	const uint32_t first = 30, next = 31;
+	uint8_t late[LM_MSG_TAG_SIZE];
+	const struct out *f;
+
+	clear_outs();
+	creq_fetchv_reach(c, 2, 600, &first, 1, 1);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	clear_outs();
+	r_page(c, f->req_id, 30, 1, 0x30);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCHV);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL_FATAL(f->notices[0].page, 31);
+	lm_msg_tag_put(late, 0, 1, reg);
+	r_pages_tagged(c, f->req_id, &next, 1, 5, late, 1);
+	clear_outs();
+}
+
+/* Cluster 1's CHANGED: it told everything through registration `reg`. */
+static void told_through(lm_lemuriad *c, uint32_t reg)
+{
+	struct lm_msg ch = msg(LM_MSG_CHANGED, RUN);
+
+	ch.id = LM_CHANGED_ALL;
+	ch.rank = 1;
+	ch.version = reg;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &ch);
+}
+
+/* The page fetched ahead keeps its tags: once its writer's list came, a
+ * fault on it is answered from the cache, not fetched from the home
+ * again (LU on 8+8+8+8 fetched three times as often as before the order
+ * rule when it was). */
+static void test_shared_neighbour_told_later_is_served_from_the_cache(void)
+{
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	const uint32_t next = 31;
+
+	neighbour_fetched(c, 50);
+	CU_ASSERT_FATAL(!lm_ccopy_holds(cc, 31, 5)); /* not told yet */
+	told_through(c, 50);
+	clear_outs();
+	creq_fetchv(c, 1, 602, &next, 1);
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_FETCH));
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_FETCHV));
+	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	CU_ASSERT(lm_ccopy_holds(cc, 31, 5));
+	CU_ASSERT_EQUAL(lm_ccopy_page(cc, 31)[0], 31);
+	teardown(c);
+}
+
+/* ... and a fault on it before the list came waits for the list, and
+ * for nothing else: no second fetch. */
+static void test_shared_neighbour_fault_waits_for_its_list(void)
+{
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	const uint32_t next = 31;
+
+	neighbour_fetched(c, 50);
+	CU_ASSERT_FATAL(!lm_ccopy_holds(cc, 31, 5));
+	creq_fetchv(c, 1, 602, &next, 1);
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_FETCH));
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_FETCHV));
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	CU_ASSERT(!lm_ccopy_holds(cc, 31, 5));
+	told_through(c, 49); /* not far enough */
+	CU_ASSERT_PTR_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	told_through(c, 50);
+	CU_ASSERT_PTR_NOT_NULL(find_out(REPLIED, node_of(1), LM_MSG_PAGE));
+	CU_ASSERT(lm_ccopy_holds(cc, 31, 5));
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_FETCH));
+	teardown(c);
+}
+
+/* A page the copy lacks, fetched ahead after its writer's list came, goes
+ * into the copy as it comes when no list heard waits to go in (the set it
+ * would go in with is itself alone); while a list's pages wait, it
+ * waits for its fault and goes in with them. */
+static void test_shared_told_page_the_copy_lacks_goes_in(void)
+{
+	lm_lemuriad *c = setup_shared();
+	const struct lm_ccopy *cc = shared_joined(c);
+	struct lm_notice n = { .page = 12, .version = 4, .base = 3,
+			       .writer = LM_WRITER_MANY, .wcluster = 1 };
+	struct lm_msg ch = msg(LM_MSG_CHANGED, RUN);
+	static uint8_t data[65536];
+	struct lm_msg m = msg(LM_MSG_PAGE, RUN);
+	uint8_t tags[LM_MSG_TAG_SIZE], t2[LM_MSG_TAG_SIZE];
+	const uint32_t first = 39, next = 40;
+	const struct out *f, *ahead = NULL;
+
+	told_through(c, 50);
+	neighbour_fetched(c, 50); /* told already */
+	CU_ASSERT(lm_ccopy_holds(cc, 31, 5));
+
+	/* page 12, held older, is named by a list not yet fetched: a fault
+	 * on 39 waits for it (39 goes in with 12), and 40, fetched ahead
+	 * meanwhile, waits for its own fault */
+	fault_answered_tagged(c, 2, 700, &m, data, tags, 12, 3, 50);
+	CU_ASSERT_FATAL(lm_ccopy_holds(cc, 12, 3));
+	ch.id = LM_CHANGED_ALL;
+	ch.rank = 1;
+	ch.version = 51;
+	ch.notices = &n;
+	ch.nnotices = 1;
+	lm_lemuriad_handle(c, refl, LM_REL_ONEWAY, 0, &ch);
+	clear_outs();
+	creq_fetchv_reach(c, 2, 701, &first, 1, 1);
+	f = find_out(REQUESTED, refl, LM_MSG_FETCH);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	clear_outs();
+	r_page(c, f->req_id, 39, 1, 0x39);
+	CU_ASSERT(!lm_ccopy_holds(cc, 39, 1));
+	for (size_t i = 0; i < nouts && !ahead; i++)
+		if (outs[i].how == REQUESTED &&
+		    outs[i].m.type == LM_MSG_FETCHV &&
+		    outs[i].notices[0].page == 40)
+			ahead = &outs[i];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ahead);
+	lm_msg_tag_put(t2, 0, 1, 51);
+	r_pages_tagged(c, ahead->req_id, &next, 1, 6, t2, 1);
+	CU_ASSERT(!lm_ccopy_holds(cc, 40, 6));
+	teardown(c);
+}
+
 /* copy = cluster: a page taken back from us names the registration that
  * seals what the cluster wrote meanwhile, and its reader waits for that
  * registration's list (docs/dsm.md "Order"): the list goes as soon as
@@ -1670,4 +1801,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_set_leaves_globals_created_before_copy),
 	LM_TEST(test_shared_lost_wake_woken),
 	LM_TEST(test_shared_neighbour_waits_for_its_list),
-	LM_TEST(test_shared_recall_tells_its_registration_at_once))
+	LM_TEST(test_shared_recall_tells_its_registration_at_once),
+	LM_TEST(test_shared_neighbour_told_later_is_served_from_the_cache),
+	LM_TEST(test_shared_neighbour_fault_waits_for_its_list),
+	LM_TEST(test_shared_told_page_the_copy_lacks_goes_in))
