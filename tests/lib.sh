@@ -1,6 +1,19 @@
 # shellcheck shell=sh disable=SC2154 # bin and tmp are the caller's
 # Shell helpers shared by the integration scripts (sourced, not run).
 
+# need_built WHO FILE...: exits 2, saying so, at the first FILE (a
+# program or library of the build) that is not there.
+need_built() {
+	who=$1
+	shift
+	for f in "$@"; do
+		if [ ! -e "$f" ]; then
+			echo "$who: $f is missing: run make all first" >&2
+			exit 2
+		fi
+	done
+}
+
 # private_layout SRC DST_DIR: copies layout SRC into DST_DIR with its ports
 # moved to a range of its own (so that a stray daemon of another run cannot
 # answer for ours) and the secret file beside it.  Prints the new path.

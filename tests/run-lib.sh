@@ -15,12 +15,7 @@ checks=0
 . tests/lib.sh
 yes_if() { if "$@"; then echo y; else echo n; fi; }
 
-for f in "$lib/liblemuria.so" "$lib/liblemuria.a"; do
-	if [ ! -e "$f" ]; then
-		echo "run-lib: $f is missing: run make all first" >&2
-		exit 2
-	fi
-done
+need_built run-lib "$lib/liblemuria.so" "$lib/liblemuria.a"
 
 echo "lib: exports"
 # every function the public headers declare, one per line, and those

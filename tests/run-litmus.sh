@@ -33,12 +33,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 case $runs in
 ''|*[!0-9]*|0) echo "run-litmus: RUNS must be a whole number > 0" >&2; exit 2 ;;
 esac
-for f in "$bin/lemuria-run" "$build/tests/dsmtest"; do
-	if [ ! -x "$f" ]; then
-		echo "run-litmus: $f is missing: run make all first" >&2
-		exit 2
-	fi
-done
+need_built run-litmus "$bin/lemuria-run" "$build/tests/dsmtest"
 
 # litmus LAYOUT_FILE N WHAT ARGS...: N runs of dsmtest ARGS, every
 # second one with loss (its seed in the name, so that a failure can be

@@ -23,12 +23,8 @@ skipped=0
 trap 'rm -rf "$tmp"' EXIT INT TERM
 . tests/lib.sh
 
-for f in "$bin/lemuria-run" "$build/tests/dsmtest" "$build/splash2/lu"; do
-	if [ ! -x "$f" ]; then
-		echo "run-loss: $f is missing: run make all first" >&2
-		exit 2
-	fi
-done
+need_built run-loss "$bin/lemuria-run" "$build/tests/dsmtest" \
+	"$build/splash2/lu"
 
 # the loss, and clusters that join up to 0.3 s apart (start_max): a
 # run's first messages then reach some lemuriads before their clients

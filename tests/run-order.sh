@@ -27,13 +27,9 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 case $rounds in
 ''|*[!0-9]*|0) echo "run-order: ROUNDS must be a whole number > 0" >&2; exit 2 ;;
 esac
-for f in "$bin/lemuria-run" "$build/tests/dsmtest" "$build/splash2/publish" \
-	 "$build/splash2/treewave" "$build/splash2/spinflag"; do
-	if [ ! -x "$f" ]; then
-		echo "run-order: $f is missing: run make all first" >&2
-		exit 2
-	fi
-done
+need_built run-order "$bin/lemuria-run" "$build/tests/dsmtest" \
+	"$build/splash2/publish" "$build/splash2/treewave" \
+	"$build/splash2/spinflag"
 for l in $layouts; do
 	if [ ! -f "conf/$l.ini" ]; then
 		echo "run-order: no layout conf/$l.ini" >&2

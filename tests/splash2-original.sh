@@ -42,12 +42,8 @@ if [ -z "$lu_src$fft_src" ]; then
 	exit 0
 fi
 
-for f in "$build/bin/lemuria-run" "$build/lib/liblemuria.so"; do
-	if [ ! -e "$f" ]; then
-		echo "splash2-original: $f is missing: run make all first" >&2
-		exit 2
-	fi
-done
+. tests/lib.sh
+need_built splash2-original "$build/bin/lemuria-run" "$build/lib/liblemuria.so"
 command -v m4 >/dev/null || { echo "splash2-original: m4 not found" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/lm-splash2-orig.XXXXXX)
@@ -95,7 +91,6 @@ build_lm() { # NAME SRC OUT
 		-L"$libdir" -llemuria -Wl,-rpath,"$libdir" -lpthread -lm
 }
 
-. tests/lib.sh
 layout=$(private_layout conf/4+4.ini "$tmp")
 # The original FFT keeps its shared pointers in 32-bit unsigned ints: the
 # shared region must lie below 4 GiB.

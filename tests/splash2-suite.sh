@@ -61,12 +61,8 @@ top=$(pwd)
 macros=$(cd "${SPLASH2_MACRO_DIR:-splash2/macros}" && pwd) || exit 2
 build=$(cd "${BUILD:-build}" 2>/dev/null && pwd) || build=$top/build
 compat=$top/splash2/compat
-for f in "$build/bin/lemuria-run" "$build/lib/liblemuria.so"; do
-	if [ ! -e "$f" ]; then
-		echo "splash2-suite: $f is missing: run make all first" >&2
-		exit 2
-	fi
-done
+. tests/lib.sh
+need_built splash2-suite "$build/bin/lemuria-run" "$build/lib/liblemuria.so"
 for c in m4 cc patch gzip; do
 	command -v $c >/dev/null ||
 		{ echo "splash2-suite: $c not found" >&2; exit 2; }
@@ -391,7 +387,6 @@ tail_of() { tail -n "${2:-6}" "$1" | sed 's/^/         | /'; }
 
 echo "splash2-suite: $orig (patched copy in $tmp)"
 inputs
-. tests/lib.sh
 # Build everything first: both ways, and volrend's preprocessor.
 ok_build=""
 for name in $codes_sel; do
