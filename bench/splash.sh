@@ -314,7 +314,8 @@ runs_header=$runs_header,daemons_answered,daemons_total,failure,idle_pct
 # The traffic fields of a pthreads run: all empty.
 no_traffic=$(echo ",$traffic_cols,x,x" | sed 's/[^,]//g')
 
-rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
+# the tree of the build measured: with -B, another checkout's
+rev=$(git -C "$build" describe --always --dirty 2>/dev/null || echo unknown)
 stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
 echo "programs $progs: $reps runs per build on layouts: $layouts"
 echo "$stamp"

@@ -141,7 +141,8 @@ trap interrupted INT TERM
 trap cleanup EXIT
 mkdir -p "$outdir" || exit 1
 
-rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
+# the tree of the build measured: with -B, another checkout's
+rev=$(git -C "$build" describe --always --dirty 2>/dev/null || echo unknown)
 stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M'), ${unplaced:+un}placed"
 echo "$me: $reps runs of each; LU and lucontig $args; $stamp"
 failed=0
