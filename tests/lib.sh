@@ -14,6 +14,28 @@ need_built() {
 	done
 }
 
+# need_layouts WHO LAYOUT...: exits 2, saying so, at the first LAYOUT
+# with no conf/LAYOUT.ini (before any run, not after some).
+need_layouts() {
+	who=$1
+	shift
+	for l in "$@"; do
+		if [ ! -f "conf/$l.ini" ]; then
+			echo "$who: no layout conf/$l.ini" >&2
+			exit 2
+		fi
+	done
+}
+
+# need_count WHO NAME VALUE: exits 2 unless VALUE is a whole number > 0.
+need_count() {
+	case $3 in
+	''|*[!0-9]*|0)
+		echo "$1: $2 must be a whole number > 0" >&2
+		exit 2 ;;
+	esac
+}
+
 # private_layout SRC DST_DIR: copies layout SRC into DST_DIR with its ports
 # moved to a range of its own (so that a stray daemon of another run cannot
 # answer for ours) and the secret file beside it.  Prints the new path.

@@ -30,10 +30,10 @@ checks=0
 trap 'rm -rf "$tmp"' EXIT INT TERM
 . tests/lib.sh
 
-case $runs in
-''|*[!0-9]*|0) echo "run-litmus: RUNS must be a whole number > 0" >&2; exit 2 ;;
-esac
+need_count run-litmus RUNS "$runs"
 need_built run-litmus "$bin/lemuria-run" "$build/tests/dsmtest"
+# shellcheck disable=SC2086 # one word per layout
+need_layouts run-litmus $layouts
 
 # litmus LAYOUT_FILE N WHAT ARGS...: N runs of dsmtest ARGS, every
 # second one with loss (its seed in the name, so that a failure can be
@@ -58,10 +58,6 @@ litmus() {
 n=70
 seed=500
 for l in $layouts; do
-	if [ ! -f "conf/$l.ini" ]; then
-		echo "run-litmus: no layout conf/$l.ini" >&2
-		exit 2
-	fi
 	for copy in $copies; do
 		for relay in lazy adaptive eager; do
 			n=$((n + 1))

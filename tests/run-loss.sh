@@ -25,6 +25,8 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 need_built run-loss "$bin/lemuria-run" "$build/tests/dsmtest" \
 	"$build/splash2/lu"
+# shellcheck disable=SC2086 # one word per layout
+need_layouts run-loss $layouts
 
 # the loss, and clusters that join up to 0.3 s apart (start_max): a
 # run's first messages then reach some lemuriads before their clients
@@ -35,10 +37,6 @@ n=60
 seed=100
 for l in $layouts; do
 	n=$((n + 1))
-	if [ ! -f "conf/$l.ini" ]; then
-		echo "run-loss: no layout conf/$l.ini" >&2
-		exit 2
-	fi
 	mkdir -p "$tmp/$n"
 	lay=$(private_layout "conf/$l.ini" "$tmp/$n" "$n")
 	procs=$(awk '$1 == "clients" && $2 == "=" { s += $3 } END { print s + 0 }' "$lay")

@@ -24,18 +24,12 @@ checks=0
 trap 'rm -rf "$tmp"' EXIT INT TERM
 . tests/lib.sh
 
-case $rounds in
-''|*[!0-9]*|0) echo "run-order: ROUNDS must be a whole number > 0" >&2; exit 2 ;;
-esac
+need_count run-order ROUNDS "$rounds"
 need_built run-order "$bin/lemuria-run" "$build/tests/dsmtest" \
 	"$build/splash2/publish" "$build/splash2/treewave" \
 	"$build/splash2/spinflag"
-for l in $layouts; do
-	if [ ! -f "conf/$l.ini" ]; then
-		echo "run-order: no layout conf/$l.ini" >&2
-		exit 2
-	fi
-done
+# shellcheck disable=SC2086 # one word per layout
+need_layouts run-order $layouts
 
 # round R LAYOUT_NAME LAYOUT TINY_LAYOUT SEED LOSS: one round's programs.
 # (run_expect owns the variable `name`.)
