@@ -40,13 +40,18 @@ struct lm_loss {
 };
 
 /* splitmix64: small, fast, and good enough for loss decisions. */
-static uint64_t rng_next(struct lm_loss *f)
+static uint64_t splitmix(uint64_t *state)
 {
-	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ull);
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+static uint64_t rng_next(struct lm_loss *f)
+{
+	return splitmix(&f->rng);
 }
 
 /* True with probability p; draws nothing when p is 0. */
@@ -60,13 +65,14 @@ static bool chance(struct lm_loss *f, double p)
 uint32_t lm_loss_start_delay_us(const struct lm_fault_cfg *cfg,
 				uint32_t cluster)
 {
-	struct lm_loss f = { .rng = 0 };
+	uint64_t state;
 
 	if (!cfg || cfg->start_max_us == 0)
 		return 0;
 	/* not the clock even for seed 0: a cluster's processes must agree */
-	f.rng = cfg->seed ^ ((uint64_t)cluster + 1) * 0x2545f4914f6cdd1dull;
-	return (uint32_t)(rng_next(&f) % ((uint64_t)cfg->start_max_us + 1));
+	state = cfg->seed ^ ((uint64_t)cluster + 1) * 0x2545f4914f6cdd1dull;
+	return (uint32_t)(splitmix(&state) %
+			  ((uint64_t)cfg->start_max_us + 1));
 }
 
 int lm_loss_active(const struct lm_fault_cfg *cfg)
