@@ -341,14 +341,18 @@ bench-hierarchy: all
 	bench/hierarchy.sh $(HIERARCHY_BENCH_ARGS)
 
 # LU and lucontig with the protocol's data path taken away a stage at a
-# time (bench/oracle.patch on a copy of the tree): the design's floors
-# under the targets.  FLOORS_BENCH_ARGS=-q for a quick check.
+# time (bench/oracle.patch on a copy of the tree), in each copy mode: the
+# design's floors under the targets.  FLOORS_BENCH_ARGS=-q for a quick
+# check.
 .PHONY: bench-floors
 bench-floors:
-	bench/floors.sh -l 4+4 $(FLOORS_BENCH_ARGS)
-	bench/floors.sh -l 8+8 $(FLOORS_BENCH_ARGS)
-	bench/floors.sh -l 8+8+8+8 $(FLOORS_BENCH_ARGS)
-	bench/floors.sh -l 4+4 -p lucontig $(FLOORS_BENCH_ARGS)
+	for m in cluster client; do \
+		bench/floors.sh -m $$m -l 4+4 $(FLOORS_BENCH_ARGS) && \
+		bench/floors.sh -m $$m -l 8+8 $(FLOORS_BENCH_ARGS) && \
+		bench/floors.sh -m $$m -l 8+8+8+8 $(FLOORS_BENCH_ARGS) && \
+		bench/floors.sh -m $$m -l 4+4 -p lucontig $(FLOORS_BENCH_ARGS) || \
+		exit 1; \
+	done
 
 # Resident memory per cluster, copy = cluster against copy = client, LU
 # on 4+4 and 8+8+8+8 (a few minutes).

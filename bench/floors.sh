@@ -4,7 +4,24 @@
 # in the same round, to show how much of the gap to shared memory each
 # stage costs and what no tuning of the later stages can go below.  The
 # stages come from bench/oracle.patch, applied to a copy of this tree
-# built apart (never to the tree itself: the oracles give wrong answers):
+# built apart (never to the tree itself: the oracles give wrong answers).
+#
+# With `-m cluster` (the default, as `copy = cluster` is the layouts'
+# default: one copy per cluster, docs/dsm.md "One copy per cluster"):
+#
+#   one       the same processes in one cluster (conf/N.ini for N
+#             processes): nothing crosses between clusters; what is left
+#             is the cluster's own synchronisation and faults
+#   skeleton  the layout, but a lemuriad's seal does nothing: nothing is
+#             registered, so no write notice invalidates a page and each
+#             page crosses once per cluster (a page one cluster owns, by
+#             its recall); what is left is the synchronisation, the first
+#             fetches and the write tracking of the pages that crossed
+#   compare   the seal compares the twinned pages of the copy as always
+#             and drops the diffs it finds
+#   full      the protocol unchanged (the program must pass its test)
+#
+# With `-m client` (the per-process protocol of `copy = client`):
 #
 #   skeleton  past a client's first 4 flushes its flushes do nothing (no
 #             twin comparison, no diffs, no write notices) and its
@@ -16,13 +33,10 @@
 #   send      the diffs go to the lemuriad, which (after each client's
 #             first 4 FLUSH messages) acknowledges and drops them: the
 #             transport of the flushes and nothing after it
-#   full      the protocol unchanged (the program must pass its test)
+#   full      the protocol unchanged
 #
-# Every stage runs with `copy = client` (docs/layout.md): the oracles are
-# the per-process protocol's.
-#
-#   bench/floors.sh [-q] [-r ROUNDS] [-l LAYOUT] [-p PROGRAM] [-a "ARGS"]
-#                   [-O DIR] [-T SECONDS]
+#   bench/floors.sh [-q] [-m MODE] [-r ROUNDS] [-l LAYOUT] [-p PROGRAM]
+#                   [-a "ARGS"] [-O DIR] [-T SECONDS]
 #
 # Needs make, a C toolchain and git or patch (to apply the patch).  Exit
 # status: 0 when every run gave a time (and the full runs passed), 1 when
@@ -43,19 +57,20 @@ outdir=""
 limit=600
 quick=0
 given_r=0; given_a=0
-stages="skeleton compare send full"
+mode=cluster
 
 usage() {
 	cat <<EOF
-usage: $me [-q] [-r ROUNDS] [-l LAYOUT] [-p PROGRAM] [-a "ARGS"] [-O DIR]
-                       [-T SECONDS]
+usage: $me [-q] [-m MODE] [-r ROUNDS] [-l LAYOUT] [-p PROGRAM] [-a "ARGS"]
+                       [-O DIR] [-T SECONDS]
+  -m MODE     cluster (default) or client: the copy mode whose stages run
   -r ROUNDS   rounds (default $rounds); each runs the pthreads build and the
               four stages once, the stages in a turned order each round
   -l LAYOUT   layout (default $layout): a name under conf/ or a path
   -p PROGRAM  lu or lucontig (default $prog)
   -a "ARGS"   the program's arguments without -p and -t (default "$args")
   -O DIR      where floors.md and floors-runs.csv go (default
-              floors-PROGRAM-LAYOUT/ in build/bench-results, or in
+              floors-PROGRAM-LAYOUT-MODE/ in build/bench-results, or in
               \$LEMURIA_BENCH_RESULTS: bench/results to update the tree's)
   -T SECONDS  limit for each run (default $limit)
   -q          quick check: -a "-n256 -b16" -r 1 unless given, files in
@@ -63,9 +78,10 @@ usage: $me [-q] [-r ROUNDS] [-l LAYOUT] [-p PROGRAM] [-a "ARGS"] [-O DIR]
 EOF
 }
 
-while getopts qr:l:p:a:O:T:h opt; do
+while getopts qm:r:l:p:a:O:T:h opt; do
 	case $opt in
 	q) quick=1 ;;
+	m) mode=$OPTARG ;;
 	r) rounds=$OPTARG; given_r=1 ;;
 	l) layout=$OPTARG ;;
 	p) prog=$OPTARG ;;
@@ -98,17 +114,24 @@ lu | lucontig) ;;
 *) complain "-p: '$prog': the oracles are measured on lu and lucontig only" ;;
 esac
 case $args in *-p* | *-t*) complain "-a: give the arguments without -p and -t" ;; esac
+case $mode in
+cluster) stages="one skeleton compare full" ;;
+client) stages="skeleton compare send full" ;;
+*) complain "-m: '$mode': the copy modes are cluster and client" ;;
+esac
 lf=$(layout_file "$layout")
 procs=""
 if [ ! -r "$lf" ]; then
 	complain "-l: layout '$layout': $lf not found"
 elif ! procs=$(layout_size "$lf" | awk '{ print $1 }') || [ -z "$procs" ]; then
 	complain "-l: layout '$layout': $lf has no [cluster] section with clients"
+elif [ "$mode" = cluster ] && [ ! -r conf/$procs.ini ]; then
+	complain "-l: layout '$layout': its $procs processes have no one-cluster layout conf/$procs.ini for the stage 'one'"
 fi
 [ -r bench/oracle.patch ] || complain "bench/oracle.patch: not found"
 [ $bad -eq 0 ] || exit 2
 label=$(layout_label "$lf")
-[ -n "$outdir" ] || outdir=$(results_dir "$root")/floors-$prog-$label
+[ -n "$outdir" ] || outdir=$(results_dir "$root")/floors-$prog-$label-$mode
 
 tmp=$(mktemp -d /tmp/lm-floors.XXXXXX) || exit 1
 child=""
@@ -155,9 +178,12 @@ if ! timed 900 "$tmp/build.log" make -C "$tmp/src" BUILD="$build" \
 fi
 . "$root/tests/lib.sh" # private_layout set_copy
 lay=$(private_layout "$lf" "$tmp" 63) || exit 1
-# the stages take away the per-process protocol's data path (FLUSHes,
-# twins of each client), so they run with a copy per client
-set_copy "$lay" client
+set_copy "$lay" "$mode"
+if [ "$mode" = cluster ]; then
+	mkdir "$tmp/one" || exit 1
+	one=$(private_layout "conf/$procs.ini" "$tmp/one" 64) || exit 1
+	set_copy "$one" cluster
+fi
 mkdir -p "$outdir" || exit 1
 
 # the tree's commit, "-dirty" when its sources differ (results written by
@@ -168,7 +194,7 @@ if [ "$rev" != unknown ] && [ -n "$(git -C "$root" status --porcelain \
 	rev=$rev-dirty
 fi
 stamp="host $(uname -n), $(nproc) CPUs, tree $rev, $(date '+%Y-%m-%d %H:%M')"
-echo "$me: $prog $args on $label ($procs processes), $rounds rounds; $stamp"
+echo "$me: $prog $args on $label ($procs processes), copy = $mode, $rounds rounds; $stamp"
 
 # run STAGE: one run; appends "ROUND,STAGE,SECONDS,TEST,FAILURE,IDLE" to
 # the CSV, TEST being the program's own check of its answer (passed,
@@ -182,10 +208,13 @@ run() {
 	if [ "$1" = pthreads ]; then
 		timed "$limit" "$log" "$build/splash2/$prog-pthread" -p"$procs" $args
 	else
-		oracle=$1
-		[ "$1" = full ] && oracle=""
+		oracle=$1 on=$lay
+		case $1 in
+		full) oracle="" ;;
+		one) oracle="" on=$one ;;
+		esac
 		timed "$limit" "$log" env LEMURIA_ORACLE="$oracle" \
-			"$build/bin/lemuria-run" -c "$lay" --pin --batch \
+			"$build/bin/lemuria-run" -c "$on" --pin --batch \
 			--start-daemons --timeout "$limit" -- \
 			"$build/splash2/$prog" -p"$procs" $args -t
 	fi
@@ -196,7 +225,7 @@ run() {
 	failure=""
 	case $1 in
 	pthreads) [ $st -eq 0 ] && [ -n "$t" ] || failure=$(why "$st" "$log" 0) ;;
-	full) passed "$st" "$log" "$t" 1 || failure=$(why "$st" "$log" 1) ;;
+	full | one) passed "$st" "$log" "$t" 1 || failure=$(why "$st" "$log" 1) ;;
 	# an oracle's answer is wrong: the program may fail its test
 	*) [ -n "$t" ] || failure="no time in the output (status $st)" ;;
 	esac
@@ -248,9 +277,9 @@ median_of() {
 base=$(median_of pthreads)
 full=$(median_of full)
 {
-	echo "Floors of $prog $args on $label ($procs processes): $rounds rounds,"
-	echo "medians (min-max), ratios to the pthreads build's median in the"
-	echo "same rounds; $stamp.  bench/floors.sh describes the stages."
+	echo "Floors of $prog $args on $label ($procs processes), copy = $mode:"
+	echo "$rounds rounds, medians (min-max), ratios to the pthreads build's median"
+	echo "in the same rounds; $stamp.  bench/floors.sh describes the stages."
 	echo
 	echo "| stage | time | ratio to pthreads | share of full | CPUs idle |"
 	echo "| --- | --- | --- | --- | --- |"

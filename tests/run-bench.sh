@@ -112,19 +112,28 @@ check "$([ "$one" = 3/3 ] && [ "$other" = 1/1 ] && echo y)" \
 	"-r 1 runs LU on one process 3 times a build ($one), on 4+4 once ($other)"
 
 echo "bench: floors.sh, quick"
-# The oracle stages from tiny runs: bench/oracle.patch still applies and
-# builds, each stage gives a time and a ratio, and each oracle takes
-# effect (the program's answer is then wrong) while the full run passes
-fq=$tmp/floors
-timeout 600 sh bench/floors.sh -q -O "$fq" >"$tmp/fq.log" 2>&1
-st=$?
-rows=$(grep -c -E '^\| [a-z]+ \| [0-9.]+ s .* \| [0-9.]+× \|' "$fq/floors.md" 2>/dev/null)
-check "$([ $st -eq 0 ] && [ "$rows" = 5 ] && echo y)" \
-	"the table has pthreads and the 4 stages, each with a ratio (status $st, rows ${rows:-0})"
-tests=$(awk -F, 'NR > 1 && $5 == "" { printf "%s%s=%s", sep, $2, $4; sep = " " }' \
-	"$fq/floors-runs.csv" 2>/dev/null)
-check "$([ "$tests" = "pthreads=- skeleton=failed compare=failed send=failed full=passed" ] && echo y)" \
-	"the oracles' answers fail their test, the full run's passes ($tests)"
+# The oracle stages from tiny runs, in each copy mode: bench/oracle.patch
+# still applies and builds, each stage gives a time and a ratio, and each
+# oracle takes effect (the program's answer is then wrong) while the full
+# run (and under copy = cluster, the run on one cluster) passes
+for m in client cluster; do
+	fq=$tmp/floors-$m
+	timeout 600 sh bench/floors.sh -q -m $m -O "$fq" >"$tmp/fq-$m.log" 2>&1
+	st=$?
+	rows=$(grep -c -E '^\| [a-z]+ \| [0-9.]+ s .* \| [0-9.]+× \|' "$fq/floors.md" 2>/dev/null)
+	check "$([ $st -eq 0 ] && [ "$rows" = 5 ] && echo y)" \
+		"-m $m: the table has pthreads and the 4 stages, each with a ratio (status $st, rows ${rows:-0})"
+	tests=$(awk -F, 'NR > 1 && $5 == "" { printf "%s%s=%s", sep, $2, $4; sep = " " }' \
+		"$fq/floors-runs.csv" 2>/dev/null)
+	case $m in
+	client) want="pthreads=- skeleton=failed compare=failed send=failed full=passed" ;;
+	cluster) want="pthreads=- one=passed skeleton=failed compare=failed full=passed" ;;
+	esac
+	check "$([ "$tests" = "$want" ] && echo y)" \
+		"-m $m: the oracles' answers fail their test, the others pass ($tests)"
+	grep -q "copy = $m" "$fq/floors.md" 2>/dev/null
+	check "$([ $? -eq 0 ] && echo y)" "-m $m: the table names its copy mode"
+done
 # A patch that no longer applies is said so, before anything is built:
 # a copy of the tree whose client.c changed a line the patch replaces
 mkdir "$tmp/rot"
@@ -142,6 +151,15 @@ timeout 10 sh bench/floors.sh -p fft >"$tmp/usage.log" 2>&1
 st=$?
 check "$([ $st -eq 2 ] && grep -q "'fft': the oracles are measured on lu and lucontig only" "$tmp/usage.log" && echo y)" \
 	"-p fft is refused with status 2 and the reason (status $st)"
+timeout 10 sh bench/floors.sh -m shared >"$tmp/usage.log" 2>&1
+st=$?
+check "$([ $st -eq 2 ] && grep -q "'shared': the copy modes are cluster and client" "$tmp/usage.log" && echo y)" \
+	"-m shared is refused with status 2 and the reason (status $st)"
+# three reflectors with two clients each: conf/6.ini does not exist
+timeout 10 sh bench/floors.sh -l 3-reflectors >"$tmp/usage.log" 2>&1
+st=$?
+check "$([ $st -eq 2 ] && grep -q "no one-cluster layout conf/6.ini" "$tmp/usage.log" && echo y)" \
+	"-m cluster on a layout with no one-cluster twin is refused with status 2 (status $st)"
 
 echo "bench: $checks checks, $failures failed"
 [ $failures -eq 0 ]
