@@ -386,7 +386,7 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 		free(room.list);
 		free(room.dirty);
 		free(room.snaps);
-		return lm_ccopy_seal(cc, buf, idle, false, emit, ctx);
+		return lm_ccopy_seal(cc, buf, idle, NULL, emit, ctx);
 	}
 	/* a read that found more dirty pages than the room held does not
 	 * count as a round: the room grows (to one page each at most, so
@@ -397,7 +397,7 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 			if (grow_snaps(cc, &room, ndirty + 64))
 				continue;
 			/* no memory: the pages go as one pass reads them */
-			rc = lm_ccopy_seal(cc, buf, idle, false, emit, ctx);
+			rc = lm_ccopy_seal(cc, buf, idle, NULL, emit, ctx);
 			ntwinned = 0;
 			break;
 		}
@@ -437,7 +437,7 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 }
 
 int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf, uint8_t *idle,
-		  bool drop,
+		  struct lm_ccopy_drop *drop,
 		  int (*emit)(void *ctx, uint32_t page, const uint8_t *diff,
 			      size_t len),
 		  void *ctx)
@@ -463,14 +463,19 @@ int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf, uint8_t *idle,
 				   cc->page_size) == 0) {
 				if (idle[page] < UINT8_MAX)
 					idle[page]++;
-				if (drop && idle[page] >= LM_CCOPY_IDLE_SEALS) {
-					atomic_fetch_and_explicit(
-						&cc->twinned[w],
-						~((uint64_t)1 << (page % 64)),
-						memory_order_release);
-					idle[page] = 0;
-					dropped = true;
+				if (!drop || idle[page] < LM_CCOPY_IDLE_SEALS)
+					continue;
+				if (!drop->all &&
+				    !(drop->stale && drop->stale[page])) {
+					drop->kept++;
+					continue;
 				}
+				atomic_fetch_and_explicit(
+					&cc->twinned[w],
+					~((uint64_t)1 << (page % 64)),
+					memory_order_release);
+				idle[page] = 0;
+				dropped = true;
 				continue;
 			}
 			idle[page] = 0;

@@ -213,18 +213,33 @@ int lm_ccopy_forget(const struct lm_ccopy *cc, uint32_t page);
 void lm_ccopy_advance(const struct lm_ccopy *cc, uint32_t page,
 		      uint32_t base, uint32_t version);
 
+/* Which twins a barrier's seal drops (lm_ccopy_seal).  A twin found
+ * unchanged at LM_CCOPY_IDLE_SEALS seals in a row goes when `all` is
+ * set, or when `stale` (npages bytes, or NULL) marks its page: another
+ * cluster wrote it since the copy's version, and without the twin the
+ * copy may forget the page and its writer come to own it.  The others
+ * stay: a dropped twin costs every client of the cluster a protection
+ * change at its RELEASE (and the next write a fault), a kept one a
+ * comparison at every seal.  `kept` (out): the twins idle that long
+ * that stayed. */
+struct lm_ccopy_drop {
+	bool all;
+	const uint8_t *stale;
+	uint32_t kept;
+};
+
 /* The lemuriad's seal: for every twinned page, the diff (common/diff.h)
  * from its twin to a snapshot of the page, which becomes the twin; each
  * non-empty diff goes to emit(ctx, page, diff, len), which returns 0 or
  * stops the seal with its error.  `buf` holds a snapshot and a diff
  * (page_size + lm_diff_bound(page_size) bytes).  `idle` (npages bytes,
  * the caller's, zero at first) counts the seals in a row that found each
- * page unchanged; with `drop`, a page unchanged for LM_CCOPY_IDLE_SEALS
- * seals loses its twin and hdr->drops moves on.  Only when no client can
- * write before it has seen `drops` move: at a barrier every client of the
- * cluster waits in, before its RELEASE.  0 or emit's error. */
+ * page unchanged; with `drop` (NULL: none), twins idle long enough go as
+ * it says and hdr->drops moves on.  Only when no client can write before
+ * it has seen `drops` move: at a barrier every client of the cluster
+ * waits in, before its RELEASE.  0 or emit's error. */
 int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf, uint8_t *idle,
-		  bool drop,
+		  struct lm_ccopy_drop *drop,
 		  int (*emit)(void *ctx, uint32_t page, const uint8_t *diff,
 			      size_t len),
 		  void *ctx);

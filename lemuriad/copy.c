@@ -66,6 +66,8 @@ void lm_copy_stop(lm_lemuriad *c)
 	sets_close(c);
 	free(c->copy_idle);
 	c->copy_idle = NULL;
+	c->copy_kept = 0;
+	c->copy_keep_spent = 0;
 	free(c->copy_pulled);
 	c->copy_pulled = NULL;
 	free(c->copy_stale);
@@ -546,6 +548,25 @@ static bool stop_writers(void *ctx, bool on)
 					on);
 }
 
+/* A barrier's seal: idle twins go as LM_LEMURIAD_KEEP_COMPARES_PER_CLIENT
+ * says (lemuriad.h). */
+static int seal_at_barrier(lm_lemuriad *c)
+{
+	struct lm_ccopy_drop drop = {
+		.all = c->copy_keep_spent >=
+		       (uint64_t)LM_LEMURIAD_KEEP_COMPARES_PER_CLIENT *
+			       c->nclients,
+		.stale = c->copy_stale_on,
+	};
+	int rc = lm_ccopy_seal(&c->copy, c->sealbuf, c->copy_idle, &drop,
+			       take_diff, c);
+
+	c->copy_kept = drop.kept;
+	if (drop.all)
+		c->copy_keep_spent = 0;
+	return rc;
+}
+
 int lm_copy_seal(lm_lemuriad *c, bool barrier)
 {
 	uint64_t drops;
@@ -558,9 +579,11 @@ int lm_copy_seal(lm_lemuriad *c, bool barrier)
 	if (!c->copy_idle && !(c->copy_idle = calloc(c->npages, 1)))
 		return LM_ENOMEM;
 	drops = atomic_load(&c->copy.hdr->drops);
+	/* the twins kept at the last barrier are compared again: once at a
+	 * barrier, twice in a seal of one instant */
+	c->copy_keep_spent += (uint64_t)c->copy_kept * (barrier ? 1 : 2);
 	/* at a barrier every client waits: one read is one instant */
-	rc = barrier ? lm_ccopy_seal(&c->copy, c->sealbuf, c->copy_idle, true,
-				     take_diff, c) :
+	rc = barrier ? seal_at_barrier(c) :
 		       lm_ccopy_seal_at_once(&c->copy, c->sealbuf,
 					     c->copy_idle, take_diff, c,
 					     &(struct lm_ccopy_writers){

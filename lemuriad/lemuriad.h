@@ -87,6 +87,15 @@ typedef struct lm_lemuriad lm_lemuriad;
  * changes all the time would keep it out for ever. */
 #define LM_LEMURIAD_SET_ROUNDS_MAX 64u
 
+/* Under copy = cluster, a barrier's seal drops the idle twins of pages
+ * another cluster wrote since and keeps the others (common/cluster_copy.h
+ * lm_ccopy_drop; docs/dsm.md "Twins dropped"): each kept twin costs a
+ * comparison at every seal, a drop every client a protection change.
+ * Once the comparisons spent on kept twins since the last drop of them
+ * all reach this many per client of the cluster, the next barrier drops
+ * them all. */
+#define LM_LEMURIAD_KEEP_COMPARES_PER_CLIENT 1024u
+
 /* Creates the state machine of cluster `name` of `layout`.  The layout is
  * borrowed and must outlive the machine; *out is copied; ctx is passed to
  * every callback.  layout_hash is what every JOIN must carry.  NULL when

@@ -395,6 +395,10 @@ struct lm_lemuriad {
 				   (lm_copy_wake_waiting) */
 	uint8_t *sealbuf;
 	uint8_t *copy_idle;     /* per page: seals in a row it was clean */
+	uint32_t copy_kept;     /* twins idle long enough that the last
+				   barrier's seal kept (lm_ccopy_drop) */
+	uint64_t copy_keep_spent; /* comparisons of kept twins since the
+				     last seal that dropped them all */
 	uint32_t *copy_pulled;  /* per page: the batch during which a home
 				   last pulled a delta of it (lm_copy_own) */
 	uint32_t *copy_stale;   /* pages the copy may hold older than known

@@ -123,7 +123,7 @@ static void test_install_merges_into_twinned(void)
 	CU_ASSERT(live[100] == 0xaa);
 	CU_ASSERT(live[200] == 0xbb);
 	CU_ASSERT(live[0] == 1);
-	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
+	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, idle, NULL, collect, s) == 0);
 	CU_ASSERT_FATAL(s->n == 1);
 	CU_ASSERT(s->pages[0] == 10);
 	/* the diff writes byte 100 and nothing else: 200 came from home */
@@ -170,15 +170,15 @@ static void test_seal_each_write_once(void)
 	lm_ccopy_page(&cc, 2)[5] = 3;
 	lm_ccopy_page(&cc, 65)[PS - 1] = 4;
 	lm_ccopy_page(&cc, 30)[0] = 9; /* untwinned: a misuse, not seen */
-	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
+	CU_ASSERT_FATAL(lm_ccopy_seal(&cc, buf, idle, NULL, collect, s) == 0);
 	CU_ASSERT_FATAL(s->n == 2);
 	CU_ASSERT(s->pages[0] == 2 && s->after[0][5] == 3);
 	CU_ASSERT(s->pages[1] == 65 && s->after[1][PS - 1] == 4);
 	s->n = 0;
-	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, NULL, collect, s) == 0);
 	CU_ASSERT(s->n == 0);
 	lm_ccopy_page(&cc, 2)[6] = 8;
-	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, NULL, collect, s) == 0);
 	CU_ASSERT_FATAL(s->n == 1);
 	CU_ASSERT(s->after[0][5] == 0 && s->after[0][6] == 8);
 	free(buf);
@@ -223,22 +223,23 @@ static void test_idle_twins_dropped_at_barriers(void)
 	struct seen *s = calloc(1, sizeof(*s));
 	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
 	uint8_t zero[PS] = { 0 };
+	struct lm_ccopy_drop all = { .all = true };
 
 	make_copy();
 	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 9, 1, zero) == 0);
 	CU_ASSERT(lm_ccopy_twin(&cc, 9) == 0);
 	for (int k = 0; k < LM_CCOPY_IDLE_SEALS + 1; k++)
-		CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, false, collect, s) ==
+		CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, NULL, collect, s) ==
 			  0);
 	CU_ASSERT(lm_ccopy_is_twinned(&cc, 9));
 	lm_ccopy_page(&cc, 9)[1] = 5; /* written: the count starts again */
-	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, true, collect, s) == 0);
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, &all, collect, s) == 0);
 	CU_ASSERT(s->n == 1);
 	for (int k = 0; k < LM_CCOPY_IDLE_SEALS; k++) {
 		CU_ASSERT(lm_ccopy_is_twinned(&cc, 9));
 		CU_ASSERT(atomic_load(&cc.hdr->drops) == 0);
 		s->n = 0;
-		CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, true, collect, s) ==
+		CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, &all, collect, s) ==
 			  0);
 	}
 	CU_ASSERT(!lm_ccopy_is_twinned(&cc, 9));
@@ -246,6 +247,44 @@ static void test_idle_twins_dropped_at_barriers(void)
 	/* twinned again at the next write, from the page as it is */
 	CU_ASSERT(lm_ccopy_twin(&cc, 9) == 0);
 	CU_ASSERT(lm_ccopy_twin_of(&cc, 9)[1] == 5);
+	free(buf);
+	free(s);
+	drop_copy();
+}
+
+/* Without `all`, a barrier's seal drops only the idle twins of pages
+ * marked stale, and counts the idle ones it kept; a kept twin still
+ * seals a later write, with no fault in between. */
+static void test_idle_twins_kept_unless_stale(void)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
+	uint8_t zero[PS] = { 0 }, stale[NP] = { 0 };
+	struct lm_ccopy_drop some = { .stale = stale };
+
+	make_copy();
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 4, 1, zero) == 0);
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 6, 1, zero) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 4) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 6) == 0);
+	stale[6] = 1;
+	for (int k = 0; k < LM_CCOPY_IDLE_SEALS; k++) {
+		some.kept = 0;
+		CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, &some, collect, s) ==
+			  0);
+	}
+	CU_ASSERT(lm_ccopy_is_twinned(&cc, 4));
+	CU_ASSERT(!lm_ccopy_is_twinned(&cc, 6));
+	CU_ASSERT(some.kept == 1);
+	CU_ASSERT(atomic_load(&cc.hdr->drops) == 1);
+	/* the kept twin seals the next write as any twin does */
+	lm_ccopy_page(&cc, 4)[7] = 3;
+	some.kept = 0;
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, &some, collect, s) == 0);
+	CU_ASSERT_FATAL(s->n == 1);
+	CU_ASSERT(s->pages[0] == 4 && s->after[0][7] == 3);
+	CU_ASSERT(some.kept == 0);
+	CU_ASSERT(atomic_load(&cc.hdr->drops) == 1);
 	free(buf);
 	free(s);
 	drop_copy();
@@ -260,6 +299,7 @@ static void test_owned_untracked_until_recalled(void)
 	struct seen *s = calloc(1, sizeof(*s));
 	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
 	uint8_t zero[PS] = { 0 }, other[PS], snap[PS];
+	struct lm_ccopy_drop all = { .all = true };
 
 	make_copy();
 	memset(other, 7, sizeof(other));
@@ -271,7 +311,7 @@ static void test_owned_untracked_until_recalled(void)
 	CU_ASSERT(lm_ccopy_twin(&cc, 3) == 0);
 	CU_ASSERT(!lm_ccopy_is_twinned(&cc, 3)); /* owned: no twin */
 	lm_ccopy_page(&cc, 3)[10] = 1;
-	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, true, collect, s) == 0);
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, &all, collect, s) == 0);
 	CU_ASSERT(s->n == 0);
 	CU_ASSERT(lm_ccopy_install(&cc, 3, 9, other) == 1);
 	CU_ASSERT(lm_ccopy_page(&cc, 3)[0] == 0);
@@ -283,7 +323,7 @@ static void test_owned_untracked_until_recalled(void)
 	CU_ASSERT(!lm_ccopy_is_owned(&cc, 3) && lm_ccopy_is_twinned(&cc, 3));
 	CU_ASSERT(memcmp(lm_ccopy_twin_of(&cc, 3), snap, PS) == 0);
 	lm_ccopy_page(&cc, 3)[11] = 2;
-	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, false, collect, s) == 0);
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, NULL, collect, s) == 0);
 	CU_ASSERT_FATAL(s->n == 1);
 	CU_ASSERT(s->after[0][11] == 2 && s->after[0][10] == 0);
 	free(buf);
@@ -394,6 +434,7 @@ LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_seal_each_write_once),
 	      LM_TEST(test_advance_as_covers_counts),
 	      LM_TEST(test_idle_twins_dropped_at_barriers),
+	      LM_TEST(test_idle_twins_kept_unless_stale),
 	      LM_TEST(test_owned_untracked_until_recalled),
 	      LM_TEST(test_forget),
 	      LM_TEST(test_seal_at_once_room_grows))

@@ -625,6 +625,52 @@ static void test_shared_stale_pages_forgotten(void)
 	teardown(c);
 }
 
+/* copy = cluster: a barrier keeps the idle twin of a page no other
+ * cluster wrote (the clients' views stay writable: no drop for them to
+ * see), drops the idle twin of a page another cluster wrote since, which
+ * then leaves the copy, and once the kept twins were compared about as
+ * often as a drop costs the clients, drops them all at the next one. */
+static void test_shared_idle_twins_kept_until_they_cost(void)
+{
+	lm_lemuriad *c = setup_shared();
+	/* our registration leaves page 9 at 40 (answer_registers) */
+	struct lm_notice n = { .page = 9, .version = 45, .base = 40,
+			       .writer = LM_WRITER_MANY, .wcluster = 1 };
+	const uint32_t first = 100, kept = 60; /* one REGISTER of the harness */
+	const uint32_t due = LM_LEMURIAD_KEEP_COMPARES_PER_CLIENT * 4 / kept;
+	const struct lm_ccopy *cc = shared_joined(c);
+	uint32_t id = 1, more = 0;
+	uint64_t drops;
+
+	written(c, cc, 9, 2, 0x33, 0x44);
+	for (uint32_t p = first; p < first + kept; p++)
+		written(c, cc, p, 2, 0x10, 0x11);
+	barrier_release(c, id++, NULL, 0); /* the writes are sealed */
+	barrier_release(c, id++, &n, 1);   /* another cluster wrote 9 */
+	drops = atomic_load(&cc->hdr->drops);
+	for (int k = 2; k < LM_CCOPY_IDLE_SEALS; k++)
+		barrier_release(c, id++, NULL, 0);
+	CU_ASSERT(lm_ccopy_is_twinned(cc, 9));
+	barrier_release(c, id++, NULL, 0); /* idle at IDLE_SEALS seals */
+	CU_ASSERT(!lm_ccopy_is_twinned(cc, 9));
+	CU_ASSERT(!lm_ccopy_holds(cc, 9, 0));
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_forgotten, 1);
+	CU_ASSERT(atomic_load(&cc->hdr->drops) > drops);
+	drops = atomic_load(&cc->hdr->drops);
+	/* the others stay, until their comparisons add up */
+	while (lm_ccopy_is_twinned(cc, first) && more < 2 * due) {
+		CU_ASSERT(lm_ccopy_is_twinned(cc, first + kept - 1));
+		CU_ASSERT(atomic_load(&cc->hdr->drops) == drops);
+		barrier_release(c, id++, NULL, 0);
+		more++;
+	}
+	CU_ASSERT(more >= due - 1 && more <= due + 1);
+	for (uint32_t p = first; p < first + kept; p++)
+		CU_ASSERT(!lm_ccopy_is_twinned(cc, p));
+	CU_ASSERT(atomic_load(&cc->hdr->drops) == drops + 1);
+	teardown(c);
+}
+
 /* copy = cluster (docs/dsm.md "Eventual visibility"): a cluster whose
  * copy nothing sealed for LM_LEMURIAD_PUBLISH_US seals and registers it
  * by itself, so that processes of other clusters that never synchronise
@@ -1785,6 +1831,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_owned_pages),
 	LM_TEST(test_shared_grant_after_pull_refused),
 	LM_TEST(test_shared_stale_pages_forgotten),
+	LM_TEST(test_shared_idle_twins_kept_until_they_cost),
 	LM_TEST(test_shared_quiet_cluster_publishes),
 	LM_TEST(test_shared_changed_fetches_into_copy),
 	LM_TEST(test_shared_changed_waits_out_a_barrier),
