@@ -350,6 +350,21 @@ struct out *find_out(enum how how, uint16_t node, uint16_t type)
 	return NULL;
 }
 
+struct out *find_fetch_up(uint16_t type, uint32_t page)
+{
+	for (size_t i = 0; i < nouts; i++) {
+		const struct out *o = &outs[i];
+
+		if (o->how != REQUESTED || o->node != refl || o->m.type != type)
+			continue;
+		if (type == LM_MSG_FETCHV ? o->m.nnotices > 0 &&
+						    o->notices[0].page == page :
+					    o->m.page == page)
+			return &outs[i];
+	}
+	return NULL;
+}
+
 /* A client's FETCHV of pages[0..n) (rank, req_id) whose fault reached
  * `reach` pages after the first (the first notice's version). */
 void creq_fetchv_reach(lm_lemuriad *c, uint32_t rank, uint32_t req_id,

@@ -158,6 +158,9 @@ void cache_page(lm_lemuriad *c, uint32_t page, uint32_t version,
 bool is_cached(lm_lemuriad *c, uint32_t page);
 
 struct out *find_out(enum how how, uint16_t node, uint16_t type);
+/* Our FETCH or FETCHV (`type`) up to the reflector whose first page is
+ * `page`, or NULL. */
+struct out *find_fetch_up(uint16_t type, uint32_t page);
 
 /* A client's FETCHV of pages[0..n) (rank, req_id) whose fault reached
  * `reach` pages after the first (the first notice's version). */

@@ -1331,8 +1331,8 @@ static void test_shared_waiting_page_takes_newer_lists(void)
 	static uint8_t data[65536];
 	uint8_t tags[LM_MSG_TAG_SIZE];
 	const uint32_t twelve = 12;
-	const struct out *f, *f9 = NULL, *f12 = NULL;
-	uint32_t v = 0, fetch9 = 0, fetch12 = 0;
+	const struct out *f, *f9, *f12;
+	uint32_t v = 0;
 
 	cache_page(c, 9, 2, 0x09);
 	cache_page(c, 12, 2, 0x12);
@@ -1343,24 +1343,13 @@ static void test_shared_waiting_page_takes_newer_lists(void)
 
 	clear_outs();
 	hear_list(c, 1, 7, ch, 2);
-	for (size_t i = 0; i < nouts; i++) {
-		if (outs[i].how != REQUESTED || outs[i].node != refl)
-			continue;
-		if (outs[i].m.type == LM_MSG_FETCH && outs[i].m.page == 9) {
-			f9 = &outs[i];
-			fetch9 = outs[i].m.version;
-		}
-		if (outs[i].m.type == LM_MSG_FETCHV &&
-		    outs[i].notices[0].page == 12) {
-			f12 = &outs[i];
-			fetch12 = outs[i].notices[0].version;
-		}
-	}
+	f9 = find_fetch_up(LM_MSG_FETCH, 9);
+	f12 = find_fetch_up(LM_MSG_FETCHV, 12);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f12);
-	CU_ASSERT_EQUAL(fetch12, 4);
+	CU_ASSERT_EQUAL(f12->notices[0].version, 4);
 	/* the waiting fault's page is asked again, for the list's version */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f9);
-	CU_ASSERT_EQUAL(fetch9, 6);
+	CU_ASSERT_EQUAL(f9->m.version, 6);
 	{
 		uint32_t req9 = f9->req_id, req12 = f12->req_id;
 
@@ -1727,7 +1716,7 @@ static void test_shared_told_page_the_copy_lacks_goes_in(void)
 	struct lm_msg m = msg(LM_MSG_PAGE, RUN);
 	uint8_t tags[LM_MSG_TAG_SIZE], t2[LM_MSG_TAG_SIZE];
 	const uint32_t first = 39, next = 40;
-	const struct out *f, *ahead = NULL;
+	const struct out *f, *ahead;
 
 	told_through(c, 50);
 	neighbour_fetched(c, 50); /* told already */
@@ -1751,11 +1740,7 @@ static void test_shared_told_page_the_copy_lacks_goes_in(void)
 	clear_outs();
 	r_page(c, f->req_id, 39, 1, 0x39);
 	CU_ASSERT(!lm_ccopy_holds(cc, 39, 1));
-	for (size_t i = 0; i < nouts && !ahead; i++)
-		if (outs[i].how == REQUESTED &&
-		    outs[i].m.type == LM_MSG_FETCHV &&
-		    outs[i].notices[0].page == 40)
-			ahead = &outs[i];
+	ahead = find_fetch_up(LM_MSG_FETCHV, 40);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ahead);
 	lm_msg_tag_put(t2, 0, 1, 51);
 	r_pages_tagged(c, ahead->req_id, &next, 1, 6, t2, 1);
