@@ -269,6 +269,9 @@ struct peer {
 	/* Reply cache, oldest first. */
 	struct reply_entry *rc_head, *rc_tail;
 	size_t rc_count, rc_bytes;
+	uint32_t rc_max; /* highest request id put since the cache was
+			  * emptied: none above it is cached, and requests
+			  * come in rising, so most looks need no walk */
 	uint32_t req_hi; /* highest request id delivered */
 };
 
@@ -585,6 +588,7 @@ static void reply_cache_free(struct peer *p)
 	}
 	p->rc_head = p->rc_tail = NULL;
 	p->rc_count = p->rc_bytes = 0;
+	p->rc_max = 0;
 	p->req_hi = 0;
 }
 
@@ -1079,7 +1083,8 @@ static void reply_cache_put(struct lm_rel *rel, struct peer *p, uint32_t req_id,
 	if (rel->cfg.reply_cache_entries == 0 ||
 	    len > rel->cfg.reply_cache_bytes)
 		return;
-	for (pp = &p->rc_head; *pp; pp = &(*pp)->next) {
+	for (pp = &p->rc_head; req_id <= p->rc_max && *pp;
+	     pp = &(*pp)->next) {
 		if ((*pp)->req_id != req_id)
 			continue;
 		e = *pp;
@@ -1121,11 +1126,15 @@ static void reply_cache_put(struct lm_rel *rel, struct peer *p, uint32_t req_id,
 	p->rc_tail = e;
 	p->rc_count++;
 	p->rc_bytes += len;
+	if (req_id > p->rc_max)
+		p->rc_max = req_id;
 }
 
 static const struct reply_entry *reply_cache_find(const struct peer *p,
 						  uint32_t req_id)
 {
+	if (req_id > p->rc_max)
+		return NULL;
 	for (const struct reply_entry *e = p->rc_head; e; e = e->next)
 		if (e->req_id == req_id)
 			return e;

@@ -1078,6 +1078,42 @@ static void test_reply_cache(void)
 	sim_close(&s);
 }
 
+/* Replies kept in another order than their requests came (a lemuriad
+ * answers a parked request after later ones): a request sent again is
+ * answered from the cache whichever came first, and one never answered,
+ * above every kept reply, is delivered. */
+static void test_reply_cache_out_of_order(void)
+{
+	struct lm_rel_config c;
+	struct sim s;
+
+	pair_start(&s, &c);
+	c.reply_cache_entries = 4;
+	c.reply_cache_bytes = 1000;
+	ep_open(&s, 1, &c, NULL);
+
+	request(&s, 1, "q1");
+	request(&s, 2, "q2");
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 2);
+	CU_ASSERT_EQUAL(lm_rel_reply(s.ep[1].rel, ID_A, 2, "r2", 2, s.now), 0);
+	CU_ASSERT_EQUAL(lm_rel_reply(s.ep[1].rel, ID_A, 1, "r1", 2, s.now), 0);
+	sim_run(&s, NULL, 1000000);
+	CU_ASSERT_EQUAL(s.ep[0].delivered, 2);
+	request(&s, 1, "q1");
+	CU_ASSERT_EQUAL(st(&s, 1)->reply_cache_hits, 1);
+	CU_ASSERT_EQUAL(s.ep[0].delivered, 3);
+	CU_ASSERT(memcmp(s.ep[0].last, "r1", 2) == 0);
+	request(&s, 2, "q2");
+	CU_ASSERT_EQUAL(st(&s, 1)->reply_cache_hits, 2);
+	CU_ASSERT_EQUAL(s.ep[0].delivered, 4);
+	CU_ASSERT(memcmp(s.ep[0].last, "r2", 2) == 0);
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 2);
+	request(&s, 3, "q3");
+	CU_ASSERT_EQUAL(s.ep[1].delivered, 3);
+	CU_ASSERT_EQUAL(st(&s, 1)->reply_cache_stale, 0);
+	sim_close(&s);
+}
+
 /* A reply of several datagrams, answered again from the cache after its
  * datagrams were acknowledged (the cache keeps the queued datagrams, not
  * a copy): the same bytes arrive again. */
@@ -2169,6 +2205,7 @@ LM_TEST_SUITE("reliable", LM_TEST(test_config_validation),
 	      LM_TEST(test_auth_rejects_tampering),
 	      LM_TEST(test_auth_wrong_key_and_missing_mac),
 	      LM_TEST(test_reply_cache),
+	      LM_TEST(test_reply_cache_out_of_order),
 	      LM_TEST(test_reply_cache_resends_fragmented_reply),
 	      LM_TEST(test_flush_acks_sends_the_delayed_ack),
 	      LM_TEST(test_reassembly_timeout),
