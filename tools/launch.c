@@ -2,7 +2,7 @@
  * layout and the client ranks of a run, the way mpirun does, and turns
  * what happens to them into one exit status.  Single-threaded; children
  * are polled with waitpid(pid, WNOHANG) so that only our own children are
- * ever reaped.
+ * ever reaped, during a run when SIGCHLD says one may have ended.
  *
  * Choices the brief left open (docs/operations.md has the user's view):
  *  - run ids grow with time (wall-clock microseconds * 1000 + a random
