@@ -1010,16 +1010,23 @@ static void pair_start(struct sim *s, struct lm_rel_config *b)
 	test_cfg(b, ID_B, 2000);
 }
 
-static void test_reply_cache(void)
+/* A pair whose B keeps at most 4 replies and 1,000 bytes of them. */
+static void small_cache_pair(struct sim *s)
 {
 	struct lm_rel_config c;
+
+	pair_start(s, &c);
+	c.reply_cache_entries = 4;
+	c.reply_cache_bytes = 1000;
+	ep_open(s, 1, &c, NULL);
+}
+
+static void test_reply_cache(void)
+{
 	char text[32];
 	struct sim s;
 
-	pair_start(&s, &c);
-	c.reply_cache_entries = 4;
-	c.reply_cache_bytes = 1000;
-	ep_open(&s, 1, &c, NULL);
+	small_cache_pair(&s);
 
 	request(&s, 1, "q1");
 	CU_ASSERT_EQUAL(s.ep[1].delivered, 1);
@@ -1084,13 +1091,9 @@ static void test_reply_cache(void)
  * above every kept reply, is delivered. */
 static void test_reply_cache_out_of_order(void)
 {
-	struct lm_rel_config c;
 	struct sim s;
 
-	pair_start(&s, &c);
-	c.reply_cache_entries = 4;
-	c.reply_cache_bytes = 1000;
-	ep_open(&s, 1, &c, NULL);
+	small_cache_pair(&s);
 
 	request(&s, 1, "q1");
 	request(&s, 2, "q2");
