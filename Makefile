@@ -184,7 +184,15 @@ asan-unit: asan
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	build/asan/tests/unit
 
-check: all
+# What the checks run is built first, JOBS compilers at a time (every
+# CPU); the checks then run one after another, since a test's timing
+# must not share the CPUs with another test's.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+
+check: check-deps
+	@$(MAKE) --no-print-directory -j$(JOBS) build-all \
+		$(BUILD)/tests/unit-diff-portable
+	@$(MAKE) --no-print-directory -j$(JOBS) asan
 	@$(MAKE) --no-print-directory lint-sh
 	@$(MAKE) --no-print-directory check-calls
 	@$(MAKE) --no-print-directory unit
@@ -198,7 +206,7 @@ check: all
 	@sh tests/run-memory.sh $(BUILD)
 	@sh tests/run-netns.sh $(BUILD)
 	@sh tests/soak.sh $(BUILD) 30
-	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-smoke
 
 # The shell scripts (drivers, tests, tools) at shellcheck's warning level;
 # a deliberate exception is a `# shellcheck disable=...` with its reason.
