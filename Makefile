@@ -89,8 +89,13 @@ include tests/fuzz/fuzz.mk
 	check-deps clean run
 .DEFAULT_GOAL := all
 
+# Builds run JOBS compilers at a time: every CPU unless given, or unless
+# make runs with -j already (its jobserver then shares them out).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+PARALLEL = $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
+
 all: check-deps
-	@$(MAKE) --no-print-directory build-all
+	@$(MAKE) --no-print-directory $(PARALLEL) build-all
 
 .PHONY: build-all
 build-all: $(LIB_A) $(LIB_SO) $(INTERNAL_A) $(BINS) $(UNIT) $(BENCH_TRANSPORT) \
@@ -184,15 +189,13 @@ asan-unit: asan
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	build/asan/tests/unit
 
-# What the checks run is built first, JOBS compilers at a time (every
-# CPU); the checks then run one after another, since a test's timing
-# must not share the CPUs with another test's.
-JOBS ?= $(shell nproc 2>/dev/null || echo 1)
-
+# What the checks run is built first, JOBS compilers at a time; the
+# checks then run one after another, since a test's timing must not
+# share the CPUs with another test's.
 check: check-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) build-all \
+	@$(MAKE) --no-print-directory $(PARALLEL) build-all \
 		$(BUILD)/tests/unit-diff-portable
-	@$(MAKE) --no-print-directory -j$(JOBS) asan
+	@$(MAKE) --no-print-directory $(PARALLEL) asan
 	@$(MAKE) --no-print-directory lint-sh
 	@$(MAKE) --no-print-directory check-calls
 	@$(MAKE) --no-print-directory unit
@@ -206,7 +209,7 @@ check: check-deps
 	@sh tests/run-memory.sh $(BUILD)
 	@sh tests/run-netns.sh $(BUILD)
 	@sh tests/soak.sh $(BUILD) 30
-	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-smoke
+	@$(MAKE) --no-print-directory $(PARALLEL) fuzz-smoke
 
 # The shell scripts (drivers, tests, tools) at shellcheck's warning level;
 # a deliberate exception is a `# shellcheck disable=...` with its reason.
