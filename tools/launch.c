@@ -50,7 +50,7 @@
 #include "udp.h"
 
 #define POLL_MS 10
-/* How long the run's loop sleeps when no rank ended: a child's end cuts
+/* How long a run's loop sleeps when no child ended: a child's end cuts
  * the sleep short (SIGCHLD, wake_on_child), so this bounds only how late
  * a stop signal, a daemon's end that came between the loop's look and
  * its sleep, or nothing at all is seen.  Looking every POLL_MS instead
@@ -90,6 +90,19 @@ static void wake_on_child(struct sigaction *old)
 static void restore_child_action(const struct sigaction *old)
 {
 	sigaction(SIGCHLD, old, NULL);
+}
+
+/* A run's loop between two looks at its children (under wake_on_child):
+ * RUN_LOOK_MS, or what is left of timeout_ms (0: none) since t0. */
+static void await_children(uint64_t t0, unsigned timeout_ms)
+{
+	uint64_t waited = now_ms() - t0;
+
+	if (timeout_ms && waited >= timeout_ms)
+		return;
+	sleep_ms(timeout_ms && timeout_ms - waited < RUN_LOOK_MS ?
+			 (unsigned)(timeout_ms - waited) :
+			 RUN_LOOK_MS);
 }
 
 /* "exited with status S" or "killed by signal N"; returns the exit status
@@ -790,8 +803,6 @@ int lm_launch_run(const struct lm_launch *o, struct lm_launch_result *res)
 	if (start_ranks(o, p, res) != 0)
 		goto stop;
 	while (running > 0) {
-		uint64_t waited;
-
 		for (size_t i = 0; i < o->nranks; i++) {
 			struct rank_proc *r = &p[i];
 			int st;
@@ -832,8 +843,7 @@ int lm_launch_run(const struct lm_launch *o, struct lm_launch_result *res)
 				 (int)*o->stop);
 			goto stop;
 		}
-		waited = now_ms() - t0;
-		if (o->timeout_ms && waited >= o->timeout_ms) {
+		if (o->timeout_ms && now_ms() - t0 >= o->timeout_ms) {
 			res->status = LM_LAUNCH_TIMEOUT_STATUS;
 			snprintf(res->msg, sizeof(res->msg),
 				 "timed out after %.1f s; stopping %zu ranks",
@@ -845,9 +855,7 @@ int lm_launch_run(const struct lm_launch *o, struct lm_launch_result *res)
 			res->status = 1;
 			goto stop;
 		}
-		sleep_ms(o->timeout_ms && o->timeout_ms - waited < RUN_LOOK_MS ?
-				 (unsigned)(o->timeout_ms - waited) :
-				 RUN_LOOK_MS);
+		await_children(t0, o->timeout_ms);
 	}
 	restore_child_action(&old_child);
 	free(p);
@@ -917,6 +925,7 @@ int lm_launch_remote_run(const struct lm_launch_remote *jobs, size_t n,
 	int *eof_fds = calloc(n ? n : 1, sizeof(*eof_fds));
 	uint64_t t0 = now_ms();
 	size_t running = 0;
+	struct sigaction old_child;
 	char how[64];
 
 	*res = (struct lm_launch_result){ .status = 0, .failed_rank = -1 };
@@ -930,6 +939,7 @@ int lm_launch_remote_run(const struct lm_launch_remote *jobs, size_t n,
 	}
 	for (size_t i = 0; i < n; i++)
 		eof_fds[i] = -1;
+	wake_on_child(&old_child);
 	for (size_t i = 0; i < n; i++) {
 		struct spawn_how sh = { .search_path = true };
 		int fds[2] = { -1, -1 };
@@ -1007,13 +1017,15 @@ int lm_launch_remote_run(const struct lm_launch_remote *jobs, size_t n,
 			res->status = 1;
 			goto stop;
 		}
-		sleep_ms(POLL_MS);
+		await_children(t0, timeout_ms);
 	}
+	restore_child_action(&old_child);
 	stop_remote(p, eof_fds, n, grace_ms);
 	free(p);
 	free(eof_fds);
 	return res->status;
 stop:
+	restore_child_action(&old_child);
 	stop_remote(p, eof_fds, n, grace_ms);
 	free(p);
 	free(eof_fds);
