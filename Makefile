@@ -189,21 +189,22 @@ asan-unit: asan
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	build/asan/tests/unit
 
-# What the checks run is built first, JOBS compilers at a time; the
-# checks then run one after another, since a test's timing must not
-# share the CPUs with another test's.
+# What the checks run is built first, JOBS compilers at a time.  The
+# checks that mostly wait (the unit suites' timeouts, the integration
+# script's daemons that fail on purpose: 20-45 % of one CPU each) then
+# run side by side, each one's output printed whole when it ends (-O);
+# the scripts that keep both CPUs busy run after them one at a time,
+# since their timings must not share the CPUs with another test's.
+CHECKS_SIDE_BY_SIDE := unit asan-unit lint-sh check-calls check-lib \
+	splash2-check check-integration
 check: check-deps
 	@$(MAKE) --no-print-directory $(PARALLEL) build-all \
 		$(BUILD)/tests/unit-diff-portable
 	@$(MAKE) --no-print-directory $(PARALLEL) asan
-	@$(MAKE) --no-print-directory lint-sh
-	@$(MAKE) --no-print-directory check-calls
-	@$(MAKE) --no-print-directory unit
-	@sh tests/run-lib.sh $(BUILD)
-	@$(MAKE) --no-print-directory asan-unit
-	@$(MAKE) --no-print-directory splash2-check
+	@echo "check: $(CHECKS_SIDE_BY_SIDE) side by side"
+	@$(MAKE) --no-print-directory -O -j$(words $(CHECKS_SIDE_BY_SIDE)) \
+		$(CHECKS_SIDE_BY_SIDE)
 	@sh tests/run-bench.sh $(BUILD)
-	@sh tests/run-integration.sh $(BUILD)
 	@sh tests/run-dsm.sh $(BUILD)
 	@sh tests/run-litmus.sh $(BUILD)
 	@sh tests/run-memory.sh $(BUILD)
@@ -214,6 +215,12 @@ check: check-deps
 # The shell scripts (drivers, tests, tools) at shellcheck's warning level;
 # a deliberate exception is a `# shellcheck disable=...` with its reason.
 SHELL_SCRIPTS := $(sort $(wildcard bench/*.sh tests/*.sh tools/*.sh)) .ci/run
+.PHONY: check-lib check-integration
+check-lib:
+	@sh tests/run-lib.sh $(BUILD)
+check-integration:
+	@sh tests/run-integration.sh $(BUILD)
+
 .PHONY: lint-sh
 lint-sh:
 	@command -v shellcheck >/dev/null 2>&1 || \
