@@ -2,7 +2,11 @@
 """The pages SPLASH-2 LU (splash2/lu, non-contiguous) must move between
 clusters that each keep one copy (copy = cluster), whatever the protocol.
 
-    bench/lu-floor.py [N [P [PER_CLUSTER]]]     (default 1024 16 8, b = 16)
+    bench/lu-floor.py [--distinct] [N [P [PER_CLUSTER [B]]]]
+                                  (default 1024 16 8 16)
+
+With --distinct it prints only the bytes of the distinct pages that must
+cross (bench/targets.sh's baseline for the bytes between the clusters).
 
 Replays LU's accesses block by block: rank 0 fills the matrix before the
 workers start; then per step K the owner of the diagonal block factors
@@ -105,13 +109,28 @@ def floor(n, b, nprocs, per_cluster):
 
 
 def main():
-    args = [int(a) for a in sys.argv[1:]]
-    n, nprocs, per = (args + [1024, 16, 8][len(args):])[:3]
-    up, down, distinct = floor(n, 16, nprocs, per)
+    words = sys.argv[1:]
+    only_distinct = bool(words) and words[0] == "--distinct"
+    if only_distinct:
+        words = words[1:]
+    try:
+        args = [int(a) for a in words]
+    except ValueError:
+        sys.exit("lu-floor.py: N, P, PER_CLUSTER and B are whole numbers")
+    if len(args) > 4 or any(a <= 0 for a in args):
+        sys.exit("usage: lu-floor.py [--distinct] [N [P [PER_CLUSTER [B]]]]")
+    n, nprocs, per, b = (args + [1024, 16, 8, 16][len(args):])[:4]
+    if nprocs % per or n % b:
+        sys.exit("lu-floor.py: P must be a multiple of PER_CLUSTER and N "
+                 "of B (the model has no partial blocks)")
+    up, down, distinct = floor(n, b, nprocs, per)
+    if only_distinct:
+        print(distinct * PAGE_BYTES)
+        return
     mb = PAGE_BYTES / 1e6
-    print("LU n=%d b=16, %d processes, %d per cluster: %d pages up, %d "
+    print("LU n=%d b=%d, %d processes, %d per cluster: %d pages up, %d "
           "down (%.1f MB over both hops), %d distinct pages (%.1f MB)"
-          % (n, nprocs, per, up, down, (up + down) * mb, distinct,
+          % (n, b, nprocs, per, up, down, (up + down) * mb, distinct,
              distinct * mb))
 
 

@@ -89,7 +89,7 @@ share_is "$tmp/short" "$tmp/log" 25.0 \
 	"40 ticks in the timed part give 25.0 %"
 
 echo "bench: targets.sh, quick"
-# The issue-7 table from tiny runs: every row there with a ratio, and LU
+# The issue-40 table from tiny runs: every row there with a ratio, and LU
 # on one process taken three times as often as the other layouts (its
 # short runs come in two speeds on these hosts)
 tq=$tmp/targets
@@ -97,8 +97,18 @@ timeout 600 sh bench/targets.sh -q -B "$build" -O "$tq" >"$tmp/tq.log" 2>&1
 st=$?
 rows=$(grep -c '^| [^-t]' "$tq/targets.md" 2>/dev/null)
 ratios=$(grep '^| [^-t]' "$tq/targets.md" 2>/dev/null | grep -c -E '[0-9.]+(×| %) \|')
-check "$([ $st -eq 0 ] && [ "$rows" = 7 ] && [ "$ratios" = 7 ] && echo y)" \
-	"the table has its 7 targets, each with a ratio (status $st, rows ${rows:-0}, ratios ${ratios:-0})"
+check "$([ $st -eq 0 ] && [ "$rows" = 8 ] && [ "$ratios" = 8 ] && echo y)" \
+	"the table has its 8 targets, each with a ratio (status $st, rows ${rows:-0}, ratios ${ratios:-0})"
+# the copy = client row ran that mode: its clients sent FLUSHes, whose
+# bytes at level client the copy = cluster runs of LU on 4+4 do not have
+cl=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$c["build"] == "lemuria" { print $c["client_bytes_sent"] + 0 }' \
+	"$tq/lu-client-runs.csv" 2>/dev/null | head -n 1)
+cc=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$c["build"] == "lemuria" && $c["layout"] == "4+4" { print $c["client_bytes_sent"] + 0 }' \
+	"$tq/lu-runs.csv" 2>/dev/null | head -n 1)
+check "$([ -n "$cl" ] && [ -n "$cc" ] && [ "$cl" -gt $((cc * 4)) ] && echo y)" \
+	"the copy = client row's clients carry their own copies (client bytes ${cl:-?} against ${cc:-?} with one copy per cluster)"
 # runs_passed CSV LAYOUT BUILD: how many runs of BUILD on LAYOUT passed (not
 # bench/lib.sh's passed, which judges one run)
 runs_passed() {
