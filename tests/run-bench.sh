@@ -99,8 +99,9 @@ rows=$(grep -c '^| [^-t]' "$tq/targets.md" 2>/dev/null)
 ratios=$(grep '^| [^-t]' "$tq/targets.md" 2>/dev/null | grep -c -E '[0-9.]+(×| %) \|')
 check "$([ $st -eq 0 ] && [ "$rows" = 8 ] && [ "$ratios" = 8 ] && echo y)" \
 	"the table has its 8 targets, each with a ratio (status $st, rows ${rows:-0}, ratios ${ratios:-0})"
-# the copy = client row ran that mode: its clients sent FLUSHes, whose
-# bytes at level client the copy = cluster runs of LU on 4+4 do not have
+# the copy = client row ran that mode: its lemuriads sent each client
+# pages and updates (bytes at level client), which one copy per cluster
+# leaves near zero
 cl=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 	$c["build"] == "lemuria" { print $c["client_bytes_sent"] + 0 }' \
 	"$tq/lu-client-runs.csv" 2>/dev/null | head -n 1)
