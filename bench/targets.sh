@@ -180,8 +180,7 @@ splash "$reps" -p lucontig -a "$args" -l "4+4" -o "$outdir/lucontig.csv"
 # private_layout (tests/lib.sh) gives every layout of the run this mode;
 # exported and unset around the call, since an assignment in front of a
 # function may outlive it (POSIX leaves that open; older bash in POSIX
-# mode keeps it), and
-# the read-fault layout below must keep its own mode
+# mode keeps it), and the read-fault layout below keeps its own mode
 LM_TEST_COPY=client
 export LM_TEST_COPY
 splash "$reps" -p lu -a "$args" -l "4+4" -o "$outdir/lu-client.csv"
