@@ -191,7 +191,7 @@ asan-unit: asan
 
 # What the checks run is built first, JOBS compilers at a time.  The
 # checks that mostly wait (the unit suites' timeouts, the integration
-# script's daemons that fail on purpose: 20-45 % of one CPU each) then
+# script's daemons that fail on purpose: a fraction of one CPU each) then
 # run side by side, each one's output printed whole when it ends (-O);
 # the scripts that keep both CPUs busy run after them one at a time,
 # since their timings must not share the CPUs with another test's.

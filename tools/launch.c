@@ -54,8 +54,9 @@
  * the sleep short (SIGCHLD, wake_on_child), so this bounds only how late
  * a stop signal, a daemon's end that came between the loop's look and
  * its sleep, or nothing at all is seen.  Looking every POLL_MS instead
- * cost a run of 32 ranks 3,300 waitpid calls a second, on CPUs the ranks
- * and daemons share. */
+ * cost a run of many ranks a waitpid per rank each time, on CPUs the
+ * ranks and daemons share (docs/performance.md, "Where LU 8+8+8+8's time
+ * goes on this host"). */
 #define RUN_LOOK_MS 100
 
 static void sleep_ms(unsigned ms)
