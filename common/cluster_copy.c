@@ -320,7 +320,7 @@ static uint32_t collect(const struct lm_ccopy *cc, struct seal_room *room,
 /* Whether nothing changed since collect: the same pages twinned, each
  * as it was read (a clean one still equal to its twin). */
 static bool unchanged(const struct lm_ccopy *cc, const struct seal_room *room,
-		      uint32_t n, const uint64_t *bits_seen)
+		      uint32_t n, const uint64_t *bits_seen, uint64_t *reads)
 {
 	uint32_t words = (cc->npages + 63) / 64, nd = 0;
 
@@ -330,6 +330,7 @@ static bool unchanged(const struct lm_ccopy *cc, const struct seal_room *room,
 			room->snaps + (size_t)nd++ * cc->page_size :
 			lm_ccopy_twin_of(cc, room->list[i]);
 
+		(*reads)++;
 		if (memcmp(live, was, cc->page_size) != 0)
 			return false;
 	}
@@ -374,6 +375,7 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 		.dirty = malloc(cc->npages * sizeof(*room.dirty)),
 	};
 	uint8_t *diff = buf + cc->page_size;
+	uint64_t reads = 0;
 	int rc = 0;
 
 	for (uint32_t w = 0; w < words; w++)
@@ -393,6 +395,7 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 	 * this ends) and the pages are read again */
 	for (int round = 0; round < LM_CCOPY_SEAL_ROUNDS;) {
 		ntwinned = collect(cc, &room, bits, &ndirty);
+		reads += ntwinned;
 		if (ndirty > room.nsnaps) {
 			if (grow_snaps(cc, &room, ndirty + 64))
 				continue;
@@ -401,7 +404,13 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 			ntwinned = 0;
 			break;
 		}
-		if (unchanged(cc, &room, ntwinned, bits))
+		/* every page as its twin: the read is of one instant, the
+		 * twins' (a write made during it changes a page read before,
+		 * and goes with the next seal, as do those after it), and
+		 * no page read is ahead of another.  Most seals of a recall
+		 * or a lock's release find so, and each pass reads every
+		 * twin (docs/performance.md, "The seal of one instant") */
+		if (ndirty == 0 || unchanged(cc, &room, ntwinned, bits, &reads))
 			break;
 		/* a client writes all the time: it waits for one read */
 		if (round == LM_CCOPY_SEAL_ROUNDS - 2 && writers &&
@@ -411,6 +420,8 @@ int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 	}
 	if (stopped)
 		writers->stop(writers->ctx, false);
+	if (writers && writers->reads)
+		*writers->reads += reads;
 	for (uint32_t i = 0; i < ntwinned && rc == 0; i++) {
 		uint32_t page = room.list[i];
 		uint8_t *twin = lm_ccopy_twin_of(cc, page), *snap;

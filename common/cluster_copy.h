@@ -247,8 +247,10 @@ int lm_ccopy_seal(const struct lm_ccopy *cc, uint8_t *buf, uint8_t *idle,
 /* The same while clients may write (a lock's release, a publish): the
  * diffs are of one instant's copy, so that no registration holds a
  * pointer whose record a cluster-mate wrote first and the seal read
- * before it (docs/dsm.md "Order").  Every twinned page is read, and
- * read again, until nothing changed between; when that failed twice and
+ * before it (docs/dsm.md "Order").  Every twinned page is read; when
+ * one differs from its twin, all are read again until nothing changed
+ * between (a read that finds every page equal to its twin is an instant
+ * already: the twins); when that failed twice and
  * `writers` can, the clients' writes wait for the last read (a client
  * that writes all the time); else after LM_CCOPY_SEAL_ROUNDS reads the
  * pages go as last read.  Twins are never dropped.  Falls back to lm_ccopy_seal
@@ -258,6 +260,8 @@ struct lm_ccopy_writers {
 	 * (off); true when they wait (common/copy_set.h). */
 	bool (*stop)(void *ctx, bool on);
 	void *ctx;
+	/* when not NULL, the pages the seal read are added to it */
+	uint64_t *reads;
 };
 int lm_ccopy_seal_at_once(const struct lm_ccopy *cc, uint8_t *buf,
 			  uint8_t *idle,

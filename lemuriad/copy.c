@@ -580,14 +580,16 @@ int lm_copy_seal(lm_lemuriad *c, bool barrier)
 		return LM_ENOMEM;
 	drops = atomic_load(&c->copy.hdr->drops);
 	/* the twins kept at the last barrier are compared again: once at a
-	 * barrier, twice in a seal of one instant */
+	 * barrier, twice in a seal of one instant (counted so also when one
+	 * read found every page clean: the budget was set so) */
 	c->copy_keep_spent += (uint64_t)c->copy_kept * (barrier ? 1 : 2);
 	/* at a barrier every client waits: one read is one instant */
 	rc = barrier ? seal_at_barrier(c) :
 		       lm_ccopy_seal_at_once(&c->copy, c->sealbuf,
 					     c->copy_idle, take_diff, c,
 					     &(struct lm_ccopy_writers){
-						     stop_writers, c });
+						     stop_writers, c,
+						     &c->stats.copy_seal_reads });
 	c->sealed = true; /* the pulse after this message takes the time */
 	if (rc == 0 && barrier)
 		rc = forget_stale(c);

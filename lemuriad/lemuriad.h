@@ -181,6 +181,8 @@ struct lm_lemuriad_stats {
 				       cluster's copy */
 	uint64_t copy_seals;        /* ... seals of its writes */
 	uint64_t copy_sealed_bytes; /* ... and the diff bytes they found */
+	uint64_t copy_seal_reads;   /* ... pages the seals of one instant
+				       read (each pass counts) */
 	uint64_t copy_drops;        /* ... barrier seals that dropped idle
 				       pages' twins */
 	uint64_t copy_checked;      /* ... pages LEMURIA_CHECK_COPY compared */

@@ -35,6 +35,7 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_NONE, copy_installs),
 	F(LM_STAT_NONE, copy_seals),
 	F(LM_STAT_NONE, copy_sealed_bytes),
+	F(LM_STAT_NONE, copy_seal_reads),
 	F(LM_STAT_NONE, copy_drops),
 	F(LM_STAT_NONE, copy_checked),
 	F(LM_STAT_NONE, copy_sets),

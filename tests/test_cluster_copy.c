@@ -427,6 +427,40 @@ static void test_seal_at_once_room_grows(void)
 	drop_copy();
 }
 
+/* A seal of one instant that finds every twinned page clean reads each
+ * once: the twins are the instant.  One dirty page makes it read them
+ * all again, to see that nothing changed between. */
+static void test_seal_at_once_clean_reads_once(void)
+{
+	static const uint8_t zero[PS];
+	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
+	uint64_t reads = 0;
+	const struct lm_ccopy_writers count = { .reads = &reads };
+	uint32_t emitted = 0;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	make_copy();
+	for (uint32_t p = 0; p < NP; p++) {
+		CU_ASSERT_FATAL(lm_ccopy_install(&cc, p, 1, zero) == 0);
+		CU_ASSERT_FATAL(lm_ccopy_twin(&cc, p) == 0);
+	}
+	CU_ASSERT(lm_ccopy_seal_at_once(&cc, buf, idle, count_emits, &emitted,
+					&count) == 0);
+	CU_ASSERT_EQUAL(emitted, 0);
+	CU_ASSERT_EQUAL(reads, NP);
+	CU_ASSERT_EQUAL(idle[NP - 1], 1);
+	lm_ccopy_page(&cc, NP - 1)[5] = 3;
+	reads = 0;
+	CU_ASSERT(lm_ccopy_seal_at_once(&cc, buf, idle, count_emits, &emitted,
+					&count) == 0);
+	CU_ASSERT_EQUAL(emitted, 1);
+	CU_ASSERT_EQUAL(reads, 2 * NP);
+	CU_ASSERT(lm_ccopy_twin_of(&cc, NP - 1)[5] == 3);
+	CU_ASSERT_EQUAL(idle[NP - 1], 0);
+	free(buf);
+	drop_copy();
+}
+
 LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_install_versions),
 	      LM_TEST(test_install_merges_into_twinned),
@@ -437,4 +471,5 @@ LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_idle_twins_kept_unless_stale),
 	      LM_TEST(test_owned_untracked_until_recalled),
 	      LM_TEST(test_forget),
-	      LM_TEST(test_seal_at_once_room_grows))
+	      LM_TEST(test_seal_at_once_room_grows),
+	      LM_TEST(test_seal_at_once_clean_reads_once))

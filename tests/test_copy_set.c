@@ -268,7 +268,7 @@ static bool stop_view(void *ctx, bool on)
 
 static void test_seal_of_one_instant(void)
 {
-	const struct lm_ccopy_writers writers = { stop_view, NULL };
+	const struct lm_ccopy_writers writers = { stop_view, NULL, NULL };
 	static const uint8_t zero[PS];
 	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
 	uint8_t idle[NP] = { 0 };
