@@ -96,18 +96,22 @@ tq=$tmp/targets
 timeout 600 sh bench/targets.sh -q -B "$build" -O "$tq" >"$tmp/tq.log" 2>&1
 st=$?
 rows=$(grep -c '^| [^-t]' "$tq/targets.md" 2>/dev/null)
-ratios=$(grep '^| [^-t]' "$tq/targets.md" 2>/dev/null | grep -c -E '[0-9.]+(×| %) \|')
+ratios=$(grep '^| [^-t]' "$tq/targets.md" 2>/dev/null | grep -c -E '[0-9.]+× \|')
 check "$([ $st -eq 0 ] && [ "$rows" = 8 ] && [ "$ratios" = 8 ] && echo y)" \
 	"the table has its 8 targets, each with a ratio (status $st, rows ${rows:-0}, ratios ${ratios:-0})"
 # the copy = client row ran that mode: its lemuriads sent each client
 # pages and updates (bytes at level client), which one copy per cluster
 # leaves near zero
-cl=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-	$c["build"] == "lemuria" { print $c["client_bytes_sent"] + 0 }' \
-	"$tq/lu-client-runs.csv" 2>/dev/null | head -n 1)
-cc=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-	$c["build"] == "lemuria" && $c["layout"] == "4+4" { print $c["client_bytes_sent"] + 0 }' \
-	"$tq/lu-runs.csv" 2>/dev/null | head -n 1)
+# client_bytes CSV: the bytes the lemuriads sent at level client in the
+# first Lemuria run on 4+4
+client_bytes() {
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$c["build"] == "lemuria" && $c["layout"] == "4+4" {
+			print $c["client_bytes_sent"] + 0 }' "$1" 2>/dev/null |
+		head -n 1
+}
+cl=$(client_bytes "$tq/lu-client-runs.csv")
+cc=$(client_bytes "$tq/lu-runs.csv")
 check "$([ -n "$cl" ] && [ -n "$cc" ] && [ "$cl" -gt $((cc * 4)) ] && echo y)" \
 	"the copy = client row's clients carry their own copies (client bytes ${cl:-?} against ${cc:-?} with one copy per cluster)"
 # runs_passed CSV LAYOUT BUILD: how many runs of BUILD on LAYOUT passed (not
