@@ -7,7 +7,7 @@
 # traffic per level); the read fault is build/bench/micro beside
 # build/bench/transport's bare UDP round trip, as bench/micro.sh does.
 #
-#   bench/targets.sh [-q] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR]
+#   bench/targets.sh [-qU] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR]
 #                    [-T SECONDS] [-B BUILD_DIR]
 #
 # Needs make (build/splash2/lu, lucontig and their pthreads builds,
@@ -32,6 +32,8 @@ quick=0
 unplaced="" # -U: bench/splash.sh -U
 pin="--pin --batch" # the read-fault runs; -U: none
 given_r=0; given_a=0
+others="fft radix ocean" # reported with no target (below)
+quick_splash=""
 
 # The targets: a ratio to the baseline, at most this.  Issue 40 gives the
 # LU figures on several clusters, LU with a copy per process (copy =
@@ -60,7 +62,7 @@ usage: $me [-qU] [-r REPS] [-a "ARGS"] [-f LAYOUT] [-O DIR] [-T SECONDS]
   -U           run LU, lucontig and the read faults unplaced (default:
                lemuria-run --pin --batch, each cluster's lemuriad and
                ranks on CPUs of their own, the ranks under SCHED_BATCH)
-  -q           quick check (about a minute): -a "-n256 -b16" -r 1 unless
+  -q           quick check (seconds): -a "-n256 -b16" -r 1 unless
                given, files in \${TMPDIR:-/tmp}/lemuria-targets-quick unless
                -O is given; the ratios then say little (tiny problems)
 Measured, each against its baseline in the same run:
@@ -74,10 +76,12 @@ Measured, each against its baseline in the same run:
   LU on 4+4: bytes at level cluster (lemuriad <-> reflector, both ways,
   lemuria-run --stats) vs the distinct pages LU must move between the
   clusters whatever the protocol (bench/lu-floor.py --distinct)
+Reported beside their pthreads runs, with no target: FFT, Radix and
+Ocean on 4+4 at bench/splash.sh's sizes (its quick ones with -q).
 The table goes to stdout and to DIR/targets.md, its values to
 DIR/targets.csv; the runs behind it are in DIR (bench/splash.sh's CSVs
-lu.csv, lucontig.csv, lu-client.csv and their -runs.csv, and
-fault-runs.csv).
+lu.csv, lucontig.csv, lu-client.csv, fft.csv, radix.csv, ocean.csv and
+their -runs.csv, and fault-runs.csv).
 EOF
 }
 
@@ -103,6 +107,7 @@ if [ $quick -eq 1 ]; then
 	[ $given_r -eq 1 ] || reps=1
 	# A quick check never overwrites the results kept in the tree.
 	[ -n "$outdir" ] || outdir=${TMPDIR:-/tmp}/lemuria-targets-quick
+	quick_splash=-q # its small sizes; -r, -l and -o are given
 fi
 
 [ -n "$outdir" ] && outdir=$(absolute "$outdir")
@@ -118,7 +123,9 @@ complain() { echo "$me: $*" >&2; bad=1; }
 is_count "$reps" || complain "-r wants a positive integer, not '$reps'"
 is_count "$limit" || complain "-T wants a positive number of seconds, not '$limit'"
 for f in bin/lemuria-run bench/transport bench/micro splash2/lu \
-	splash2/lu-pthread splash2/lucontig splash2/lucontig-pthread; do
+	splash2/lu-pthread splash2/lucontig splash2/lucontig-pthread \
+	splash2/fft splash2/fft-pthread splash2/radix splash2/radix-pthread \
+	splash2/ocean splash2/ocean-pthread; do
 	[ -x "$build/$f" ] || complain "$build/$f: not found or not executable (make bench-targets builds it)"
 done
 fl=$(layout_file "$fault_layout")
@@ -185,6 +192,14 @@ LM_TEST_COPY=client
 export LM_TEST_COPY
 splash "$reps" -p lu -a "$args" -l "4+4" -o "$outdir/lu-client.csv"
 unset LM_TEST_COPY
+# Issue 40 asks for FFT, Radix and Ocean too, with no target: all-to-all
+# programs whose pthreads builds take tens of milliseconds.  They are
+# here so that every targets run shows them: FFT lost half its speed to a
+# change that LU hardly felt (docs/performance.md, "The seal of one
+# instant").  Their sizes are bench/splash.sh's (-q: its quick ones).
+for p in $others; do
+	splash "$reps" -p "$p" $quick_splash -l "4+4" -o "$outdir/$p.csv"
+done
 
 # The read fault: each repetition measures the bare round trip, then the
 # fault, on a private copy of the layout.
@@ -323,6 +338,34 @@ b=""
 [ -n "$must" ] && b=$(echo "$must" | awk '{ v = $1 / 1e6; printf "%.6g %.6g %.6g\n", v, v, v }')
 row "bytes between the clusters (both hops), LU $args on 4+4 vs the distinct pages that must cross (bench/lu-floor.py)" MB "$t_bytes" "$m" "$b"
 
+# reported NAME CSV: one line of the table of the programs reported with
+# no target (in $tmp/reported): time, pthreads time, ratio, MB between the
+# clusters, from the 4+4 runs of a bench/splash.sh runs CSV.
+: >"$tmp/reported"
+reported() {
+	where=$(runs_of 4+4 lemuria); m=$(spread "$2" time_s 1)
+	mb=$(spread "$2" cluster_bytes_sent 1e-6)
+	where=$(runs_of 4+4 pthread); b=$(spread "$2" time_s 1)
+	awk -v name="$1" -v m="$m" -v b="$b" -v mb="$mb" '
+		function show(s, unit, a, n) {
+			n = split(s, a, " ")
+			if (n < 3) return "-"
+			return sprintf("%.3g %s (%.3g-%.3g)", a[1], unit, a[2], a[3])
+		}
+		BEGIN {
+			split(m, mv, " "); split(b, bv, " ")
+			r = "-"
+			if (mv[1] != "" && bv[1] != "" && bv[1] > 0)
+				r = sprintf("%.3g×", mv[1] / bv[1])
+			printf "| %s | %s | %s | %s | %s |\n", name, show(m, "s"),
+				show(b, "s"), r, show(mb, "MB")
+		}' >>"$tmp/reported"
+}
+for p in $others; do
+	a=$(awk -F, 'NR == 2 { print $NF }' "$outdir/$p.csv" 2>/dev/null)
+	reported "$p ${a:-?} on 4+4 vs $p-pthread -p8" "$outdir/$p-runs.csv"
+done
+
 # How much of each Lemuria time the CPUs spent idle (idle_pct of the runs,
 # build/bench/cpuidle): time a ratio owes to waiting, not to CPU.
 idle_note=""
@@ -345,6 +388,12 @@ done
 		echo
 		echo "CPUs idle in the timed part of the Lemuria runs: $idle_note."
 	fi
+	echo
+	echo "Reported with no target (issue 40 asks for them), medians (min-max):"
+	echo
+	echo "| program | Lemuria | pthreads | ratio | between the clusters |"
+	echo "| --- | --- | --- | --- | --- |"
+	cat "$tmp/reported"
 } >"$tmp/table.md"
 cp "$tmp/table.md" "$outdir/targets.md" && cp "$tmp/csv" "$outdir/targets.csv" || exit 1
 echo
