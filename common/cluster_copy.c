@@ -164,6 +164,12 @@ int lm_ccopy_own(const struct lm_ccopy *cc, uint32_t page)
 {
 	if (!lm_ccopy_lock(cc, page))
 		return LM_ETIMEDOUT;
+	/* no client writes an untwinned page, and each of its bytes came
+	 * from a seal or an install: kept as a twin would be, for the recall
+	 * to compare (a twinned page's twin is what its last seal read) */
+	if (!lm_ccopy_is_twinned(cc, page))
+		memcpy(lm_ccopy_twin_of(cc, page), lm_ccopy_page(cc, page),
+		       cc->page_size);
 	/* owned first: a client between its check and its lock (lm_ccopy_twin)
 	 * then finds it and takes no twin the seal would compare */
 	atomic_store_explicit(&cc->table[page].owned, 1, memory_order_release);
@@ -172,7 +178,8 @@ int lm_ccopy_own(const struct lm_ccopy *cc, uint32_t page)
 	return 0;
 }
 
-int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap)
+int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap,
+		    bool *unwritten)
 {
 	int rc = 1;
 
@@ -182,6 +189,8 @@ int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap)
 		/* one read of the live page: what is sent is what the twin
 		 * holds, so a write made meanwhile goes with the next seal */
 		memcpy(snap, lm_ccopy_page(cc, page), cc->page_size);
+		*unwritten = memcmp(snap, lm_ccopy_twin_of(cc, page),
+				    cc->page_size) == 0;
 		memcpy(lm_ccopy_twin_of(cc, page), snap, cc->page_size);
 		set_twinned(cc, page, true);
 		atomic_store_explicit(&cc->table[page].owned, 0,

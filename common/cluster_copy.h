@@ -194,15 +194,22 @@ int lm_ccopy_install(const struct lm_ccopy *cc, uint32_t page,
 /* Ownership (docs/dsm.md "Pages one cluster owns"), the lemuriad's side.
  * lm_ccopy_own: the home made the cluster the page's only holder; the
  * page drops its twin, and from now on its writes are tracked by nobody
- * (the home gets the whole page when someone else wants it).
+ * (the home gets the whole page when someone else wants it).  The twin's
+ * bytes stay where they are, unused while the page is owned: the page as
+ * the cluster's seals last read it (an untwinned page's bytes are put
+ * there), which the recall compares.
  * lm_ccopy_recall: a home wants the page for another cluster: its bytes
  * go to `snap` (page_size bytes), which also becomes its twin, so that
- * writes from now on are sealed as any twinned page's; 1 when the page
- * is not owned (nothing done).  lm_ccopy_forget: the copy no longer
+ * writes from now on are sealed as any twinned page's; *unwritten says
+ * whether they equal the bytes kept at lm_ccopy_own, that is, whether
+ * nobody wrote the page since it was owned (or wrote back what was
+ * there): then every byte sent was read by a seal already.  1 when the
+ * page is not owned (nothing done).  lm_ccopy_forget: the copy no longer
  * holds the page (it was stale and nobody here had it open).  All three
  * take the page's lock: LM_ETIMEDOUT when it could not be had. */
 int lm_ccopy_own(const struct lm_ccopy *cc, uint32_t page);
-int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap);
+int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap,
+		    bool *unwritten);
 int lm_ccopy_forget(const struct lm_ccopy *cc, uint32_t page);
 
 /* Moves the copy's version up to `version` when it holds `base` or

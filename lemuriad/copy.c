@@ -437,7 +437,7 @@ void lm_copy_pulled(lm_lemuriad *c, uint32_t page)
 }
 
 int lm_copy_recall(lm_lemuriad *c, uint32_t page, uint8_t *out, size_t cap,
-		   size_t *len)
+		   size_t *len, bool *unwritten)
 {
 	int rc;
 
@@ -446,7 +446,7 @@ int lm_copy_recall(lm_lemuriad *c, uint32_t page, uint8_t *out, size_t cap,
 		return 1;
 	if (!seal_buf(c))
 		return LM_ENOMEM;
-	rc = lm_ccopy_recall(&c->copy, page, c->sealbuf);
+	rc = lm_ccopy_recall(&c->copy, page, c->sealbuf, unwritten);
 	if (rc == LM_ETIMEDOUT) {
 		lose_locked(c, page);
 		return rc;
@@ -456,6 +456,7 @@ int lm_copy_recall(lm_lemuriad *c, uint32_t page, uint8_t *out, size_t cap,
 	if (c->copy_idle)
 		c->copy_idle[page] = 0;
 	c->stats.copy_recalls++;
+	c->stats.copy_recalls_unwritten += *unwritten;
 	return lm_diff_encode_whole(c->sealbuf, c->page_size, out, cap, len);
 }
 

@@ -202,6 +202,7 @@ struct lm_lemuriad_stats {
 	uint64_t copy_own_refused;  /* ... grants refused: the copy lacked
 				       another cluster's change */
 	uint64_t copy_recalls;      /* ... owned pages a home took back */
+	uint64_t copy_recalls_unwritten; /* ... of them unwritten since */
 	uint64_t copy_forgotten;    /* ... stale pages the copy gave up */
 	uint64_t copy_published;    /* ... seals of a cluster that sealed
 				       nothing for LM_LEMURIAD_PUBLISH_US

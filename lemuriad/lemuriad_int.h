@@ -218,6 +218,7 @@ struct recall {
 	uint32_t page, version;
 	uint8_t *data;      /* owned */
 	size_t len;
+	bool unwritten;     /* lm_copy_recall's: no seal needed */
 };
 
 /* A barrier RELEASE held while the pages other clusters changed, which
@@ -786,8 +787,9 @@ int lm_copy_seal(lm_lemuriad *c, bool barrier);
  * lm_copy_own: a REGISTER_OK's grants (its data), each taken when the
  * copy holds the version its notice names.  lm_copy_recall: a home's
  * PULL of a page we own: its whole page into out (a diff), and the page
- * is tracked again; 1 when we do not own it, else 0 or LM_E* (the run
- * is lost when its lock stayed taken). */
+ * is tracked again; *unwritten: nobody wrote it since it was owned
+ * (lm_ccopy_recall), so no seal need follow.  1 when we do not own it,
+ * else 0 or LM_E* (the run is lost when its lock stayed taken). */
 void lm_copy_own(lm_lemuriad *c, const struct lm_msg *ok);
 /* A home pulled a delta of `page`: a grant that comes with the answer to
  * the registration now out is refused (the entry it marked is gone). */
@@ -796,7 +798,7 @@ void lm_copy_pulled(lm_lemuriad *c, uint32_t page);
  * letting go at the next barrier (forget_stale). */
 void lm_copy_note_known(lm_lemuriad *c, uint32_t page);
 int lm_copy_recall(lm_lemuriad *c, uint32_t page, uint8_t *out, size_t cap,
-		   size_t *len);
+		   size_t *len, bool *unwritten);
 
 /* ---- cache.c: the page cache and the table of our requests to R ---- */
 

@@ -46,6 +46,7 @@ static const struct lm_stats_field lm_lemuriad_stat_fields[] = {
 	F(LM_STAT_CLUSTER, copy_owned),
 	F(LM_STAT_NONE, copy_own_refused),
 	F(LM_STAT_CLUSTER, copy_recalls),
+	F(LM_STAT_CLUSTER, copy_recalls_unwritten),
 	F(LM_STAT_CLUSTER, copy_forgotten),
 	F(LM_STAT_CLUSTER, copy_published),
 	F(LM_STAT_CLUSTER, changed_heard),

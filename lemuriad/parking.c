@@ -326,20 +326,10 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
 }
 
 /* A home wants a delta of ours: its data, and we forget it. */
-/* A page we own leaves whole, as it is now: it may hold a pointer to a
- * record on a twinned page that no seal took yet.  So the copy is sealed
- * after the page was read, and the answer names the registration that
- * will carry that seal: a reader waits for it (docs/dsm.md "Order"),
- * which goes up now, or right after the one out.  The answers wait for
- * the messages at hand (a home pulls a page and the ones after it
- * together): one seal for all of them (lm_park_send_recalls). */
-static uint32_t owed_registration(lm_lemuriad *c)
+/* The registration that carries every diff sealed so far: the one out,
+ * or one that goes up now, or the one right after the one out. */
+static uint32_t sealed_registration(lm_lemuriad *c)
 {
-	if (lm_copy_seal(c, false) != 0) {
-		c->hooks.lose(c, "no memory for the deltas of the cluster's "
-			      "copy");
-		return 0;
-	}
 	lm_park_keep_budget(c);
 	if (!lm_deltas_dirty(c->deltas))
 		return c->batch_started;
@@ -351,10 +341,30 @@ static uint32_t owed_registration(lm_lemuriad *c)
 	return c->batch_started + 1;
 }
 
+/* A page we own leaves whole, as it is now: it may hold a pointer to a
+ * record on a twinned page that no seal took yet.  So the copy is sealed
+ * after the page was read, and the answer names the registration that
+ * will carry that seal: a reader waits for it (docs/dsm.md "Order").
+ * The answers wait for the messages at hand (a home pulls a page and
+ * the ones after it together): one seal for all of them
+ * (lm_park_send_recalls).  A page nobody wrote since we came to own it
+ * needs none: every byte of it was read by a seal before, with every
+ * record it may point at, and the registration that carries those
+ * seals' diffs is named. */
+static uint32_t owed_registration(lm_lemuriad *c, bool seal)
+{
+	if (seal && lm_copy_seal(c, false) != 0) {
+		c->hooks.lose(c, "no memory for the deltas of the cluster's "
+			      "copy");
+		return 0;
+	}
+	return sealed_registration(c);
+}
+
 /* Keeps the answer of a PULL of an owned page (in c->deltabuf, len
  * bytes) for lm_park_send_recalls; false without memory. */
 static bool queue_recall(lm_lemuriad *c, uint32_t req_id,
-			 const struct lm_msg *m, size_t len)
+			 const struct lm_msg *m, size_t len, bool unwritten)
 {
 	struct recall *q;
 
@@ -375,6 +385,7 @@ static bool queue_recall(lm_lemuriad *c, uint32_t req_id,
 	q->req_id = req_id;
 	q->page = m->page;
 	q->version = m->version;
+	q->unwritten = unwritten;
 	c->nrecalls++;
 	if (c->out.later)
 		c->out.later(c->ctx);
@@ -385,11 +396,14 @@ static bool queue_recall(lm_lemuriad *c, uint32_t req_id,
 
 void lm_park_send_recalls(lm_lemuriad *c)
 {
+	bool seal = false;
 	uint32_t owed;
 
 	if (!c->nrecalls)
 		return;
-	owed = owed_registration(c);
+	for (size_t i = 0; i < c->nrecalls; i++)
+		seal |= !c->recalls[i].unwritten;
+	owed = owed_registration(c, seal);
 	/* their readers wait for that registration's list (docs/dsm.md
 	 * "Order"): it goes without the usual delay */
 	if (owed > c->tell_owed)
@@ -415,6 +429,7 @@ void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 {
 	struct lm_msg r;
 	size_t len = 0;
+	bool unwritten = false;
 	int rc;
 
 	msg_init(c, &r, LM_MSG_DELTA);
@@ -422,14 +437,16 @@ void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 	r.version = m->version;
 	/* a page we own goes whole: our writes since are in no delta */
 	rc = lm_copy_recall(c, m->page, c->deltabuf + LM_MSG_DIFFS_ENTRY_HDR,
-			    lm_diff_bound(c->page_size), &len);
+			    lm_diff_bound(c->page_size), &len, &unwritten);
 	if (rc == 0) {
 		lm_deltas_forget(c->deltas, m->page);
 		lm_msg_diffs_put_header(c->deltabuf, m->page, len);
 		mark_data_left(c, m->page, m->version);
-		if (queue_recall(c, req_id, m, len + LM_MSG_DIFFS_ENTRY_HDR))
+		if (queue_recall(c, req_id, m, len + LM_MSG_DIFFS_ENTRY_HDR,
+				 unwritten))
 			return;
-		r.id = owed_registration(c); /* no memory: answered alone */
+		/* no memory: answered alone */
+		r.id = owed_registration(c, !unwritten);
 	}
 	else if (rc == 1 && m->page >= c->npages)
 		rc = LM_EINVAL;

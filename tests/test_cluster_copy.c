@@ -300,6 +300,7 @@ static void test_owned_untracked_until_recalled(void)
 	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
 	uint8_t zero[PS] = { 0 }, other[PS], snap[PS];
 	struct lm_ccopy_drop all = { .all = true };
+	bool unwritten;
 
 	make_copy();
 	memset(other, 7, sizeof(other));
@@ -317,15 +318,76 @@ static void test_owned_untracked_until_recalled(void)
 	CU_ASSERT(lm_ccopy_page(&cc, 3)[0] == 0);
 	CU_ASSERT(lm_ccopy_page(&cc, 3)[10] == 1);
 	/* a page not owned is not recalled */
-	CU_ASSERT(lm_ccopy_recall(&cc, 4, snap) == 1);
-	CU_ASSERT(lm_ccopy_recall(&cc, 3, snap) == 0);
+	CU_ASSERT(lm_ccopy_recall(&cc, 4, snap, &unwritten) == 1);
+	unwritten = true;
+	CU_ASSERT(lm_ccopy_recall(&cc, 3, snap, &unwritten) == 0);
 	CU_ASSERT(snap[10] == 1 && snap[0] == 0);
+	CU_ASSERT(!unwritten); /* byte 10 was written while owned */
 	CU_ASSERT(!lm_ccopy_is_owned(&cc, 3) && lm_ccopy_is_twinned(&cc, 3));
 	CU_ASSERT(memcmp(lm_ccopy_twin_of(&cc, 3), snap, PS) == 0);
 	lm_ccopy_page(&cc, 3)[11] = 2;
 	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, NULL, collect, s) == 0);
 	CU_ASSERT_FATAL(s->n == 1);
 	CU_ASSERT(s->after[0][11] == 2 && s->after[0][10] == 0);
+	free(buf);
+	free(s);
+	drop_copy();
+}
+
+/* A recall says whether anybody wrote the page since the cluster came
+ * to own it: the page against the bytes its last seal read (a twinned
+ * page's twin at lm_ccopy_own), or, for a page owned with no twin, the
+ * bytes it held then.  A write that puts back what was there counts as
+ * none: what leaves is what a seal read. */
+static void test_recall_tells_unwritten(void)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	uint8_t *buf = malloc(lm_ccopy_seal_buf_size(PS));
+	uint8_t zero[PS] = { 0 }, other[PS], snap[PS];
+	bool unwritten = false;
+
+	make_copy();
+	memset(other, 7, sizeof(other));
+	/* twinned, written, sealed, written again after the seal: the seal
+	 * read byte 9, not byte 11 */
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 3, 1, zero) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 3) == 0);
+	lm_ccopy_page(&cc, 3)[9] = 5;
+	CU_ASSERT(lm_ccopy_seal(&cc, buf, idle, NULL, collect, s) == 0);
+	CU_ASSERT_FATAL(s->n == 1);
+	lm_ccopy_page(&cc, 3)[11] = 6;
+	CU_ASSERT(lm_ccopy_own(&cc, 3) == 0);
+	CU_ASSERT(lm_ccopy_recall(&cc, 3, snap, &unwritten) == 0);
+	CU_ASSERT(!unwritten);
+	CU_ASSERT(snap[9] == 5 && snap[11] == 6);
+	/* owned again (its twin is what the recall sent), nobody writes */
+	CU_ASSERT(lm_ccopy_own(&cc, 3) == 0);
+	CU_ASSERT(lm_ccopy_recall(&cc, 3, snap, &unwritten) == 0);
+	CU_ASSERT(unwritten);
+	CU_ASSERT(snap[9] == 5 && snap[11] == 6);
+	/* written and written back while owned: what leaves was sealed */
+	CU_ASSERT(lm_ccopy_own(&cc, 3) == 0);
+	lm_ccopy_page(&cc, 3)[100] = 9;
+	lm_ccopy_page(&cc, 3)[100] = 0;
+	CU_ASSERT(lm_ccopy_recall(&cc, 3, snap, &unwritten) == 0);
+	CU_ASSERT(unwritten);
+	/* owned with no twin: the twin's room held another page's bytes
+	 * once (page 5 twinned, sealed and dropped, then installed over);
+	 * own keeps the bytes the page holds, so the recall compares with
+	 * them and not with what the room held */
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 5, 1, zero) == 0);
+	CU_ASSERT(lm_ccopy_twin(&cc, 5) == 0);
+	CU_ASSERT(lm_ccopy_forget(&cc, 5) == 0); /* twin gone, room kept */
+	CU_ASSERT_FATAL(lm_ccopy_install(&cc, 5, 2, other) == 0);
+	CU_ASSERT(!lm_ccopy_is_twinned(&cc, 5));
+	CU_ASSERT(lm_ccopy_own(&cc, 5) == 0);
+	CU_ASSERT(lm_ccopy_recall(&cc, 5, snap, &unwritten) == 0);
+	CU_ASSERT(unwritten);
+	CU_ASSERT(snap[0] == 7);
+	CU_ASSERT(lm_ccopy_own(&cc, 5) == 0);
+	lm_ccopy_page(&cc, 5)[1] = 8;
+	CU_ASSERT(lm_ccopy_recall(&cc, 5, snap, &unwritten) == 0);
+	CU_ASSERT(!unwritten);
 	free(buf);
 	free(s);
 	drop_copy();
@@ -470,6 +532,7 @@ LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_idle_twins_dropped_at_barriers),
 	      LM_TEST(test_idle_twins_kept_unless_stale),
 	      LM_TEST(test_owned_untracked_until_recalled),
+	      LM_TEST(test_recall_tells_unwritten),
 	      LM_TEST(test_forget),
 	      LM_TEST(test_seal_at_once_room_grows),
 	      LM_TEST(test_seal_at_once_clean_reads_once))

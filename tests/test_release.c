@@ -1748,10 +1748,11 @@ static void test_shared_told_page_the_copy_lacks_goes_in(void)
 	teardown(c);
 }
 
-/* copy = cluster: a page taken back from us names the registration that
- * seals what the cluster wrote meanwhile, and its reader waits for that
- * registration's list (docs/dsm.md "Order"): the list goes as soon as
- * the registration is done, not after the usual delay. */
+/* copy = cluster: a page taken back from us, written since we came to
+ * own it, names the registration that seals what the cluster wrote
+ * meanwhile, and its reader waits for that registration's list
+ * (docs/dsm.md "Order"): the list goes as soon as the registration is
+ * done, not after the usual delay. */
 static void test_shared_recall_tells_its_registration_at_once(void)
 {
 	lm_lemuriad *c = setup_shared();
@@ -1771,6 +1772,7 @@ static void test_shared_recall_tells_its_registration_at_once(void)
 	release(c, 1);
 	lm_lemuriad_pulse(c, 1000000);
 	written(c, cc, 8, 1, 0x22, 0x56); /* a twinned page, not yet sealed */
+	lm_ccopy_page(cc, 7)[20] = 0x77; /* then the owned page */
 	clear_outs();
 	p.page = 7;
 	p.version = 3;
@@ -1782,6 +1784,7 @@ static void test_shared_recall_tells_its_registration_at_once(void)
 	owed = d->m.id;
 	CU_ASSERT(owed != 0);
 	CU_ASSERT_EQUAL(reg->m.id, owed);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_recalls_unwritten, 0);
 	lm_lemuriad_pulse(c, 1000100);
 	CU_ASSERT_PTR_NULL(find_out(SENT, refl, LM_MSG_CHANGED)); /* not done */
 	CU_ASSERT(answer_registers(c, true, 40) == 1);
@@ -1798,6 +1801,61 @@ static void test_shared_recall_tells_its_registration_at_once(void)
 	clear_outs();
 	lm_lemuriad_pulse(c, 1000300);
 	CU_ASSERT_PTR_NULL(find_out(SENT, refl, LM_MSG_CHANGED));
+	teardown(c);
+}
+
+/* copy = cluster: a page taken back from us that nobody wrote since we
+ * came to own it needs no seal: every byte of it was read by the seal
+ * whose registration granted it, with every record it can point at.  So
+ * a twinned page written meanwhile stays unsealed (no REGISTER goes),
+ * and the answer names the registration that granted the page, done and
+ * told already: its reader need not wait for a new list.  Written after
+ * the recall, the page is tracked by its twin again. */
+static void test_shared_unwritten_recall_needs_no_seal(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice n = { .page = 7, .version = 3, .base = 2,
+			       .writer = LM_WRITER_MANY, .wcluster = 0 };
+	const uint32_t granted = 7;
+	struct lm_msg p = msg(LM_MSG_PULL, RUN);
+	const struct lm_ccopy *cc;
+	const struct out *d, *reg;
+	uint64_t seals;
+	uint32_t granting;
+
+	cc = shared_joined(c);
+	written(c, cc, 7, 2, 0x11, 0x55);
+	all_arrive(c, 1);
+	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	granting = reg->m.id;
+	grant(c, &n, 1, &granted, 1);
+	CU_ASSERT_FATAL(lm_ccopy_is_owned(cc, 7));
+	release(c, 1);
+	lm_lemuriad_pulse(c, 1000000);
+	written(c, cc, 8, 1, 0x22, 0x56); /* a twinned page, not yet sealed */
+	seals = lm_lemuriad_stats(c)->copy_seals;
+	clear_outs();
+	p.page = 7;
+	p.version = 3;
+	lm_lemuriad_handle(c, refl, LM_REL_REQUEST, 556, &p);
+	d = find_out(REPLIED, refl, LM_MSG_DELTA);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(d->m.status, 0);
+	CU_ASSERT_EQUAL(d->m.id, granting);
+	CU_ASSERT_EQUAL(delta_byte(d, 0, 0xff), 0x11); /* the whole page */
+	CU_ASSERT_EQUAL(delta_byte(d, 9, 0xff), 0x55);
+	CU_ASSERT_PTR_NULL(find_out(REQUESTED, refl, LM_MSG_REGISTER));
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_seals, seals);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_recalls, 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_recalls_unwritten, 1);
+	CU_ASSERT(!lm_ccopy_is_owned(cc, 7) && lm_ccopy_is_twinned(cc, 7));
+	/* page 8's write and a write to page 7 now go with the next seal */
+	lm_ccopy_page(cc, 7)[30] = 0x66;
+	all_arrive(c, 2);
+	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	CU_ASSERT_EQUAL(reg->m.nnotices, 2);
 	teardown(c);
 }
 
@@ -1834,6 +1892,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_lost_wake_woken),
 	LM_TEST(test_shared_neighbour_waits_for_its_list),
 	LM_TEST(test_shared_recall_tells_its_registration_at_once),
+	LM_TEST(test_shared_unwritten_recall_needs_no_seal),
 	LM_TEST(test_shared_neighbour_told_later_is_served_from_the_cache),
 	LM_TEST(test_shared_neighbour_fault_waits_for_its_list),
 	LM_TEST(test_shared_told_page_the_copy_lacks_goes_in))
