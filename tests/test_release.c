@@ -1859,6 +1859,66 @@ static void test_shared_unwritten_recall_needs_no_seal(void)
 	teardown(c);
 }
 
+/* copy = cluster: a recall while a registration is out names the one
+ * after it, which will carry the recall's seal.  Should that seal's
+ * diffs all be let go before (their page came to be owned with the
+ * registration's answer, and leaves whole), the registration named
+ * must still come (empty), or the recalled page's readers wait for a
+ * list that never comes.  And the page granted so, whose twin bytes the
+ * seal read, names that registration too when taken back unwritten,
+ * not the one that granted it. */
+static void test_shared_recall_names_a_registration_that_comes(void)
+{
+	lm_lemuriad *c = setup_shared();
+	struct lm_notice n1[2] = {
+		{ .page = 6, .version = 3, .base = 2,
+		  .writer = LM_WRITER_MANY, .wcluster = 0 },
+		{ .page = 7, .version = 3, .base = 2,
+		  .writer = LM_WRITER_MANY, .wcluster = 0 },
+	};
+	struct lm_notice n2 = { .page = 7, .version = 4, .base = 3,
+				.writer = LM_WRITER_MANY, .wcluster = 0 };
+	const uint32_t q = 6, p = 7;
+	const struct lm_ccopy *cc;
+	const struct out *d, *reg, *f;
+	uint32_t owed, reg2, reg2_id;
+
+	cc = shared_joined(c);
+	written(c, cc, q, 2, 0x10, 0x50);
+	written(c, cc, p, 2, 0x11, 0x55);
+	all_arrive(c, 1);
+	grant(c, n1, 2, &q, 1);
+	CU_ASSERT_FATAL(lm_ccopy_is_owned(cc, q));
+	CU_ASSERT_FATAL(lm_ccopy_is_twinned(cc, p));
+	release(c, 1);
+	lm_ccopy_page(cc, p)[20] = 0x20;
+	all_arrive(c, 2); /* registration 2 out, with p's diff */
+	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	reg2 = reg->req_id;
+	reg2_id = reg->m.id;
+	lm_ccopy_page(cc, p)[21] = 0x21; /* sealed by q's recall */
+	lm_ccopy_page(cc, q)[30] = 0x30;
+	d = pull(c, q, 3);
+	owed = d->m.id;
+	CU_ASSERT(owed == reg2_id + 1);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_recalls_unwritten, 0);
+	/* registration 2's answer grants p: the recall seal's diff of it,
+	 * its only one, is let go */
+	clear_outs();
+	grant_to(c, reg2, &n2, 1, &p, 1);
+	CU_ASSERT_FATAL(lm_ccopy_is_owned(cc, p));
+	lm_lemuriad_pulse(c, 2000000);
+	f = find_out(SENT, refl, LM_MSG_CHANGED);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT(f->m.version >= owed);
+	d = pull(c, p, 4);
+	CU_ASSERT_EQUAL(lm_lemuriad_stats(c)->copy_recalls_unwritten, 1);
+	CU_ASSERT_EQUAL(delta_byte(d, 21, 0xff), 0x21);
+	CU_ASSERT(d->m.id >= owed);
+	teardown(c);
+}
+
 LM_TEST_SUITE("release",
 	LM_TEST(test_barrier_and_release),
 	LM_TEST(test_release_carries_updates),
@@ -1893,6 +1953,7 @@ LM_TEST_SUITE("release",
 	LM_TEST(test_shared_neighbour_waits_for_its_list),
 	LM_TEST(test_shared_recall_tells_its_registration_at_once),
 	LM_TEST(test_shared_unwritten_recall_needs_no_seal),
+	LM_TEST(test_shared_recall_names_a_registration_that_comes),
 	LM_TEST(test_shared_neighbour_told_later_is_served_from_the_cache),
 	LM_TEST(test_shared_neighbour_fault_waits_for_its_list),
 	LM_TEST(test_shared_told_page_the_copy_lacks_goes_in))
