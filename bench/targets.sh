@@ -266,15 +266,18 @@ runs_of() {
 	echo "\$col[\"layout\"] == \"$1\" && \$col[\"build\"] == \"$2\" && \$col[\"status\"] == \"passed\""
 }
 
+# shown "MED MIN MAX" UNIT: "MED UNIT (MIN-MAX)" as the tables show a
+# spread, or "-" without one.
+shown() {
+	echo "$1" | awk -v unit="$2" '
+		NF < 3 { print "-"; exit }
+		{ printf "%.3g %s (%.3g-%.3g)\n", $1, unit, $2, $3 }'
+}
 # row NAME UNIT TARGET "MED MIN MAX" "MED MIN MAX": one line of the table
 # (markdown and CSV, in $tmp/md and $tmp/csv).
 row() {
-	awk -v name="$1" -v unit="$2" -v target="$3" -v m="$4" -v b="$5" '
-		function show(s, a, n) {
-			n = split(s, a, " ")
-			if (n < 3) return "-"
-			return sprintf("%.3g %s (%.3g-%.3g)", a[1], unit, a[2], a[3])
-		}
+	awk -v name="$1" -v unit="$2" -v target="$3" -v m="$4" -v b="$5" \
+		-v ms="$(shown "$4" "$2")" -v bs="$(shown "$5" "$2")" '
 		BEGIN {
 			split(m, mv, " "); split(b, bv, " ")
 			ratio = ""
@@ -284,8 +287,8 @@ row() {
 				r = sprintf("%.2f×", ratio)
 				met = ratio <= target ? "yes" : "no"
 			}
-			printf "| %s | %s | %s | %s | ≤ %g× | %s |\n", name, show(m),
-				show(b), r, target, met >> "'"$tmp/md"'"
+			printf "| %s | %s | %s | %s | ≤ %g× | %s |\n", name, ms,
+				bs, r, target, met >> "'"$tmp/md"'"
 			printf "\"%s\",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", name,
 				mv[1], mv[2], mv[3], bv[1], bv[2], bv[3],
 				ratio == "" ? "" : sprintf("%.4f", ratio), target,
@@ -346,19 +349,14 @@ reported() {
 	where=$(runs_of 4+4 lemuria); m=$(spread "$2" time_s 1)
 	mb=$(spread "$2" cluster_bytes_sent 1e-6)
 	where=$(runs_of 4+4 pthread); b=$(spread "$2" time_s 1)
-	awk -v name="$1" -v m="$m" -v b="$b" -v mb="$mb" '
-		function show(s, unit, a, n) {
-			n = split(s, a, " ")
-			if (n < 3) return "-"
-			return sprintf("%.3g %s (%.3g-%.3g)", a[1], unit, a[2], a[3])
-		}
+	awk -v name="$1" -v m="$m" -v b="$b" -v ms="$(shown "$m" s)" \
+		-v bs="$(shown "$b" s)" -v mbs="$(shown "$mb" MB)" '
 		BEGIN {
 			split(m, mv, " "); split(b, bv, " ")
 			r = "-"
 			if (mv[1] != "" && bv[1] != "" && bv[1] > 0)
 				r = sprintf("%.3g×", mv[1] / bv[1])
-			printf "| %s | %s | %s | %s | %s |\n", name, show(m, "s"),
-				show(b, "s"), r, show(mb, "MB")
+			printf "| %s | %s | %s | %s | %s |\n", name, ms, bs, r, mbs
 		}' >>"$tmp/reported"
 }
 for p in $others; do

@@ -1748,6 +1748,28 @@ static void test_shared_told_page_the_copy_lacks_goes_in(void)
 	teardown(c);
 }
 
+/* copy = cluster: `page` written at version 2, registered at barrier 1
+ * and granted to us at version 3, the barrier released.  Returns the id
+ * of the registration that granted it. */
+static uint32_t granted_page(lm_lemuriad *c, const struct lm_ccopy *cc,
+			     uint32_t page)
+{
+	struct lm_notice n = { .page = page, .version = 3, .base = 2,
+			       .writer = LM_WRITER_MANY, .wcluster = 0 };
+	const struct out *reg;
+	uint32_t id;
+
+	written(c, cc, page, 2, 0x11, 0x55);
+	all_arrive(c, 1);
+	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
+	id = reg->m.id;
+	grant(c, &n, 1, &page, 1);
+	CU_ASSERT_FATAL(lm_ccopy_is_owned(cc, page));
+	release(c, 1);
+	return id;
+}
+
 /* copy = cluster: a page taken back from us, written since we came to
  * own it, names the registration that seals what the cluster wrote
  * meanwhile, and its reader waits for that registration's list
@@ -1756,20 +1778,13 @@ static void test_shared_told_page_the_copy_lacks_goes_in(void)
 static void test_shared_recall_tells_its_registration_at_once(void)
 {
 	lm_lemuriad *c = setup_shared();
-	struct lm_notice n = { .page = 7, .version = 3, .base = 2,
-			       .writer = LM_WRITER_MANY, .wcluster = 0 };
-	const uint32_t granted = 7;
 	struct lm_msg p = msg(LM_MSG_PULL, RUN);
 	const struct lm_ccopy *cc;
 	const struct out *d, *reg, *f;
 	uint32_t owed;
 
 	cc = shared_joined(c);
-	written(c, cc, 7, 2, 0x11, 0x55);
-	all_arrive(c, 1);
-	grant(c, &n, 1, &granted, 1);
-	CU_ASSERT_FATAL(lm_ccopy_is_owned(cc, 7));
-	release(c, 1);
+	(void)granted_page(c, cc, 7);
 	lm_lemuriad_pulse(c, 1000000);
 	written(c, cc, 8, 1, 0x22, 0x56); /* a twinned page, not yet sealed */
 	lm_ccopy_page(cc, 7)[20] = 0x77; /* then the owned page */
@@ -1814,9 +1829,6 @@ static void test_shared_recall_tells_its_registration_at_once(void)
 static void test_shared_unwritten_recall_needs_no_seal(void)
 {
 	lm_lemuriad *c = setup_shared();
-	struct lm_notice n = { .page = 7, .version = 3, .base = 2,
-			       .writer = LM_WRITER_MANY, .wcluster = 0 };
-	const uint32_t granted = 7;
 	struct lm_msg p = msg(LM_MSG_PULL, RUN);
 	const struct lm_ccopy *cc;
 	const struct out *d, *reg;
@@ -1824,14 +1836,7 @@ static void test_shared_unwritten_recall_needs_no_seal(void)
 	uint32_t granting;
 
 	cc = shared_joined(c);
-	written(c, cc, 7, 2, 0x11, 0x55);
-	all_arrive(c, 1);
-	reg = find_out(REQUESTED, refl, LM_MSG_REGISTER);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(reg);
-	granting = reg->m.id;
-	grant(c, &n, 1, &granted, 1);
-	CU_ASSERT_FATAL(lm_ccopy_is_owned(cc, 7));
-	release(c, 1);
+	granting = granted_page(c, cc, 7);
 	lm_lemuriad_pulse(c, 1000000);
 	written(c, cc, 8, 1, 0x22, 0x56); /* a twinned page, not yet sealed */
 	seals = lm_lemuriad_stats(c)->copy_seals;
