@@ -325,7 +325,6 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
 	return 0;
 }
 
-/* A home wants a delta of ours: its data, and we forget it. */
 /* The registration that carries every diff sealed so far: the one out,
  * or one that goes up now, or the one right after the one out. */
 static uint32_t sealed_registration(lm_lemuriad *c)
@@ -425,6 +424,7 @@ void lm_park_send_recalls(lm_lemuriad *c)
 	c->nrecalls = 0;
 }
 
+/* A home wants a delta of ours: its data, and we forget it. */
 void lm_park_pull(lm_lemuriad *c, uint32_t req_id, const struct lm_msg *m)
 {
 	struct lm_msg r;
