@@ -191,7 +191,9 @@ int lm_ccopy_recall(const struct lm_ccopy *cc, uint32_t page, uint8_t *snap,
 		memcpy(snap, lm_ccopy_page(cc, page), cc->page_size);
 		*unwritten = memcmp(snap, lm_ccopy_twin_of(cc, page),
 				    cc->page_size) == 0;
-		memcpy(lm_ccopy_twin_of(cc, page), snap, cc->page_size);
+		if (!*unwritten)
+			memcpy(lm_ccopy_twin_of(cc, page), snap,
+			       cc->page_size);
 		set_twinned(cc, page, true);
 		atomic_store_explicit(&cc->table[page].owned, 0,
 				      memory_order_release);

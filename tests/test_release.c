@@ -1823,9 +1823,10 @@ static void test_shared_recall_tells_its_registration_at_once(void)
  * came to own it needs no seal: every byte of it was read by the seal
  * whose registration granted it, with every record it can point at.  So
  * a twinned page written meanwhile stays unsealed (no REGISTER goes),
- * and the answer names the registration that granted the page, done and
- * told already: its reader need not wait for a new list.  Written after
- * the recall, the page is tracked by its twin again. */
+ * and the answer names the registration that carries every diff sealed
+ * so far: here, with none pending, the one that granted the page, done
+ * already, so its reader need not wait for a new one.  Written after the
+ * recall, the page is tracked by its twin again. */
 static void test_shared_unwritten_recall_needs_no_seal(void)
 {
 	lm_lemuriad *c = setup_shared();
