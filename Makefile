@@ -214,6 +214,7 @@ check: check-deps
 
 # The shell scripts (drivers, tests, tools) at shellcheck's warning level;
 # a deliberate exception is a `# shellcheck disable=...` with its reason.
+# And every trap on INT or TERM ends its script (tools/check-traps.sh).
 SHELL_SCRIPTS := $(sort $(wildcard bench/*.sh tests/*.sh tools/*.sh)) .ci/run
 .PHONY: check-lib check-integration
 check-lib:
@@ -226,7 +227,8 @@ lint-sh:
 	@command -v shellcheck >/dev/null 2>&1 || \
 		{ echo "lint-sh: shellcheck not found (make deps installs it)" >&2; exit 1; }
 	@shellcheck -S warning $(SHELL_SCRIPTS)
-	@echo "lint-sh: $(words $(SHELL_SCRIPTS)) shell scripts, no warnings"
+	@sh tools/check-traps.sh $(SHELL_SCRIPTS)
+	@echo "lint-sh: $(words $(SHELL_SCRIPTS)) shell scripts, no warnings, every INT and TERM trap ends the script"
 
 # No two files of a part of the tree call each other, directly or round a
 # circle (tools/check-calls.sh, from the objects' symbols).

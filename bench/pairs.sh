@@ -82,7 +82,8 @@ for b in "$build_a" "$build_b"; do
 done
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/lemuria-pairs.XXXXXX") || exit 1
-trap 'rm -rf "$out"' EXIT INT TERM
+trap 'rm -rf "$out"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 . "$top/tests/lib.sh" # private_layout
 . "$top/bench/lib.sh"  # sample_start, sample_stop, idle_share
 sampler=""

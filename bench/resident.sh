@@ -51,7 +51,8 @@ case $runs in ''|*[!0-9]*|0) usage ;; esac
 [ -x "$build/splash2/$prog" ] || { echo "resident: no $build/splash2/$prog (make first)" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/lemuria-resident.XXXXXX) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 
 # A private layout: our own ports and key, the copy mode given.
 make_layout() { # mode -> path

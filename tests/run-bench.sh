@@ -10,7 +10,8 @@
 set -u
 build=${1:-build}
 tmp=$(mktemp -d /tmp/lm-bench.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 failures=0
 checks=0
 . tests/lib.sh

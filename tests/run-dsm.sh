@@ -8,7 +8,8 @@ bin=$build/bin
 tmp=$(mktemp -d /tmp/lm-dsm.XXXXXX)
 failures=0
 checks=0
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 . tests/lib.sh
 
 # verdict OK TEXT: a check counted by the caller, passed when OK is y;

@@ -14,7 +14,8 @@
 # started again serve the very next run; a lemuria-run killed by SIGKILL
 # takes the ranks and daemons it started with it; one command starts
 # every "host" through an agent that works as ssh does (--hosts), and
-# stops them all when a rank fails or it is stopped itself.
+# stops them all when a rank fails or it is stopped itself; a test
+# script stopped with TERM ends at once.
 #   tests/run-integration.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -28,7 +29,8 @@ cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null; done
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM # cleanup runs as the script exits
 
 ok() { checks=$((checks + 1)); echo "  ok   $1"; }
 fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "  FAIL $1"; }
@@ -763,6 +765,44 @@ for cmd in status stats ping; do
 		sed 's/^/       /' "$tmp/out"
 	fi
 done
+
+# A test script stopped with TERM ends after the program it runs, with
+# status 130 and its temporary directory gone; a trap that only cleaned
+# up let run-order go on without its directory, failing every check left
+# (tools/check-traps.sh, in lint-sh, looks at every script's traps).
+# The build here is a stand-in whose lemuria-run sleeps 2 s.
+mkdir -p "$tmp/stub/bin" "$tmp/stub/tests" "$tmp/stub/splash2"
+printf '#!/bin/sh\nsleep 2\n' >"$tmp/stub/bin/lemuria-run"
+chmod +x "$tmp/stub/bin/lemuria-run"
+touch "$tmp/stub/tests/dsmtest" "$tmp/stub/splash2/publish" \
+	"$tmp/stub/splash2/treewave" "$tmp/stub/splash2/spinflag"
+ls -d /tmp/lm-order.* 2>/dev/null | sort >"$tmp/order-before"
+sh tests/run-order.sh "$tmp/stub" 1 4+4 >"$tmp/order-out" 2>&1 &
+order=$!
+sleep 0.5
+kill -TERM "$order"
+i=0
+while kill -0 "$order" 2>/dev/null && [ $i -lt 150 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+if kill -0 "$order" 2>/dev/null; then
+	kill -KILL "$order" 2>/dev/null
+	fail "run-order stopped with TERM still runs 15 s later"
+	sed 's/^/       /' "$tmp/order-out"
+else
+	wait "$order"
+	st=$?
+	ls -d /tmp/lm-order.* 2>/dev/null | sort >"$tmp/order-after"
+	left=$(comm -13 "$tmp/order-before" "$tmp/order-after" | wc -l)
+	ran=$(grep -c -E '^  (ok|FAIL) ' "$tmp/order-out")
+	if [ "$st" -eq 130 ] && [ "$left" -eq 0 ] && [ "$ran" -eq 0 ]; then
+		ok "run-order stopped with TERM: status 130, no check after it, no directory left"
+	else
+		fail "run-order stopped with TERM: status $st (130 wanted), $ran checks after it, $left directories left"
+		sed 's/^/       /' "$tmp/order-out"
+	fi
+fi
 
 echo "integration: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

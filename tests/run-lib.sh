@@ -9,7 +9,8 @@ set -u
 build=${1:-build}
 lib=$build/lib
 tmp=$(mktemp -d /tmp/lm-lib.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 failures=0
 checks=0
 . tests/lib.sh

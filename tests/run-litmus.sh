@@ -27,7 +27,8 @@ bin=$build/bin
 tmp=$(mktemp -d /tmp/lm-litmus.XXXXXX)
 failures=0
 checks=0
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 . tests/lib.sh
 
 need_count run-litmus RUNS "$runs"

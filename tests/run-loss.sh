@@ -20,7 +20,8 @@ tmp=$(mktemp -d /tmp/lm-loss.XXXXXX)
 failures=0
 checks=0
 skipped=0
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 . tests/lib.sh
 
 need_built run-loss "$bin/lemuria-run" "$build/tests/dsmtest" \

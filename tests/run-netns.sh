@@ -26,7 +26,8 @@ cleanup() {
 	for ns in $spaces $hub; do ip netns del "$ns" 2>/dev/null; done
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM # cleanup runs as the script exits
 
 if ! ip netns add "$hub" 2>"$tmp/err"; then
 	echo "netns: SKIPPED: cannot create network namespaces here ($(cat "$tmp/err"))"

@@ -22,7 +22,8 @@ cleanup() {
 	for p in $pids; do wait "$p" 2>/dev/null; done
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM # cleanup runs as the script exits
 . tests/lib.sh
 
 # The heap step the peaks may differ by, in KiB: LM_DAEMON_HEAP_PAD,

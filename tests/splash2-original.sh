@@ -47,7 +47,8 @@ need_built splash2-original "$build/bin/lemuria-run" "$build/lib/liblemuria.so"
 command -v m4 >/dev/null || { echo "splash2-original: m4 not found" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/lm-splash2-orig.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 
 ok() { checks=$((checks + 1)); echo "  ok   $1"; }
 fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "  FAIL $1"; }

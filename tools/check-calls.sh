@@ -20,7 +20,8 @@ build=$1
 shift
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM # the EXIT trap cleans up
 
 status=0
 for dir in "$@"; do
