@@ -325,10 +325,24 @@ int lm_park_answer(lm_lemuriad *c, struct upreq *up, const struct lm_msg *m)
 	return 0;
 }
 
-/* The registration that carries every diff sealed so far: the one out,
- * or one that goes up now, or the one right after the one out. */
-static uint32_t sealed_registration(lm_lemuriad *c)
+/* A page we own leaves whole, as it is now: it may hold a pointer to a
+ * record on a twinned page that no seal took yet.  So the copy is sealed
+ * after the page was read, and the answer names the registration that
+ * will carry that seal: a reader waits for it (docs/dsm.md "Order").
+ * The answers wait for the messages at hand (a home pulls a page and
+ * the ones after it together): one seal for all of them
+ * (lm_park_send_recalls).  A page nobody wrote since we came to own it
+ * needs none (`seal` false): every byte of it was read by a seal before,
+ * with every record it may point at.  Either way the answer names the
+ * registration that carries every diff sealed so far: the one out, one
+ * that goes up now, or the one right after the one out. */
+static uint32_t owed_registration(lm_lemuriad *c, bool seal)
 {
+	if (seal && lm_copy_seal(c, false) != 0) {
+		c->hooks.lose(c, "no memory for the deltas of the cluster's "
+			      "copy");
+		return 0;
+	}
 	lm_park_keep_budget(c);
 	if (!lm_deltas_dirty(c->deltas))
 		return c->batch_started;
@@ -338,26 +352,6 @@ static uint32_t sealed_registration(lm_lemuriad *c)
 	}
 	c->batch_owed = true;
 	return c->batch_started + 1;
-}
-
-/* A page we own leaves whole, as it is now: it may hold a pointer to a
- * record on a twinned page that no seal took yet.  So the copy is sealed
- * after the page was read, and the answer names the registration that
- * will carry that seal: a reader waits for it (docs/dsm.md "Order").
- * The answers wait for the messages at hand (a home pulls a page and
- * the ones after it together): one seal for all of them
- * (lm_park_send_recalls).  A page nobody wrote since we came to own it
- * needs none: every byte of it was read by a seal before, with every
- * record it may point at, and the registration that carries those
- * seals' diffs is named. */
-static uint32_t owed_registration(lm_lemuriad *c, bool seal)
-{
-	if (seal && lm_copy_seal(c, false) != 0) {
-		c->hooks.lose(c, "no memory for the deltas of the cluster's "
-			      "copy");
-		return 0;
-	}
-	return sealed_registration(c);
 }
 
 /* Keeps the answer of a PULL of an owned page (in c->deltabuf, len
