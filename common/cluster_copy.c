@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "diff.h"
@@ -76,6 +77,7 @@ int lm_ccopy_attach(struct lm_ccopy *cc, uint8_t *map, uint64_t size,
 	cc->page_size = page_size;
 	cc->npages = npages;
 	cc->size = h->size;
+	cc->fd = -1;
 	return 0;
 }
 
@@ -243,6 +245,25 @@ static void merge_changed(uint8_t *live, uint8_t *twin, const uint8_t *data,
 	}
 }
 
+/* A page the copy does not hold goes in through the object's descriptor
+ * where there is one (the lemuriad's): the kernel copies it into the
+ * object, where a copy through the mapping would first take a page fault,
+ * and for a page new to the run clear the page it maps.  A page the copy
+ * holds is mostly mapped already, and its copy needs no system call. */
+static void copy_whole(const struct lm_ccopy *cc, uint32_t page,
+		       const uint8_t *data)
+{
+	uint8_t *to = lm_ccopy_page(cc, page);
+
+	if (cc->fd >= 0 &&
+	    !atomic_load_explicit(&cc->table[page].valid,
+				  memory_order_relaxed) &&
+	    pwrite(cc->fd, data, cc->page_size, (off_t)(to - cc->map)) ==
+		    (ssize_t)cc->page_size)
+		return;
+	memcpy(to, data, cc->page_size);
+}
+
 int lm_ccopy_install(const struct lm_ccopy *cc, uint32_t page,
 		     uint32_t version, const uint8_t *data)
 {
@@ -263,7 +284,7 @@ int lm_ccopy_install(const struct lm_ccopy *cc, uint32_t page,
 		merge_changed(lm_ccopy_page(cc, page),
 			      lm_ccopy_twin_of(cc, page), data, cc->page_size);
 	else
-		memcpy(lm_ccopy_page(cc, page), data, cc->page_size);
+		copy_whole(cc, page, data);
 	atomic_store_explicit(&e->version, version, memory_order_release);
 	atomic_store_explicit(&e->valid, 1, memory_order_release);
 	lm_ccopy_unlock(cc, page);

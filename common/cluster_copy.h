@@ -84,6 +84,9 @@ struct lm_ccopy {
 	uint32_t page_size;
 	uint32_t npages;
 	uint64_t size;
+	/* the object's descriptor where whole pages are written through it
+	 * (the lemuriad's, lm_ccopy_install); -1 elsewhere */
+	int fd;
 };
 
 /* Fills a header with the object's geometry for npages pages of

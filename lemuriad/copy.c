@@ -134,6 +134,7 @@ int lm_copy_start(lm_lemuriad *c)
 		return LM_EINVAL;
 	}
 	c->copy_fd = fd;
+	c->copy.fd = fd;
 	/* sets of pages go in as one (common/copy_set.h) when the kernel
 	 * lets us; else page by page, as the log says once */
 	if (lm_copy_filler_open(&c->filler, fd, g.pages_off,

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cluster_copy.h"
 #include "proto.h"
@@ -150,6 +153,61 @@ static void test_install_whole_untwinned(void)
 	CU_ASSERT(lm_ccopy_install(&cc, 0, 3, data) == 0);
 	CU_ASSERT(memcmp(lm_ccopy_page(&cc, 0), data, PS) == 0);
 	drop_copy();
+}
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	CU_ASSERT_FATAL(getrusage(RUSAGE_SELF, &ru) == 0);
+	return ru.ru_minflt;
+}
+
+/* The lemuriad's installs go through the object's descriptor: a whole
+ * page its mapping lacks goes in with no page fault (docs/performance.md,
+ * "Installs without page faults"), and reads back through the mapping as
+ * sent; a twinned page is still merged in place. */
+static void test_install_whole_through_descriptor(void)
+{
+	struct lm_ccopy_hdr g;
+	struct lm_ccopy fcc;
+	uint8_t data[PS];
+	uint32_t have = 0;
+	uint8_t *m;
+	long before, after;
+	int fd = memfd_create("test-ccopy", MFD_CLOEXEC);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(lm_ccopy_geometry(NP, PS, &g) == 0);
+	CU_ASSERT_FATAL(ftruncate(fd, (off_t)g.size) == 0);
+	m = mmap(NULL, g.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CU_ASSERT_FATAL(m != MAP_FAILED);
+	lm_ccopy_format(m, &g, 42);
+	CU_ASSERT_FATAL(lm_ccopy_attach(&fcc, m, g.size, NP, PS) == 0);
+	CU_ASSERT_EQUAL(fcc.fd, -1);
+	fcc.fd = fd;
+	/* the table and the twinned bits are in the mapping already */
+	CU_ASSERT(!lm_ccopy_version(&fcc, 5, &have));
+	CU_ASSERT(!lm_ccopy_is_twinned(&fcc, 5));
+	CU_ASSERT_FATAL(lm_ccopy_lock(&fcc, 5));
+	lm_ccopy_unlock(&fcc, 5);
+	memset(data, 7, PS);
+	data[PS - 1] = 9;
+	before = minor_faults();
+	CU_ASSERT(lm_ccopy_install(&fcc, 5, 2, data) == 0);
+	after = minor_faults();
+	CU_ASSERT_EQUAL(after, before);
+	CU_ASSERT(memcmp(lm_ccopy_page(&fcc, 5), data, PS) == 0);
+	CU_ASSERT(lm_ccopy_version(&fcc, 5, &have) && have == 2);
+	/* twinned: only the bytes another cluster changed, in place */
+	CU_ASSERT(lm_ccopy_twin(&fcc, 5) == 0);
+	lm_ccopy_page(&fcc, 5)[0] = 1; /* a cluster-mate's unsealed byte */
+	data[PS - 1] = 4;
+	CU_ASSERT(lm_ccopy_install(&fcc, 5, 3, data) == 0);
+	CU_ASSERT_EQUAL(lm_ccopy_page(&fcc, 5)[0], 1);
+	CU_ASSERT_EQUAL(lm_ccopy_page(&fcc, 5)[PS - 1], 4);
+	munmap(m, g.size);
+	close(fd);
 }
 
 /* A seal finds writes on every twinned page (across words of the bitmap),
@@ -527,6 +585,7 @@ LM_TEST_SUITE("cluster_copy", LM_TEST(test_geometry),
 	      LM_TEST(test_install_versions),
 	      LM_TEST(test_install_merges_into_twinned),
 	      LM_TEST(test_install_whole_untwinned),
+	      LM_TEST(test_install_whole_through_descriptor),
 	      LM_TEST(test_seal_each_write_once),
 	      LM_TEST(test_advance_as_covers_counts),
 	      LM_TEST(test_idle_twins_dropped_at_barriers),
