@@ -84,8 +84,9 @@ struct lm_ccopy {
 	uint32_t page_size;
 	uint32_t npages;
 	uint64_t size;
-	/* the object's descriptor where whole pages are written through it
-	 * (the lemuriad's, lm_ccopy_install); -1 elsewhere */
+	/* the object's descriptor where this process holds it (the
+	 * lemuriad, which writes pages the copy lacks through it:
+	 * lm_ccopy_install); -1 elsewhere (lm_ccopy_attach sets -1) */
 	int fd;
 };
 

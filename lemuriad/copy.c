@@ -80,10 +80,10 @@ void lm_copy_stop(lm_lemuriad *c)
 	c->copy_notes_cap = 0;
 	if (c->copy.map)
 		munmap(c->copy.map, c->copy.size);
+	if (c->copy.fd >= 0)
+		close(c->copy.fd);
 	memset(&c->copy, 0, sizeof(c->copy));
-	if (c->copy_fd >= 0)
-		close(c->copy_fd);
-	c->copy_fd = -1;
+	c->copy.fd = -1;
 }
 
 void lm_copy_end_run(lm_lemuriad *c)
@@ -133,7 +133,6 @@ int lm_copy_start(lm_lemuriad *c)
 		close(fd);
 		return LM_EINVAL;
 	}
-	c->copy_fd = fd;
 	c->copy.fd = fd;
 	/* sets of pages go in as one (common/copy_set.h) when the kernel
 	 * lets us; else page by page, as the log says once */
@@ -150,7 +149,7 @@ int lm_copy_give(lm_lemuriad *c, int slot, uint32_t pid,
 {
 	char sock[LM_FDPASS_NAME_MAX], err[256];
 
-	if (c->copy_fd < 0)
+	if (c->copy.fd < 0)
 		return LM_EIO;
 	if (len == 0 || len >= sizeof(sock) || memchr(name, '\0', len)) {
 		lm_log_error("cluster %s: a JOIN under copy = cluster names "
@@ -162,7 +161,7 @@ int lm_copy_give(lm_lemuriad *c, int slot, uint32_t pid,
 	if (c->set_conn[slot] >= 0)
 		close(c->set_conn[slot]);
 	drop_uffd(c, (uint32_t)slot);
-	if (lm_fdpass_send_keep(sock, pid, c->copy_fd,
+	if (lm_fdpass_send_keep(sock, pid, c->copy.fd,
 				c->filler.uffd >= 0 ? &c->set_conn[slot] : NULL,
 				err, sizeof(err))) {
 		lm_log_error("cluster %s: cannot hand the cluster's copy to "

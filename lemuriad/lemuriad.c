@@ -249,7 +249,7 @@ static void handle_join(lm_lemuriad *c, int slot, uint16_t from,
 	}
 	/* the run's copy, made at its first JOIN (the run may have begun
 	 * here with a message from the reflector) */
-	if (c->shared && c->copy_fd < 0 && (status = lm_copy_start(c)) != 0) {
+	if (c->shared && c->copy.fd < 0 && (status = lm_copy_start(c)) != 0) {
 		reply_status(c, from, req_id, LM_MSG_JOIN_OK, status);
 		return;
 	}
@@ -996,7 +996,7 @@ lm_lemuriad *lm_lemuriad_create(const struct lm_layout *layout,
 	c->check_copy = c->shared && getenv("LEMURIA_CHECK_COPY") &&
 			strcmp(getenv("LEMURIA_CHECK_COPY"), "1") == 0;
 	c->trace = lm_page_trace_open(name);
-	c->copy_fd = -1;
+	c->copy.fd = -1;
 	c->nclients = cfg->clients;
 	c->first_node = lm_layout_client_id(layout, cfg->first_rank);
 	c->page_size = layout->page_size;

@@ -379,9 +379,8 @@ struct lm_lemuriad {
 	bool replaying;         /* lemuriad.c is handling the deferred */
 
 	/* copy = cluster (copy.c): the run's object, shared with the
-	 * clients; copy.map NULL and copy_fd -1 when none */
+	 * clients; copy.map NULL and copy.fd -1 when none */
 	bool shared;
-	int copy_fd;
 	struct lm_ccopy copy;
 	struct lm_copy_filler filler; /* sets put in as one (copy_set.h) */
 	uint8_t *aliased;       /* per page: also mapped at the executable's
