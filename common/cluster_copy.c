@@ -60,6 +60,7 @@ int lm_ccopy_attach(struct lm_ccopy *cc, uint8_t *map, uint64_t size,
 	struct lm_ccopy_hdr want;
 
 	memset(cc, 0, sizeof(*cc));
+	cc->fd = -1; /* also when refused: the caller closes what it holds */
 	if (lm_ccopy_geometry(npages, page_size, &want) ||
 	    size < want.size || h->magic != LM_CCOPY_MAGIC ||
 	    h->npages != npages || h->page_size != page_size ||
@@ -77,7 +78,6 @@ int lm_ccopy_attach(struct lm_ccopy *cc, uint8_t *map, uint64_t size,
 	cc->page_size = page_size;
 	cc->npages = npages;
 	cc->size = h->size;
-	cc->fd = -1;
 	return 0;
 }
 

@@ -59,7 +59,7 @@ static int collect(void *ctx, uint32_t page, const uint8_t *diff, size_t len)
 }
 
 /* The parts do not overlap, lie in page order and fit the size; a
- * header of another geometry is refused. */
+ * header of another geometry is refused, leaving an empty view. */
 static void test_geometry(void)
 {
 	struct lm_ccopy_hdr g;
@@ -79,6 +79,9 @@ static void test_geometry(void)
 		  LM_EINVAL);
 	CU_ASSERT(lm_ccopy_attach(&other, map, g.size - 1, NP, PS) ==
 		  LM_EINVAL);
+	/* a refused view holds no descriptor (0 would be stdin, and the
+	 * lemuriad would take it for a copy made and close it) */
+	CU_ASSERT(other.map == NULL && other.fd == -1);
 	drop_copy();
 }
 
